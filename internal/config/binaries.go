@@ -1,0 +1,57 @@
+package config
+
+import (
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+
+	"github.com/berth-dev/berth/internal/errdefs"
+)
+
+// RuncBinary returns the runc executable to run: the configured absolute
+// path, or the configured name looked up in PATH.
+func (c Config) RuncBinary() (string, error) {
+	return resolveBinary("runc", c.RuncPath, false)
+}
+
+// MonitorBinary returns the berth-monitor executable: the configured
+// absolute path, or the configured name beside the running executable,
+// else in PATH.
+func (c Config) MonitorBinary() (string, error) {
+	return resolveBinary("monitor", c.MonitorPath, true)
+}
+
+// PauseBinary returns the berth-pause executable, resolved like
+// MonitorBinary.
+func (c Config) PauseBinary() (string, error) {
+	return resolveBinary("pause", c.PausePath, true)
+}
+
+func resolveBinary(key, value string, besideExecutable bool) (string, error) {
+	if strings.ContainsRune(value, '/') {
+		if _, err := os.Stat(value); err != nil {
+			return "", fmt.Errorf("key %q: executable: %v: %w", key, err, errdefs.ErrFailedPrecondition)
+		}
+		return value, nil
+	}
+	if besideExecutable {
+		if self, err := os.Executable(); err == nil {
+			candidate := filepath.Join(filepath.Dir(self), value)
+			if isExecutableFile(candidate) {
+				return candidate, nil
+			}
+		}
+	}
+	path, err := exec.LookPath(value)
+	if err != nil {
+		return "", fmt.Errorf("key %q: executable %q: not found in PATH: %w", key, value, errdefs.ErrFailedPrecondition)
+	}
+	return path, nil
+}
+
+func isExecutableFile(path string) bool {
+	fi, err := os.Stat(path)
+	return err == nil && fi.Mode().IsRegular() && fi.Mode().Perm()&0o111 != 0
+}

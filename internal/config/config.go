@@ -1,0 +1,177 @@
+package config
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"log/slog"
+	"path/filepath"
+	"slices"
+	"strings"
+
+	"github.com/BurntSushi/toml"
+
+	"github.com/berth-dev/berth/internal/errdefs"
+)
+
+// DefaultPath is where berth looks for its configuration file when none is
+// given on the command line.
+const DefaultPath = "/etc/berth/config.toml"
+
+// Defaults of the keys that do not derive from another key.
+const (
+	DefaultRootDir       = "/var/lib/berth"
+	DefaultStateDir      = "/run/berth"
+	DefaultLogLevel      = "info"
+	DefaultRunc          = "runc"
+	DefaultMonitor       = "berth-monitor"
+	DefaultPause         = "berth-pause"
+	CgroupDriverCgroupfs = "cgroupfs"
+	DefaultCNIConfDir    = "/etc/cni/net.d"
+	DefaultNetwork       = "berth"
+	DefaultBridge        = "berth0"
+	DefaultSubnet        = "10.88.0.0/16"
+)
+
+// DefaultCNIBinDirs are the directories searched for CNI plugins by default.
+func DefaultCNIBinDirs() []string { return []string{"/opt/cni/bin", "/usr/lib/cni"} }
+
+// Config is berth's configuration. The zero value of each field means
+// "default"; see ApplyDefaults.
+type Config struct {
+	RootDir      string `toml:"root_dir"`      // durable state; default /var/lib/berth
+	StateDir     string `toml:"state_dir"`     // volatile state; default /run/berth
+	Socket       string `toml:"socket"`        // CRI socket; default <state_dir>/berth.sock
+	LogLevel     string `toml:"log_level"`     // debug|info|warn|error; default info
+	RuncPath     string `toml:"runc"`          // absolute path or name looked up in PATH; default runc
+	RuncRoot     string `toml:"runc_root"`     // runc --root; default <state_dir>/runc
+	MonitorPath  string `toml:"monitor"`       // default berth-monitor: beside the berth executable, else PATH
+	PausePath    string `toml:"pause"`         // default berth-pause: beside the berth executable, else PATH
+	CgroupDriver string `toml:"cgroup_driver"` // only "cgroupfs" is supported; default cgroupfs
+	CNI          CNI    `toml:"cni"`
+}
+
+// CNI configures pod networking.
+type CNI struct {
+	ConfDir        string   `toml:"conf_dir"`        // network configurations; default /etc/cni/net.d
+	BinDirs        []string `toml:"bin_dirs"`        // plugin directories; default /opt/cni/bin, /usr/lib/cni
+	DefaultNetwork string   `toml:"default_network"` // name of berth's default bridge network; default berth
+	DefaultBridge  string   `toml:"default_bridge"`  // bridge of that network; default berth0
+	DefaultSubnet  string   `toml:"default_subnet"`  // subnet of that network; default 10.88.0.0/16
+}
+
+// Default returns the configuration with every field set to its default.
+func Default() Config {
+	var c Config
+	c.ApplyDefaults()
+	return c
+}
+
+// ApplyDefaults fills every zero field with its default. Paths under the
+// state directory are derived from c.StateDir as configured.
+func (c *Config) ApplyDefaults() {
+	setDefault(&c.RootDir, DefaultRootDir)
+	setDefault(&c.StateDir, DefaultStateDir)
+	setDefault(&c.Socket, filepath.Join(c.StateDir, "berth.sock"))
+	setDefault(&c.LogLevel, DefaultLogLevel)
+	setDefault(&c.RuncPath, DefaultRunc)
+	setDefault(&c.RuncRoot, filepath.Join(c.StateDir, "runc"))
+	setDefault(&c.MonitorPath, DefaultMonitor)
+	setDefault(&c.PausePath, DefaultPause)
+	setDefault(&c.CgroupDriver, CgroupDriverCgroupfs)
+	setDefault(&c.CNI.ConfDir, DefaultCNIConfDir)
+	if len(c.CNI.BinDirs) == 0 {
+		c.CNI.BinDirs = DefaultCNIBinDirs()
+	}
+	setDefault(&c.CNI.DefaultNetwork, DefaultNetwork)
+	setDefault(&c.CNI.DefaultBridge, DefaultBridge)
+	setDefault(&c.CNI.DefaultSubnet, DefaultSubnet)
+}
+
+func setDefault(field *string, value string) {
+	if *field == "" {
+		*field = value
+	}
+}
+
+// Load reads the configuration file at path, fills defaults and validates
+// the result. A missing file yields Default() unless explicit is true (the
+// user named the file), in which case it is an error wrapping
+// errdefs.ErrNotFound. Unknown keys are an error naming each key.
+func Load(path string, explicit bool) (Config, error) {
+	c, err := decodeFile(path)
+	if errors.Is(err, errdefs.ErrNotFound) && !explicit {
+		return Default(), nil
+	}
+	if err != nil {
+		return Config{}, err
+	}
+	c.ApplyDefaults()
+	if err := c.Validate(); err != nil {
+		return Config{}, fmt.Errorf("config file %s: %w", path, err)
+	}
+	return c, nil
+}
+
+// decodeFile parses path without filling defaults.
+func decodeFile(path string) (Config, error) {
+	var c Config
+	md, err := toml.DecodeFile(path, &c)
+	if errors.Is(err, fs.ErrNotExist) {
+		return Config{}, fmt.Errorf("config file %s: %w", path, errdefs.ErrNotFound)
+	}
+	if err != nil {
+		return Config{}, fmt.Errorf("config file %s: %w: %w", path, err, errdefs.ErrInvalidArgument)
+	}
+	if keys := unknownKeys(md); len(keys) > 0 {
+		return Config{}, fmt.Errorf("config file %s: unknown keys %s: %w",
+			path, strings.Join(keys, ", "), errdefs.ErrInvalidArgument)
+	}
+	return c, nil
+}
+
+// unknownKeys lists the undecoded keys, quoted and sorted, leaving out the
+// keys inside an unknown table (the table itself is reported).
+func unknownKeys(md toml.MetaData) []string {
+	var names []string
+	for _, k := range md.Undecoded() {
+		names = append(names, k.String())
+	}
+	slices.Sort(names)
+	var keys []string
+	parent := ""
+	for _, name := range names {
+		if parent != "" && strings.HasPrefix(name, parent+".") {
+			continue
+		}
+		parent = name
+		keys = append(keys, fmt.Sprintf("%q", name))
+	}
+	return keys
+}
+
+// SlogLevel returns the configured log level; an unknown level (which
+// Validate rejects) reads as info.
+func (c Config) SlogLevel() slog.Level {
+	level, err := ParseLogLevel(c.LogLevel)
+	if err != nil {
+		return slog.LevelInfo
+	}
+	return level
+}
+
+// ParseLogLevel maps debug, info, warn and error (and "" as info) to their
+// slog levels.
+func ParseLogLevel(s string) (slog.Level, error) {
+	switch s {
+	case "debug":
+		return slog.LevelDebug, nil
+	case "info", "":
+		return slog.LevelInfo, nil
+	case "warn":
+		return slog.LevelWarn, nil
+	case "error":
+		return slog.LevelError, nil
+	}
+	return 0, fmt.Errorf("log level %q: want debug, info, warn or error: %w", s, errdefs.ErrInvalidArgument)
+}

@@ -1,0 +1,223 @@
+package config
+
+import (
+	"errors"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"reflect"
+	"strings"
+	"testing"
+
+	"github.com/berth-dev/berth/internal/errdefs"
+)
+
+func writeConfig(t *testing.T, content string) string {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "config.toml")
+	if err := os.WriteFile(path, []byte(content), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+func TestDefault(t *testing.T) {
+	c := Default()
+	want := Config{
+		RootDir:      "/var/lib/berth",
+		StateDir:     "/run/berth",
+		Socket:       "/run/berth/berth.sock",
+		LogLevel:     "info",
+		RuncPath:     "runc",
+		RuncRoot:     "/run/berth/runc",
+		MonitorPath:  "berth-monitor",
+		PausePath:    "berth-pause",
+		CgroupDriver: "cgroupfs",
+		CNI: CNI{
+			ConfDir:        "/etc/cni/net.d",
+			BinDirs:        []string{"/opt/cni/bin", "/usr/lib/cni"},
+			DefaultNetwork: "berth",
+			DefaultBridge:  "berth0",
+			DefaultSubnet:  "10.88.0.0/16",
+		},
+	}
+	if !reflect.DeepEqual(c, want) {
+		t.Errorf("Default() = %+v\nwant %+v", c, want)
+	}
+	if err := c.Validate(); err != nil {
+		t.Errorf("defaults do not validate: %v", err)
+	}
+	c.CNI.BinDirs[0] = "/changed"
+	if Default().CNI.BinDirs[0] != "/opt/cni/bin" {
+		t.Error("Default() shares its bin_dirs slice between calls")
+	}
+}
+
+func TestExampleFileListsEveryDefault(t *testing.T) {
+	path := filepath.Join("..", "..", "docs", "config.example.toml")
+	raw, err := decodeFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(raw, Default()) {
+		t.Errorf("example file decodes to %+v\nDefault() is %+v", raw, Default())
+	}
+	assertEveryFieldSet(t, reflect.ValueOf(raw), "Config")
+}
+
+// assertEveryFieldSet fails for a zero field, so a key added to Config but
+// not to the example file is caught even before its default exists.
+func assertEveryFieldSet(t *testing.T, v reflect.Value, name string) {
+	t.Helper()
+	for i := range v.NumField() {
+		field, fieldName := v.Field(i), name+"."+v.Type().Field(i).Name
+		if field.Kind() == reflect.Struct {
+			assertEveryFieldSet(t, field, fieldName)
+			continue
+		}
+		if field.IsZero() {
+			t.Errorf("example file leaves %s unset", fieldName)
+		}
+	}
+}
+
+func TestLoadMissingFile(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "absent.toml")
+	c, err := Load(path, false)
+	if err != nil {
+		t.Fatalf("implicit missing file: %v", err)
+	}
+	if !reflect.DeepEqual(c, Default()) {
+		t.Errorf("implicit missing file gave %+v, want defaults", c)
+	}
+	_, err = Load(path, true)
+	if !errors.Is(err, errdefs.ErrNotFound) || !strings.Contains(err.Error(), path) {
+		t.Errorf("explicit missing file: err = %v, want NotFound naming the file", err)
+	}
+}
+
+func TestLoadDerivedPathsFollowStateDir(t *testing.T) {
+	path := writeConfig(t, `
+state_dir = "/run/other"
+root_dir = "/srv/berth"
+log_level = "debug"
+[cni]
+default_subnet = "10.99.0.0/24"
+`)
+	c, err := Load(path, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.Socket != "/run/other/berth.sock" || c.RuncRoot != "/run/other/runc" {
+		t.Errorf("socket %q, runc_root %q: want them under /run/other", c.Socket, c.RuncRoot)
+	}
+	if c.RootDir != "/srv/berth" || c.CNI.DefaultSubnet != "10.99.0.0/24" {
+		t.Errorf("overrides lost: %+v", c)
+	}
+	if c.CNI.ConfDir != DefaultCNIConfDir || c.CgroupDriver != "cgroupfs" {
+		t.Errorf("defaults not filled: %+v", c)
+	}
+	if c.SlogLevel() != slog.LevelDebug {
+		t.Errorf("SlogLevel = %v, want debug", c.SlogLevel())
+	}
+}
+
+func TestLoadExplicitSocketKept(t *testing.T) {
+	path := writeConfig(t, "state_dir = \"/run/other\"\nsocket = \"/tmp/x.sock\"\n")
+	c, err := Load(path, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.Socket != "/tmp/x.sock" {
+		t.Errorf("socket = %q, want /tmp/x.sock", c.Socket)
+	}
+}
+
+func TestLoadUnknownKeys(t *testing.T) {
+	path := writeConfig(t, "rootdir = \"/x\"\n[cni]\nconfdir = \"/y\"\n[stream]\nport = 1\n")
+	_, err := Load(path, true)
+	if !errors.Is(err, errdefs.ErrInvalidArgument) {
+		t.Fatalf("err = %v, want InvalidArgument", err)
+	}
+	for _, want := range []string{path, `"rootdir"`, `"cni.confdir"`, `"stream"`} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("error %q does not mention %s", err, want)
+		}
+	}
+	if strings.Contains(err.Error(), "stream.port") {
+		t.Errorf("error %q lists a key inside an unknown table", err)
+	}
+}
+
+func TestLoadSyntaxAndTypeErrors(t *testing.T) {
+	for _, content := range []string{"root_dir = ", "[cni]\nbin_dirs = \"/opt\"\n"} {
+		path := writeConfig(t, content)
+		_, err := Load(path, true)
+		if !errors.Is(err, errdefs.ErrInvalidArgument) || !strings.Contains(err.Error(), path) {
+			t.Errorf("content %q: err = %v, want InvalidArgument naming the file", content, err)
+		}
+	}
+}
+
+func TestValidateNamesKey(t *testing.T) {
+	tests := []struct {
+		name   string
+		modify func(*Config)
+		want   string
+	}{
+		{"relative root", func(c *Config) { c.RootDir = "var/lib" }, `key "root_dir": path "var/lib" is not absolute`},
+		{"relative socket", func(c *Config) { c.Socket = "b.sock" }, `key "socket"`},
+		{"log level", func(c *Config) { c.LogLevel = "verbose" }, `key "log_level": "verbose"`},
+		{"systemd", func(c *Config) { c.CgroupDriver = "systemd" }, `key "cgroup_driver": driver "systemd" is not supported`},
+		{"other driver", func(c *Config) { c.CgroupDriver = "x" }, `key "cgroup_driver": unknown driver "x"`},
+		{"bad subnet", func(c *Config) { c.CNI.DefaultSubnet = "10.88.0.0" }, `key "cni.default_subnet"`},
+		{"host bits", func(c *Config) { c.CNI.DefaultSubnet = "10.88.1.2/16" }, `the network is 10.88.0.0/16`},
+		{"bin dir", func(c *Config) { c.CNI.BinDirs = []string{"/ok", "rel"} }, `key "cni.bin_dirs[1]"`},
+		{"relative runc", func(c *Config) { c.RuncPath = "bin/runc" }, `key "runc"`},
+		{"long bridge", func(c *Config) { c.CNI.DefaultBridge = "abcdefghijklmnop" }, `key "cni.default_bridge"`},
+		{"network name", func(c *Config) { c.CNI.DefaultNetwork = "-x" }, `key "cni.default_network"`},
+	}
+	for _, tc := range tests {
+		c := Default()
+		tc.modify(&c)
+		err := c.Validate()
+		if !errors.Is(err, errdefs.ErrInvalidArgument) || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%s: err = %v, want InvalidArgument containing %q", tc.name, err, tc.want)
+		}
+	}
+}
+
+func TestValidateReportsEveryKey(t *testing.T) {
+	c := Default()
+	c.LogLevel = "loud"
+	c.RootDir = "rel"
+	err := c.Validate()
+	for _, key := range []string{`"log_level"`, `"root_dir"`} {
+		if err == nil || !strings.Contains(err.Error(), key) {
+			t.Errorf("error %v does not mention %s", err, key)
+		}
+	}
+}
+
+func TestLoadValidationErrorNamesFile(t *testing.T) {
+	path := writeConfig(t, "cgroup_driver = \"systemd\"\n")
+	_, err := Load(path, true)
+	if !errors.Is(err, errdefs.ErrInvalidArgument) ||
+		!strings.Contains(err.Error(), path) || !strings.Contains(err.Error(), "cgroup_driver") {
+		t.Errorf("err = %v, want InvalidArgument naming file and key", err)
+	}
+}
+
+func TestParseLogLevel(t *testing.T) {
+	for s, want := range map[string]slog.Level{
+		"debug": slog.LevelDebug, "info": slog.LevelInfo, "": slog.LevelInfo,
+		"warn": slog.LevelWarn, "error": slog.LevelError,
+	} {
+		if got, err := ParseLogLevel(s); err != nil || got != want {
+			t.Errorf("ParseLogLevel(%q) = %v, %v; want %v", s, got, err, want)
+		}
+	}
+	if _, err := ParseLogLevel("INFO"); !errors.Is(err, errdefs.ErrInvalidArgument) {
+		t.Errorf("ParseLogLevel(INFO): err = %v, want InvalidArgument", err)
+	}
+}

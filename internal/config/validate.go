@@ -1,0 +1,125 @@
+package config
+
+import (
+	"fmt"
+	"net/netip"
+	"path/filepath"
+	"regexp"
+	"strings"
+
+	"github.com/berth-dev/berth/internal/errdefs"
+)
+
+// maxInterfaceName is the longest Linux network interface name (IFNAMSIZ-1).
+const maxInterfaceName = 15
+
+var networkName = regexp.MustCompile(`^[a-zA-Z0-9][a-zA-Z0-9_.\-]*$`)
+
+// Validate checks a configuration whose defaults are filled. It reports every
+// invalid key at once; each error names the key and wraps
+// errdefs.ErrInvalidArgument.
+func (c Config) Validate() error {
+	errs := []error{
+		absolutePath("root_dir", c.RootDir),
+		absolutePath("state_dir", c.StateDir),
+		absolutePath("socket", c.Socket),
+		absolutePath("runc_root", c.RuncRoot),
+		absolutePath("cni.conf_dir", c.CNI.ConfDir),
+		binary("runc", c.RuncPath),
+		binary("monitor", c.MonitorPath),
+		binary("pause", c.PausePath),
+		logLevel(c.LogLevel),
+		cgroupDriver(c.CgroupDriver),
+		binDirs(c.CNI.BinDirs),
+		network(c.CNI.DefaultNetwork),
+		bridge(c.CNI.DefaultBridge),
+		subnet(c.CNI.DefaultSubnet),
+	}
+	return joinErrors(errs)
+}
+
+// joinErrors joins the non-nil errors on one line ("a; b"), keeping each
+// one reachable with errors.Is.
+func joinErrors(errs []error) error {
+	var found []any
+	for _, err := range errs {
+		if err != nil {
+			found = append(found, err)
+		}
+	}
+	if len(found) == 0 {
+		return nil
+	}
+	format := strings.TrimSuffix(strings.Repeat("%w; ", len(found)), "; ")
+	return fmt.Errorf(format, found...)
+}
+
+func invalid(key, format string, args ...any) error {
+	return fmt.Errorf("key %q: %s: %w", key, fmt.Sprintf(format, args...), errdefs.ErrInvalidArgument)
+}
+
+func absolutePath(key, path string) error {
+	if !filepath.IsAbs(path) {
+		return invalid(key, "path %q is not absolute", path)
+	}
+	return nil
+}
+
+// binary accepts an absolute path or a bare name resolved at use.
+func binary(key, value string) error {
+	if value == "" || (strings.ContainsRune(value, '/') && !filepath.IsAbs(value)) {
+		return invalid(key, "%q is neither an absolute path nor a bare program name", value)
+	}
+	return nil
+}
+
+func logLevel(level string) error {
+	if _, err := ParseLogLevel(level); err != nil {
+		return invalid("log_level", "%q is not one of debug, info, warn, error", level)
+	}
+	return nil
+}
+
+func cgroupDriver(driver string) error {
+	switch driver {
+	case CgroupDriverCgroupfs:
+		return nil
+	case "systemd":
+		return invalid("cgroup_driver", "driver \"systemd\" is not supported yet; use \"cgroupfs\"")
+	}
+	return invalid("cgroup_driver", "unknown driver %q; the supported driver is \"cgroupfs\"", driver)
+}
+
+func binDirs(dirs []string) error {
+	for i, dir := range dirs {
+		if !filepath.IsAbs(dir) {
+			return invalid(fmt.Sprintf("cni.bin_dirs[%d]", i), "path %q is not absolute", dir)
+		}
+	}
+	return nil
+}
+
+func network(name string) error {
+	if !networkName.MatchString(name) {
+		return invalid("cni.default_network", "name %q: want letters, digits, '_', '.' or '-', starting with a letter or digit", name)
+	}
+	return nil
+}
+
+func bridge(name string) error {
+	if name == "" || len(name) > maxInterfaceName || strings.ContainsAny(name, "/: \t\n") {
+		return invalid("cni.default_bridge", "interface name %q: want 1 to %d characters without '/', ':' or spaces", name, maxInterfaceName)
+	}
+	return nil
+}
+
+func subnet(s string) error {
+	prefix, err := netip.ParsePrefix(s)
+	if err != nil {
+		return invalid("cni.default_subnet", "%q is not a CIDR subnet", s)
+	}
+	if prefix != prefix.Masked() {
+		return invalid("cni.default_subnet", "%q has host bits set; the network is %s", s, prefix.Masked())
+	}
+	return nil
+}
