@@ -1,0 +1,118 @@
+package network
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+
+	"github.com/containernetworking/cni/libcni"
+	types100 "github.com/containernetworking/cni/pkg/types/100"
+)
+
+// Teardown deletes the pod from every network it was added to. It works
+// from libcni's cache, so it tears down with the config used at Setup even
+// if ConfDir changed since. When a.NetnsPath is empty or no longer a live
+// namespace it passes an empty netns to the plugins (as the CNI spec
+// allows), lending pod networks a stand-in namespace that carries the
+// cached addresses so that their host-side rules are found and removed.
+// Teardown is idempotent; with nothing cached it runs DEL with the current
+// config, which plugins treat as a no-op when nothing is left.
+func (c *CNI) Teardown(ctx context.Context, a Attachment) error {
+	if err := validatePodID(a.PodID); err != nil {
+		return err
+	}
+	netns := a.NetnsPath
+	if netns != "" && !IsPinned(netns) {
+		netns = ""
+	}
+	cached, err := c.lib.GetCachedAttachments(a.PodID)
+	if err != nil {
+		return fmt.Errorf("pod %s: network cache: %w", a.PodID, err)
+	}
+	if len(cached) == 0 {
+		return c.teardownUncached(ctx, a, netns)
+	}
+	// Pod networks first, loopback last: the reverse of Setup.
+	var errs []error
+	for _, loopbackPass := range []bool{false, true} {
+		for _, att := range cached {
+			if (att.Network == "cni-loopback") != loopbackPass {
+				continue
+			}
+			if err := c.teardownCached(ctx, att, netns); err != nil {
+				errs = append(errs, fmt.Errorf("pod %s: network %q: delete: %w", a.PodID, att.Network, err))
+			}
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// teardownCached deletes one cached attachment with its cached config and
+// arguments.
+func (c *CNI) teardownCached(ctx context.Context, att *libcni.NetworkAttachment, netns string) error {
+	list, err := libcni.NetworkConfFromBytes(att.Config)
+	if err != nil {
+		return fmt.Errorf("cached config: %w", err)
+	}
+	rt := &libcni.RuntimeConf{
+		ContainerID:    att.ContainerID,
+		NetNS:          netns,
+		IfName:         att.IfName,
+		Args:           att.CniArgs,
+		CapabilityArgs: att.CapabilityArgs,
+	}
+	if netns == "" && att.IfName != loopbackIfName {
+		if ips := c.cachedSandboxIPs(list, rt); len(ips) > 0 {
+			stand, err := newStandIn(att.IfName, ips)
+			if err == nil {
+				defer stand.close()
+				rt.NetNS = stand.path
+			}
+		}
+	}
+	return c.lib.DelNetworkList(ctx, list, rt)
+}
+
+// teardownUncached runs DEL with the current configs when the cache holds
+// nothing for the pod (never set up, already torn down, or cache lost).
+func (c *CNI) teardownUncached(ctx context.Context, a Attachment, netns string) error {
+	pod, _, err := c.podNetwork()
+	if err != nil {
+		return nil // no usable config: nothing berth could have added with it
+	}
+	if err := c.delUncached(ctx, pod, runtimeConf(a, netns, podIfName, nil)); err != nil {
+		return fmt.Errorf("pod %s: network %q: delete: %w", a.PodID, pod.Name, err)
+	}
+	lo, err := libcni.NetworkConfFromBytes([]byte(loopbackNetwork))
+	if err != nil {
+		return fmt.Errorf("pod %s: network %q: %w", a.PodID, "cni-loopback", err)
+	}
+	if err := c.delUncached(ctx, lo, runtimeConf(a, netns, loopbackIfName, nil)); err != nil {
+		return fmt.Errorf("pod %s: network %q: delete: %w", a.PodID, lo.Name, err)
+	}
+	return nil
+}
+
+// cachedSandboxIPs returns the addresses the cached result put on the pod's
+// interface; nil when unknown.
+func (c *CNI) cachedSandboxIPs(list *libcni.NetworkConfigList, rt *libcni.RuntimeConf) []*net.IPNet {
+	raw, err := c.lib.GetNetworkListCachedResult(list, rt)
+	if err != nil || raw == nil {
+		return nil
+	}
+	r, err := types100.NewResultFromResult(raw)
+	if err != nil {
+		return nil
+	}
+	var out []*net.IPNet
+	for _, ipc := range r.IPs {
+		if ipc.Interface != nil && *ipc.Interface >= 0 && *ipc.Interface < len(r.Interfaces) &&
+			r.Interfaces[*ipc.Interface].Sandbox == "" {
+			continue
+		}
+		addr := ipc.Address
+		out = append(out, &addr)
+	}
+	return out
+}
