@@ -1,0 +1,92 @@
+package monitor
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+
+	"github.com/berth-dev/berth/internal/errdefs"
+)
+
+// ExitFilePath is where the exit file of container id lives in dir.
+func ExitFilePath(dir, id string) string {
+	return filepath.Join(dir, id+".json")
+}
+
+// WriteExitFile atomically writes r as <dir>/<r.ID>.json: a temporary file
+// is written, synced and renamed, and the directory synced.
+func WriteExitFile(dir string, r ExitRecord) error {
+	if err := ValidID(r.ID); err != nil {
+		return fmt.Errorf("exit file: %w", err)
+	}
+	if r.Version == 0 {
+		r.Version = ExitRecordVersion
+	}
+	data, err := json.Marshal(r)
+	if err != nil {
+		return fmt.Errorf("exit file %s: encode: %w", r.ID, err)
+	}
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return fmt.Errorf("exit file %s: directory: %w", r.ID, err)
+	}
+	tmp, err := os.CreateTemp(dir, "."+r.ID+".tmp-*")
+	if err != nil {
+		return fmt.Errorf("exit file %s: temporary file: %w", r.ID, err)
+	}
+	defer os.Remove(tmp.Name()) // no-op after the rename
+	if err := writeSynced(tmp, data); err != nil {
+		return fmt.Errorf("exit file %s: %w", r.ID, err)
+	}
+	if err := os.Rename(tmp.Name(), ExitFilePath(dir, r.ID)); err != nil {
+		return fmt.Errorf("exit file %s: rename: %w", r.ID, err)
+	}
+	return syncDir(dir)
+}
+
+func writeSynced(f *os.File, data []byte) error {
+	_, werr := f.Write(data)
+	serr := f.Sync()
+	cerr := f.Close()
+	if err := errors.Join(werr, serr, cerr); err != nil {
+		return fmt.Errorf("write: %w", err)
+	}
+	return nil
+}
+
+func syncDir(dir string) error {
+	d, err := os.Open(dir)
+	if err != nil {
+		return fmt.Errorf("exit directory %s: %w", dir, err)
+	}
+	defer d.Close()
+	if err := d.Sync(); err != nil {
+		return fmt.Errorf("exit directory %s: sync: %w", dir, err)
+	}
+	return nil
+}
+
+// ReadExitFile reads the exit file of container id; ErrNotFound when the
+// container has not exited (or its file was removed).
+func ReadExitFile(dir, id string) (*ExitRecord, error) {
+	if err := ValidID(id); err != nil {
+		return nil, fmt.Errorf("exit file: %w", err)
+	}
+	data, err := os.ReadFile(ExitFilePath(dir, id))
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, fmt.Errorf("exit file %s: %w", id, errdefs.ErrNotFound)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("exit file %s: %w", id, err)
+	}
+	var r ExitRecord
+	if err := json.Unmarshal(data, &r); err != nil {
+		return nil, fmt.Errorf("exit file %s: decode: %w", id, err)
+	}
+	if r.Version != ExitRecordVersion {
+		return nil, fmt.Errorf("exit file %s: version %d: %w", id, r.Version, errdefs.ErrFailedPrecondition)
+	}
+	return &r, nil
+}

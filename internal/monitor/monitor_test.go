@@ -1,0 +1,177 @@
+package monitor
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/berth-dev/berth/internal/errdefs"
+)
+
+func TestExitFileRoundTrip(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "exits")
+	want := ExitRecord{ID: "abc", Pid: 42, ExitCode: 137, Signal: 9, OOMKilled: true,
+		FinishedAt: time.Date(2024, 1, 2, 3, 4, 5, 6, time.UTC)}
+	if err := WriteExitFile(dir, want); err != nil {
+		t.Fatal(err)
+	}
+	got, err := ReadExitFile(dir, "abc")
+	if err != nil {
+		t.Fatal(err)
+	}
+	want.Version = ExitRecordVersion
+	if *got != want {
+		t.Fatalf("got %+v, want %+v", *got, want)
+	}
+	entries, _ := os.ReadDir(dir)
+	if len(entries) != 1 || entries[0].Name() != "abc.json" {
+		t.Fatalf("exit dir holds %v, want only abc.json", entries)
+	}
+	// Overwriting replaces the record whole.
+	want.ExitCode = 1
+	if err := WriteExitFile(dir, want); err != nil {
+		t.Fatal(err)
+	}
+	if got, _ := ReadExitFile(dir, "abc"); got.ExitCode != 1 {
+		t.Fatalf("rewrite: got code %d", got.ExitCode)
+	}
+}
+
+func TestExitFileErrors(t *testing.T) {
+	dir := t.TempDir()
+	if _, err := ReadExitFile(dir, "missing"); !errors.Is(err, errdefs.ErrNotFound) {
+		t.Fatalf("missing: got %v, want NotFound", err)
+	}
+	for _, id := range []string{"", "..", "a/b"} {
+		if err := WriteExitFile(dir, ExitRecord{ID: id}); !errors.Is(err, errdefs.ErrInvalidArgument) {
+			t.Errorf("write id %q: got %v, want InvalidArgument", id, err)
+		}
+		if _, err := ReadExitFile(dir, id); !errors.Is(err, errdefs.ErrInvalidArgument) {
+			t.Errorf("read id %q: got %v, want InvalidArgument", id, err)
+		}
+	}
+	os.WriteFile(filepath.Join(dir, "future.json"), []byte(`{"version":99,"id":"future"}`), 0o600)
+	if _, err := ReadExitFile(dir, "future"); !errors.Is(err, errdefs.ErrFailedPrecondition) {
+		t.Fatalf("future version: got %v", err)
+	}
+}
+
+func TestErrorClassesSurviveTheWire(t *testing.T) {
+	for _, class := range []error{errdefs.ErrNotFound, errdefs.ErrAlreadyExists, errdefs.ErrInvalidArgument,
+		errdefs.ErrFailedPrecondition, errdefs.ErrUnavailable, errdefs.ErrNotImplemented} {
+		resp := ErrorResponse(fmt.Errorf("container x: %w", class))
+		data, _ := json.Marshal(resp)
+		var back Response
+		json.Unmarshal(data, &back)
+		err := back.Err()
+		if !errors.Is(err, class) {
+			t.Errorf("%v: class lost: %v", class, err)
+		}
+		if strings.Count(err.Error(), class.Error()) != 1 {
+			t.Errorf("%v: message %q repeats the class", class, err)
+		}
+	}
+	if err := ErrorResponse(errors.New("plain")).Err(); err == nil || err.Error() != "plain" {
+		t.Fatalf("classless error: %v", err)
+	}
+}
+
+// fakeMonitor answers every connection with handler's response.
+func fakeMonitor(t *testing.T, handler func(Request) Response) string {
+	t.Helper()
+	dir, err := os.MkdirTemp("", "mon")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	sock := filepath.Join(dir, "s")
+	l, err := net.Listen("unix", sock)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { l.Close() })
+	go func() {
+		for {
+			conn, err := l.Accept()
+			if err != nil {
+				return
+			}
+			var req Request
+			json.NewDecoder(conn).Decode(&req)
+			if handler != nil {
+				json.NewEncoder(conn).Encode(handler(req))
+				conn.Close()
+			} // nil handler: never answer, keep the connection
+		}
+	}()
+	return sock
+}
+
+func TestClientCalls(t *testing.T) {
+	var seen []Request
+	sock := fakeMonitor(t, func(r Request) Response {
+		seen = append(seen, r)
+		switch r.Op {
+		case OpCreate:
+			return Response{Version: ProtocolVersion, Pid: 1234}
+		case OpStart:
+			return ErrorResponse(fmt.Errorf("container %s: %w", r.ID, errdefs.ErrNotFound))
+		case OpList:
+			return Response{Version: ProtocolVersion, Containers: []ContainerInfo{{ID: "a", Pid: 1, Running: true}}}
+		}
+		return Response{Version: ProtocolVersion}
+	})
+	c := NewClient(sock)
+	ctx := context.Background()
+	pid, err := c.Create(ctx, CreateRequest{ID: "a", Bundle: "/b", LogPath: "/l", Terminal: true})
+	if err != nil || pid != 1234 {
+		t.Fatalf("create: %d %v", pid, err)
+	}
+	if seen[0].Version != ProtocolVersion || seen[0].Create == nil || !seen[0].Create.Terminal {
+		t.Fatalf("create request on the wire: %+v", seen[0])
+	}
+	if err := c.Start(ctx, "zz"); !errors.Is(err, errdefs.ErrNotFound) || !strings.Contains(err.Error(), "container zz") {
+		t.Fatalf("start: got %v, want NotFound naming the container", err)
+	}
+	infos, err := c.List(ctx)
+	if err != nil || len(infos) != 1 || infos[0].ID != "a" {
+		t.Fatalf("list: %+v %v", infos, err)
+	}
+	for _, call := range []func(context.Context) error{c.Ping, c.Shutdown} {
+		if err := call(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+func TestClientUnreachableAndTimeout(t *testing.T) {
+	c := NewClient(filepath.Join(t.TempDir(), "absent.sock"))
+	if err := c.Ping(context.Background()); !errors.Is(err, errdefs.ErrUnavailable) {
+		t.Fatalf("absent socket: got %v, want Unavailable", err)
+	}
+	silent := NewClient(fakeMonitor(t, nil))
+	ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
+	defer cancel()
+	start := time.Now()
+	err := silent.Ping(ctx)
+	if !errors.Is(err, context.DeadlineExceeded) || time.Since(start) > 2*time.Second {
+		t.Fatalf("silent monitor: got %v after %s", err, time.Since(start))
+	}
+}
+
+func TestLaunchReportsEarlyExit(t *testing.T) {
+	_, err := Launch(LaunchOptions{Binary: "/bin/true", PodID: "p", Socket: "/nonexistent/s", ExitDir: t.TempDir()})
+	if !errors.Is(err, errdefs.ErrUnavailable) {
+		t.Fatalf("got %v, want Unavailable", err)
+	}
+	if _, err := Launch(LaunchOptions{PodID: "p"}); !errors.Is(err, errdefs.ErrInvalidArgument) {
+		t.Fatalf("missing binary: got %v", err)
+	}
+}

@@ -1,0 +1,125 @@
+package monitor
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/berth-dev/berth/internal/errdefs"
+)
+
+// ProtocolVersion is the version of Request and Response.
+const ProtocolVersion = 1
+
+// ExitRecordVersion is the version of ExitRecord.
+const ExitRecordVersion = 1
+
+// The operations of the protocol.
+const (
+	OpCreate    = "create"
+	OpStart     = "start"
+	OpList      = "list"
+	OpForget    = "forget"
+	OpReopenLog = "reopen-log"
+	OpShutdown  = "shutdown"
+	OpPing      = "ping"
+)
+
+// CreateRequest asks the monitor to create a container with runc create.
+type CreateRequest struct {
+	ID        string `json:"id"`
+	Bundle    string `json:"bundle"`
+	LogPath   string `json:"logPath"`
+	Stdin     bool   `json:"stdin,omitempty"`
+	StdinOnce bool   `json:"stdinOnce,omitempty"`
+	Terminal  bool   `json:"terminal,omitempty"`
+	// CgroupPath is the container's cgroup (as in the OCI spec), used to
+	// tell whether the kernel OOM-killed something in it.
+	CgroupPath string `json:"cgroupPath,omitempty"`
+}
+
+// ExitRecord is how a container's init process ended. A process killed by
+// a signal has ExitCode 128+Signal.
+type ExitRecord struct {
+	Version    int       `json:"version"`
+	ID         string    `json:"id"`
+	Pid        int       `json:"pid"`
+	ExitCode   int32     `json:"exitCode"`
+	Signal     int       `json:"signal,omitempty"`
+	OOMKilled  bool      `json:"oomKilled,omitempty"`
+	FinishedAt time.Time `json:"finishedAt"`
+}
+
+// ContainerInfo is what a monitor knows about one of its containers.
+type ContainerInfo struct {
+	ID      string      `json:"id"`
+	Pid     int         `json:"pid"`
+	Running bool        `json:"running"`
+	Exit    *ExitRecord `json:"exit,omitempty"`
+}
+
+// Request is one call to the monitor.
+type Request struct {
+	Version int            `json:"version"`
+	Op      string         `json:"op"`
+	ID      string         `json:"id,omitempty"`
+	Create  *CreateRequest `json:"create,omitempty"`
+}
+
+// Response answers one Request. Error is empty on success.
+type Response struct {
+	Version    int             `json:"version"`
+	Error      string          `json:"error,omitempty"`
+	ErrorClass string          `json:"errorClass,omitempty"`
+	Pid        int             `json:"pid,omitempty"`
+	Containers []ContainerInfo `json:"containers,omitempty"`
+}
+
+var errorClasses = []struct {
+	name string
+	err  error
+}{
+	{"not_found", errdefs.ErrNotFound},
+	{"already_exists", errdefs.ErrAlreadyExists},
+	{"invalid_argument", errdefs.ErrInvalidArgument},
+	{"failed_precondition", errdefs.ErrFailedPrecondition},
+	{"unavailable", errdefs.ErrUnavailable},
+	{"not_implemented", errdefs.ErrNotImplemented},
+}
+
+// ErrorResponse turns err into a Response carrying its class.
+func ErrorResponse(err error) Response {
+	resp := Response{Version: ProtocolVersion, Error: err.Error()}
+	for _, c := range errorClasses {
+		if errors.Is(err, c.err) {
+			resp.ErrorClass = c.name
+			break
+		}
+	}
+	return resp
+}
+
+// Err returns the error a Response carries, wrapping its class, or nil.
+func (r Response) Err() error {
+	if r.Error == "" {
+		return nil
+	}
+	for _, c := range errorClasses {
+		if r.ErrorClass == c.name {
+			// The message already names the class; do not repeat it.
+			msg := strings.TrimSuffix(r.Error, ": "+c.err.Error())
+			return fmt.Errorf("%s: %w", msg, c.err)
+		}
+	}
+	return errors.New(r.Error)
+}
+
+// ValidID reports whether id can name a container's files: not empty, not
+// a dot name, and without a path separator or NUL.
+func ValidID(id string) error {
+	if id == "" || id == "." || id == ".." || strings.ContainsAny(id, "/\x00") || len(id) > 255 {
+		return fmt.Errorf("container id %q: %w", id, errdefs.ErrInvalidArgument)
+	}
+	return nil
+}

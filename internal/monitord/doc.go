@@ -1,0 +1,20 @@
+// Package monitord is the per-pod monitor process (berth-monitor): it runs
+// runc create/start for the pod's containers, holds their stdio, writes
+// their CRI logs and writes an exit file when each container's init exits.
+//
+// Rules:
+//   - The process is a child subreaper, so every container init becomes its
+//     child. One Reaper owns wait4(-1): nothing else waits for children.
+//     runc commands are started through Reaper.Exec, never exec.Cmd.Wait.
+//   - A container's init pid is known only after runc create returns, so a
+//     create subscribes to exits before running runc and claims the pid
+//     afterwards; an init that died in between is not lost.
+//   - On exit, stdio is drained for at most DrainTimeout, the OOM kill count
+//     of the container's cgroup is compared with its value at create, and
+//     the exit file is written before the record is kept for List.
+//   - The daemon may die at any moment: the monitor never needs it, and
+//     keeps logging and recording exits alone. It exits only on Shutdown or
+//     SIGTERM/SIGINT; SIGHUP and SIGPIPE are ignored.
+//   - Memory is paid per pod: standard library, x/sys and internal packages
+//     that follow the same rule only; no large buffers.
+package monitord

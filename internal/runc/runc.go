@@ -1,0 +1,241 @@
+package runc
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/berth-dev/berth/internal/errdefs"
+)
+
+// Runc runs the runc binary at Path with state under Root.
+type Runc struct {
+	Path string // runc binary; "runc" when empty
+	Root string // --root; runc's default when empty
+	// Exec starts cmd and waits for it to finish, returning a non-nil error
+	// when it did not exit 0. cmd's stdio are always *os.File or nil, so no
+	// copying goroutines are involved. When nil, cmd is started and waited
+	// with exec.Cmd, and killed when ctx is done.
+	Exec func(ctx context.Context, cmd *exec.Cmd) error
+}
+
+// CreateOpts are the options of runc create.
+type CreateOpts struct {
+	Bundle        string
+	PidFile       string
+	ConsoleSocket string
+	Stdin         *os.File
+	Stdout        *os.File
+	Stderr        *os.File
+	// ExtraFiles are passed to the container as fds 3.. (--preserve-fds).
+	ExtraFiles []*os.File
+}
+
+// State is what runc reports about one container.
+type State struct {
+	ID      string    `json:"id"`
+	Pid     int       `json:"pid"`
+	Status  string    `json:"status"`
+	Bundle  string    `json:"bundle"`
+	Created time.Time `json:"created"`
+}
+
+// Create runs "runc create" for container id.
+func (r *Runc) Create(ctx context.Context, id string, o CreateOpts) error {
+	if o.Bundle == "" {
+		return fmt.Errorf("runc create %s: bundle: %w", id, errdefs.ErrInvalidArgument)
+	}
+	args := []string{"create", "--bundle", o.Bundle}
+	if o.PidFile != "" {
+		args = append(args, "--pid-file", o.PidFile)
+	}
+	if o.ConsoleSocket != "" {
+		args = append(args, "--console-socket", o.ConsoleSocket)
+	}
+	if len(o.ExtraFiles) > 0 {
+		args = append(args, "--preserve-fds", strconv.Itoa(len(o.ExtraFiles)))
+	}
+	args = append(args, id)
+	return r.run(ctx, "create", id, args, func(cmd *exec.Cmd) {
+		cmd.Stdin, cmd.Stdout, cmd.Stderr = o.Stdin, o.Stdout, o.Stderr
+		cmd.ExtraFiles = o.ExtraFiles
+	})
+}
+
+// Start runs "runc start" for container id.
+func (r *Runc) Start(ctx context.Context, id string) error {
+	return r.run(ctx, "start", id, []string{"start", id}, nil)
+}
+
+// Kill sends sig to the container's init, or to all its processes when all.
+func (r *Runc) Kill(ctx context.Context, id string, sig syscall.Signal, all bool) error {
+	args := []string{"kill"}
+	if all {
+		args = append(args, "--all")
+	}
+	args = append(args, id, strconv.Itoa(int(sig)))
+	return r.run(ctx, "kill", id, args, nil)
+}
+
+// Delete runs "runc delete"; a container runc does not know is not an error.
+func (r *Runc) Delete(ctx context.Context, id string, force bool) error {
+	args := []string{"delete"}
+	if force {
+		args = append(args, "--force")
+	}
+	args = append(args, id)
+	err := r.run(ctx, "delete", id, args, nil)
+	if errors.Is(err, errdefs.ErrNotFound) {
+		return nil
+	}
+	return err
+}
+
+// State runs "runc state"; a container runc does not know is ErrNotFound.
+func (r *Runc) State(ctx context.Context, id string) (*State, error) {
+	out, err := r.output(ctx, "state", id, []string{"state", id})
+	if err != nil {
+		return nil, err
+	}
+	var s State
+	if err := json.Unmarshal(out, &s); err != nil {
+		return nil, fmt.Errorf("runc state %s: output: %w", id, err)
+	}
+	return &s, nil
+}
+
+// List runs "runc list" and returns every container under Root.
+func (r *Runc) List(ctx context.Context) ([]State, error) {
+	out, err := r.output(ctx, "list", "", []string{"list", "--format", "json"})
+	if err != nil {
+		return nil, err
+	}
+	var states []State
+	if err := json.Unmarshal(out, &states); err != nil {
+		return nil, fmt.Errorf("runc list: output: %w", err)
+	}
+	return states, nil
+}
+
+// output runs a subcommand and returns what it printed on stdout.
+func (r *Runc) output(ctx context.Context, sub, id string, args []string) ([]byte, error) {
+	pr, pw, err := os.Pipe()
+	if err != nil {
+		return nil, fmt.Errorf("runc %s: stdout pipe: %w", sub, err)
+	}
+	defer pr.Close()
+	var out bytes.Buffer
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		io.Copy(&out, pr) //nolint:errcheck // a short read surfaces as bad JSON
+	}()
+	err = r.run(ctx, sub, id, args, func(cmd *exec.Cmd) { cmd.Stdout = pw })
+	pw.Close()
+	<-done
+	if err != nil {
+		return nil, err
+	}
+	return out.Bytes(), nil
+}
+
+// run executes runc with the global flags, a private JSON log, and args.
+func (r *Runc) run(ctx context.Context, sub, id string, args []string, setup func(*exec.Cmd)) error {
+	what := "runc " + sub
+	if id != "" {
+		what += " " + id
+	}
+	logFile, err := os.CreateTemp("", "runc-log-*.json")
+	if err != nil {
+		return fmt.Errorf("%s: log file: %w", what, err)
+	}
+	logPath := logFile.Name()
+	logFile.Close()
+	defer os.Remove(logPath)
+
+	global := []string{"--log", logPath, "--log-format", "json"}
+	if r.Root != "" {
+		global = append(global, "--root", r.Root)
+	}
+	cmd := exec.Command(r.binary(), append(global, args...)...)
+	if setup != nil {
+		setup(cmd)
+	}
+	if err := r.exec(ctx, cmd); err != nil {
+		return r.commandError(what, logPath, err)
+	}
+	return nil
+}
+
+func (r *Runc) binary() string {
+	if r.Path == "" {
+		return "runc"
+	}
+	return r.Path
+}
+
+func (r *Runc) exec(ctx context.Context, cmd *exec.Cmd) error {
+	if r.Exec != nil {
+		return r.Exec(ctx, cmd)
+	}
+	if err := cmd.Start(); err != nil {
+		return err
+	}
+	waited := make(chan error, 1)
+	go func() { waited <- cmd.Wait() }()
+	select {
+	case err := <-waited:
+		return err
+	case <-ctx.Done():
+		cmd.Process.Kill() //nolint:errcheck // it may have just exited
+		<-waited
+		return ctx.Err()
+	}
+}
+
+// commandError names the subcommand and carries runc's last logged error.
+func (r *Runc) commandError(what, logPath string, err error) error {
+	msg := lastLogError(logPath)
+	if msg == "" {
+		return fmt.Errorf("%s: %w", what, err)
+	}
+	if strings.Contains(msg, "does not exist") {
+		return fmt.Errorf("%s: %s: %w", what, msg, errdefs.ErrNotFound)
+	}
+	if strings.Contains(msg, "already exists") {
+		return fmt.Errorf("%s: %s: %w", what, msg, errdefs.ErrAlreadyExists)
+	}
+	return fmt.Errorf("%s: %s", what, msg)
+}
+
+// lastLogError returns the message of the last error-level entry of a
+// runc JSON log, or "" when there is none.
+func lastLogError(path string) string {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return ""
+	}
+	var lastErr string
+	for _, line := range bytes.Split(data, []byte("\n")) {
+		var entry struct {
+			Level string `json:"level"`
+			Msg   string `json:"msg"`
+		}
+		if json.Unmarshal(line, &entry) != nil || entry.Msg == "" {
+			continue
+		}
+		if entry.Level == "error" || entry.Level == "fatal" {
+			lastErr = entry.Msg
+		}
+	}
+	return lastErr
+}
