@@ -1,0 +1,158 @@
+package oci
+
+import (
+	"fmt"
+	"path"
+	"sort"
+	"strings"
+
+	"github.com/berth-dev/berth/internal/errdefs"
+	specs "github.com/opencontainers/runtime-spec/specs-go"
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+)
+
+const devShm = "/dev/shm"
+
+// standardMounts is the filesystem set every container gets, in mount
+// order. Privileged containers get /sys and its cgroup mount read-write.
+func standardMounts(privileged bool) []specs.Mount {
+	sysMode := "ro"
+	if privileged {
+		sysMode = "rw"
+	}
+	return []specs.Mount{
+		{Destination: "/proc", Type: "proc", Source: "proc", Options: []string{"nosuid", "noexec", "nodev"}},
+		{Destination: "/dev", Type: "tmpfs", Source: "tmpfs", Options: []string{"nosuid", "strictatime", "mode=755", "size=65536k"}},
+		{Destination: "/dev/pts", Type: "devpts", Source: "devpts",
+			Options: []string{"nosuid", "noexec", "newinstance", "ptmxmode=0666", "mode=0620", "gid=5"}},
+		{Destination: devShm, Type: "tmpfs", Source: "shm", Options: []string{"nosuid", "noexec", "nodev", "mode=1777", "size=65536k"}},
+		{Destination: "/dev/mqueue", Type: "mqueue", Source: "mqueue", Options: []string{"nosuid", "noexec", "nodev"}},
+		{Destination: "/sys", Type: "sysfs", Source: "sysfs", Options: []string{"nosuid", "noexec", "nodev", sysMode}},
+		{Destination: "/sys/fs/cgroup", Type: "cgroup", Source: "cgroup",
+			Options: []string{"nosuid", "noexec", "nodev", "relatime", sysMode}},
+	}
+}
+
+// containerMounts returns the spec's mounts and the rootfs propagation the
+// requested mounts need: the standard set (minus what the request mounts
+// over), then the pod files and the request's binds, parents before
+// children.
+func containerMounts(in Input, opts *runtimeapi.NamespaceOption) ([]specs.Mount, string, error) {
+	requested, propagation, err := requestedMounts(in.Config.GetMounts())
+	if err != nil {
+		return nil, "", err
+	}
+	covered := make(map[string]bool, len(requested))
+	for _, m := range requested {
+		covered[m.Destination] = true
+	}
+	sc := in.Config.GetLinux().GetSecurityContext()
+	var mounts []specs.Mount
+	for _, m := range standardMounts(sc.GetPrivileged()) {
+		if covered[m.Destination] || (covered["/dev"] && strings.HasPrefix(m.Destination, "/dev/")) {
+			continue
+		}
+		if m.Destination == devShm {
+			m = shmMount(in.Sandbox, opts, m)
+		}
+		mounts = append(mounts, m)
+	}
+	binds := append(podFileMounts(in.Sandbox, covered, sc.GetReadonlyRootfs()), requested...)
+	sort.SliceStable(binds, func(i, j int) bool { return pathDepth(binds[i].Destination) < pathDepth(binds[j].Destination) })
+	return append(mounts, binds...), propagation, nil
+}
+
+// shmMount is the host's /dev/shm for host IPC, the pod's shared one when
+// the sandbox has it, else the private tmpfs.
+func shmMount(sb Sandbox, opts *runtimeapi.NamespaceOption, private specs.Mount) specs.Mount {
+	source := sb.ShmPath
+	if opts.GetIpc() == runtimeapi.NamespaceMode_NODE {
+		source = devShm
+	}
+	if source == "" {
+		return private
+	}
+	return specs.Mount{Destination: devShm, Type: "bind", Source: source,
+		Options: []string{"rbind", "rprivate", "nosuid", "nodev", "noexec", "rw"}}
+}
+
+func podFileMounts(sb Sandbox, covered map[string]bool, readonly bool) []specs.Mount {
+	mode := "rw"
+	if readonly {
+		mode = "ro"
+	}
+	var mounts []specs.Mount
+	for _, f := range []struct{ dest, source string }{
+		{"/etc/hostname", sb.HostnamePath},
+		{"/etc/hosts", sb.HostsPath},
+		{"/etc/resolv.conf", sb.ResolvConfPath},
+	} {
+		if f.source == "" || covered[f.dest] {
+			continue
+		}
+		mounts = append(mounts, specs.Mount{Destination: f.dest, Type: "bind", Source: f.source,
+			Options: []string{"rbind", "rprivate", mode}})
+	}
+	return mounts
+}
+
+// requestedMounts converts the CRI mounts to bind mounts and returns the
+// rootfs propagation they need ("rshared" for a bidirectional mount,
+// "rslave" for host-to-container, else "").
+func requestedMounts(requested []*runtimeapi.Mount) ([]specs.Mount, string, error) {
+	mounts := make([]specs.Mount, 0, len(requested))
+	rootfsPropagation := ""
+	for i, m := range requested {
+		dest, err := checkRequestedMount(m)
+		if err != nil {
+			return nil, "", fmt.Errorf("mounts[%d] %q: %w", i, m.GetContainerPath(), err)
+		}
+		var propagation string
+		switch m.GetPropagation() {
+		case runtimeapi.MountPropagation_PROPAGATION_PRIVATE:
+			propagation = "rprivate"
+		case runtimeapi.MountPropagation_PROPAGATION_HOST_TO_CONTAINER:
+			propagation = "rslave"
+			if rootfsPropagation == "" {
+				rootfsPropagation = "rslave"
+			}
+		case runtimeapi.MountPropagation_PROPAGATION_BIDIRECTIONAL:
+			propagation, rootfsPropagation = "rshared", "rshared"
+		default:
+			return nil, "", fmt.Errorf("mounts[%d] %q: propagation %d: unknown: %w",
+				i, m.GetContainerPath(), m.GetPropagation(), errdefs.ErrInvalidArgument)
+		}
+		mode := "rw"
+		if m.GetReadonly() {
+			mode = "ro"
+		}
+		mounts = append(mounts, specs.Mount{Destination: dest, Type: "bind", Source: path.Clean(m.GetHostPath()),
+			Options: []string{"rbind", propagation, mode}})
+	}
+	return mounts, rootfsPropagation, nil
+}
+
+// checkRequestedMount validates one CRI mount and returns its clean
+// destination. SELinux relabeling is ignored (berth runs without SELinux).
+func checkRequestedMount(m *runtimeapi.Mount) (string, error) {
+	dest := path.Clean(m.GetContainerPath())
+	switch {
+	case m.GetImage() != nil:
+		return "", fmt.Errorf("image volume: %w", errdefs.ErrNotImplemented)
+	case m.GetRecursiveReadOnly():
+		return "", fmt.Errorf("recursive read-only: not supported by runc 1.1: %w", errdefs.ErrNotImplemented)
+	case len(m.GetUidMappings()) > 0 || len(m.GetGidMappings()) > 0:
+		return "", fmt.Errorf("id-mapped mount: %w", errdefs.ErrNotImplemented)
+	case !path.IsAbs(m.GetContainerPath()):
+		return "", fmt.Errorf("container path: not absolute: %w", errdefs.ErrInvalidArgument)
+	case dest == "/":
+		return "", fmt.Errorf("container path: mounts over the rootfs: %w", errdefs.ErrInvalidArgument)
+	case !path.IsAbs(m.GetHostPath()):
+		return "", fmt.Errorf("host path %q: not absolute: %w", m.GetHostPath(), errdefs.ErrInvalidArgument)
+	}
+	return dest, nil
+}
+
+func pathDepth(p string) int {
+	return strings.Count(path.Clean(p), "/")
+}

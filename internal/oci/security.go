@@ -1,0 +1,183 @@
+package oci
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/berth-dev/berth/internal/errdefs"
+	specs "github.com/opencontainers/runtime-spec/specs-go"
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+)
+
+// DefaultCapabilities is the capability set of an unprivileged container
+// (bounding, effective and permitted; never inheritable or ambient).
+var DefaultCapabilities = []string{
+	"CAP_CHOWN", "CAP_DAC_OVERRIDE", "CAP_FSETID", "CAP_FOWNER", "CAP_MKNOD", "CAP_NET_RAW",
+	"CAP_SETGID", "CAP_SETUID", "CAP_SETFCAP", "CAP_SETPCAP", "CAP_NET_BIND_SERVICE",
+	"CAP_SYS_CHROOT", "CAP_KILL", "CAP_AUDIT_WRITE",
+}
+
+// allCapabilities lists capabilities 0..40 in kernel order: what runc 1.1
+// knows and what "ALL" and privileged mean.
+var allCapabilities = []string{
+	"CAP_CHOWN", "CAP_DAC_OVERRIDE", "CAP_DAC_READ_SEARCH", "CAP_FOWNER", "CAP_FSETID", "CAP_KILL",
+	"CAP_SETGID", "CAP_SETUID", "CAP_SETPCAP", "CAP_LINUX_IMMUTABLE", "CAP_NET_BIND_SERVICE",
+	"CAP_NET_BROADCAST", "CAP_NET_ADMIN", "CAP_NET_RAW", "CAP_IPC_LOCK", "CAP_IPC_OWNER",
+	"CAP_SYS_MODULE", "CAP_SYS_RAWIO", "CAP_SYS_CHROOT", "CAP_SYS_PTRACE", "CAP_SYS_PACCT",
+	"CAP_SYS_ADMIN", "CAP_SYS_BOOT", "CAP_SYS_NICE", "CAP_SYS_RESOURCE", "CAP_SYS_TIME",
+	"CAP_SYS_TTY_CONFIG", "CAP_MKNOD", "CAP_LEASE", "CAP_AUDIT_WRITE", "CAP_AUDIT_CONTROL",
+	"CAP_SETFCAP", "CAP_MAC_OVERRIDE", "CAP_MAC_ADMIN", "CAP_SYSLOG", "CAP_WAKE_ALARM",
+	"CAP_BLOCK_SUSPEND", "CAP_AUDIT_READ", "CAP_PERFMON", "CAP_BPF", "CAP_CHECKPOINT_RESTORE",
+}
+
+// DefaultMaskedPaths and DefaultReadonlyPaths apply unless the request
+// names its own (kubelet sends them; an empty list means "Unmasked" procMount
+// is not distinguishable on the wire, so empty falls back to the defaults).
+var (
+	DefaultMaskedPaths = []string{
+		"/proc/acpi", "/proc/asound", "/proc/kcore", "/proc/keys", "/proc/latency_stats",
+		"/proc/timer_list", "/proc/timer_stats", "/proc/sched_debug", "/proc/scsi",
+		"/sys/firmware", "/sys/devices/virtual/powercap",
+	}
+	DefaultReadonlyPaths = []string{"/proc/bus", "/proc/fs", "/proc/irq", "/proc/sys", "/proc/sysrq-trigger"}
+)
+
+// containerCapabilities computes the capability sets. Privileged gets every
+// capability. Otherwise the default set with, in this order: add "ALL",
+// drop "ALL", the named adds, the named drops (so drop ALL + add X gives
+// only X, and add ALL + drop X all but X). Ambient adds go into every set.
+func containerCapabilities(sc *runtimeapi.LinuxContainerSecurityContext) (*specs.LinuxCapabilities, error) {
+	if sc.GetPrivileged() {
+		return capabilitySets(allCapabilities, nil), nil
+	}
+	requested := sc.GetCapabilities()
+	adds, addAll, err := normalizeCapabilities("add_capabilities", requested.GetAddCapabilities())
+	if err != nil {
+		return nil, err
+	}
+	drops, dropAll, err := normalizeCapabilities("drop_capabilities", requested.GetDropCapabilities())
+	if err != nil {
+		return nil, err
+	}
+	ambient, ambientAll, err := normalizeCapabilities("add_ambient_capabilities", requested.GetAddAmbientCapabilities())
+	if err != nil {
+		return nil, err
+	}
+	if ambientAll {
+		return nil, fmt.Errorf("security context: add_ambient_capabilities: ALL: not allowed: %w", errdefs.ErrInvalidArgument)
+	}
+	set := capabilitySet(DefaultCapabilities)
+	if addAll {
+		set = capabilitySet(allCapabilities)
+	}
+	if dropAll {
+		set = map[string]bool{}
+	}
+	for _, c := range append(adds, ambient...) {
+		set[c] = true
+	}
+	for _, c := range drops {
+		delete(set, c)
+	}
+	return capabilitySets(orderedCapabilities(set), orderedCapabilities(capabilitySet(ambient))), nil
+}
+
+func capabilitySets(caps, ambient []string) *specs.LinuxCapabilities {
+	return &specs.LinuxCapabilities{
+		Bounding:    caps,
+		Effective:   append([]string(nil), caps...),
+		Permitted:   append([]string(nil), caps...),
+		Inheritable: ambient,
+		Ambient:     append([]string(nil), ambient...),
+	}
+}
+
+// normalizeCapabilities accepts "NET_ADMIN", "net_admin" or "CAP_NET_ADMIN";
+// all reports an "ALL" entry.
+func normalizeCapabilities(field string, names []string) (caps []string, all bool, err error) {
+	known := capabilitySet(allCapabilities)
+	for _, name := range names {
+		upper := strings.ToUpper(strings.TrimSpace(name))
+		if upper == "ALL" {
+			all = true
+			continue
+		}
+		if !strings.HasPrefix(upper, "CAP_") {
+			upper = "CAP_" + upper
+		}
+		if !known[upper] {
+			return nil, false, fmt.Errorf("security context: %s: capability %q: unknown: %w", field, name, errdefs.ErrInvalidArgument)
+		}
+		caps = append(caps, upper)
+	}
+	return caps, all, nil
+}
+
+func capabilitySet(caps []string) map[string]bool {
+	set := make(map[string]bool, len(caps))
+	for _, c := range caps {
+		set[c] = true
+	}
+	return set
+}
+
+// orderedCapabilities lists set in kernel order (stable specs, readable diffs).
+func orderedCapabilities(set map[string]bool) []string {
+	var caps []string
+	for _, c := range allCapabilities {
+		if set[c] {
+			caps = append(caps, c)
+		}
+	}
+	return caps
+}
+
+func maskedAndReadonlyPaths(sc *runtimeapi.LinuxContainerSecurityContext) (masked, readonly []string) {
+	masked, readonly = DefaultMaskedPaths, DefaultReadonlyPaths
+	if len(sc.GetMaskedPaths()) > 0 {
+		masked = sc.GetMaskedPaths()
+	}
+	if len(sc.GetReadonlyPaths()) > 0 {
+		readonly = sc.GetReadonlyPaths()
+	}
+	return append([]string(nil), masked...), append([]string(nil), readonly...)
+}
+
+// annotateUnappliedProfiles records requested seccomp and AppArmor profiles
+// that berth does not apply yet, so nothing is dropped silently.
+//
+// Seccomp hook: RuntimeDefault and Localhost profiles come with the
+// security-context work; until then the container runs without a seccomp
+// filter and AnnotationUnappliedSeccomp names what was asked. Unconfined
+// (and no profile at all) needs nothing. Privileged containers never get
+// a profile, so nothing is recorded for them.
+func annotateUnappliedProfiles(annotations map[string]string, sc *runtimeapi.LinuxContainerSecurityContext) {
+	if sc.GetPrivileged() {
+		return
+	}
+	if name := profileName(sc.GetSeccomp(), sc.GetSeccompProfilePath()); name != "" {
+		annotations[AnnotationUnappliedSeccomp] = name
+	}
+	if name := profileName(sc.GetApparmor(), sc.GetApparmorProfile()); name != "" {
+		annotations[AnnotationUnappliedAppArmor] = name
+	}
+}
+
+// profileName is "runtime/default" or "localhost/<ref>" for a profile that
+// confines, "" for unconfined or none.
+func profileName(profile *runtimeapi.SecurityProfile, legacy string) string {
+	if profile == nil {
+		if legacy == "" || legacy == "unconfined" {
+			return ""
+		}
+		return legacy
+	}
+	switch profile.GetProfileType() {
+	case runtimeapi.SecurityProfile_RuntimeDefault:
+		return "runtime/default"
+	case runtimeapi.SecurityProfile_Localhost:
+		return "localhost/" + profile.GetLocalhostRef()
+	default:
+		return ""
+	}
+}
