@@ -1,0 +1,35 @@
+// Package image owns berth's local image store: image references, the
+// content-addressed blob store, import of OCI layouts / OCI archives /
+// `docker save` archives, the safe layer extractor, the image index and the
+// overlay rootfs of containers.
+//
+// On-disk layout under the store root (the daemon passes <root>/images):
+//
+//	lock                     flock(2) taken by every writer (Import, Remove)
+//	generation               counter bumped after every index change; readers
+//	                         re-read the index when it differs from their cache
+//	blobs/sha256/<hex>       verified blobs: manifests, configs, layer blobs
+//	layers/<chainid-hex>/    one unpacked layer tree per chain id, an overlay
+//	                         lowerdir; whiteouts are 0/0 char devices and opaque
+//	                         dirs carry trusted.overlay.opaque=y
+//	index/<id-hex>.json      one record per image (atomic: temp+fsync+rename)
+//	tmp/                     private staging of the writer holding the lock
+//
+// Rules:
+//   - Nothing becomes visible before it is verified: blobs are hashed against
+//     their descriptors, layers against the config's diff ids, in tmp/; only
+//     then are they renamed into place, and records are written last.
+//   - Two processes may use one store: writers serialize on the flock, readers
+//     take no lock and rely on atomic renames plus the generation counter.
+//   - The extractor (extract*.go) treats archives as hostile: every path is
+//     resolved with openat2(RESOLVE_IN_ROOT|RESOLVE_NO_MAGICLINKS) beneath the
+//     layer dir, final components are never followed, sizes are bounded.
+//   - Layers are unpacked one by one, each into its own directory: an entry
+//     whose parent is a symlink that lives in a lower layer becomes a real
+//     directory in this layer (the per-layer apply model).
+//   - Image.Size is the sum of the layer blobs' sizes as stored (compressed),
+//     as containerd reports it.
+//   - Callers must not Remove an image whose layers are mounted; as a guard,
+//     garbage collection keeps layer dirs that appear in a live overlay mount
+//     and collects them on a later Remove.
+package image

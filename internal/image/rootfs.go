@@ -1,0 +1,69 @@
+package image
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"slices"
+	"strings"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/berth-dev/berth/internal/errdefs"
+)
+
+// maxMountData is the kernel's limit for mount options: one page.
+var maxMountData = os.Getpagesize() - 1
+
+// MountRootfs mounts an overlay at target with layerPaths (bottom first)
+// as lower dirs and upperDir/workDir as the writable layer, creating
+// upperDir, workDir and target when missing.
+func MountRootfs(layerPaths []string, upperDir, workDir, target string) error {
+	if len(layerPaths) == 0 {
+		return fmt.Errorf("rootfs %s: no layers: %w", target, errdefs.ErrInvalidArgument)
+	}
+	lowers := make([]string, 0, len(layerPaths))
+	for i := len(layerPaths) - 1; i >= 0; i-- {
+		lowers = append(lowers, layerPaths[i])
+	}
+	for _, p := range slices.Concat(lowers, []string{upperDir, workDir}) {
+		if p == "" || strings.ContainsAny(p, ":,\n") {
+			return fmt.Errorf("rootfs %s: overlay dir %q: empty or contains ':' or ',': %w", target, p, errdefs.ErrInvalidArgument)
+		}
+	}
+	data := "lowerdir=" + strings.Join(lowers, ":") + ",upperdir=" + upperDir + ",workdir=" + workDir
+	if len(data) > maxMountData {
+		return fmt.Errorf("rootfs %s: overlay options: %d bytes over the %d byte limit (%d layers): %w",
+			target, len(data), maxMountData, len(layerPaths), errdefs.ErrInvalidArgument)
+	}
+	for _, d := range []string{upperDir, workDir, target} {
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			return fmt.Errorf("rootfs %s: %w", target, err)
+		}
+	}
+	if err := unix.Mount("overlay", target, "overlay", 0, data); err != nil {
+		return fmt.Errorf("rootfs %s: mount overlay: %w", target, err)
+	}
+	return nil
+}
+
+// UnmountRootfs unmounts target, including mounts stacked on it. A target
+// that is missing or not mounted is not an error.
+func UnmountRootfs(target string) error {
+	for i := 0; i < 16; i++ {
+		err := unix.Unmount(target, unix.UMOUNT_NOFOLLOW)
+		switch {
+		case err == nil:
+			continue
+		case errors.Is(err, unix.EINVAL), errors.Is(err, unix.ENOENT):
+			return nil
+		case errors.Is(err, unix.EBUSY):
+			if err := unix.Unmount(target, unix.MNT_DETACH|unix.UMOUNT_NOFOLLOW); err != nil {
+				return fmt.Errorf("rootfs %s: unmount: %w", target, err)
+			}
+		default:
+			return fmt.Errorf("rootfs %s: unmount: %w", target, err)
+		}
+	}
+	return fmt.Errorf("rootfs %s: unmount: still mounted after 16 unmounts: %w", target, errdefs.ErrFailedPrecondition)
+}
