@@ -1,0 +1,187 @@
+package pod
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"time"
+
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+
+	"github.com/berth-dev/berth/internal/errdefs"
+	"github.com/berth-dev/berth/internal/image"
+	"github.com/berth-dev/berth/internal/monitor"
+	"github.com/berth-dev/berth/internal/oci"
+	"github.com/berth-dev/berth/internal/store"
+)
+
+// CreateContainer creates a container in a ready sandbox and returns its id:
+//  1. validate; resolve the sandbox and the image; reserve the name;
+//  2. write the intent record (state creating);
+//  3. mount the rootfs (overlay over the image's layers);
+//  4. build the OCI spec and write the bundle;
+//  5. ask the pod monitor to `runc create` it; 6. record created.
+func (s *Service) CreateContainer(ctx context.Context, sandboxID string, cfg *runtimeapi.ContainerConfig, sandboxCfg *runtimeapi.PodSandboxConfig) (_ string, retErr error) {
+	if err := validateContainerConfig(cfg, sandboxCfg); err != nil {
+		return "", err
+	}
+	sbEntry, err := s.findSandbox(sandboxID)
+	if err != nil {
+		return "", err
+	}
+	sb := sbEntry.snapshot()
+	if sb.State != SandboxReady {
+		return "", fmt.Errorf("pod sandbox %s is %s, not ready: %w", sb.ID, sb.State, errdefs.ErrFailedPrecondition)
+	}
+	img, err := s.cfg.Images.Resolve(cfg.GetImage().GetImage())
+	if err != nil {
+		return "", fmt.Errorf("container %q: image: %w", cfg.GetMetadata().GetName(), err)
+	}
+	rec := s.newContainerRecord(cfg, &sb, img)
+	var rb rollback
+	defer func() {
+		if retErr != nil {
+			rb.run(ctx, s.log, "container "+rec.ID)
+		}
+	}()
+	if err := s.containerNames.Reserve(rec.Name, rec.ID); err != nil {
+		return "", fmt.Errorf("container %q: %w", rec.Name, err)
+	}
+	rb.add("release name", func(context.Context) error { s.containerNames.Release(rec.Name); return nil })
+	if err := s.saveContainer(&rec); err != nil {
+		return "", err
+	}
+	rb.add("remove record", func(context.Context) error { return os.RemoveAll(rec.Dir) })
+	if err := s.prepareBundle(&rec, &sb, img, &rb); err != nil {
+		return "", fmt.Errorf("container %s: %w", rec.ID, err)
+	}
+	pid, err := monitor.NewClient(sb.MonitorSocket).Create(ctx, monitor.CreateRequest{
+		ID: rec.ID, Bundle: rec.Bundle, LogPath: rec.LogPath,
+		Stdin: cfg.GetStdin(), StdinOnce: cfg.GetStdinOnce(), Terminal: cfg.GetTty(),
+		CgroupPath: rec.CgroupPath,
+	})
+	if err != nil {
+		return "", fmt.Errorf("container %s: runc create: %w", rec.ID, err)
+	}
+	rb.add("delete runc container", func(ctx context.Context) error { return s.killAndDelete(ctx, rec.ID, false) })
+	rec.Pid = pid
+	rec.State = ContainerCreated
+	if err := s.saveContainer(&rec); err != nil {
+		return "", err
+	}
+	s.addContainer(rec)
+	return rec.ID, nil
+}
+
+// newContainerRecord fills the record of a container about to be created.
+func (s *Service) newContainerRecord(cfg *runtimeapi.ContainerConfig, sb *Sandbox, img image.Image) Container {
+	id := store.GenerateID()
+	bundle := filepath.Join(s.bundlesDir(), id)
+	rec := Container{
+		ID:         id,
+		Name:       containerName(cfg.GetMetadata(), sb.Config.GetMetadata()),
+		SandboxID:  sb.ID,
+		State:      ContainerCreating,
+		CreatedAt:  time.Now(),
+		ImageID:    img.ID,
+		ImageName:  cfg.GetImage().GetImage(),
+		StopSignal: img.Config.Config.StopSignal,
+		Bundle:     bundle,
+		Rootfs:     filepath.Join(bundle, "rootfs"),
+		Dir:        filepath.Join(s.containersDir(), id),
+		Config:     cfg,
+	}
+	if dir, lp := sb.Config.GetLogDirectory(), cfg.GetLogPath(); dir != "" && lp != "" {
+		rec.LogPath = filepath.Join(dir, lp)
+	}
+	return rec
+}
+
+// prepareBundle mounts the rootfs and writes the OCI spec (steps 3 and 4).
+func (s *Service) prepareBundle(rec *Container, sb *Sandbox, img image.Image, rb *rollback) error {
+	layers, err := s.cfg.Images.LayerPaths(img)
+	if err != nil {
+		return fmt.Errorf("image %s: layers: %w", img.ID, err)
+	}
+	rb.add("remove bundle", func(context.Context) error { return os.RemoveAll(rec.Bundle) })
+	if err := os.MkdirAll(rec.Bundle, 0o711); err != nil {
+		return fmt.Errorf("bundle: %w", err)
+	}
+	rb.add("unmount rootfs", func(context.Context) error { return image.UnmountRootfs(rec.Rootfs) })
+	if err := image.MountRootfs(layers, filepath.Join(rec.Dir, "upper"), filepath.Join(rec.Dir, "work"), rec.Rootfs); err != nil {
+		return fmt.Errorf("rootfs: %w", err)
+	}
+	spec, err := oci.BuildSpec(oci.Input{
+		ContainerID:    rec.ID,
+		Config:         rec.Config,
+		Sandbox:        ociSandbox(sb),
+		Image:          oci.Image{Config: img.Config.Config, Name: rec.ImageName, Ref: img.ID},
+		RootfsPath:     rec.Rootfs,
+		OOMScoreAdjMin: s.oomScoreAdjMin,
+		CgroupParent:   sb.Config.GetLinux().GetCgroupParent(),
+	})
+	if err != nil {
+		return fmt.Errorf("spec: %w", err)
+	}
+	s.noteOOMClamp(rec.Config.GetLinux().GetResources().GetOomScoreAdj())
+	rec.CgroupPath = spec.Linux.CgroupsPath
+	if spec.Process != nil {
+		uid, gid := int64(spec.Process.User.UID), int64(spec.Process.User.GID)
+		rec.UID, rec.GID = &uid, &gid
+	}
+	data, err := json.Marshal(spec)
+	if err != nil {
+		return fmt.Errorf("spec: encode: %w", err)
+	}
+	if err := store.WriteFileAtomic(filepath.Join(rec.Bundle, "config.json"), data, 0o600); err != nil {
+		return fmt.Errorf("bundle config.json: %w", err)
+	}
+	return nil
+}
+
+// ociSandbox tells the spec builder what a container joins.
+func ociSandbox(sb *Sandbox) oci.Sandbox {
+	o := oci.Sandbox{
+		ID:             sb.ID,
+		Config:         sb.Config,
+		NetNS:          sb.NetNS,
+		IPCNS:          sb.IPCNS,
+		UTSNS:          sb.UTSNS,
+		HostnamePath:   sb.HostnamePath,
+		HostsPath:      sb.HostsPath,
+		ResolvConfPath: sb.ResolvConfPath,
+	}
+	if sb.PausePid != 0 {
+		o.PIDNS = fmt.Sprintf("/proc/%d/ns/pid", sb.PausePid)
+	}
+	return o
+}
+
+// noteOOMClamp logs once that requested oom_score_adj values are raised.
+func (s *Service) noteOOMClamp(requested int64) {
+	if _, clamped := oci.ClampOOMScoreAdj(int(requested), s.oomScoreAdjMin); clamped && s.oomClampLogged.CompareAndSwap(false, true) {
+		s.log.Warn("oom_score_adj below the daemon's own cannot be set without CAP_SYS_RESOURCE; clamping",
+			"requested", requested, "applied", s.oomScoreAdjMin)
+	}
+}
+
+// containerName is the reserved name of a container, unique per pod attempt.
+func containerName(md *runtimeapi.ContainerMetadata, sb *runtimeapi.PodSandboxMetadata) string {
+	return fmt.Sprintf("%s_%s_%s_%s_%d", md.GetName(), sb.GetName(), sb.GetNamespace(), sb.GetUid(), md.GetAttempt())
+}
+
+// addContainer makes a created container visible to readers.
+func (s *Service) addContainer(rec Container) {
+	e := &containerEntry{rec: rec, exited: make(chan struct{})}
+	if rec.State == ContainerExited {
+		close(e.exited)
+	}
+	s.mu.Lock()
+	s.containers[rec.ID] = e
+	s.mu.Unlock()
+	if err := s.containerIDs.Add(rec.ID); err != nil {
+		s.log.Warn("container id index", "id", rec.ID, "error", err)
+	}
+}

@@ -1,0 +1,270 @@
+package pod
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+
+	"github.com/berth-dev/berth/internal/errdefs"
+	"github.com/berth-dev/berth/internal/image"
+	"github.com/berth-dev/berth/internal/monitor"
+)
+
+// killWait bounds how long a container may take to be reaped after SIGKILL.
+const killWait = 10 * time.Second
+
+// StartContainer starts a created container.
+func (s *Service) StartContainer(ctx context.Context, id string) error {
+	e, err := s.findContainer(id)
+	if err != nil {
+		return err
+	}
+	e.op.Lock()
+	defer e.op.Unlock()
+	rec := e.snapshot()
+	if rec.State != ContainerCreated {
+		return fmt.Errorf("container %s is %s, not created: %w", rec.ID, rec.State, errdefs.ErrFailedPrecondition)
+	}
+	sb, err := s.findSandbox(rec.SandboxID)
+	if err != nil {
+		return fmt.Errorf("container %s: %w", rec.ID, err)
+	}
+	if err := monitor.NewClient(sb.snapshot().MonitorSocket).Start(ctx, rec.ID); err != nil {
+		return fmt.Errorf("container %s: runc start: %w", rec.ID, err)
+	}
+	now := time.Now()
+	return s.updateContainer(e, func(c *Container) {
+		c.StartedAt = now
+		if c.State == ContainerCreated { // the exit watcher may have been faster
+			c.State = ContainerRunning
+		}
+	})
+}
+
+// StopContainer stops a running container: its stop signal, then SIGKILL
+// after timeout seconds. Idempotent: an unknown or stopped container is not
+// an error (api.proto: "must not return an error if the container has already
+// been stopped").
+func (s *Service) StopContainer(ctx context.Context, id string, timeout int64) error {
+	e, err := s.findContainer(id)
+	if errdefs.IsNotFound(err) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	e.op.Lock()
+	defer e.op.Unlock()
+	if !s.containerKnown(e) {
+		return nil
+	}
+	return s.stopContainerEntry(ctx, e, timeout)
+}
+
+func (s *Service) stopContainerEntry(ctx context.Context, e *containerEntry, timeout int64) error {
+	s.refreshExit(e)
+	rec := e.snapshot()
+	if rec.State != ContainerRunning && rec.State != ContainerCreated {
+		return nil
+	}
+	shared := s.sharesPIDNamespace(rec.SandboxID)
+	if timeout > 0 && rec.State == ContainerRunning {
+		sig := s.stopSignal(&rec)
+		if err := s.runc.Kill(ctx, rec.ID, sig, shared); err != nil && !isGone(err) {
+			return fmt.Errorf("container %s: signal %d: %w", rec.ID, sig, err)
+		}
+		if s.waitExit(ctx, e, time.Duration(timeout)*time.Second) {
+			return nil
+		}
+	}
+	if err := s.runc.Kill(ctx, rec.ID, syscall.SIGKILL, shared); err != nil && !isGone(err) {
+		return fmt.Errorf("container %s: SIGKILL: %w", rec.ID, err)
+	}
+	if s.waitExit(ctx, e, killWait) {
+		return nil
+	}
+	return s.exitWithoutMonitor(ctx, e)
+}
+
+// exitWithoutMonitor records an exit that no monitor reported (the monitor
+// died): if runc no longer runs the container, its exit code is unknown.
+func (s *Service) exitWithoutMonitor(ctx context.Context, e *containerEntry) error {
+	id := e.snapshot().ID
+	st, err := s.runc.State(ctx, id)
+	if err == nil && st.Status == "running" {
+		return fmt.Errorf("container %s: still running after SIGKILL: %w", id, errdefs.ErrUnavailable)
+	}
+	s.applyExit(e, &monitor.ExitRecord{ID: id, ExitCode: 137, Signal: int(syscall.SIGKILL), FinishedAt: time.Now()}, ReasonUnknown)
+	return nil
+}
+
+// RemoveContainer kills the container if needed and removes it with its
+// rootfs and bundle. Idempotent: an unknown container is not an error.
+func (s *Service) RemoveContainer(ctx context.Context, id string) error {
+	e, err := s.findContainer(id)
+	if errdefs.IsNotFound(err) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	e.op.Lock()
+	defer e.op.Unlock()
+	return s.removeContainerEntry(ctx, e)
+}
+
+func (s *Service) removeContainerEntry(ctx context.Context, e *containerEntry) error {
+	if !s.containerKnown(e) {
+		return nil // a concurrent remove finished first
+	}
+	if err := s.stopContainerEntry(ctx, e, 0); err != nil {
+		return err
+	}
+	if err := s.updateContainer(e, func(c *Container) { c.State = ContainerRemoving }); err != nil {
+		return err
+	}
+	rec := e.snapshot()
+	if err := s.cleanUpContainer(ctx, &rec); err != nil {
+		return fmt.Errorf("container %s: %w", rec.ID, err)
+	}
+	s.mu.Lock()
+	delete(s.containers, rec.ID)
+	s.mu.Unlock()
+	s.containerIDs.Delete(rec.ID)
+	s.containerNames.ReleaseByKey(rec.ID)
+	return nil
+}
+
+// cleanUpContainer removes everything a container may hold; every step is
+// idempotent so that recovery can finish a half-made or half-removed one.
+func (s *Service) cleanUpContainer(ctx context.Context, rec *Container) error {
+	if err := s.killAndDelete(ctx, rec.ID, false); err != nil {
+		return err
+	}
+	if sb, err := s.findSandbox(rec.SandboxID); err == nil {
+		fctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+		_ = monitor.NewClient(sb.snapshot().MonitorSocket).Forget(fctx, rec.ID)
+		cancel()
+	}
+	if err := image.UnmountRootfs(filepath.Join(s.bundlesDir(), rec.ID, "rootfs")); err != nil {
+		return fmt.Errorf("rootfs: %w", err)
+	}
+	for _, dir := range []string{filepath.Join(s.bundlesDir(), rec.ID), filepath.Join(s.containersDir(), rec.ID)} {
+		if err := os.RemoveAll(dir); err != nil {
+			return fmt.Errorf("directory %s: %w", dir, err)
+		}
+	}
+	if err := os.Remove(filepath.Join(s.exitsDir(), rec.ID+".json")); err != nil && !errors.Is(err, os.ErrNotExist) {
+		return fmt.Errorf("exit file: %w", err)
+	}
+	return nil
+}
+
+// killAndDelete force-deletes a runc container; a missing one is fine.
+func (s *Service) killAndDelete(ctx context.Context, id string, all bool) error {
+	if err := s.runc.Kill(ctx, id, syscall.SIGKILL, all); err != nil && !isGone(err) {
+		s.log.Debug("runc kill", "id", id, "error", err)
+	}
+	if err := s.runc.Delete(ctx, id, true); err != nil && !isGone(err) {
+		return fmt.Errorf("runc delete %s: %w", id, err)
+	}
+	return nil
+}
+
+// waitExit waits up to d for the container's exit to be recorded.
+func (s *Service) waitExit(ctx context.Context, e *containerEntry, d time.Duration) bool {
+	timer := time.NewTimer(d)
+	defer timer.Stop()
+	tick := time.NewTicker(50 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		select {
+		case <-e.exited:
+			return true
+		case <-tick.C:
+			s.refreshExit(e) // belt and braces next to the inotify watcher
+		case <-timer.C:
+			return false
+		case <-ctx.Done():
+			return false
+		}
+	}
+}
+
+// stopSignal is the CRI config's stop signal, else the image's, else SIGTERM.
+func (s *Service) stopSignal(rec *Container) syscall.Signal {
+	if sig := rec.Config.GetStopSignal(); sig != runtimeapi.Signal_RUNTIME_DEFAULT {
+		if n, ok := parseSignal(sig.String()); ok {
+			return n
+		}
+	}
+	if n, ok := parseSignal(rec.StopSignal); ok {
+		return n
+	}
+	return syscall.SIGTERM
+}
+
+// parseSignal reads "SIGTERM", "TERM" or "15".
+func parseSignal(v string) (syscall.Signal, bool) {
+	v = strings.ToUpper(strings.TrimSpace(v))
+	if v == "" {
+		return 0, false
+	}
+	if n, err := strconv.Atoi(v); err == nil && n > 0 && n < 65 {
+		return syscall.Signal(n), true
+	}
+	v = strings.TrimPrefix(v, "SIG")
+	for n := syscall.Signal(1); n < 65; n++ {
+		if strings.EqualFold(strings.TrimPrefix(strings.ToUpper(signalName(n)), "SIG"), v) {
+			return n, true
+		}
+	}
+	return 0, false
+}
+
+func signalName(n syscall.Signal) string {
+	name := n.String() // e.g. "terminated"; map the common ones explicitly
+	if sn, ok := signalNames[n]; ok {
+		return sn
+	}
+	return name
+}
+
+var signalNames = map[syscall.Signal]string{
+	syscall.SIGHUP: "SIGHUP", syscall.SIGINT: "SIGINT", syscall.SIGQUIT: "SIGQUIT", syscall.SIGKILL: "SIGKILL",
+	syscall.SIGUSR1: "SIGUSR1", syscall.SIGUSR2: "SIGUSR2", syscall.SIGTERM: "SIGTERM", syscall.SIGSTOP: "SIGSTOP",
+	syscall.SIGCONT: "SIGCONT", syscall.SIGWINCH: "SIGWINCH", syscall.SIGPWR: "SIGPWR", syscall.SIGABRT: "SIGABRT",
+	syscall.SIGALRM: "SIGALRM",
+}
+
+func (s *Service) sharesPIDNamespace(sandboxID string) bool {
+	sb, err := s.findSandbox(sandboxID)
+	return err == nil && sb.snapshot().PausePid != 0
+}
+
+// isGone reports a runc error about a container that no longer exists or no
+// longer runs.
+func isGone(err error) bool {
+	if errdefs.IsNotFound(err) {
+		return true
+	}
+	msg := err.Error()
+	return strings.Contains(msg, "does not exist") || strings.Contains(msg, "not running") ||
+		strings.Contains(msg, "process already finished") || strings.Contains(msg, "no such process")
+}
+
+// containerKnown reports whether e is still the live entry of its container.
+func (s *Service) containerKnown(e *containerEntry) bool {
+	id := e.snapshot().ID
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	return s.containers[id] == e
+}

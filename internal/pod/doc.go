@@ -1,0 +1,26 @@
+// Package pod owns pod sandboxes and their containers: their records, state
+// machines, creation with rollback, exits and recovery after a daemon restart.
+//
+// Sandbox states:
+//
+//	creating ──► ready ──► notready ──► removing ──► (record deleted)
+//	    │                                   ▲
+//	    └──────── rollback / recovery ──────┘
+//
+// Container states:
+//
+//	creating ──► created ──► running ──► exited ──► removing ──► (deleted)
+//	    │           │                       ▲
+//	    │           └───── killed / exit ───┘
+//	    └──── rollback / recovery (deleted)
+//
+// Every record is written durably (internal/store) before the side effect it
+// describes: a record in "creating" or "removing" tells recovery that side
+// effects may exist half-made, and recovery undoes them. All undo steps are
+// idempotent, so running one twice is harmless.
+//
+// The package takes CRI messages as input (like containerd's CRI service) and
+// returns copies of its records; the gRPC edge converts them to CRI statuses.
+// Lifecycle operations on one object are serialized by that object's op lock;
+// reads never wait for a slow stop.
+package pod

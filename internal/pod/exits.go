@@ -1,0 +1,148 @@
+package pod
+
+import (
+	"errors"
+	"log/slog"
+	"os"
+	"strings"
+	"sync"
+	"unsafe"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/berth-dev/berth/internal/errdefs"
+	"github.com/berth-dev/berth/internal/monitor"
+)
+
+// exitWatcher watches the exits directory, where monitors write one file per
+// container exit, and applies each exit to its container as it appears. The
+// files stay until the container is removed, so an exit that happened while
+// the daemon was down is read by recovery instead.
+type exitWatcher struct {
+	fd     int
+	once   sync.Once
+	done   chan struct{}
+	handle func(id string)
+	log    *slog.Logger
+}
+
+func newExitWatcher(dir string, log *slog.Logger, handle func(id string)) (*exitWatcher, error) {
+	fd, err := unix.InotifyInit1(unix.IN_CLOEXEC)
+	if err != nil {
+		return nil, err
+	}
+	if _, err := unix.InotifyAddWatch(fd, dir, unix.IN_CLOSE_WRITE|unix.IN_MOVED_TO); err != nil {
+		unix.Close(fd)
+		return nil, err
+	}
+	w := &exitWatcher{fd: fd, done: make(chan struct{}), handle: handle, log: log}
+	go w.loop()
+	return w, nil
+}
+
+func (w *exitWatcher) loop() {
+	buf := make([]byte, 64*1024)
+	for {
+		n, err := unix.Read(w.fd, buf)
+		if err != nil {
+			if errors.Is(err, unix.EINTR) {
+				continue
+			}
+			select {
+			case <-w.done:
+			default:
+				w.log.Error("exit watcher stopped", "error", err)
+			}
+			return
+		}
+		for off := 0; off+unix.SizeofInotifyEvent <= n; {
+			ev := (*unix.InotifyEvent)(unsafe.Pointer(&buf[off]))
+			nameBytes := buf[off+unix.SizeofInotifyEvent : off+unix.SizeofInotifyEvent+int(ev.Len)]
+			off += unix.SizeofInotifyEvent + int(ev.Len)
+			name := strings.TrimRight(string(nameBytes), "\x00")
+			if id, ok := strings.CutSuffix(name, ".json"); ok && !strings.HasPrefix(name, ".") {
+				w.handle(id)
+			}
+		}
+	}
+}
+
+func (w *exitWatcher) close() {
+	w.once.Do(func() {
+		close(w.done)
+		unix.Close(w.fd)
+	})
+}
+
+// watchExits starts the exit watcher.
+func (s *Service) watchExits() error {
+	w, err := newExitWatcher(s.exitsDir(), s.log, s.handleExitFile)
+	if err != nil {
+		return err
+	}
+	s.exitWatcher = w
+	return nil
+}
+
+// handleExitFile applies the exit file of a container, or marks a sandbox
+// not ready when its berth-pause exited.
+func (s *Service) handleExitFile(id string) {
+	s.mu.RLock()
+	c, isContainer := s.containers[id]
+	sb, isSandbox := s.sandboxes[id]
+	s.mu.RUnlock()
+	switch {
+	case isContainer:
+		s.refreshExit(c)
+	case isSandbox:
+		rec := sb.snapshot()
+		if rec.State == SandboxReady && rec.PausePid != 0 {
+			s.log.Warn("berth-pause exited; pod sandbox not ready", "id", id)
+			if err := s.updateSandbox(sb, func(r *Sandbox) { r.State = SandboxNotReady }); err != nil {
+				s.log.Error("sandbox record", "id", id, "error", err)
+			}
+		}
+	}
+}
+
+// refreshExit reads the container's exit file, if any, and records the exit.
+func (s *Service) refreshExit(e *containerEntry) {
+	rec := e.snapshot()
+	if rec.State != ContainerCreated && rec.State != ContainerRunning {
+		return
+	}
+	x, err := monitor.ReadExitFile(s.exitsDir(), rec.ID)
+	if err != nil {
+		if !errdefs.IsNotFound(err) && !errors.Is(err, os.ErrNotExist) {
+			s.log.Warn("exit file", "id", rec.ID, "error", err)
+		}
+		return
+	}
+	s.applyExit(e, x, "")
+}
+
+// applyExit records an exit once; reason "" derives it from the exit code.
+func (s *Service) applyExit(e *containerEntry, x *monitor.ExitRecord, reason string) {
+	if reason == "" {
+		reason = exitReason(x.ExitCode, x.OOMKilled)
+	}
+	applied := false
+	err := s.updateContainer(e, func(c *Container) {
+		if c.State != ContainerCreated && c.State != ContainerRunning {
+			return
+		}
+		applied = true
+		c.State = ContainerExited
+		c.ExitCode = x.ExitCode
+		c.FinishedAt = x.FinishedAt
+		c.Reason = reason
+	})
+	if err != nil {
+		s.log.Error("container record", "id", x.ID, "error", err)
+		return
+	}
+	if applied {
+		close(e.exited)
+		s.log.Info("container exited", "id", x.ID, "exitCode", x.ExitCode, "reason", reason)
+	}
+}

@@ -1,0 +1,241 @@
+package pod
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sync"
+	"time"
+
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+
+	"github.com/berth-dev/berth/internal/errdefs"
+	"github.com/berth-dev/berth/internal/image"
+	"github.com/berth-dev/berth/internal/monitor"
+	"github.com/berth-dev/berth/internal/network"
+	"github.com/berth-dev/berth/internal/store"
+)
+
+// Recover rebuilds the in-memory view from the durable records after a
+// daemon start. Assumptions:
+//   - a record is written before the side effects it describes, so a record in
+//     "creating" or "removing" may have half-made side effects: they are undone
+//     and the record deleted;
+//   - the state dir is volatile: a sandbox whose namespace pins are gone was
+//     lost to a reboot and is not ready; its containers are exited;
+//   - monitors outlive the daemon and write exit files into one directory, so
+//     an exit that happened while the daemon was down is found there;
+//   - one bad record is logged and skipped; it never stops recovery.
+//
+// Recover must finish before the server answers requests.
+func (s *Service) Recover(ctx context.Context) error {
+	started := time.Now()
+	if err := s.watchExits(); err != nil {
+		return fmt.Errorf("recovery: exit watcher: %w", err)
+	}
+	sandboxes := s.loadSandboxes(ctx)
+	containers := s.loadContainers(ctx)
+	s.removeOrphanDirs(ctx)
+	for _, e := range s.allContainers() {
+		s.refreshExit(e) // exits written while recovery ran
+	}
+	s.log.Info("recovery done", "sandboxes", sandboxes, "containers", containers, "duration", time.Since(started))
+	return nil
+}
+
+// recordIDs lists the ids that have a record directory under dir.
+func recordIDs(dir string) []string {
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return nil
+	}
+	var ids []string
+	for _, e := range entries {
+		if e.IsDir() {
+			ids = append(ids, e.Name())
+		}
+	}
+	return ids
+}
+
+func (s *Service) loadSandboxes(ctx context.Context) int {
+	n := 0
+	for _, id := range recordIDs(s.sandboxesDir()) {
+		var rec Sandbox
+		if err := s.loadSandboxRecord(id, &rec); err != nil {
+			s.log.Error("recovery: sandbox record skipped", "id", id, "error", err)
+			continue
+		}
+		if rec.State == SandboxCreating || rec.State == SandboxRemoving {
+			s.log.Info("recovery: removing half-made sandbox", "id", id, "state", rec.State)
+			if err := s.cleanUpSandbox(ctx, &rec); err != nil {
+				s.log.Error("recovery: sandbox cleanup", "id", id, "error", err)
+			}
+			continue
+		}
+		if rec.State == SandboxReady && s.sandboxLost(ctx, &rec) {
+			rec.State = SandboxNotReady
+			rec.PausePid = 0
+			if err := s.saveSandbox(&rec); err != nil {
+				s.log.Error("recovery: sandbox record", "id", id, "error", err)
+			}
+		}
+		if err := s.sandboxNames.Reserve(rec.Name, rec.ID); err != nil {
+			s.log.Error("recovery: sandbox name", "id", id, "error", err)
+		}
+		s.addSandbox(rec)
+		n++
+	}
+	return n
+}
+
+func (s *Service) loadSandboxRecord(id string, rec *Sandbox) error {
+	if err := store.LoadJSON(s.sandboxRecordPath(id), rec); err != nil {
+		return err
+	}
+	if rec.Version > recordVersion {
+		return fmt.Errorf("record version %d is newer than %d", rec.Version, recordVersion)
+	}
+	rec.Config = &runtimeapi.PodSandboxConfig{}
+	return decodeConfig(rec.RawConfig, rec.Config)
+}
+
+// sandboxLost reports a ready sandbox that lost its namespaces or its
+// berth-pause (a reboot, or someone killed it). Its network is released.
+func (s *Service) sandboxLost(ctx context.Context, rec *Sandbox) bool {
+	if !rec.HostNetwork && !network.IsPinned(rec.NetNS) {
+		s.log.Warn("recovery: sandbox lost its network namespace", "id", rec.ID)
+		a := attachment(rec)
+		a.NetnsPath = ""
+		if err := s.cfg.Network.Teardown(ctx, a); err != nil {
+			s.log.Warn("recovery: network teardown", "id", rec.ID, "error", err)
+		}
+		return true
+	}
+	if rec.PausePid != 0 {
+		if _, err := monitor.ReadExitFile(s.exitsDir(), rec.ID); err == nil {
+			s.log.Warn("recovery: berth-pause exited while the daemon was down", "id", rec.ID)
+			return true
+		}
+	}
+	return false
+}
+
+func (s *Service) loadContainers(ctx context.Context) int {
+	var (
+		wg    sync.WaitGroup
+		sem   = make(chan struct{}, 8)
+		mu    sync.Mutex
+		count int
+	)
+	for _, id := range recordIDs(s.containersDir()) {
+		wg.Add(1)
+		sem <- struct{}{}
+		go func() {
+			defer func() { <-sem; wg.Done() }()
+			if s.loadContainer(ctx, id) {
+				mu.Lock()
+				count++
+				mu.Unlock()
+			}
+		}()
+	}
+	wg.Wait()
+	return count
+}
+
+// loadContainer restores one container record; it reports whether the
+// container was kept.
+func (s *Service) loadContainer(ctx context.Context, id string) bool {
+	var rec Container
+	if err := store.LoadJSON(s.containerRecordPath(id), &rec); err != nil {
+		s.log.Error("recovery: container record skipped", "id", id, "error", err)
+		return false
+	}
+	rec.Config = &runtimeapi.ContainerConfig{}
+	if err := decodeConfig(rec.RawConfig, rec.Config); err != nil {
+		s.log.Error("recovery: container record skipped", "id", id, "error", err)
+		return false
+	}
+	_, sbErr := s.findSandbox(rec.SandboxID)
+	if rec.State == ContainerCreating || rec.State == ContainerRemoving || sbErr != nil {
+		s.log.Info("recovery: removing container", "id", id, "state", rec.State, "sandboxKnown", sbErr == nil)
+		if err := s.cleanUpContainer(ctx, &rec); err != nil {
+			s.log.Error("recovery: container cleanup", "id", id, "error", err)
+		}
+		return false
+	}
+	if rec.State == ContainerCreated || rec.State == ContainerRunning {
+		s.reconcileContainer(ctx, &rec)
+	}
+	if err := s.containerNames.Reserve(rec.Name, rec.ID); err != nil {
+		s.log.Error("recovery: container name", "id", id, "error", err)
+	}
+	s.addContainer(rec)
+	return true
+}
+
+// reconcileContainer settles a created or running record against its exit
+// file and runc: an exit without a file (the monitor died, or a reboot) is
+// recorded with reason Unknown.
+func (s *Service) reconcileContainer(ctx context.Context, rec *Container) {
+	if x, err := monitor.ReadExitFile(s.exitsDir(), rec.ID); err == nil {
+		rec.State, rec.ExitCode, rec.FinishedAt = ContainerExited, x.ExitCode, x.FinishedAt
+		rec.Reason = exitReason(x.ExitCode, x.OOMKilled)
+	} else {
+		sctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+		st, err := s.runc.State(sctx, rec.ID)
+		cancel()
+		if err == nil && (st.Status == "running" || st.Status == "created" || st.Status == "paused") {
+			return
+		}
+		if err != nil && !errors.Is(err, errdefs.ErrNotFound) {
+			s.log.Warn("recovery: runc state", "id", rec.ID, "error", err)
+			return
+		}
+		rec.State, rec.ExitCode, rec.FinishedAt, rec.Reason = ContainerExited, 255, time.Now(), ReasonUnknown
+		rec.Message = "container exit was not recorded (monitor gone or host rebooted)"
+	}
+	if err := s.saveContainer(rec); err != nil {
+		s.log.Error("recovery: container record", "id", rec.ID, "error", err)
+	}
+}
+
+// removeOrphanDirs removes bundles and pod dirs that no record owns: they can
+// only be leftovers of work that never wrote its intent.
+func (s *Service) removeOrphanDirs(ctx context.Context) {
+	known := map[string]bool{}
+	for _, sb := range s.Sandboxes() {
+		known[sb.ID] = true
+	}
+	for _, c := range s.Containers() {
+		known[c.ID] = true
+	}
+	for _, dir := range []string{s.bundlesDir(), s.podsDir()} {
+		for _, id := range recordIDs(dir) {
+			if known[id] {
+				continue
+			}
+			s.log.Info("recovery: removing orphan directory", "dir", filepath.Join(dir, id))
+			if dir == s.podsDir() {
+				_ = network.Unpin(filepath.Join(dir, id, "ns"))
+			} else {
+				_ = s.killAndDelete(ctx, id, false)
+				_ = image.UnmountRootfs(filepath.Join(dir, id, "rootfs"))
+			}
+			_ = os.RemoveAll(filepath.Join(dir, id))
+		}
+	}
+}
+
+func (s *Service) allContainers() []*containerEntry {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	out := make([]*containerEntry, 0, len(s.containers))
+	for _, e := range s.containers {
+		out = append(out, e)
+	}
+	return out
+}

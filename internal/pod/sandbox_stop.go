@@ -1,0 +1,178 @@
+package pod
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/berth-dev/berth/internal/errdefs"
+	"github.com/berth-dev/berth/internal/monitor"
+	"github.com/berth-dev/berth/internal/network"
+)
+
+// StopSandbox kills every container of the sandbox, stops berth-pause and
+// releases the pod's network (CNI DEL, netns pin). It is idempotent: an
+// unknown or already stopped sandbox is not an error (api.proto: "must not
+// return an error if all relevant resources have already been reclaimed").
+func (s *Service) StopSandbox(ctx context.Context, id string) error {
+	e, err := s.findSandbox(id)
+	if errdefs.IsNotFound(err) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	e.op.Lock()
+	defer e.op.Unlock()
+	if !s.sandboxKnown(e) {
+		return nil
+	}
+	return s.stopSandboxLocked(ctx, e)
+}
+
+// sandboxKnown reports whether e is still the live entry of its sandbox.
+func (s *Service) sandboxKnown(e *sandboxEntry) bool {
+	id := e.snapshot().ID
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	return s.sandboxes[id] == e
+}
+
+func (s *Service) stopSandboxLocked(ctx context.Context, e *sandboxEntry) error {
+	rec := e.snapshot()
+	for _, c := range s.containersOf(rec.ID) {
+		c.op.Lock()
+		err := s.stopContainerEntry(ctx, c, 0)
+		c.op.Unlock()
+		if err != nil {
+			return fmt.Errorf("pod sandbox %s: %w", rec.ID, err)
+		}
+	}
+	if rec.PausePid != 0 {
+		if err := s.killAndDelete(ctx, rec.ID, true); err != nil {
+			return fmt.Errorf("pod sandbox %s: berth-pause: %w", rec.ID, err)
+		}
+	}
+	if !rec.HostNetwork && rec.State != SandboxNotReady {
+		if err := s.cfg.Network.Teardown(ctx, attachment(&rec)); err != nil {
+			return fmt.Errorf("pod sandbox %s: network: %w", rec.ID, err)
+		}
+	}
+	if rec.State == SandboxNotReady {
+		return nil
+	}
+	return s.updateSandbox(e, func(r *Sandbox) { r.State = SandboxNotReady; r.PausePid = 0 })
+}
+
+// RemoveSandbox stops the sandbox, removes its containers and every resource
+// it holds, then forgets it. Idempotent: an unknown sandbox is not an error.
+func (s *Service) RemoveSandbox(ctx context.Context, id string) error {
+	e, err := s.findSandbox(id)
+	if errdefs.IsNotFound(err) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	e.op.Lock()
+	defer e.op.Unlock()
+	if !s.sandboxKnown(e) {
+		return nil // a concurrent remove finished first
+	}
+	if err := s.stopSandboxLocked(ctx, e); err != nil {
+		return err
+	}
+	rec := e.snapshot()
+	for _, c := range s.containersOf(rec.ID) {
+		c.op.Lock()
+		err := s.removeContainerEntry(ctx, c)
+		c.op.Unlock()
+		if err != nil {
+			return fmt.Errorf("pod sandbox %s: %w", rec.ID, err)
+		}
+	}
+	if err := s.updateSandbox(e, func(r *Sandbox) { r.State = SandboxRemoving }); err != nil {
+		return err
+	}
+	if err := s.cleanUpSandbox(ctx, &rec); err != nil {
+		return fmt.Errorf("pod sandbox %s: %w", rec.ID, err)
+	}
+	s.forgetSandbox(&rec)
+	s.log.Info("pod sandbox removed", "id", rec.ID, "name", rec.Name)
+	return nil
+}
+
+// cleanUpSandbox releases everything a sandbox may hold. Every step is
+// idempotent, so recovery can run it on a half-made or half-removed sandbox.
+func (s *Service) cleanUpSandbox(ctx context.Context, rec *Sandbox) error {
+	if err := s.killAndDelete(ctx, rec.ID, true); err != nil {
+		return fmt.Errorf("berth-pause: %w", err)
+	}
+	if !rec.HostNetwork {
+		a := attachment(rec)
+		if !network.IsPinned(a.NetnsPath) {
+			a.NetnsPath = ""
+		}
+		if err := s.cfg.Network.Teardown(ctx, a); err != nil {
+			return fmt.Errorf("network: %w", err)
+		}
+	}
+	if err := s.stopMonitor(ctx, s.monitorSocket(rec.ID), rec.MonitorPid); err != nil {
+		return fmt.Errorf("monitor: %w", err)
+	}
+	if err := network.Unpin(filepath.Join(s.podDir(rec.ID), "ns")); err != nil {
+		return fmt.Errorf("namespaces: %w", err)
+	}
+	for _, dir := range []string{s.podDir(rec.ID), filepath.Join(s.bundlesDir(), rec.ID)} {
+		if err := os.RemoveAll(dir); err != nil {
+			return fmt.Errorf("directory %s: %w", dir, err)
+		}
+	}
+	_ = os.Remove(filepath.Join(s.exitsDir(), rec.ID+".json"))
+	removeEmptyCgroups(defaultCgroupParent)
+	return os.RemoveAll(filepath.Dir(s.sandboxRecordPath(rec.ID)))
+}
+
+// forgetSandbox drops a removed sandbox from memory and releases its name.
+func (s *Service) forgetSandbox(rec *Sandbox) {
+	s.mu.Lock()
+	delete(s.sandboxes, rec.ID)
+	s.mu.Unlock()
+	s.sandboxIDs.Delete(rec.ID)
+	s.sandboxNames.ReleaseByKey(rec.ID)
+}
+
+// stopMonitor asks a pod monitor to exit and, if it does not answer, kills it
+// by pid after checking that the pid still is that monitor.
+func (s *Service) stopMonitor(ctx context.Context, socket string, pid int) error {
+	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	err := monitor.NewClient(socket).Shutdown(ctx)
+	if err == nil || pid == 0 {
+		_ = os.Remove(socket)
+		return nil
+	}
+	if isMonitorProcess(pid, socket) {
+		if kerr := syscall.Kill(pid, syscall.SIGKILL); kerr != nil && !errors.Is(kerr, syscall.ESRCH) {
+			return fmt.Errorf("kill pid %d: %w", pid, kerr)
+		}
+	}
+	_ = os.Remove(socket)
+	return nil
+}
+
+// isMonitorProcess guards against pid reuse: the process must be a
+// berth-monitor serving this socket.
+func isMonitorProcess(pid int, socket string) bool {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", pid))
+	if err != nil {
+		return false
+	}
+	cmd := string(b)
+	return strings.Contains(cmd, "berth-monitor") && strings.Contains(cmd, socket)
+}

@@ -1,0 +1,302 @@
+package pod
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+
+	"github.com/berth-dev/berth/internal/errdefs"
+	"github.com/berth-dev/berth/internal/image"
+	"github.com/berth-dev/berth/internal/network"
+	"github.com/berth-dev/berth/internal/runc"
+	"github.com/berth-dev/berth/internal/store"
+)
+
+// Images is what the pod service needs of the image store.
+type Images interface {
+	Resolve(ref string) (image.Image, error)
+	LayerPaths(img image.Image) ([]string, error)
+}
+
+// Network is what the pod service needs of CNI.
+type Network interface {
+	Setup(ctx context.Context, a network.Attachment) (*network.Result, error)
+	Teardown(ctx context.Context, a network.Attachment) error
+}
+
+// Config wires a Service. Zero values of the optional fields mean "default".
+type Config struct {
+	RootDir     string // durable records: <root>/sandboxes, <root>/containers
+	StateDir    string // volatile: pods, bundles, exits, monitors
+	RuncPath    string
+	RuncRoot    string
+	MonitorPath string
+	PausePath   string
+	Images      Images
+	Network     Network
+	Logger      *slog.Logger
+	// HostResolvConf is copied into pods that give no DNS config (default /etc/resolv.conf).
+	HostResolvConf string
+}
+
+// Service runs sandboxes and containers. Create it with New, then call Recover
+// once before serving requests.
+type Service struct {
+	cfg  Config
+	log  *slog.Logger
+	runc *runc.Runc
+
+	sandboxNames   *store.Registrar
+	containerNames *store.Registrar
+	sandboxIDs     *store.IDIndex
+	containerIDs   *store.IDIndex
+
+	mu         sync.RWMutex
+	sandboxes  map[string]*sandboxEntry
+	containers map[string]*containerEntry
+
+	oomScoreAdjMin int
+	oomClampLogged atomic.Bool
+	exitWatcher    *exitWatcher
+}
+
+// sandboxEntry holds one sandbox record. op serializes lifecycle operations;
+// mu guards rec and is held only briefly.
+type sandboxEntry struct {
+	op  sync.Mutex
+	mu  sync.RWMutex
+	rec Sandbox
+}
+
+// containerEntry holds one container record; exited is closed once the
+// container's exit has been recorded.
+type containerEntry struct {
+	op     sync.Mutex
+	mu     sync.RWMutex
+	rec    Container
+	exited chan struct{}
+}
+
+// New checks the configuration and prepares the directories.
+func New(cfg Config) (*Service, error) {
+	if cfg.RootDir == "" || cfg.StateDir == "" {
+		return nil, fmt.Errorf("pod service: root and state dirs: %w", errdefs.ErrInvalidArgument)
+	}
+	if cfg.Images == nil || cfg.Network == nil {
+		return nil, fmt.Errorf("pod service: images and network are required: %w", errdefs.ErrInvalidArgument)
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
+	}
+	if cfg.RuncRoot == "" {
+		cfg.RuncRoot = filepath.Join(cfg.StateDir, "runc")
+	}
+	if cfg.HostResolvConf == "" {
+		cfg.HostResolvConf = "/etc/resolv.conf"
+	}
+	s := &Service{
+		cfg:            cfg,
+		log:            cfg.Logger,
+		runc:           &runc.Runc{Path: cfg.RuncPath, Root: cfg.RuncRoot},
+		sandboxNames:   store.NewRegistrar(),
+		containerNames: store.NewRegistrar(),
+		sandboxIDs:     store.NewIDIndex(),
+		containerIDs:   store.NewIDIndex(),
+		sandboxes:      map[string]*sandboxEntry{},
+		containers:     map[string]*containerEntry{},
+		oomScoreAdjMin: ownOOMScoreAdj(),
+	}
+	for _, dir := range []string{s.sandboxesDir(), s.containersDir(), s.podsDir(), s.bundlesDir(), s.exitsDir(), s.monitorsDir(), cfg.RuncRoot} {
+		if err := os.MkdirAll(dir, 0o711); err != nil {
+			return nil, fmt.Errorf("pod service: directory %s: %w", dir, err)
+		}
+	}
+	return s, nil
+}
+
+// Close stops watching exits. Pods and monitors keep running.
+func (s *Service) Close() {
+	if s.exitWatcher != nil {
+		s.exitWatcher.close()
+	}
+}
+
+func (s *Service) sandboxesDir() string  { return filepath.Join(s.cfg.RootDir, "sandboxes") }
+func (s *Service) containersDir() string { return filepath.Join(s.cfg.RootDir, "containers") }
+func (s *Service) podsDir() string       { return filepath.Join(s.cfg.StateDir, "pods") }
+func (s *Service) bundlesDir() string    { return filepath.Join(s.cfg.StateDir, "bundles") }
+func (s *Service) exitsDir() string      { return filepath.Join(s.cfg.StateDir, "exits") }
+func (s *Service) monitorsDir() string   { return filepath.Join(s.cfg.StateDir, "monitors") }
+
+func (s *Service) sandboxRecordPath(id string) string {
+	return filepath.Join(s.sandboxesDir(), id, "sandbox.json")
+}
+func (s *Service) containerRecordPath(id string) string {
+	return filepath.Join(s.containersDir(), id, "container.json")
+}
+func (s *Service) podDir(id string) string { return filepath.Join(s.podsDir(), id) }
+
+// monitorSocket is kept short: unix socket paths are limited to 108 bytes.
+func (s *Service) monitorSocket(id string) string {
+	return filepath.Join(s.monitorsDir(), id[:16]+".sock")
+}
+
+// saveSandbox writes a sandbox record durably.
+func (s *Service) saveSandbox(rec *Sandbox) error {
+	rec.Version = recordVersion
+	raw, err := encodeConfig(rec.Config)
+	if err != nil {
+		return fmt.Errorf("sandbox %s: %w", rec.ID, err)
+	}
+	rec.RawConfig = raw
+	path := s.sandboxRecordPath(rec.ID)
+	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+		return fmt.Errorf("sandbox %s: record dir: %w", rec.ID, err)
+	}
+	return store.SaveJSON(path, rec)
+}
+
+// saveContainer writes a container record durably.
+func (s *Service) saveContainer(rec *Container) error {
+	rec.Version = recordVersion
+	raw, err := encodeConfig(rec.Config)
+	if err != nil {
+		return fmt.Errorf("container %s: %w", rec.ID, err)
+	}
+	rec.RawConfig = raw
+	path := s.containerRecordPath(rec.ID)
+	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+		return fmt.Errorf("container %s: record dir: %w", rec.ID, err)
+	}
+	return store.SaveJSON(path, rec)
+}
+
+// update changes a sandbox record through fn and checkpoints it; the change
+// becomes visible only once it is durable.
+func (s *Service) updateSandbox(e *sandboxEntry, fn func(*Sandbox)) error {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	next := e.rec.clone()
+	fn(&next)
+	if err := s.saveSandbox(&next); err != nil {
+		return err
+	}
+	e.rec = next
+	return nil
+}
+
+// updateContainer changes a container record through fn and checkpoints it.
+func (s *Service) updateContainer(e *containerEntry, fn func(*Container)) error {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	next := e.rec
+	fn(&next)
+	if err := s.saveContainer(&next); err != nil {
+		return err
+	}
+	e.rec = next
+	return nil
+}
+
+func (e *sandboxEntry) snapshot() Sandbox {
+	e.mu.RLock()
+	defer e.mu.RUnlock()
+	return e.rec.clone()
+}
+
+func (e *containerEntry) snapshot() Container {
+	e.mu.RLock()
+	defer e.mu.RUnlock()
+	return e.rec
+}
+
+// sandboxEntry finds a sandbox by id or unique id prefix.
+func (s *Service) findSandbox(idOrPrefix string) (*sandboxEntry, error) {
+	if idOrPrefix == "" {
+		return nil, fmt.Errorf("pod sandbox id: empty: %w", errdefs.ErrInvalidArgument)
+	}
+	id, err := s.sandboxIDs.Get(idOrPrefix)
+	if err != nil {
+		return nil, fmt.Errorf("pod sandbox %q: %w", idOrPrefix, err)
+	}
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	e, ok := s.sandboxes[id]
+	if !ok {
+		return nil, fmt.Errorf("pod sandbox %q: %w", idOrPrefix, errdefs.ErrNotFound)
+	}
+	return e, nil
+}
+
+// findContainer finds a container by id or unique id prefix.
+func (s *Service) findContainer(idOrPrefix string) (*containerEntry, error) {
+	if idOrPrefix == "" {
+		return nil, fmt.Errorf("container id: empty: %w", errdefs.ErrInvalidArgument)
+	}
+	id, err := s.containerIDs.Get(idOrPrefix)
+	if err != nil {
+		return nil, fmt.Errorf("container %q: %w", idOrPrefix, err)
+	}
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	e, ok := s.containers[id]
+	if !ok {
+		return nil, fmt.Errorf("container %q: %w", idOrPrefix, errdefs.ErrNotFound)
+	}
+	return e, nil
+}
+
+// containersOf lists the entries of a sandbox's containers.
+func (s *Service) containersOf(sandboxID string) []*containerEntry {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	var out []*containerEntry
+	for _, e := range s.containers {
+		if e.rec.SandboxID == sandboxID {
+			out = append(out, e)
+		}
+	}
+	return out
+}
+
+// ownOOMScoreAdj returns the lowest oom_score_adj a container may get: the
+// daemon's own value when it lacks CAP_SYS_RESOURCE (the kernel refuses to
+// lower it then), else -1000.
+func ownOOMScoreAdj() int {
+	if hasCapSysResource() {
+		return -1000
+	}
+	b, err := os.ReadFile("/proc/self/oom_score_adj")
+	if err != nil {
+		return 0
+	}
+	v, err := strconv.Atoi(strings.TrimSpace(string(b)))
+	if err != nil {
+		return 0
+	}
+	return v
+}
+
+// hasCapSysResource reports whether this process holds CAP_SYS_RESOURCE (24)
+// in its effective set.
+func hasCapSysResource() bool {
+	b, err := os.ReadFile("/proc/self/status")
+	if err != nil {
+		return false
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		hex, ok := strings.CutPrefix(line, "CapEff:")
+		if !ok {
+			continue
+		}
+		caps, err := strconv.ParseUint(strings.TrimSpace(hex), 16, 64)
+		return err == nil && caps&(1<<24) != 0
+	}
+	return false
+}
