@@ -1,0 +1,133 @@
+package criserver
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+
+	"github.com/berth-dev/berth/internal/errdefs"
+	"github.com/berth-dev/berth/internal/image"
+)
+
+// ListImages lists the images in the store, or the one the filter names.
+func (s *Server) ListImages(_ context.Context, req *runtimeapi.ListImagesRequest) (*runtimeapi.ListImagesResponse, error) {
+	if ref := req.GetFilter().GetImage().GetImage(); ref != "" {
+		img, err := s.images.Resolve(ref)
+		if errdefs.IsNotFound(err) {
+			return &runtimeapi.ListImagesResponse{}, nil
+		}
+		if err != nil {
+			return nil, err
+		}
+		return &runtimeapi.ListImagesResponse{Images: []*runtimeapi.Image{criImage(&img)}}, nil
+	}
+	imgs, err := s.images.List()
+	if err != nil {
+		return nil, err
+	}
+	out := make([]*runtimeapi.Image, 0, len(imgs))
+	for i := range imgs {
+		out = append(out, criImage(&imgs[i]))
+	}
+	return &runtimeapi.ListImagesResponse{Images: out}, nil
+}
+
+// ImageStatus returns a nil image, not an error, for an unknown image (api.proto).
+func (s *Server) ImageStatus(_ context.Context, req *runtimeapi.ImageStatusRequest) (*runtimeapi.ImageStatusResponse, error) {
+	ref := req.GetImage().GetImage()
+	if ref == "" {
+		return nil, invalidArg("image.image", "empty")
+	}
+	img, err := s.images.Resolve(ref)
+	if errdefs.IsNotFound(err) {
+		return &runtimeapi.ImageStatusResponse{}, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	resp := &runtimeapi.ImageStatusResponse{Image: criImage(&img)}
+	if req.GetVerbose() {
+		resp.Info = map[string]string{"info": fmt.Sprintf(`{"id":%q,"layers":%d}`, img.ID, len(img.Layers))}
+	}
+	return resp, nil
+}
+
+// PullImage succeeds for an image already in the store. Registry pulls are
+// not part of berth yet: other images get NotFound with what to do instead.
+func (s *Server) PullImage(_ context.Context, req *runtimeapi.PullImageRequest) (*runtimeapi.PullImageResponse, error) {
+	ref := req.GetImage().GetImage()
+	if ref == "" {
+		return nil, invalidArg("image.image", "empty")
+	}
+	img, err := s.images.Resolve(ref)
+	if errdefs.IsNotFound(err) {
+		return nil, fmt.Errorf("image %q is not in berth's store and registry pulls are not supported yet; import it with `berth image import`: %w", ref, errdefs.ErrNotFound)
+	}
+	if err != nil {
+		return nil, err
+	}
+	return &runtimeapi.PullImageResponse{ImageRef: img.ID}, nil
+}
+
+// RemoveImage is idempotent; an image that containers use is refused, since
+// their rootfs stands on its layers.
+func (s *Server) RemoveImage(_ context.Context, req *runtimeapi.RemoveImageRequest) (*runtimeapi.RemoveImageResponse, error) {
+	ref := req.GetImage().GetImage()
+	if ref == "" {
+		return nil, invalidArg("image.image", "empty")
+	}
+	img, err := s.images.Resolve(ref)
+	if errdefs.IsNotFound(err) {
+		return &runtimeapi.RemoveImageResponse{}, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	if users := s.containers.ContainersUsingImage(img.ID); len(users) > 0 {
+		return nil, fmt.Errorf("image %s is used by container %s: %w", img.ID, users[0], errdefs.ErrFailedPrecondition)
+	}
+	if err := s.images.Remove(img.ID); err != nil && !errdefs.IsNotFound(err) {
+		return nil, err
+	}
+	return &runtimeapi.RemoveImageResponse{}, nil
+}
+
+// ImageFsInfo reports the image store's usage.
+func (s *Server) ImageFsInfo(context.Context, *runtimeapi.ImageFsInfoRequest) (*runtimeapi.ImageFsInfoResponse, error) {
+	used, inodes, err := s.images.Usage()
+	if err != nil {
+		return nil, err
+	}
+	fs := &runtimeapi.FilesystemUsage{
+		Timestamp:  time.Now().UnixNano(),
+		FsId:       &runtimeapi.FilesystemIdentifier{Mountpoint: s.images.Root()},
+		UsedBytes:  &runtimeapi.UInt64Value{Value: used},
+		InodesUsed: &runtimeapi.UInt64Value{Value: inodes},
+	}
+	return &runtimeapi.ImageFsInfoResponse{ImageFilesystems: []*runtimeapi.FilesystemUsage{fs}}, nil
+}
+
+// criImage converts a store image; the user comes from the image config
+// ("uid", "uid:gid", "name" or "name:group").
+func criImage(img *image.Image) *runtimeapi.Image {
+	out := &runtimeapi.Image{
+		Id:          img.ID,
+		RepoTags:    img.RepoTags,
+		RepoDigests: img.RepoDigests,
+		Size:        uint64(max(img.Size, 0)),
+		Spec:        &runtimeapi.ImageSpec{Image: img.ID},
+	}
+	user, _, _ := strings.Cut(img.Config.Config.User, ":")
+	if user != "" {
+		if uid, err := strconv.ParseInt(user, 10, 64); err == nil {
+			out.Uid = &runtimeapi.Int64Value{Value: uid}
+		} else {
+			out.Username = user
+		}
+	}
+	return out
+}

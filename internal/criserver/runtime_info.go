@@ -1,0 +1,64 @@
+package criserver
+
+import (
+	"context"
+
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+)
+
+// RuntimeName is what Version reports.
+const RuntimeName = "berth"
+
+// Version reports berth's name and version and the CRI version it serves.
+func (s *Server) Version(context.Context, *runtimeapi.VersionRequest) (*runtimeapi.VersionResponse, error) {
+	return &runtimeapi.VersionResponse{
+		Version:           "0.1.0",
+		RuntimeName:       RuntimeName,
+		RuntimeVersion:    s.version,
+		RuntimeApiVersion: "v1",
+	}, nil
+}
+
+// Status reports RuntimeReady (always, once recovery is done) and
+// NetworkReady with CNI's exact reason when it is not.
+func (s *Server) Status(_ context.Context, req *runtimeapi.StatusRequest) (*runtimeapi.StatusResponse, error) {
+	netCond := &runtimeapi.RuntimeCondition{Type: runtimeapi.NetworkReady, Status: true}
+	if err := s.network.Ready(); err != nil {
+		netCond.Status = false
+		netCond.Reason = "NetworkPluginNotReady"
+		netCond.Message = "cni: " + err.Error()
+	}
+	resp := &runtimeapi.StatusResponse{Status: &runtimeapi.RuntimeStatus{Conditions: []*runtimeapi.RuntimeCondition{
+		{Type: runtimeapi.RuntimeReady, Status: true},
+		netCond,
+	}}}
+	resp.RuntimeHandlers = []*runtimeapi.RuntimeHandler{
+		{Name: "", Features: &runtimeapi.RuntimeHandlerFeatures{}},
+		{Name: "runc", Features: &runtimeapi.RuntimeHandlerFeatures{}},
+	}
+	resp.Features = &runtimeapi.RuntimeFeatures{}
+	if req.GetVerbose() {
+		resp.Info = map[string]string{"runtime": `{"name":"berth","ociRuntime":"runc","cgroupDriver":"cgroupfs"}`}
+	}
+	return resp, nil
+}
+
+// RuntimeConfig reports the cgroup driver berth uses.
+func (s *Server) RuntimeConfig(context.Context, *runtimeapi.RuntimeConfigRequest) (*runtimeapi.RuntimeConfigResponse, error) {
+	return &runtimeapi.RuntimeConfigResponse{Linux: &runtimeapi.LinuxRuntimeConfiguration{
+		CgroupDriver: runtimeapi.CgroupDriver_CGROUPFS,
+	}}, nil
+}
+
+// UpdateRuntimeConfig takes the pod CIDR kubelet assigns to this node; an
+// empty CIDR is ignored, as api.proto allows.
+func (s *Server) UpdateRuntimeConfig(_ context.Context, req *runtimeapi.UpdateRuntimeConfigRequest) (*runtimeapi.UpdateRuntimeConfigResponse, error) {
+	cidr := req.GetRuntimeConfig().GetNetworkConfig().GetPodCidr()
+	if cidr == "" {
+		return &runtimeapi.UpdateRuntimeConfigResponse{}, nil
+	}
+	if err := s.network.UpdatePodCIDR(cidr); err != nil {
+		return nil, err
+	}
+	return &runtimeapi.UpdateRuntimeConfigResponse{}, nil
+}

@@ -1,0 +1,228 @@
+package criserver
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"testing"
+	"time"
+
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+
+	"github.com/berth-dev/berth/internal/errdefs"
+	"github.com/berth-dev/berth/internal/image"
+	"github.com/berth-dev/berth/internal/pod"
+)
+
+type fakePods struct {
+	sandboxes  []pod.Sandbox
+	containers []pod.Container
+	inUse      map[string][]string
+}
+
+func (f *fakePods) RunSandbox(context.Context, *runtimeapi.PodSandboxConfig, string) (string, error) {
+	return "", errors.New("not used")
+}
+func (f *fakePods) StopSandbox(context.Context, string) error   { return nil }
+func (f *fakePods) RemoveSandbox(context.Context, string) error { return nil }
+func (f *fakePods) Sandbox(id string) (pod.Sandbox, error) {
+	for _, s := range f.sandboxes {
+		if s.ID == id {
+			return s, nil
+		}
+	}
+	return pod.Sandbox{}, fmt.Errorf("pod sandbox %q: %w", id, errdefs.ErrNotFound)
+}
+func (f *fakePods) Sandboxes() []pod.Sandbox { return f.sandboxes }
+func (f *fakePods) CreateContainer(context.Context, string, *runtimeapi.ContainerConfig, *runtimeapi.PodSandboxConfig) (string, error) {
+	return "", errors.New("not used")
+}
+func (f *fakePods) StartContainer(context.Context, string) error       { return nil }
+func (f *fakePods) StopContainer(context.Context, string, int64) error { return nil }
+func (f *fakePods) RemoveContainer(context.Context, string) error      { return nil }
+func (f *fakePods) Container(id string) (pod.Container, error) {
+	for _, c := range f.containers {
+		if c.ID == id {
+			return c, nil
+		}
+	}
+	return pod.Container{}, fmt.Errorf("container %q: %w", id, errdefs.ErrNotFound)
+}
+func (f *fakePods) Containers() []pod.Container             { return f.containers }
+func (f *fakePods) ContainersUsingImage(id string) []string { return f.inUse[id] }
+
+type fakeImages struct {
+	images  []image.Image
+	removed []string
+}
+
+func (f *fakeImages) Resolve(ref string) (image.Image, error) {
+	for _, img := range f.images {
+		if img.ID == ref || (len(img.RepoTags) > 0 && img.RepoTags[0] == ref) {
+			return img, nil
+		}
+	}
+	return image.Image{}, fmt.Errorf("image %q: %w", ref, errdefs.ErrNotFound)
+}
+func (f *fakeImages) List() ([]image.Image, error)   { return f.images, nil }
+func (f *fakeImages) Remove(ref string) error        { f.removed = append(f.removed, ref); return nil }
+func (f *fakeImages) Usage() (uint64, uint64, error) { return 10, 2, nil }
+func (f *fakeImages) Root() string                   { return "/var/lib/berth/images" }
+
+type fakeNetwork struct{ err error }
+
+func (f fakeNetwork) Ready() error               { return f.err }
+func (f fakeNetwork) UpdatePodCIDR(string) error { return nil }
+
+func newTestServer(p *fakePods, imgs *fakeImages, netErr error) *Server {
+	s := New(Config{Sandboxes: p, Containers: p, Images: imgs, Network: fakeNetwork{netErr}, Version: "test"})
+	s.SetReady()
+	return s
+}
+
+func TestToStatusMapsEveryClass(t *testing.T) {
+	cases := map[error]codes.Code{
+		errdefs.ErrNotFound:           codes.NotFound,
+		errdefs.ErrAlreadyExists:      codes.AlreadyExists,
+		errdefs.ErrInvalidArgument:    codes.InvalidArgument,
+		errdefs.ErrFailedPrecondition: codes.FailedPrecondition,
+		errdefs.ErrUnavailable:        codes.Unavailable,
+		errdefs.ErrNotImplemented:     codes.Unimplemented,
+		context.DeadlineExceeded:      codes.DeadlineExceeded,
+		errors.New("plain"):           codes.Unknown,
+	}
+	for class, want := range cases {
+		err := toStatus(fmt.Errorf("container abc: step: %w", class))
+		if got := status.Code(err); got != want {
+			t.Errorf("%v: code %v, want %v", class, got, want)
+		}
+		if st, _ := status.FromError(err); st.Message() == "" {
+			t.Errorf("%v: empty message", class)
+		}
+	}
+}
+
+func TestInterceptorAnswersUnavailableUntilReady(t *testing.T) {
+	s := New(Config{Sandboxes: &fakePods{}, Containers: &fakePods{}, Images: &fakeImages{}, Network: fakeNetwork{}})
+	info := &grpc.UnaryServerInfo{FullMethod: "/runtime.v1.RuntimeService/Version"}
+	called := false
+	handler := func(context.Context, any) (any, error) { called = true; return "ok", nil }
+	if _, err := s.UnaryInterceptor(context.Background(), nil, info, handler); status.Code(err) != codes.Unavailable || called {
+		t.Fatalf("before ready: err %v called %v, want Unavailable and no call", err, called)
+	}
+	s.SetReady()
+	if resp, err := s.UnaryInterceptor(context.Background(), nil, info, handler); err != nil || resp != "ok" {
+		t.Fatalf("after ready: %v %v", resp, err)
+	}
+}
+
+func TestInterceptorTurnsPanicIntoInternal(t *testing.T) {
+	s := newTestServer(&fakePods{}, &fakeImages{}, nil)
+	info := &grpc.UnaryServerInfo{FullMethod: "/x"}
+	_, err := s.UnaryInterceptor(context.Background(), nil, info, func(context.Context, any) (any, error) { panic("boom") })
+	if status.Code(err) != codes.Internal {
+		t.Fatalf("err %v, want Internal", err)
+	}
+}
+
+func TestStatusReportsNetworkReason(t *testing.T) {
+	s := newTestServer(&fakePods{}, &fakeImages{}, errors.New(`no network config found in /etc/cni/net.d`))
+	resp, err := s.Status(context.Background(), &runtimeapi.StatusRequest{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range resp.GetStatus().GetConditions() {
+		switch c.GetType() {
+		case runtimeapi.RuntimeReady:
+			if !c.GetStatus() {
+				t.Error("RuntimeReady false")
+			}
+		case runtimeapi.NetworkReady:
+			if c.GetStatus() || c.GetReason() != "NetworkPluginNotReady" || c.GetMessage() != "cni: no network config found in /etc/cni/net.d" {
+				t.Errorf("NetworkReady condition %v", c)
+			}
+		}
+	}
+}
+
+func TestListContainersFilters(t *testing.T) {
+	now := time.Now()
+	mk := func(id, sb string, st pod.ContainerState, labels map[string]string) pod.Container {
+		return pod.Container{ID: id, SandboxID: sb, State: st, CreatedAt: now,
+			Config: &runtimeapi.ContainerConfig{Metadata: &runtimeapi.ContainerMetadata{Name: id}, Labels: labels}}
+	}
+	p := &fakePods{containers: []pod.Container{
+		mk("aaa1", "s1", pod.ContainerRunning, map[string]string{"app": "web"}),
+		mk("aab2", "s1", pod.ContainerExited, map[string]string{"app": "db"}),
+		mk("bbb3", "s2", pod.ContainerRunning, map[string]string{"app": "web"}),
+	}}
+	s := newTestServer(p, &fakeImages{}, nil)
+	running := &runtimeapi.ContainerStateValue{State: runtimeapi.ContainerState_CONTAINER_RUNNING}
+	cases := []struct {
+		name   string
+		filter *runtimeapi.ContainerFilter
+		want   []string
+	}{
+		{"none", nil, []string{"aaa1", "aab2", "bbb3"}},
+		{"id prefix", &runtimeapi.ContainerFilter{Id: "aa"}, []string{"aaa1", "aab2"}},
+		{"state", &runtimeapi.ContainerFilter{State: running}, []string{"aaa1", "bbb3"}},
+		{"sandbox", &runtimeapi.ContainerFilter{PodSandboxId: "s2"}, []string{"bbb3"}},
+		{"labels", &runtimeapi.ContainerFilter{LabelSelector: map[string]string{"app": "web"}}, []string{"aaa1", "bbb3"}},
+		{"all", &runtimeapi.ContainerFilter{Id: "a", State: running, LabelSelector: map[string]string{"app": "web"}}, []string{"aaa1"}},
+	}
+	for _, tc := range cases {
+		resp, err := s.ListContainers(context.Background(), &runtimeapi.ListContainersRequest{Filter: tc.filter})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var got []string
+		for _, c := range resp.GetContainers() {
+			got = append(got, c.GetId())
+		}
+		if fmt.Sprint(got) != fmt.Sprint(tc.want) {
+			t.Errorf("%s: got %v, want %v", tc.name, got, tc.want)
+		}
+	}
+}
+
+// api.proto: "If the image is not present, returns a response with
+// ImageStatusResponse.Image set to nil."
+func TestImageStatusOfUnknownImageIsNil(t *testing.T) {
+	s := newTestServer(&fakePods{}, &fakeImages{}, nil)
+	resp, err := s.ImageStatus(context.Background(), &runtimeapi.ImageStatusRequest{Image: &runtimeapi.ImageSpec{Image: "nope"}})
+	if err != nil || resp.GetImage() != nil {
+		t.Fatalf("resp %v err %v, want nil image and no error", resp, err)
+	}
+}
+
+func TestRemoveImageRefusesImageInUseAndIsIdempotent(t *testing.T) {
+	imgs := &fakeImages{images: []image.Image{{ID: "sha256:1", RepoTags: []string{"busybox"}}}}
+	p := &fakePods{inUse: map[string][]string{"sha256:1": {"c1"}}}
+	s := newTestServer(p, imgs, nil)
+	_, err := s.RemoveImage(context.Background(), &runtimeapi.RemoveImageRequest{Image: &runtimeapi.ImageSpec{Image: "busybox"}})
+	if !errors.Is(err, errdefs.ErrFailedPrecondition) || len(imgs.removed) != 0 {
+		t.Fatalf("in use: err %v removed %v", err, imgs.removed)
+	}
+	// api.proto: "This call is idempotent, and must not return an error if the image has already been removed."
+	if _, err := s.RemoveImage(context.Background(), &runtimeapi.RemoveImageRequest{Image: &runtimeapi.ImageSpec{Image: "gone"}}); err != nil {
+		t.Fatalf("unknown image: %v", err)
+	}
+}
+
+func TestCRIImageUser(t *testing.T) {
+	cases := map[string]struct {
+		uid  int64
+		name string
+	}{"1000": {1000, ""}, "1000:1000": {1000, ""}, "nobody": {-1, "nobody"}, "": {-1, ""}}
+	for user, want := range cases {
+		img := image.Image{ID: "sha256:x"}
+		img.Config.Config.User = user
+		got := criImage(&img)
+		if want.uid >= 0 && got.GetUid().GetValue() != want.uid || want.uid < 0 && got.GetUid() != nil || got.GetUsername() != want.name {
+			t.Errorf("user %q: uid %v name %q", user, got.GetUid(), got.GetUsername())
+		}
+	}
+}
