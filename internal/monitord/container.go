@@ -41,8 +41,11 @@ func (s *Server) create(ctx context.Context, r monitor.CreateRequest) (int, erro
 	if err := monitor.ValidID(r.ID); err != nil {
 		return 0, err
 	}
-	if r.Bundle == "" || r.LogPath == "" {
-		return 0, fmt.Errorf("container %s: bundle and log path are required: %w", r.ID, errdefs.ErrInvalidArgument)
+	if r.Bundle == "" {
+		return 0, fmt.Errorf("container %s: bundle is required: %w", r.ID, errdefs.ErrInvalidArgument)
+	}
+	if r.LogPath == "" {
+		r.LogPath = os.DevNull // CRI allows containers without a log: their output is discarded
 	}
 	if err := s.reserve(r.ID); err != nil {
 		return 0, err

@@ -1,0 +1,173 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"syscall"
+	"time"
+
+	"github.com/spf13/cobra"
+	"golang.org/x/sys/unix"
+	"google.golang.org/grpc"
+
+	"github.com/berth-dev/berth/internal/config"
+	"github.com/berth-dev/berth/internal/criserver"
+	"github.com/berth-dev/berth/internal/image"
+	"github.com/berth-dev/berth/internal/pod"
+)
+
+func newServeCommand(opts *globalOptions) *cobra.Command {
+	return &cobra.Command{
+		Use:   "serve",
+		Short: "Run the CRI v1 runtime daemon on a unix socket",
+		Long: `Run berth's CRI v1 runtime and image services on a unix socket.
+Pods keep running when the daemon stops or is killed; on start it recovers
+them from its records before it answers requests.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			cfg, err := opts.load(cmd)
+			if err != nil {
+				return err
+			}
+			return serve(cmd.Context(), cfg)
+		},
+	}
+}
+
+// serve runs the daemon until SIGTERM or SIGINT.
+func serve(ctx context.Context, cfg config.Config) error {
+	log := newLogger(cfg)
+	ctx, stop := signal.NotifyContext(ctx, syscall.SIGTERM, syscall.SIGINT)
+	defer stop()
+	for _, dir := range []string{cfg.RootDir, cfg.StateDir, filepath.Dir(cfg.Socket)} {
+		if err := os.MkdirAll(dir, 0o711); err != nil {
+			return fmt.Errorf("directory %s: %w", dir, err)
+		}
+	}
+	unlock, err := lockStateDir(cfg.StateDir)
+	if err != nil {
+		return err
+	}
+	defer unlock()
+	deps, err := wire(cfg, log)
+	if err != nil {
+		return err
+	}
+	defer deps.pods.Close()
+	srv := criserver.New(criserver.Config{
+		Sandboxes: deps.pods, Containers: deps.pods, Images: deps.images, Network: deps.network,
+		Version: version, Logger: log,
+	})
+	lis, err := listen(cfg.Socket)
+	if err != nil {
+		return err
+	}
+	g := grpc.NewServer(grpc.UnaryInterceptor(srv.UnaryInterceptor), grpc.StreamInterceptor(srv.StreamInterceptor))
+	srv.Register(g)
+	served := make(chan error, 1)
+	go func() { served <- g.Serve(lis) }()
+	log.Info("berth serving; recovering state", "socket", cfg.Socket, "version", version)
+	if err := deps.pods.Recover(ctx); err != nil {
+		g.Stop()
+		return err
+	}
+	srv.SetReady()
+	log.Info("berth ready")
+	select {
+	case <-ctx.Done():
+		log.Info("shutting down; pods keep running")
+	case err := <-served:
+		return fmt.Errorf("grpc server: %w", err)
+	}
+	stopGRPC(g, 10*time.Second)
+	return nil
+}
+
+type dependencies struct {
+	images  *image.Store
+	network *networkStatus
+	pods    *pod.Service
+}
+
+// wire builds the services from the configuration.
+func wire(cfg config.Config, log *slog.Logger) (*dependencies, error) {
+	runcPath, err := cfg.RuncBinary()
+	if err != nil {
+		return nil, err
+	}
+	monitorPath, err := cfg.MonitorBinary()
+	if err != nil {
+		return nil, err
+	}
+	pausePath, err := cfg.PauseBinary()
+	if err != nil {
+		return nil, err
+	}
+	images, err := image.Open(filepath.Join(cfg.RootDir, "images"))
+	if err != nil {
+		return nil, err
+	}
+	netStatus, err := newNetworkStatus(cfg, log)
+	if err != nil {
+		return nil, err
+	}
+	pods, err := pod.New(pod.Config{
+		RootDir: cfg.RootDir, StateDir: cfg.StateDir,
+		RuncPath: runcPath, RuncRoot: cfg.RuncRoot,
+		MonitorPath: monitorPath, PausePath: pausePath,
+		Images: images, Network: netStatus.cni, Logger: log,
+	})
+	if err != nil {
+		return nil, err
+	}
+	return &dependencies{images: images, network: netStatus, pods: pods}, nil
+}
+
+// listen opens the CRI socket with mode 0660, replacing a stale one.
+func listen(path string) (net.Listener, error) {
+	if err := os.Remove(path); err != nil && !errors.Is(err, os.ErrNotExist) {
+		return nil, fmt.Errorf("socket %s: remove stale: %w", path, err)
+	}
+	old := unix.Umask(0o117)
+	lis, err := net.Listen("unix", path)
+	unix.Umask(old)
+	if err != nil {
+		return nil, fmt.Errorf("socket %s: %w", path, err)
+	}
+	if err := os.Chmod(path, 0o660); err != nil {
+		lis.Close()
+		return nil, fmt.Errorf("socket %s: %w", path, err)
+	}
+	return lis, nil
+}
+
+// lockStateDir makes sure only one daemon uses a state directory.
+func lockStateDir(dir string) (func(), error) {
+	path := filepath.Join(dir, "berth.lock")
+	f, err := os.OpenFile(path, os.O_CREATE|os.O_RDWR, 0o600)
+	if err != nil {
+		return nil, fmt.Errorf("lock %s: %w", path, err)
+	}
+	if err := unix.Flock(int(f.Fd()), unix.LOCK_EX|unix.LOCK_NB); err != nil {
+		f.Close()
+		return nil, fmt.Errorf("lock %s: another berth serve uses this state directory: %w", path, err)
+	}
+	return func() { f.Close() }, nil
+}
+
+// stopGRPC finishes in-flight RPCs, up to a deadline.
+func stopGRPC(g *grpc.Server, timeout time.Duration) {
+	done := make(chan struct{})
+	go func() { g.GracefulStop(); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(timeout):
+		g.Stop()
+	}
+}
