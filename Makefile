@@ -1,0 +1,50 @@
+# berth — make targets. `make help` lists them.
+GO       ?= go
+PREFIX   ?= /usr/local
+BIN      := bin
+VERSION  ?= $(shell git describe --always --dirty 2>/dev/null || echo dev)
+LDFLAGS  := -s -w -X main.version=$(VERSION)
+ROOT_DIR ?= /var/lib/berth
+APT_PACKAGES := runc containernetworking-plugins busybox-static iptables iproute2 util-linux hyperfine
+
+.PHONY: help build install deps image test test-unit test-integration bench vet crictl clean
+
+help: ## list targets
+	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | sed 's/:.*## /\t/' | sort
+
+build: ## build berth, berth-monitor and berth-pause into bin/
+	CGO_ENABLED=0 $(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $(BIN)/ ./cmd/berth ./cmd/berth-monitor ./cmd/berth-pause
+
+deps: ## install the Debian packages berth and its tests need (root)
+	apt-get update -qq
+	DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $(APT_PACKAGES)
+
+install: deps build ## install the binaries into $(PREFIX)/bin and import a busybox image (root)
+	install -m 0755 $(BIN)/berth $(BIN)/berth-monitor $(BIN)/berth-pause $(PREFIX)/bin/
+	$(MAKE) image
+
+image: ## build a busybox image from busybox-static and import it as docker.io/library/busybox:latest
+	$(GO) run ./test/testimage/cmd/mkimage -o $(BIN)/busybox-oci.tar
+	$(PREFIX)/bin/berth image import --root $(ROOT_DIR) $(BIN)/busybox-oci.tar
+
+test: vet ## unit tests and root integration tests (integration tests skip when not root)
+	$(GO) test -count=1 ./...
+
+test-unit: ## unit tests only
+	$(GO) test -count=1 $$($(GO) list ./... | grep -v /test/integration)
+
+test-integration: ## root integration tests against a live berth serve
+	$(GO) test -count=1 -v ./test/integration/
+
+vet: ## go vet and gofmt
+	$(GO) vet ./...
+	@test -z "$$(gofmt -l $$(git ls-files '*.go'))" || (gofmt -l $$(git ls-files '*.go'); exit 1)
+
+bench: build ## benchmarks: pod/container latencies vs runc and CNI floors, memory (root)
+	./scripts/bench.sh
+
+crictl: ## build crictl v1.34 (sigs.k8s.io/cri-tools, pinned in tools/go.mod) into bin/
+	cd tools && GOSUMDB=off GOFLAGS=-mod=mod $(GO) build -o ../$(BIN)/crictl sigs.k8s.io/cri-tools/cmd/crictl
+
+clean: ## remove build output
+	rm -rf $(BIN)
