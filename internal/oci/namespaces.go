@@ -9,12 +9,14 @@ import (
 )
 
 // defaultNamespaceOptions applies when neither the container nor the pod
-// sends any: the pod's network and IPC, a PID namespace per container (what
-// kubelet sends for a pod without shareProcessNamespace).
+// sends any: CRI's zero values, all POD — the pod's network, IPC and PID
+// namespaces (the sandbox starts berth-pause for the shared PID namespace
+// then). kubelet always sends options: PID CONTAINER unless the pod sets
+// shareProcessNamespace.
 var defaultNamespaceOptions = &runtimeapi.NamespaceOption{
 	Network: runtimeapi.NamespaceMode_POD,
 	Ipc:     runtimeapi.NamespaceMode_POD,
-	Pid:     runtimeapi.NamespaceMode_CONTAINER,
+	Pid:     runtimeapi.NamespaceMode_POD,
 }
 
 // containerNamespaceOptions is the container's namespace options, falling

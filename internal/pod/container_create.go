@@ -113,7 +113,12 @@ func (s *Service) prepareBundle(rec *Container, sb *Sandbox, img image.Image, rb
 	if err := image.MountRootfs(layers, filepath.Join(rec.Dir, "upper"), filepath.Join(rec.Dir, "work"), rec.Rootfs); err != nil {
 		return fmt.Errorf("rootfs: %w", err)
 	}
+	targetPID, err := s.targetPID(rec.Config)
+	if err != nil {
+		return err
+	}
 	spec, err := oci.BuildSpec(oci.Input{
+		TargetPID:      targetPID,
 		ContainerID:    rec.ID,
 		Config:         rec.Config,
 		Sandbox:        ociSandbox(sb),
@@ -184,4 +189,21 @@ func (s *Service) addContainer(rec Container) {
 	if err := s.containerIDs.Add(rec.ID); err != nil {
 		s.log.Warn("container id index", "id", rec.ID, "error", err)
 	}
+}
+
+// targetPID is the pid of the container whose PID namespace a container with
+// PID mode TARGET joins (ephemeral debug containers); 0 for other modes.
+func (s *Service) targetPID(cfg *runtimeapi.ContainerConfig) (int, error) {
+	opts := cfg.GetLinux().GetSecurityContext().GetNamespaceOptions()
+	if opts.GetPid() != runtimeapi.NamespaceMode_TARGET || opts.GetTargetId() == "" {
+		return 0, nil
+	}
+	target, err := s.Container(opts.GetTargetId())
+	if err != nil {
+		return 0, fmt.Errorf("namespace options: target_id: %w", err)
+	}
+	if target.State != ContainerRunning && target.State != ContainerCreated {
+		return 0, fmt.Errorf("namespace options: target container %s is %s: %w", target.ID, target.State, errdefs.ErrFailedPrecondition)
+	}
+	return target.Pid, nil
 }

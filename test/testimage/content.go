@@ -25,6 +25,8 @@ var Applets = []string{
 	"dmesg", "pidof", "pkill", "killall", "watch", "timeout", "getopt", "realpath",
 	"md5sum", "sha256sum", "base64", "hexdump", "od", "vi", "less", "more", "which",
 	"tar", "gzip", "gunzip", "zcat", "nohup", "usleep", "sync", "stty", "tty", "[", "[[",
+	"httpd", "telnet", "traceroute", "arping", "ifup", "hostid", "logger", "nsenter", "chroot",
+	"unshare", "setsid", "su", "passwd", "groups", "diff", "patch", "expr", "bc", "cmp",
 }
 
 // Epoch is the fixed modification time of every file.
