@@ -154,11 +154,19 @@ func lockStateDir(dir string) (func(), error) {
 	if err != nil {
 		return nil, fmt.Errorf("lock %s: %w", path, err)
 	}
-	if err := unix.Flock(int(f.Fd()), unix.LOCK_EX|unix.LOCK_NB); err != nil {
-		f.Close()
-		return nil, fmt.Errorf("lock %s: another berth serve uses this state directory: %w", path, err)
+	// A predecessor that was just killed may hold the lock for a moment.
+	deadline := time.Now().Add(3 * time.Second)
+	for {
+		err := unix.Flock(int(f.Fd()), unix.LOCK_EX|unix.LOCK_NB)
+		if err == nil {
+			return func() { f.Close() }, nil
+		}
+		if !errors.Is(err, unix.EWOULDBLOCK) || time.Now().After(deadline) {
+			f.Close()
+			return nil, fmt.Errorf("lock %s: another berth serve uses this state directory: %w", path, err)
+		}
+		time.Sleep(50 * time.Millisecond)
 	}
-	return func() { f.Close() }, nil
 }
 
 // stopGRPC finishes in-flight RPCs, up to a deadline.

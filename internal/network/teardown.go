@@ -30,19 +30,23 @@ func (c *CNI) Teardown(ctx context.Context, a Attachment) error {
 	if err != nil {
 		return fmt.Errorf("pod %s: network cache: %w", a.PodID, err)
 	}
-	if len(cached) == 0 {
-		return c.teardownUncached(ctx, a, netns)
-	}
-	// Pod networks first, loopback last: the reverse of Setup.
+	// Pod networks first, loopback last: the reverse of Setup. A network
+	// missing from the cache (its ADD never returned: the daemon was killed
+	// mid-Setup) is deleted with the current config.
 	var errs []error
 	for _, loopbackPass := range []bool{false, true} {
+		found := false
 		for _, att := range cached {
 			if (att.Network == "cni-loopback") != loopbackPass {
 				continue
 			}
+			found = true
 			if err := c.teardownCached(ctx, att, netns); err != nil {
 				errs = append(errs, fmt.Errorf("pod %s: network %q: delete: %w", a.PodID, att.Network, err))
 			}
+		}
+		if !found {
+			errs = append(errs, c.teardownUncached(ctx, a, netns, loopbackPass))
 		}
 	}
 	return errors.Join(errs...)
@@ -74,22 +78,26 @@ func (c *CNI) teardownCached(ctx context.Context, att *libcni.NetworkAttachment,
 	return c.lib.DelNetworkList(ctx, list, rt)
 }
 
-// teardownUncached runs DEL with the current configs when the cache holds
-// nothing for the pod (never set up, already torn down, or cache lost).
-func (c *CNI) teardownUncached(ctx context.Context, a Attachment, netns string) error {
+// teardownUncached runs DEL with the current config of the pod network (or
+// of loopback) when the cache holds nothing for it (never set up, already
+// torn down, ADD cut short, or cache lost).
+func (c *CNI) teardownUncached(ctx context.Context, a Attachment, netns string, loopback bool) error {
+	if loopback {
+		lo, err := libcni.NetworkConfFromBytes([]byte(loopbackNetwork))
+		if err != nil {
+			return fmt.Errorf("pod %s: network %q: %w", a.PodID, "cni-loopback", err)
+		}
+		if err := c.delUncached(ctx, lo, runtimeConf(a, netns, loopbackIfName, nil)); err != nil {
+			return fmt.Errorf("pod %s: network %q: delete: %w", a.PodID, lo.Name, err)
+		}
+		return nil
+	}
 	pod, _, err := c.podNetwork()
 	if err != nil {
 		return nil // no usable config: nothing berth could have added with it
 	}
 	if err := c.delUncached(ctx, pod, runtimeConf(a, netns, podIfName, nil)); err != nil {
 		return fmt.Errorf("pod %s: network %q: delete: %w", a.PodID, pod.Name, err)
-	}
-	lo, err := libcni.NetworkConfFromBytes([]byte(loopbackNetwork))
-	if err != nil {
-		return fmt.Errorf("pod %s: network %q: %w", a.PodID, "cni-loopback", err)
-	}
-	if err := c.delUncached(ctx, lo, runtimeConf(a, netns, loopbackIfName, nil)); err != nil {
-		return fmt.Errorf("pod %s: network %q: delete: %w", a.PodID, lo.Name, err)
 	}
 	return nil
 }

@@ -37,10 +37,10 @@ func (s *Service) StartContainer(ctx context.Context, id string) error {
 	if err != nil {
 		return fmt.Errorf("container %s: %w", rec.ID, err)
 	}
+	now := time.Now() // before the start: a fast exit must not finish before it started
 	if err := monitor.NewClient(sb.snapshot().MonitorSocket).Start(ctx, rec.ID); err != nil {
 		return fmt.Errorf("container %s: runc start: %w", rec.ID, err)
 	}
-	now := time.Now()
 	return s.updateContainer(e, func(c *Container) {
 		c.StartedAt = now
 		if c.State == ContainerCreated { // the exit watcher may have been faster

@@ -70,6 +70,9 @@ func (s *Service) loadSandboxes(ctx context.Context) int {
 		}
 		if rec.State == SandboxCreating || rec.State == SandboxRemoving {
 			s.log.Info("recovery: removing half-made sandbox", "id", id, "state", rec.State)
+			wctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+			network.WaitForPlugins(wctx, rec.ID)
+			cancel()
 			if err := s.cleanUpSandbox(ctx, &rec); err != nil {
 				s.log.Error("recovery: sandbox cleanup", "id", id, "error", err)
 			}

@@ -39,6 +39,11 @@ func (s *Service) RunSandbox(ctx context.Context, cfg *runtimeapi.PodSandboxConf
 		Config:         cfg,
 	}
 	rec.MonitorSocket = s.monitorSocket(rec.ID)
+	if !rec.HostNetwork {
+		// The intent names the netns pin before it exists, so that recovery
+		// can hand it to CNI DEL if the daemon dies during Setup.
+		rec.NetNS = filepath.Join(s.podDir(rec.ID), "ns", "net")
+	}
 	started := time.Now()
 	var rb rollback
 	defer func() {

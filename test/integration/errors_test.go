@@ -1,0 +1,177 @@
+package integration
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"google.golang.org/grpc/codes"
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+)
+
+// TestNotFoundAndInvalidArgument checks idempotent stops and removals and
+// the error codes of requests naming unknown objects or carrying bad fields.
+func TestNotFoundAndInvalidArgument(t *testing.T) {
+	d := startDaemon(t)
+	unknown := randomHex(64)
+	ctx := d.ctx()
+
+	// api.proto StopPodSandbox: "This call is idempotent, and must not return an
+	// error if all relevant resources have already been reclaimed."
+	if _, err := d.rt.StopPodSandbox(ctx, &runtimeapi.StopPodSandboxRequest{PodSandboxId: unknown}); err != nil {
+		t.Errorf("StopPodSandbox(unknown): %v, want success", err)
+	}
+	// api.proto RemovePodSandbox: "must not return an error if the sandbox has already been removed."
+	if _, err := d.rt.RemovePodSandbox(ctx, &runtimeapi.RemovePodSandboxRequest{PodSandboxId: unknown}); err != nil {
+		t.Errorf("RemovePodSandbox(unknown): %v, want success", err)
+	}
+	// api.proto StopContainer: "must not return an error if the container has already been stopped."
+	if _, err := d.rt.StopContainer(ctx, &runtimeapi.StopContainerRequest{ContainerId: unknown, Timeout: 1}); err != nil {
+		t.Errorf("StopContainer(unknown): %v, want success", err)
+	}
+	// api.proto RemoveContainer: "must not return an error if the container has already been removed."
+	if _, err := d.rt.RemoveContainer(ctx, &runtimeapi.RemoveContainerRequest{ContainerId: unknown}); err != nil {
+		t.Errorf("RemoveContainer(unknown): %v, want success", err)
+	}
+
+	// api.proto: "If the PodSandbox is not present, returns an error."
+	_, err := d.rt.PodSandboxStatus(ctx, &runtimeapi.PodSandboxStatusRequest{PodSandboxId: unknown})
+	wantCode(t, "PodSandboxStatus(unknown)", err, codes.NotFound)
+	// api.proto: "If the container is not present, returns an error."
+	_, err = d.rt.ContainerStatus(ctx, &runtimeapi.ContainerStatusRequest{ContainerId: unknown})
+	wantCode(t, "ContainerStatus(unknown)", err, codes.NotFound)
+	_, err = d.rt.StartContainer(ctx, &runtimeapi.StartContainerRequest{ContainerId: unknown})
+	wantCode(t, "StartContainer(unknown)", err, codes.NotFound)
+
+	_, err = d.rt.PodSandboxStatus(ctx, &runtimeapi.PodSandboxStatusRequest{})
+	wantCode(t, "PodSandboxStatus(\"\")", err, codes.InvalidArgument)
+	_, err = d.rt.ContainerStatus(ctx, &runtimeapi.ContainerStatusRequest{})
+	wantCode(t, "ContainerStatus(\"\")", err, codes.InvalidArgument)
+	_, err = d.rt.StartContainer(ctx, &runtimeapi.StartContainerRequest{})
+	wantCode(t, "StartContainer(\"\")", err, codes.InvalidArgument)
+	_, err = d.rt.StopPodSandbox(ctx, &runtimeapi.StopPodSandboxRequest{})
+	wantCode(t, "StopPodSandbox(\"\")", err, codes.InvalidArgument)
+	_, err = d.rt.RemoveContainer(ctx, &runtimeapi.RemoveContainerRequest{})
+	wantCode(t, "RemoveContainer(\"\")", err, codes.InvalidArgument)
+
+	podCfg := podConfig(t, "errors")
+	_, err = d.rt.CreateContainer(ctx, &runtimeapi.CreateContainerRequest{
+		PodSandboxId: unknown, Config: shell("c", "true"), SandboxConfig: podCfg,
+	})
+	wantCode(t, "CreateContainer in an unknown sandbox", err, codes.NotFound)
+
+	podID := d.runPod(podCfg)
+	noImage := shell("c", "true")
+	noImage.Image.Image = "berth.test/no-such-image:v1"
+	_, err = d.rt.CreateContainer(ctx, &runtimeapi.CreateContainerRequest{PodSandboxId: podID, Config: noImage, SandboxConfig: podCfg})
+	if msg := wantCode(t, "CreateContainer with an unknown image", err, codes.NotFound); !strings.Contains(msg, "no-such-image") {
+		t.Errorf("CreateContainer with an unknown image: message %q does not name the image", msg)
+	}
+	checkInvalidFields(t, d, podID, podCfg)
+}
+
+// checkInvalidFields sends configs with one bad field each.
+func checkInvalidFields(t *testing.T, d *daemon, podID string, podCfg *runtimeapi.PodSandboxConfig) {
+	ctx := d.ctx()
+	noMetadata := podConfig(t, "x")
+	noMetadata.Metadata = nil
+	relativeLogDir := podConfig(t, "x")
+	relativeLogDir.LogDirectory = "relative/logs"
+	badPort := podConfig(t, "x")
+	badPort.PortMappings = []*runtimeapi.PortMapping{{ContainerPort: 70000, HostPort: 8080}}
+	for _, tc := range []struct {
+		name  string
+		cfg   *runtimeapi.PodSandboxConfig
+		field string
+	}{
+		{"no metadata", noMetadata, "metadata"},
+		{"relative log_directory", relativeLogDir, "log_directory"},
+		{"container_port 70000", badPort, "container_port"},
+	} {
+		_, err := d.rt.RunPodSandbox(ctx, &runtimeapi.RunPodSandboxRequest{Config: tc.cfg})
+		if msg := wantCode(t, "RunPodSandbox with "+tc.name, err, codes.InvalidArgument); err != nil && !strings.Contains(msg, tc.field) {
+			t.Errorf("RunPodSandbox with %s: message %q does not name %s", tc.name, msg, tc.field)
+		}
+	}
+
+	absLog := shell("abslog", "true")
+	absLog.LogPath = "/tmp/escape.log"
+	escLog := shell("esclog", "true")
+	escLog.LogPath = "../escape.log"
+	noName := shell("", "true")
+	for _, tc := range []struct {
+		name  string
+		cfg   *runtimeapi.ContainerConfig
+		field string
+	}{
+		{"absolute log_path", absLog, "log_path"},
+		{"log_path escaping the log directory", escLog, "log_path"},
+		{"empty metadata name", noName, "metadata"},
+	} {
+		_, err := d.rt.CreateContainer(ctx, &runtimeapi.CreateContainerRequest{PodSandboxId: podID, Config: tc.cfg, SandboxConfig: podCfg})
+		if msg := wantCode(t, "CreateContainer with "+tc.name, err, codes.InvalidArgument); err != nil && !strings.Contains(msg, tc.field) {
+			t.Errorf("CreateContainer with %s: message %q does not name %s", tc.name, msg, tc.field)
+		}
+	}
+	list, err := d.rt.ListPodSandbox(ctx, &runtimeapi.ListPodSandboxRequest{})
+	if err != nil || len(list.GetItems()) != 1 {
+		t.Errorf("ListPodSandbox after rejected requests: %d items (%v), want only the valid pod", len(list.GetItems()), err)
+	}
+}
+
+// TestCreateContainerRollback makes runc create fail and checks that the
+// half-made container leaves nothing behind and the pod still works.
+func TestCreateContainerRollback(t *testing.T) {
+	d := startDaemon(t)
+	podCfg := podConfig(t, "rollback")
+	podID := d.runPod(podCfg)
+	bundlesBefore := dirNames(filepath.Join(d.state, "bundles"))
+	mountsBefore := len(d.mountsLeft())
+
+	bad := containerConfig("app", "/no/such/bin")
+	_, err := d.rt.CreateContainer(d.ctx(), &runtimeapi.CreateContainerRequest{PodSandboxId: podID, Config: bad, SandboxConfig: podCfg})
+	if err == nil {
+		t.Fatalf("CreateContainer with command /no/such/bin succeeded, want an error from runc create")
+	}
+	t.Logf("CreateContainer /no/such/bin: %v", err)
+	if !strings.Contains(err.Error(), "/no/such/bin") {
+		t.Errorf("error %q does not name the missing command", err)
+	}
+	if got := dirNames(filepath.Join(d.state, "bundles")); len(got) != len(bundlesBefore) {
+		t.Errorf("bundles after the failed create: %v, want %v", got, bundlesBefore)
+	}
+	if got := d.mountsLeft(); len(got) != mountsBefore {
+		t.Errorf("mounts after the failed create: %v (had %d before)", got, mountsBefore)
+	}
+	if got := dirNames(filepath.Join(d.root, "containers")); len(got) != 0 {
+		t.Errorf("container records after the failed create: %v", got)
+	}
+	if ids := d.runcContainers(); len(ids) != 1 || ids[0] != podID {
+		t.Errorf("runc containers after the failed create: %v, want only the sandbox's berth-pause", ids)
+	}
+	ctrs, err := d.rt.ListContainers(d.ctx(), &runtimeapi.ListContainersRequest{})
+	if err != nil || len(ctrs.GetContainers()) != 0 {
+		t.Errorf("ListContainers after the failed create: %v %v, want none", ctrs.GetContainers(), err)
+	}
+
+	// The pod still works, and the failed container's name was released.
+	good := shell("app", "echo fine")
+	id := d.run(podID, podCfg, good)
+	if st := d.waitExited(id, 10*time.Second); st.GetExitCode() != 0 {
+		t.Errorf("container after the failed create: exit code %d, want 0", st.GetExitCode())
+	}
+	if !hasLines(readLog(t, logPath(podCfg, good)), "stdout F fine") {
+		t.Errorf("log of the container after the failed create: %+v", readLog(t, logPath(podCfg, good)))
+	}
+}
+
+func dirNames(dir string) []string {
+	entries, _ := os.ReadDir(dir)
+	var out []string
+	for _, e := range entries {
+		out = append(out, e.Name())
+	}
+	return out
+}
