@@ -87,6 +87,12 @@ func TestSetupTwoPodsPingAndTeardown(t *testing.T) {
 	if _, err := os.Stat(tn.allocationFile(ip2)); !os.IsNotExist(err) {
 		t.Errorf("IP %s still allocated after Teardown: %v", ip2, err)
 	}
+	// The kernel destroys an unpinned namespace, and with it the veth pair,
+	// asynchronously: give it a moment under load.
+	deadline := time.Now().Add(10 * time.Second)
+	for tn.bridgePorts(t) != 0 && time.Now().Before(deadline) {
+		time.Sleep(50 * time.Millisecond)
+	}
 	if n := tn.bridgePorts(t); n != 0 {
 		t.Errorf("bridge has %d ports after both Teardowns", n)
 	}
