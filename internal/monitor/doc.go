@@ -12,6 +12,7 @@
 // Exit files (<exit-dir>/<container-id>.json) are written atomically, so a
 // reader sees a whole record or none; they outlive both processes.
 //
-// The package uses only the standard library, x/sys and internal/errdefs:
+// The package uses only the standard library, x/sys, internal/errdefs and
+// internal/store (itself standard library only):
 // it is linked into berth-monitor.
 package monitor

@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 
 	"github.com/berth-dev/berth/internal/errdefs"
+	"github.com/berth-dev/berth/internal/store"
 )
 
 // ExitFilePath is where the exit file of container id lives in dir.
@@ -32,38 +33,8 @@ func WriteExitFile(dir string, r ExitRecord) error {
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return fmt.Errorf("exit file %s: directory: %w", r.ID, err)
 	}
-	tmp, err := os.CreateTemp(dir, "."+r.ID+".tmp-*")
-	if err != nil {
-		return fmt.Errorf("exit file %s: temporary file: %w", r.ID, err)
-	}
-	defer os.Remove(tmp.Name()) // no-op after the rename
-	if err := writeSynced(tmp, data); err != nil {
+	if err := store.WriteFileAtomic(ExitFilePath(dir, r.ID), data, 0o600); err != nil {
 		return fmt.Errorf("exit file %s: %w", r.ID, err)
-	}
-	if err := os.Rename(tmp.Name(), ExitFilePath(dir, r.ID)); err != nil {
-		return fmt.Errorf("exit file %s: rename: %w", r.ID, err)
-	}
-	return syncDir(dir)
-}
-
-func writeSynced(f *os.File, data []byte) error {
-	_, werr := f.Write(data)
-	serr := f.Sync()
-	cerr := f.Close()
-	if err := errors.Join(werr, serr, cerr); err != nil {
-		return fmt.Errorf("write: %w", err)
-	}
-	return nil
-}
-
-func syncDir(dir string) error {
-	d, err := os.Open(dir)
-	if err != nil {
-		return fmt.Errorf("exit directory %s: %w", dir, err)
-	}
-	defer d.Close()
-	if err := d.Sync(); err != nil {
-		return fmt.Errorf("exit directory %s: sync: %w", dir, err)
 	}
 	return nil
 }
