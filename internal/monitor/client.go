@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"os"
 	"time"
 
 	"github.com/berth-dev/berth/internal/errdefs"
@@ -109,6 +110,11 @@ func (c *Client) call(ctx context.Context, req Request) (Response, error) {
 func (c *Client) transportError(ctx context.Context, what, step string, err error) error {
 	if ctxErr := ctx.Err(); ctxErr != nil {
 		return fmt.Errorf("%s: %s: %w", what, step, ctxErr)
+	}
+	if errors.Is(err, os.ErrDeadlineExceeded) {
+		// The conn's deadline is the context's: it may fire a moment before
+		// the context reports its own expiry.
+		return fmt.Errorf("%s: %s: %w", what, step, context.DeadlineExceeded)
 	}
 	if errors.Is(err, io.EOF) {
 		err = io.ErrUnexpectedEOF
