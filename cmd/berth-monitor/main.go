@@ -31,7 +31,7 @@ func main() {
 	flag.Parse()
 
 	// One monitor runs per pod: keep its footprint small.
-	runtime.GOMAXPROCS(2)
+	runtime.GOMAXPROCS(1)
 	debug.SetGCPercent(50)
 	debug.SetMemoryLimit(32 << 20)
 
