@@ -1,0 +1,22 @@
+// Command bench measures berth against its floors on this machine and prints
+// a Markdown report (also written to the -o file):
+//
+//   - CRI latencies over the unix socket, serially, N runs after one
+//     discarded warm-up: RunPodSandbox (pid namespace CONTAINER, and POD with
+//     berth-pause), CreateContainer, StartContainer, StopPodSandbox,
+//     RemovePodSandbox;
+//   - floors: CNI ADD alone through internal/network with the daemon's own
+//     conflist, namespace pinning, a monitor launch, `runc run` of true and
+//     `runc create` + `runc start` of sleep on the image's unpacked layer;
+//   - memory: PSS/RSS from /proc/<pid>/smaps_rollup of berth-monitor,
+//     berth-pause and `berth serve`;
+//   - containerd 1.6 reference numbers and berth's goals.
+//
+// Rules: it is a report, never an assertion; it needs root. Everything it
+// creates is named after one random id (dirs /var/lib/bb-<id> and
+// /run/bb-<id>, bridge bb<id>, a free 10.a.b.0/24 subnet) so it can run
+// beside other people's tests, and it removes all of it on success, failure
+// and SIGINT/SIGTERM: pods through CRI, then the daemon (SIGTERM), the
+// floors' runc containers, the bridge and the directories. It only signals
+// processes it started, by pid.
+package main

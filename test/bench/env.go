@@ -1,0 +1,138 @@
+package main
+
+import (
+	"bytes"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	mrand "math/rand/v2"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+)
+
+// cniBinDir is where Debian installs the CNI plugins.
+const cniBinDir = "/usr/lib/cni"
+
+// env is everything one bench run owns, all named after one random id.
+type env struct {
+	id      string // 6 hex digits
+	binDir  string // berth, berth-monitor, berth-pause
+	root    string // /var/lib/bb-<id>: the daemon's root_dir
+	state   string // /run/bb-<id>: the daemon's state_dir
+	work    string // <root>/bench: config, daemon log, image layout, pod logs
+	confDir string // the daemon's CNI conf_dir, empty at start
+	netName string // default_network
+	bridge  string // default_bridge
+	subnet  *net.IPNet
+	config  string // the daemon's config file
+	floors  string // <state>/floors: runc root, bundles, namespace pins
+}
+
+// newEnv picks the names; it creates nothing.
+func newEnv(binDir string) (*env, error) {
+	b := make([]byte, 3)
+	if _, err := rand.Read(b); err != nil {
+		return nil, fmt.Errorf("random id: %w", err)
+	}
+	id := hex.EncodeToString(b)
+	subnet, err := freeSubnet()
+	if err != nil {
+		return nil, err
+	}
+	e := &env{
+		id: id, binDir: binDir,
+		root: "/var/lib/bb-" + id, state: "/run/bb-" + id,
+		netName: "bb" + id, bridge: "bb" + id, subnet: subnet,
+	}
+	e.work = filepath.Join(e.root, "bench")
+	e.confDir = filepath.Join(e.root, "net.d")
+	e.config = filepath.Join(e.work, "config.toml")
+	e.floors = filepath.Join(e.state, "floors")
+	return e, nil
+}
+
+// freeSubnet picks a random 10.a.b.0/24 that no host address or route uses.
+func freeSubnet() (*net.IPNet, error) {
+	addrs, err := exec.Command("ip", "-o", "addr").Output()
+	if err != nil {
+		return nil, fmt.Errorf("ip addr: %w", err)
+	}
+	routes, err := exec.Command("ip", "route").Output()
+	if err != nil {
+		return nil, fmt.Errorf("ip route: %w", err)
+	}
+	for range 1000 {
+		prefix := fmt.Sprintf("10.%d.%d.", 100+mrand.IntN(150), mrand.IntN(256))
+		if bytes.Contains(addrs, []byte(prefix)) || bytes.Contains(routes, []byte(prefix)) {
+			continue
+		}
+		_, n, err := net.ParseCIDR(prefix + "0/24")
+		return n, err
+	}
+	return nil, errors.New("subnet: no free 10.a.b.0/24 in 1000 tries")
+}
+
+// prepare creates the directories and the daemon's config file.
+func (e *env) prepare() error {
+	for _, dir := range []string{e.work, e.confDir, e.floors} {
+		if err := os.MkdirAll(dir, 0o700); err != nil {
+			return fmt.Errorf("directory %s: %w", dir, err)
+		}
+	}
+	conf := fmt.Sprintf(`root_dir = %q
+state_dir = %q
+socket = %q
+log_level = "debug"
+runc_root = %q
+
+[cni]
+conf_dir = %q
+bin_dirs = [%q]
+default_network = %q
+default_bridge = %q
+default_subnet = %q
+`, e.root, e.state, e.socket(), filepath.Join(e.state, "runc"), e.confDir, cniBinDir,
+		e.netName, e.bridge, e.subnet.String())
+	if err := os.WriteFile(e.config, []byte(conf), 0o600); err != nil {
+		return fmt.Errorf("config %s: %w", e.config, err)
+	}
+	return nil
+}
+
+func (e *env) socket() string    { return filepath.Join(e.state, "berth.sock") }
+func (e *env) berthBin() string  { return filepath.Join(e.binDir, "berth") }
+func (e *env) daemonLog() string { return filepath.Join(e.work, "berth.log") }
+func (e *env) runcRoot() string  { return filepath.Join(e.floors, "runc") }
+
+// importImage writes the busybox test image as an OCI archive and imports it
+// into the daemon's root.
+func (e *env) importImage(archive string) error {
+	cmd := exec.Command(e.berthBin(), "image", "import", "--config", e.config,
+		"--root", e.root, "--state", e.state, archive)
+	if out, err := cmd.CombinedOutput(); err != nil {
+		return fmt.Errorf("berth image import %s: %w\n%s", archive, err, out)
+	}
+	return nil
+}
+
+// layerDir returns the image's only unpacked layer: the floors' rootfs.
+func (e *env) layerDir() (string, error) {
+	dir := filepath.Join(e.root, "images", "layers")
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return "", fmt.Errorf("image layers %s: %w", dir, err)
+	}
+	if len(entries) != 1 {
+		return "", fmt.Errorf("image layers %s: %d layers, want the busybox image's 1", dir, len(entries))
+	}
+	return filepath.Join(dir, entries[0].Name()), nil
+}
+
+// subnetPrefix is the subnet's first three octets with the trailing dot.
+func (e *env) subnetPrefix() string {
+	return strings.TrimSuffix(e.subnet.IP.String(), "0")
+}

@@ -1,0 +1,106 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+)
+
+// cycleTimes are the CRI calls of one pod's life, as the client saw them.
+type cycleTimes struct {
+	run, create, start, stop, remove time.Duration
+}
+
+// latencies are the cycles of one PID namespace mode.
+type latencies struct {
+	mode   string // "CONTAINER" or "POD"
+	cycles []cycleTimes
+}
+
+func (l latencies) column(pick func(cycleTimes) time.Duration) []time.Duration {
+	out := make([]time.Duration, len(l.cycles))
+	for i, c := range l.cycles {
+		out[i] = pick(c)
+	}
+	return out
+}
+
+func (l latencies) runs() []time.Duration {
+	return l.column(func(c cycleTimes) time.Duration { return c.run })
+}
+func (l latencies) creates() []time.Duration {
+	return l.column(func(c cycleTimes) time.Duration { return c.create })
+}
+func (l latencies) starts() []time.Duration {
+	return l.column(func(c cycleTimes) time.Duration { return c.start })
+}
+func (l latencies) stops() []time.Duration {
+	return l.column(func(c cycleTimes) time.Duration { return c.stop })
+}
+func (l latencies) removes() []time.Duration {
+	return l.column(func(c cycleTimes) time.Duration { return c.remove })
+}
+func (l latencies) createStarts() []time.Duration { return sumPairs(l.creates(), l.starts()) }
+
+// measureLatencies runs 1 discarded warm-up cycle plus n measured ones,
+// serially, with the given PID namespace mode.
+func (d *daemon) measureLatencies(ctx context.Context, pid runtimeapi.NamespaceMode, n int) (latencies, error) {
+	l := latencies{mode: pid.String()}
+	for i := 0; i <= n; i++ {
+		name := fmt.Sprintf("lat-%s-%d", modeTag(pid), i)
+		c, err := d.cycle(ctx, name, pid)
+		if err != nil {
+			return l, err
+		}
+		if i > 0 {
+			l.cycles = append(l.cycles, c)
+		}
+	}
+	return l, nil
+}
+
+func modeTag(pid runtimeapi.NamespaceMode) string {
+	if pid == runtimeapi.NamespaceMode_POD {
+		return "pod"
+	}
+	return "ctr"
+}
+
+// cycle is one pod's life: run, create + start sleep, stop, remove. On an
+// error the pod is removed untimed.
+func (d *daemon) cycle(ctx context.Context, name string, pid runtimeapi.NamespaceMode) (c cycleTimes, err error) {
+	cfg, err := d.e.podConfig(name, pid)
+	if err != nil {
+		return c, err
+	}
+	var podID string
+	podID, c.run, err = d.runPod(ctx, cfg)
+	if err != nil {
+		return c, err
+	}
+	removed := false
+	defer func() {
+		if !removed {
+			if rerr := d.removePod(context.WithoutCancel(ctx), podID); rerr != nil {
+				warnf("pod %s: %v", podID, rerr)
+			}
+		}
+	}()
+	var ctrID string
+	if ctrID, c.create, err = d.createContainer(ctx, podID, cfg); err != nil {
+		return c, err
+	}
+	if c.start, err = d.startContainer(ctx, ctrID); err != nil {
+		return c, err
+	}
+	if c.stop, err = d.stopPod(ctx, podID); err != nil {
+		return c, err
+	}
+	if c.remove, err = d.removePodTimed(ctx, podID); err != nil {
+		return c, err
+	}
+	removed = true
+	return c, nil
+}

@@ -1,0 +1,183 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"syscall"
+	"time"
+
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+
+	"github.com/berth-dev/berth/internal/image"
+	"github.com/berth-dev/berth/test/testimage"
+)
+
+// options are the command-line flags.
+type options struct {
+	runs   int    // measured runs per latency and floor
+	pods   int    // pods running for the many-monitors memory line
+	out    string // report file; "" prints only
+	binDir string
+}
+
+// results is everything the report shows.
+type results struct {
+	host             hostInfo
+	ctr, pod         latencies   // pid CONTAINER and pid POD cycles
+	serverCtr        serverTimes // the daemon's own view of ctr's calls
+	serverPod        serverTimes
+	floors           floors
+	mem              memory
+	leftovers        []string // found (and removed) during cleanup
+	startedAt        time.Time
+	took             time.Duration
+	loadBefore, load string
+}
+
+func main() {
+	var o options
+	flag.IntVar(&o.runs, "n", 20, "measured runs per latency and floor (one warm-up run is discarded)")
+	flag.IntVar(&o.pods, "pods", 20, "pods running at once for the memory lines")
+	flag.StringVar(&o.out, "o", "", "also write the Markdown report to this file")
+	flag.StringVar(&o.binDir, "bin", "bin", "directory holding berth, berth-monitor and berth-pause")
+	flag.Parse()
+	if err := run(o); err != nil {
+		fmt.Fprintln(os.Stderr, "bench:", err)
+		os.Exit(1)
+	}
+}
+
+func run(o options) error {
+	if os.Geteuid() != 0 {
+		return errors.New("needs root (namespaces, CNI, runc)")
+	}
+	if o.runs < 1 || o.pods < 1 {
+		return errors.New("-n and -pods must be at least 1")
+	}
+	binDir, err := filepath.Abs(o.binDir)
+	if err != nil {
+		return err
+	}
+	e, err := newEnv(binDir)
+	if err != nil {
+		return err
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
+	defer stop()
+	res := &results{startedAt: time.Now(), host: readHostInfo(), loadBefore: loadAverage()}
+	progressf("id %s: root %s, state %s, bridge %s, subnet %s", e.id, e.root, e.state, e.bridge, e.subnet)
+	b := &bench{o: o, e: e, res: res}
+	measureErr := b.measure(ctx)
+	if measureErr != nil && b.d != nil {
+		fmt.Fprintln(os.Stderr, logTail(e.daemonLog(), 40))
+	}
+	res.leftovers, err = b.cleanup()
+	res.took, res.load = time.Since(res.startedAt), loadAverage()
+	if measureErr != nil {
+		return errors.Join(measureErr, err)
+	}
+	report := render(o, res)
+	fmt.Print(report)
+	if o.out != "" {
+		if werr := writeReport(o.out, report); werr != nil {
+			err = errors.Join(err, werr)
+		}
+	}
+	return err
+}
+
+// bench is one run: its environment, its daemon and what it measured.
+type bench struct {
+	o   options
+	e   *env
+	d   *daemon
+	res *results
+}
+
+// measure sets up the environment and runs every phase in order.
+func (b *bench) measure(ctx context.Context) error {
+	if err := b.setUp(ctx); err != nil {
+		return err
+	}
+	var err error
+	phases := []struct {
+		name string
+		run  func() error
+	}{
+		{"latencies, pid CONTAINER", func() error { return b.measureMode(ctx, runtimeapi.NamespaceMode_CONTAINER) }},
+		{"latencies, pid POD", func() error { return b.measureMode(ctx, runtimeapi.NamespaceMode_POD) }},
+		{"floor: namespaces + CNI ADD", func() error { return b.e.measureNetworkFloors(ctx, b.o.runs, &b.res.floors) }},
+		{"floor: monitor launch", func() error { return b.e.measureMonitorFloor(ctx, b.o.runs, &b.res.floors) }},
+		{"floor: runc", func() error { return b.e.measureRuncFloors(ctx, b.o.runs, &b.res.floors) }},
+		{"memory", func() error { return b.d.measureMemory(ctx, b.o.pods, &b.res.mem) }},
+	}
+	for _, p := range phases {
+		progressf("%s", p.name)
+		if err = p.run(); err != nil {
+			return fmt.Errorf("%s: %w", p.name, err)
+		}
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+	}
+	return nil
+}
+
+// setUp creates the directories, imports the image and starts the daemon,
+// then reads its idle memory.
+func (b *bench) setUp(ctx context.Context) error {
+	if err := b.e.prepare(); err != nil {
+		return err
+	}
+	ref, err := image.NormalizeRef("busybox:latest")
+	if err != nil {
+		return err
+	}
+	archive := filepath.Join(b.e.work, "busybox-oci.tar")
+	if err := testimage.WriteOCIArchive(archive, testimage.Options{Name: ref, Cmd: []string{"sh"}}); err != nil {
+		return fmt.Errorf("test image: %w", err)
+	}
+	if err := b.e.importImage(archive); err != nil {
+		return err
+	}
+	if b.d, err = startDaemon(ctx, b.e); err != nil {
+		return err
+	}
+	time.Sleep(time.Second)
+	if b.res.mem.serveIdle, err = readUsage(b.d.pid()); err != nil {
+		return fmt.Errorf("berth serve: %w", err)
+	}
+	return nil
+}
+
+// measureMode runs the latency cycles of one PID mode and reads the
+// daemon's own durations for them.
+func (b *bench) measureMode(ctx context.Context, pid runtimeapi.NamespaceMode) error {
+	from := b.e.logOffset()
+	l, err := b.d.measureLatencies(ctx, pid, b.o.runs)
+	if err != nil {
+		return err
+	}
+	srv := b.e.readServerTimes(from, b.e.logOffset())
+	if pid == runtimeapi.NamespaceMode_POD {
+		b.res.pod, b.res.serverPod = l, srv
+	} else {
+		b.res.ctr, b.res.serverCtr = l, srv
+	}
+	return nil
+}
+
+func writeReport(path, report string) error {
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		return fmt.Errorf("report %s: %w", path, err)
+	}
+	if err := os.WriteFile(path, []byte(report), 0o644); err != nil {
+		return fmt.Errorf("report %s: %w", path, err)
+	}
+	return nil
+}
