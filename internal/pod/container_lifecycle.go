@@ -146,8 +146,12 @@ func (s *Service) removeContainerEntry(ctx context.Context, e *containerEntry) e
 // cleanUpContainer removes everything a container may hold; every step is
 // idempotent so that recovery can finish a half-made or half-removed one.
 func (s *Service) cleanUpContainer(ctx context.Context, rec *Container) error {
-	if err := s.killAndDelete(ctx, rec.ID, false); err != nil {
-		return err
+	if rec.FinishedAt.IsZero() { // may still run
+		if err := s.killAndDelete(ctx, rec.ID, false); err != nil {
+			return err
+		}
+	} else if err := s.runc.Delete(ctx, rec.ID, true); err != nil && !isGone(err) {
+		return fmt.Errorf("runc delete %s: %w", rec.ID, err)
 	}
 	if sb, err := s.findSandbox(rec.SandboxID); err == nil {
 		fctx, cancel := context.WithTimeout(ctx, 2*time.Second)

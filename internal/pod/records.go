@@ -38,6 +38,7 @@ type Sandbox struct {
 	IPCNS          string       `json:"ipcns,omitempty"`
 	UTSNS          string       `json:"utsns,omitempty"`
 	IPs            []string     `json:"ips,omitempty"`
+	NetworkDown    bool         `json:"networkDown,omitempty"` // CNI DEL succeeded: nothing to release`
 	MonitorPid     int          `json:"monitorPid,omitempty"`
 	MonitorSocket  string       `json:"monitorSocket"`
 	PausePid       int          `json:"pausePid,omitempty"` // berth-pause, when the pod shares one PID namespace

@@ -80,7 +80,6 @@ func (s *Service) loadSandboxes(ctx context.Context) int {
 		}
 		if rec.State == SandboxReady && s.sandboxLost(ctx, &rec) {
 			rec.State = SandboxNotReady
-			rec.PausePid = 0
 			if err := s.saveSandbox(&rec); err != nil {
 				s.log.Error("recovery: sandbox record", "id", id, "error", err)
 			}
@@ -114,6 +113,8 @@ func (s *Service) sandboxLost(ctx context.Context, rec *Sandbox) bool {
 		a.NetnsPath = ""
 		if err := s.cfg.Network.Teardown(ctx, a); err != nil {
 			s.log.Warn("recovery: network teardown", "id", rec.ID, "error", err)
+		} else {
+			rec.NetworkDown = true
 		}
 		return true
 	}

@@ -53,20 +53,18 @@ func (s *Service) stopSandboxLocked(ctx context.Context, e *sandboxEntry) error 
 			return fmt.Errorf("pod sandbox %s: %w", rec.ID, err)
 		}
 	}
-	if rec.PausePid != 0 {
-		if err := s.killAndDelete(ctx, rec.ID, true); err != nil {
-			return fmt.Errorf("pod sandbox %s: berth-pause: %w", rec.ID, err)
-		}
+	if err := s.deletePause(ctx, rec.ID); err != nil {
+		return fmt.Errorf("pod sandbox %s: %w", rec.ID, err)
 	}
-	if !rec.HostNetwork && rec.State != SandboxNotReady {
+	if !rec.HostNetwork && !rec.NetworkDown {
 		if err := s.cfg.Network.Teardown(ctx, attachment(&rec)); err != nil {
 			return fmt.Errorf("pod sandbox %s: network: %w", rec.ID, err)
 		}
 	}
-	if rec.State == SandboxNotReady {
+	if rec.State == SandboxNotReady && rec.PausePid == 0 && (rec.NetworkDown || rec.HostNetwork) {
 		return nil
 	}
-	return s.updateSandbox(e, func(r *Sandbox) { r.State = SandboxNotReady; r.PausePid = 0 })
+	return s.updateSandbox(e, func(r *Sandbox) { r.State = SandboxNotReady; r.PausePid = 0; r.NetworkDown = true })
 }
 
 // RemoveSandbox stops the sandbox, removes its containers and every resource
@@ -110,10 +108,10 @@ func (s *Service) RemoveSandbox(ctx context.Context, id string) error {
 // cleanUpSandbox releases everything a sandbox may hold. Every step is
 // idempotent, so recovery can run it on a half-made or half-removed sandbox.
 func (s *Service) cleanUpSandbox(ctx context.Context, rec *Sandbox) error {
-	if err := s.killAndDelete(ctx, rec.ID, true); err != nil {
-		return fmt.Errorf("berth-pause: %w", err)
+	if err := s.deletePause(ctx, rec.ID); err != nil {
+		return err
 	}
-	if !rec.HostNetwork {
+	if !rec.HostNetwork && !rec.NetworkDown {
 		a := attachment(rec)
 		if !network.IsPinned(a.NetnsPath) {
 			a.NetnsPath = ""
@@ -175,4 +173,21 @@ func isMonitorProcess(pid int, socket string) bool {
 	}
 	cmd := string(b)
 	return strings.Contains(cmd, "berth-monitor") && strings.Contains(cmd, socket)
+}
+
+// deletePause removes a sandbox's berth-pause container and its bundle. The
+// bundle exists exactly while the container may: a pod without a shared PID
+// namespace, or one already stopped, costs no runc call.
+func (s *Service) deletePause(ctx context.Context, id string) error {
+	bundle := filepath.Join(s.bundlesDir(), id)
+	if _, err := os.Stat(bundle); errors.Is(err, os.ErrNotExist) {
+		return nil
+	}
+	if err := s.killAndDelete(ctx, id, true); err != nil {
+		return fmt.Errorf("berth-pause: %w", err)
+	}
+	if err := os.RemoveAll(bundle); err != nil {
+		return fmt.Errorf("berth-pause: bundle: %w", err)
+	}
+	return nil
 }

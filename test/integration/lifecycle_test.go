@@ -1,8 +1,10 @@
 package integration
 
 import (
+	"encoding/json"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -303,5 +305,41 @@ func TestLogFormat(t *testing.T) {
 		if recs[i].Time.Before(recs[i-1].Time) {
 			t.Errorf("record %d time %v before record %d's %v", i, recs[i].Time, i-1, recs[i-1].Time)
 		}
+	}
+}
+
+// TestPauseDeathMakesSandboxNotReady kills berth-pause, the PID 1 of a pod's
+// shared PID namespace: the sandbox turns NOTREADY (kubelet then recreates
+// it), and stopping it still releases the pod's IP and iptables rules.
+func TestPauseDeathMakesSandboxNotReady(t *testing.T) {
+	d := startDaemon(t)
+	cfg := podConfig(t, "pause-dies")
+	cfg.Linux.SecurityContext = &runtimeapi.LinuxSandboxSecurityContext{
+		NamespaceOptions: &runtimeapi.NamespaceOption{Pid: runtimeapi.NamespaceMode_POD},
+	}
+	id := d.runPod(cfg)
+	resp, err := d.rt.PodSandboxStatus(d.ctx(), &runtimeapi.PodSandboxStatusRequest{PodSandboxId: id, Verbose: true})
+	if err != nil {
+		t.Fatalf("PodSandboxStatus: %v", err)
+	}
+	var info struct {
+		Pid int `json:"pid"`
+	}
+	if err := json.Unmarshal([]byte(resp.GetInfo()["info"]), &info); err != nil || info.Pid <= 0 {
+		t.Fatalf("verbose info has no berth-pause pid (%v): %q", err, resp.GetInfo())
+	}
+	if err := syscall.Kill(info.Pid, syscall.SIGKILL); err != nil {
+		t.Fatalf("kill berth-pause %d: %v", info.Pid, err)
+	}
+	if !eventually(10*time.Second, func() bool {
+		return d.sandboxStatus(id).GetState() == runtimeapi.PodSandboxState_SANDBOX_NOTREADY
+	}) {
+		t.Fatalf("sandbox still %v after berth-pause died", d.sandboxStatus(id).GetState())
+	}
+	if _, err := d.rt.StopPodSandbox(d.ctx(), &runtimeapi.StopPodSandboxRequest{PodSandboxId: id}); err != nil {
+		t.Fatalf("StopPodSandbox: %v", err)
+	}
+	if left := d.net.allocations(); len(left) > 0 {
+		t.Errorf("IP allocations left after StopPodSandbox of a sandbox whose berth-pause died: %v", left)
 	}
 }
