@@ -20,9 +20,9 @@ import (
 // RunSandbox creates and starts a pod sandbox and returns its id:
 //  1. validate and reserve the name (a concurrent twin gets AlreadyExists);
 //  2. write the intent record (state creating);
-//  3. pin the net/ipc/uts namespaces; 4. CNI ADD; 5. write hostname, hosts, resolv.conf;
-//  6. start the pod monitor; 7. start berth-pause if the pod shares one PID namespace;
-//  8. record ready.
+//  3. pin the net/ipc/uts namespaces; 4. start the pod monitor;
+//  5. CNI ADD, and at the same time berth-pause if the pod shares one PID namespace;
+//  6. write hostname, hosts, resolv.conf; 7. record ready.
 //
 // Any failure undoes the steps already done, newest first.
 func (s *Service) RunSandbox(ctx context.Context, cfg *runtimeapi.PodSandboxConfig, handler string) (_ string, retErr error) {
@@ -71,7 +71,7 @@ func (s *Service) RunSandbox(ctx context.Context, cfg *runtimeapi.PodSandboxConf
 	return rec.ID, nil
 }
 
-// setUpSandbox performs steps 3–7 of RunSandbox, registering an undo for each.
+// setUpSandbox performs steps 3–6 of RunSandbox, registering an undo for each.
 func (s *Service) setUpSandbox(ctx context.Context, rec *Sandbox, rb *rollback) error {
 	cfg := rec.Config
 	dir := s.podDir(rec.ID)
@@ -91,26 +91,44 @@ func (s *Service) setUpSandbox(ctx context.Context, rec *Sandbox, rb *rollback) 
 	}
 	rb.add("unpin namespaces", func(context.Context) error { return network.Unpin(filepath.Join(dir, "ns")) })
 	rec.NetNS, rec.IPCNS, rec.UTSNS = ns.Net, ns.IPC, ns.UTS
-	if !rec.HostNetwork {
-		res, err := s.cfg.Network.Setup(ctx, attachment(rec))
-		if err != nil {
-			return fmt.Errorf("pod sandbox %s: network: %w", rec.ID, err)
+	if err := s.startMonitor(rec, rb); err != nil {
+		return err
+	}
+	// CNI ADD and berth-pause need nothing of each other but the pinned
+	// namespaces: run them side by side.
+	var pauseRB rollback
+	var pauseErr error
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		if namespaceMode(cfg).GetPid() == runtimeapi.NamespaceMode_POD {
+			pauseErr = s.startPause(ctx, rec, &pauseRB)
 		}
-		rb.add("tear down network", func(ctx context.Context) error { return s.cfg.Network.Teardown(ctx, attachment(rec)) })
-		for _, ip := range res.IPs {
-			rec.IPs = append(rec.IPs, ip.String())
-		}
+	}()
+	netErr := s.setUpNetwork(ctx, rec, rb)
+	<-done
+	rb.steps = append(rb.steps, pauseRB.steps...)
+	if err := errors.Join(netErr, pauseErr); err != nil {
+		return err
 	}
 	if err := s.writePodFiles(rec, dir); err != nil {
 		return fmt.Errorf("pod sandbox %s: %w", rec.ID, err)
 	}
-	if err := s.startMonitor(rec, rb); err != nil {
-		return err
+	return nil
+}
+
+// setUpNetwork runs CNI ADD for a pod that has its own network namespace.
+func (s *Service) setUpNetwork(ctx context.Context, rec *Sandbox, rb *rollback) error {
+	if rec.HostNetwork {
+		return nil
 	}
-	if namespaceMode(cfg).GetPid() == runtimeapi.NamespaceMode_POD {
-		if err := s.startPause(ctx, rec, rb); err != nil {
-			return err
-		}
+	res, err := s.cfg.Network.Setup(ctx, attachment(rec))
+	if err != nil {
+		return fmt.Errorf("pod sandbox %s: network: %w", rec.ID, err)
+	}
+	rb.add("tear down network", func(ctx context.Context) error { return s.cfg.Network.Teardown(ctx, attachment(rec)) })
+	for _, ip := range res.IPs {
+		rec.IPs = append(rec.IPs, ip.String())
 	}
 	return nil
 }
