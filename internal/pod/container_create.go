@@ -54,9 +54,11 @@ func (s *Service) CreateContainer(ctx context.Context, sandboxID string, cfg *ru
 		return "", err
 	}
 	rb.add("remove record", func(context.Context) error { return os.RemoveAll(rec.Dir) })
+	started := time.Now()
 	if err := s.prepareBundle(&rec, &sb, img, &rb); err != nil {
 		return "", fmt.Errorf("container %s: %w", rec.ID, err)
 	}
+	bundled := time.Now()
 	pid, err := monitor.NewClient(sb.MonitorSocket).Create(ctx, monitor.CreateRequest{
 		ID: rec.ID, Bundle: rec.Bundle, LogPath: rec.LogPath,
 		Stdin: cfg.GetStdin(), StdinOnce: cfg.GetStdinOnce(), Terminal: cfg.GetTty(),
@@ -72,6 +74,8 @@ func (s *Service) CreateContainer(ctx context.Context, sandboxID string, cfg *ru
 		return "", err
 	}
 	s.addContainer(rec)
+	s.log.Debug("container created", "id", rec.ID, "name", rec.Name,
+		"bundle", bundled.Sub(started), "runcCreate", time.Since(bundled))
 	return rec.ID, nil
 }
 
