@@ -27,8 +27,8 @@ image: ## build a busybox image from busybox-static and import it as docker.io/l
 	$(GO) run ./test/testimage/cmd/mkimage -o $(BIN)/busybox-oci.tar
 	$(PREFIX)/bin/berth image import --root $(ROOT_DIR) $(BIN)/busybox-oci.tar
 
-test: vet ## unit tests and root integration tests (integration tests skip when not root)
-	$(GO) test -count=1 ./...
+test: vet ## unit and root integration tests, all with the race detector (integration tests skip when not root)
+	BERTH_TEST_RACE=1 $(GO) test -race -count=1 ./...
 
 test-unit: ## unit tests only
 	$(GO) test -count=1 $$($(GO) list ./... | grep -v /test/integration)

@@ -100,10 +100,22 @@ func buildBinaries(dir string) error {
 	if err != nil {
 		goBin = "/usr/local/go/bin/go"
 	}
-	cmd := exec.Command(goBin, "build", "-o", dir+"/", "./cmd/berth", "./cmd/berth-monitor", "./cmd/berth-pause")
-	cmd.Dir = filepath.Join("..", "..")
-	if out, err := cmd.CombinedOutput(); err != nil {
-		return fmt.Errorf("go build: %v\n%s", err, out)
+	// BERTH_TEST_RACE=1 builds the daemon with the race detector; cleanup
+	// then fails a test whose daemon reported a data race.
+	var race []string
+	if os.Getenv("BERTH_TEST_RACE") == "1" {
+		race = []string{"-race"}
+	}
+	builds := [][]string{
+		append(append([]string{"build"}, race...), "-o", dir+"/", "./cmd/berth"),
+		{"build", "-o", dir + "/", "./cmd/berth-monitor", "./cmd/berth-pause"},
+	}
+	for _, args := range builds {
+		cmd := exec.Command(goBin, args...)
+		cmd.Dir = filepath.Join("..", "..")
+		if out, err := cmd.CombinedOutput(); err != nil {
+			return fmt.Errorf("go %v: %v\n%s", args, err, out)
+		}
 	}
 	return nil
 }

@@ -1,6 +1,7 @@
 package integration
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -35,6 +36,9 @@ func (d *daemon) cleanup() {
 	d.stopIfRunning()
 	for _, problem := range d.leftovers() {
 		t.Errorf("leftover after cleanup: %s", problem)
+	}
+	if log, err := os.ReadFile(d.logPath); err == nil && bytes.Contains(log, []byte("WARNING: DATA RACE")) {
+		t.Errorf("the daemon reported a data race (log %s)", d.logPath)
 	}
 	if t.Failed() {
 		t.Logf("daemon log %s:\n%s", d.logPath, d.logTail(150))
