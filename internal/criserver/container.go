@@ -57,6 +57,19 @@ func (s *Server) RemoveContainer(ctx context.Context, req *runtimeapi.RemoveCont
 	return &runtimeapi.RemoveContainerResponse{}, nil
 }
 
+// ReopenContainerLog asks the container's monitor to reopen its log file
+// after kubelet rotated it; a container that is not running is refused
+// (api.proto lets the runtime choose).
+func (s *Server) ReopenContainerLog(ctx context.Context, req *runtimeapi.ReopenContainerLogRequest) (*runtimeapi.ReopenContainerLogResponse, error) {
+	if req.GetContainerId() == "" {
+		return nil, invalidArg("container_id", "empty")
+	}
+	if err := s.containers.ReopenContainerLog(ctx, req.GetContainerId()); err != nil {
+		return nil, err
+	}
+	return &runtimeapi.ReopenContainerLogResponse{}, nil
+}
+
 // ContainerStatus returns NotFound for unknown containers.
 func (s *Server) ContainerStatus(_ context.Context, req *runtimeapi.ContainerStatusRequest) (*runtimeapi.ContainerStatusResponse, error) {
 	if req.GetContainerId() == "" {

@@ -34,6 +34,7 @@ type Containers interface {
 	StartContainer(ctx context.Context, id string) error
 	StopContainer(ctx context.Context, id string, timeout int64) error
 	RemoveContainer(ctx context.Context, id string) error
+	ReopenContainerLog(ctx context.Context, id string) error
 	Container(id string) (pod.Container, error)
 	Containers() []pod.Container
 	ContainersUsingImage(imageID string) []string

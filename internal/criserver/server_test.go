@@ -43,6 +43,7 @@ func (f *fakePods) CreateContainer(context.Context, string, *runtimeapi.Containe
 func (f *fakePods) StartContainer(context.Context, string) error       { return nil }
 func (f *fakePods) StopContainer(context.Context, string, int64) error { return nil }
 func (f *fakePods) RemoveContainer(context.Context, string) error      { return nil }
+func (f *fakePods) ReopenContainerLog(context.Context, string) error   { return nil }
 func (f *fakePods) Container(id string) (pod.Container, error) {
 	for _, c := range f.containers {
 		if c.ID == id {

@@ -31,7 +31,14 @@ func (s *Service) CreateContainer(ctx context.Context, sandboxID string, cfg *ru
 	if err != nil {
 		return "", err
 	}
+	// The sandbox must stay ready until the container is registered: a
+	// concurrent stop or remove waits, or this create sees it gone.
+	sbEntry.op.Lock()
+	defer sbEntry.op.Unlock()
 	sb := sbEntry.snapshot()
+	if !s.sandboxKnown(sbEntry) {
+		return "", fmt.Errorf("pod sandbox %s: %w", sb.ID, errdefs.ErrNotFound)
+	}
 	if sb.State != SandboxReady {
 		return "", fmt.Errorf("pod sandbox %s is %s, not ready: %w", sb.ID, sb.State, errdefs.ErrFailedPrecondition)
 	}
@@ -39,6 +46,8 @@ func (s *Service) CreateContainer(ctx context.Context, sandboxID string, cfg *ru
 	if err != nil {
 		return "", fmt.Errorf("container %q: image: %w", cfg.GetMetadata().GetName(), err)
 	}
+	release := s.holdImage(img.ID)
+	defer release()
 	rec := s.newContainerRecord(cfg, &sb, img)
 	var rb rollback
 	defer func() {
@@ -59,6 +68,14 @@ func (s *Service) CreateContainer(ctx context.Context, sandboxID string, cfg *ru
 		return "", fmt.Errorf("container %s: %w", rec.ID, err)
 	}
 	bundled := time.Now()
+	// Registered before the call: the monitor may finish runc create even
+	// when this request gives up waiting for it.
+	rb.add("delete runc container", func(ctx context.Context) error {
+		fctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+		_ = monitor.NewClient(sb.MonitorSocket).Forget(fctx, rec.ID)
+		cancel()
+		return s.killAndDelete(ctx, rec.ID, false)
+	})
 	pid, err := monitor.NewClient(sb.MonitorSocket).Create(ctx, monitor.CreateRequest{
 		ID: rec.ID, Bundle: rec.Bundle, LogPath: rec.LogPath,
 		Stdin: cfg.GetStdin(), StdinOnce: cfg.GetStdinOnce(), Terminal: cfg.GetTty(),
@@ -67,7 +84,6 @@ func (s *Service) CreateContainer(ctx context.Context, sandboxID string, cfg *ru
 	if err != nil {
 		return "", fmt.Errorf("container %s: runc create: %w", rec.ID, err)
 	}
-	rb.add("delete runc container", func(ctx context.Context) error { return s.killAndDelete(ctx, rec.ID, false) })
 	rec.Pid = pid
 	rec.State = ContainerCreated
 	if err := s.saveContainer(&rec); err != nil {

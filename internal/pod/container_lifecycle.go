@@ -21,6 +21,9 @@ import (
 // killWait bounds how long a container may take to be reaped after SIGKILL.
 const killWait = 10 * time.Second
 
+// startTimeout bounds runc start through the monitor.
+const startTimeout = time.Minute
+
 // StartContainer starts a created container.
 func (s *Service) StartContainer(ctx context.Context, id string) error {
 	e, err := s.findContainer(id)
@@ -38,14 +41,19 @@ func (s *Service) StartContainer(ctx context.Context, id string) error {
 		return fmt.Errorf("container %s: %w", rec.ID, err)
 	}
 	now := time.Now() // before the start: a fast exit must not finish before it started
-	if err := monitor.NewClient(sb.snapshot().MonitorSocket).Start(ctx, rec.ID); err != nil {
+	// Once asked, the monitor starts the container even if this request is
+	// cancelled: wait for its answer so that the record says so.
+	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), startTimeout)
+	defer cancel()
+	if err := monitor.NewClient(sb.snapshot().MonitorSocket).Start(sctx, rec.ID); err != nil {
 		return fmt.Errorf("container %s: runc start: %w", rec.ID, err)
 	}
-	return s.updateContainer(e, func(c *Container) {
+	return s.updateContainer(e, func(c *Container) bool {
 		c.StartedAt = now
 		if c.State == ContainerCreated { // the exit watcher may have been faster
 			c.State = ContainerRunning
 		}
+		return true
 	})
 }
 
@@ -81,26 +89,32 @@ func (s *Service) stopContainerEntry(ctx context.Context, e *containerEntry, tim
 		if err := s.runc.Kill(ctx, rec.ID, sig, shared); err != nil && !isGone(err) {
 			return fmt.Errorf("container %s: signal %d: %w", rec.ID, sig, err)
 		}
-		if s.waitExit(ctx, e, time.Duration(timeout)*time.Second) {
-			return nil
+		if exited, err := s.waitExit(ctx, e, time.Duration(timeout)*time.Second); exited || err != nil {
+			return err
 		}
 	}
 	if err := s.runc.Kill(ctx, rec.ID, syscall.SIGKILL, shared); err != nil && !isGone(err) {
 		return fmt.Errorf("container %s: SIGKILL: %w", rec.ID, err)
 	}
-	if s.waitExit(ctx, e, killWait) {
-		return nil
+	if exited, err := s.waitExit(ctx, e, killWait); exited || err != nil {
+		return err
 	}
 	return s.exitWithoutMonitor(ctx, e)
 }
 
 // exitWithoutMonitor records an exit that no monitor reported (the monitor
-// died): if runc no longer runs the container, its exit code is unknown.
+// died) once runc confirms that the container is gone or stopped; its exit
+// code is unknown then.
 func (s *Service) exitWithoutMonitor(ctx context.Context, e *containerEntry) error {
 	id := e.snapshot().ID
-	st, err := s.runc.State(ctx, id)
-	if err == nil && st.Status == "running" {
-		return fmt.Errorf("container %s: still running after SIGKILL: %w", id, errdefs.ErrUnavailable)
+	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+	defer cancel()
+	st, err := s.runc.State(sctx, id)
+	switch {
+	case err != nil && !errdefs.IsNotFound(err):
+		return fmt.Errorf("container %s: state after SIGKILL: %w", id, err)
+	case err == nil && st.Status != "stopped":
+		return fmt.Errorf("container %s: still %s after SIGKILL: %w", id, st.Status, errdefs.ErrUnavailable)
 	}
 	s.applyExit(e, &monitor.ExitRecord{ID: id, ExitCode: 137, Signal: int(syscall.SIGKILL), FinishedAt: time.Now()}, ReasonUnknown)
 	return nil
@@ -128,7 +142,7 @@ func (s *Service) removeContainerEntry(ctx context.Context, e *containerEntry) e
 	if err := s.stopContainerEntry(ctx, e, 0); err != nil {
 		return err
 	}
-	if err := s.updateContainer(e, func(c *Container) { c.State = ContainerRemoving }); err != nil {
+	if err := s.updateContainer(e, func(c *Container) bool { c.State = ContainerRemoving; return true }); err != nil {
 		return err
 	}
 	rec := e.snapshot()
@@ -158,16 +172,19 @@ func (s *Service) cleanUpContainer(ctx context.Context, rec *Container) error {
 		_ = monitor.NewClient(sb.snapshot().MonitorSocket).Forget(fctx, rec.ID)
 		cancel()
 	}
+	if err := os.Remove(filepath.Join(s.exitsDir(), rec.ID+".json")); err != nil && !errors.Is(err, os.ErrNotExist) {
+		return fmt.Errorf("exit file: %w", err)
+	}
 	if err := image.UnmountRootfs(filepath.Join(s.bundlesDir(), rec.ID, "rootfs")); err != nil {
 		return fmt.Errorf("rootfs: %w", err)
 	}
-	for _, dir := range []string{filepath.Join(s.bundlesDir(), rec.ID), filepath.Join(s.containersDir(), rec.ID)} {
-		if err := os.RemoveAll(dir); err != nil {
-			return fmt.Errorf("directory %s: %w", dir, err)
+	// Everything else first, the record last: a crash in between leaves a
+	// record that recovery finishes.
+	dir := filepath.Join(s.containersDir(), rec.ID)
+	for _, path := range []string{filepath.Join(s.bundlesDir(), rec.ID), filepath.Join(dir, "upper"), filepath.Join(dir, "work"), dir} {
+		if err := os.RemoveAll(path); err != nil {
+			return fmt.Errorf("directory %s: %w", path, err)
 		}
-	}
-	if err := os.Remove(filepath.Join(s.exitsDir(), rec.ID+".json")); err != nil && !errors.Is(err, os.ErrNotExist) {
-		return fmt.Errorf("exit file: %w", err)
 	}
 	return nil
 }
@@ -183,8 +200,9 @@ func (s *Service) killAndDelete(ctx context.Context, id string, all bool) error 
 	return nil
 }
 
-// waitExit waits up to d for the container's exit to be recorded.
-func (s *Service) waitExit(ctx context.Context, e *containerEntry, d time.Duration) bool {
+// waitExit waits up to d for the container's exit to be recorded; it
+// returns the context's error if the caller gives up first.
+func (s *Service) waitExit(ctx context.Context, e *containerEntry, d time.Duration) (bool, error) {
 	timer := time.NewTimer(d)
 	defer timer.Stop()
 	tick := time.NewTicker(50 * time.Millisecond)
@@ -192,13 +210,13 @@ func (s *Service) waitExit(ctx context.Context, e *containerEntry, d time.Durati
 	for {
 		select {
 		case <-e.exited:
-			return true
+			return true, nil
 		case <-tick.C:
 			s.refreshExit(e) // belt and braces next to the inotify watcher
 		case <-timer.C:
-			return false
+			return false, nil
 		case <-ctx.Done():
-			return false
+			return false, fmt.Errorf("container %s: waiting for exit: %w", e.snapshot().ID, ctx.Err())
 		}
 	}
 }
@@ -271,4 +289,26 @@ func (s *Service) containerKnown(e *containerEntry) bool {
 	s.mu.RLock()
 	defer s.mu.RUnlock()
 	return s.containers[id] == e
+}
+
+// ReopenContainerLog makes the monitor reopen a running container's log
+// file, after kubelet rotated it (renamed the old one away).
+func (s *Service) ReopenContainerLog(ctx context.Context, id string) error {
+	e, err := s.findContainer(id)
+	if err != nil {
+		return err
+	}
+	s.refreshExit(e)
+	rec := e.snapshot()
+	if rec.State != ContainerRunning {
+		return fmt.Errorf("container %s is %s, not running: %w", rec.ID, rec.State, errdefs.ErrFailedPrecondition)
+	}
+	sb, err := s.findSandbox(rec.SandboxID)
+	if err != nil {
+		return fmt.Errorf("container %s: %w", rec.ID, err)
+	}
+	if err := monitor.NewClient(sb.snapshot().MonitorSocket).ReopenLog(ctx, rec.ID); err != nil {
+		return fmt.Errorf("container %s: reopen log: %w", rec.ID, err)
+	}
+	return nil
 }

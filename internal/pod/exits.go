@@ -98,7 +98,11 @@ func (s *Service) handleExitFile(id string) {
 		rec := sb.snapshot()
 		if rec.State == SandboxReady && rec.PausePid != 0 {
 			s.log.Warn("berth-pause exited; pod sandbox not ready", "id", id)
-			if err := s.updateSandbox(sb, func(r *Sandbox) { r.State = SandboxNotReady }); err != nil {
+			if err := s.updateSandbox(sb, func(r *Sandbox) bool {
+				changed := r.State == SandboxReady
+				r.State = SandboxNotReady
+				return changed
+			}); err != nil {
 				s.log.Error("sandbox record", "id", id, "error", err)
 			}
 		}
@@ -127,15 +131,16 @@ func (s *Service) applyExit(e *containerEntry, x *monitor.ExitRecord, reason str
 		reason = exitReason(x.ExitCode, x.OOMKilled)
 	}
 	applied := false
-	err := s.updateContainer(e, func(c *Container) {
+	err := s.updateContainer(e, func(c *Container) bool {
 		if c.State != ContainerCreated && c.State != ContainerRunning {
-			return
+			return false
 		}
 		applied = true
 		c.State = ContainerExited
 		c.ExitCode = x.ExitCode
 		c.FinishedAt = x.FinishedAt
 		c.Reason = reason
+		return true
 	})
 	if err != nil {
 		s.log.Error("container record", "id", x.ID, "error", err)

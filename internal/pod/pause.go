@@ -48,11 +48,13 @@ func (s *Service) startPause(ctx context.Context, rec *Sandbox, rb *rollback) er
 		return fmt.Errorf("pod sandbox %s: pause spec: %w", rec.ID, err)
 	}
 	client := monitor.NewClient(rec.MonitorSocket)
+	// Registered before the call: the monitor may finish runc create even
+	// when this request gives up waiting for it.
+	rb.add("delete berth-pause", func(ctx context.Context) error { return s.killAndDelete(ctx, rec.ID, true) })
 	pid, err := client.Create(ctx, monitor.CreateRequest{ID: rec.ID, Bundle: bundle, CgroupPath: spec.Linux.CgroupsPath})
 	if err != nil {
 		return fmt.Errorf("pod sandbox %s: berth-pause: runc create: %w", rec.ID, err)
 	}
-	rb.add("delete berth-pause", func(ctx context.Context) error { return s.killAndDelete(ctx, rec.ID, true) })
 	if err := client.Start(ctx, rec.ID); err != nil {
 		return fmt.Errorf("pod sandbox %s: berth-pause: runc start: %w", rec.ID, err)
 	}

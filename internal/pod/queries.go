@@ -62,5 +62,23 @@ func (s *Service) ContainersUsingImage(imageID string) []string {
 			ids = append(ids, id)
 		}
 	}
+	if n := s.imagesInUse[imageID]; n > 0 && len(ids) == 0 {
+		ids = append(ids, "(being created)")
+	}
 	return ids
+}
+
+// holdImage marks an image as used by a create in flight, whose rootfs may
+// already stand on its layers before the container is registered.
+func (s *Service) holdImage(imageID string) (release func()) {
+	s.mu.Lock()
+	s.imagesInUse[imageID]++
+	s.mu.Unlock()
+	return func() {
+		s.mu.Lock()
+		if s.imagesInUse[imageID]--; s.imagesInUse[imageID] <= 0 {
+			delete(s.imagesInUse, imageID)
+		}
+		s.mu.Unlock()
+	}
 }

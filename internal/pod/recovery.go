@@ -97,6 +97,9 @@ func (s *Service) loadSandboxRecord(id string, rec *Sandbox) error {
 	if err := store.LoadJSON(s.sandboxRecordPath(id), rec); err != nil {
 		return err
 	}
+	if rec.ID != id || !validID(id) {
+		return fmt.Errorf("record id %q does not match its directory %q", rec.ID, id)
+	}
 	if rec.Version > recordVersion {
 		return fmt.Errorf("record version %d is newer than %d", rec.Version, recordVersion)
 	}
@@ -124,7 +127,28 @@ func (s *Service) sandboxLost(ctx context.Context, rec *Sandbox) bool {
 			return true
 		}
 	}
+	pctx, cancel := context.WithTimeout(ctx, 3*time.Second)
+	defer cancel()
+	if err := monitor.NewClient(s.monitorSocket(rec.ID)).Ping(pctx); err != nil {
+		// Without its monitor a pod can neither start containers nor report
+		// exits: not ready, so that kubelet recreates it.
+		s.log.Error("recovery: pod monitor does not answer; sandbox not ready", "id", rec.ID, "error", err)
+		return true
+	}
 	return false
+}
+
+// validID reports whether id has the shape of the ids berth generates.
+func validID(id string) bool {
+	if len(id) != 64 {
+		return false
+	}
+	for _, c := range id {
+		if (c < '0' || c > '9') && (c < 'a' || c > 'f') {
+			return false
+		}
+	}
+	return true
 }
 
 func (s *Service) loadContainers(ctx context.Context) int {
@@ -155,7 +179,19 @@ func (s *Service) loadContainers(ctx context.Context) int {
 func (s *Service) loadContainer(ctx context.Context, id string) bool {
 	var rec Container
 	if err := store.LoadJSON(s.containerRecordPath(id), &rec); err != nil {
+		if errdefs.IsNotFound(err) && validID(id) {
+			// Removal deletes the record last: its data went first.
+			s.log.Info("recovery: removing container directory without record", "id", id)
+			_ = image.UnmountRootfs(filepath.Join(s.bundlesDir(), id, "rootfs"))
+			_ = os.RemoveAll(filepath.Join(s.bundlesDir(), id))
+			_ = os.RemoveAll(filepath.Join(s.containersDir(), id))
+			return false
+		}
 		s.log.Error("recovery: container record skipped", "id", id, "error", err)
+		return false
+	}
+	if rec.ID != id || !validID(id) {
+		s.log.Error("recovery: container record skipped", "id", id, "error", fmt.Sprintf("record id %q does not match its directory", rec.ID))
 		return false
 	}
 	rec.Config = &runtimeapi.ContainerConfig{}
@@ -193,6 +229,13 @@ func (s *Service) reconcileContainer(ctx context.Context, rec *Container) {
 		st, err := s.runc.State(sctx, rec.ID)
 		cancel()
 		if err == nil && (st.Status == "running" || st.Status == "created" || st.Status == "paused") {
+			if rec.State == ContainerCreated && st.Status != "created" {
+				// Started, but the daemon died before recording it.
+				rec.State, rec.StartedAt = ContainerRunning, st.Created
+				if err := s.saveContainer(rec); err != nil {
+					s.log.Error("recovery: container record", "id", rec.ID, "error", err)
+				}
+			}
 			return
 		}
 		if err != nil && !errors.Is(err, errdefs.ErrNotFound) {

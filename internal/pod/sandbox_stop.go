@@ -64,7 +64,7 @@ func (s *Service) stopSandboxLocked(ctx context.Context, e *sandboxEntry) error 
 	if rec.State == SandboxNotReady && rec.PausePid == 0 && (rec.NetworkDown || rec.HostNetwork) {
 		return nil
 	}
-	return s.updateSandbox(e, func(r *Sandbox) { r.State = SandboxNotReady; r.PausePid = 0; r.NetworkDown = true })
+	return s.updateSandbox(e, func(r *Sandbox) bool { r.State = SandboxNotReady; r.PausePid = 0; r.NetworkDown = true; return true })
 }
 
 // RemoveSandbox stops the sandbox, removes its containers and every resource
@@ -94,7 +94,7 @@ func (s *Service) RemoveSandbox(ctx context.Context, id string) error {
 			return fmt.Errorf("pod sandbox %s: %w", rec.ID, err)
 		}
 	}
-	if err := s.updateSandbox(e, func(r *Sandbox) { r.State = SandboxRemoving }); err != nil {
+	if err := s.updateSandbox(e, func(r *Sandbox) bool { r.State = SandboxRemoving; return true }); err != nil {
 		return err
 	}
 	if err := s.cleanUpSandbox(ctx, &rec); err != nil {

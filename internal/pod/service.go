@@ -60,6 +60,8 @@ type Service struct {
 	mu         sync.RWMutex
 	sandboxes  map[string]*sandboxEntry
 	containers map[string]*containerEntry
+	// imagesInUse counts the creates in flight per image id.
+	imagesInUse map[string]int
 
 	oomScoreAdjMin int
 	oomClampLogged atomic.Bool
@@ -110,6 +112,7 @@ func New(cfg Config) (*Service, error) {
 		containerIDs:   store.NewIDIndex(),
 		sandboxes:      map[string]*sandboxEntry{},
 		containers:     map[string]*containerEntry{},
+		imagesInUse:    map[string]int{},
 		oomScoreAdjMin: ownOOMScoreAdj(),
 	}
 	for _, dir := range []string{s.sandboxesDir(), s.containersDir(), s.podsDir(), s.bundlesDir(), s.exitsDir(), s.monitorsDir(), cfg.RuncRoot} {
@@ -177,13 +180,17 @@ func (s *Service) saveContainer(rec *Container) error {
 	return store.SaveJSON(path, rec)
 }
 
-// update changes a sandbox record through fn and checkpoints it; the change
-// becomes visible only once it is durable.
-func (s *Service) updateSandbox(e *sandboxEntry, fn func(*Sandbox)) error {
+// updateSandbox changes a sandbox record through fn and checkpoints it; the
+// change becomes visible only once it is durable. fn reports whether it
+// changed anything: an unchanged record is not rewritten (nor resurrected
+// after a concurrent removal).
+func (s *Service) updateSandbox(e *sandboxEntry, fn func(*Sandbox) bool) error {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	next := e.rec.clone()
-	fn(&next)
+	if !fn(&next) {
+		return nil
+	}
 	if err := s.saveSandbox(&next); err != nil {
 		return err
 	}
@@ -191,12 +198,15 @@ func (s *Service) updateSandbox(e *sandboxEntry, fn func(*Sandbox)) error {
 	return nil
 }
 
-// updateContainer changes a container record through fn and checkpoints it.
-func (s *Service) updateContainer(e *containerEntry, fn func(*Container)) error {
+// updateContainer changes a container record through fn, which reports
+// whether it changed anything, and checkpoints it.
+func (s *Service) updateContainer(e *containerEntry, fn func(*Container) bool) error {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	next := e.rec
-	fn(&next)
+	if !fn(&next) {
+		return nil
+	}
 	if err := s.saveContainer(&next); err != nil {
 		return err
 	}
@@ -258,7 +268,7 @@ func (s *Service) containersOf(sandboxID string) []*containerEntry {
 	defer s.mu.RUnlock()
 	var out []*containerEntry
 	for _, e := range s.containers {
-		if e.rec.SandboxID == sandboxID {
+		if e.snapshot().SandboxID == sandboxID {
 			out = append(out, e)
 		}
 	}
