@@ -62,19 +62,31 @@ func (s *Service) StartContainer(ctx context.Context, id string) error {
 // an error (api.proto: "must not return an error if the container has already
 // been stopped").
 func (s *Service) StopContainer(ctx context.Context, id string, timeout int64) error {
-	e, err := s.findContainer(id)
-	if errdefs.IsNotFound(err) {
-		return nil
-	}
-	if err != nil {
+	e, unlock, err := s.lockContainerIfKnown(id)
+	if e == nil {
 		return err
 	}
-	e.op.Lock()
-	defer e.op.Unlock()
-	if !s.containerKnown(e) {
-		return nil
-	}
+	defer unlock()
 	return s.stopContainerEntry(ctx, e, timeout)
+}
+
+// lockContainerIfKnown finds a container for an idempotent call and takes
+// its op lock. It returns a nil entry and no error when the container is
+// unknown or was removed while the caller waited for the lock.
+func (s *Service) lockContainerIfKnown(id string) (*containerEntry, func(), error) {
+	e, err := s.findContainer(id)
+	if errdefs.IsNotFound(err) {
+		return nil, nil, nil
+	}
+	if err != nil {
+		return nil, nil, err
+	}
+	e.op.Lock()
+	if !s.containerKnown(e) {
+		e.op.Unlock()
+		return nil, nil, nil
+	}
+	return e, e.op.Unlock, nil
 }
 
 func (s *Service) stopContainerEntry(ctx context.Context, e *containerEntry, timeout int64) error {
@@ -123,15 +135,11 @@ func (s *Service) exitWithoutMonitor(ctx context.Context, e *containerEntry) err
 // RemoveContainer kills the container if needed and removes it with its
 // rootfs and bundle. Idempotent: an unknown container is not an error.
 func (s *Service) RemoveContainer(ctx context.Context, id string) error {
-	e, err := s.findContainer(id)
-	if errdefs.IsNotFound(err) {
-		return nil
-	}
-	if err != nil {
+	e, unlock, err := s.lockContainerIfKnown(id)
+	if e == nil {
 		return err
 	}
-	e.op.Lock()
-	defer e.op.Unlock()
+	defer unlock()
 	return s.removeContainerEntry(ctx, e)
 }
 

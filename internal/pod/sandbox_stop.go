@@ -20,19 +20,31 @@ import (
 // unknown or already stopped sandbox is not an error (api.proto: "must not
 // return an error if all relevant resources have already been reclaimed").
 func (s *Service) StopSandbox(ctx context.Context, id string) error {
-	e, err := s.findSandbox(id)
-	if errdefs.IsNotFound(err) {
-		return nil
-	}
-	if err != nil {
+	e, unlock, err := s.lockSandboxIfKnown(id)
+	if e == nil {
 		return err
 	}
-	e.op.Lock()
-	defer e.op.Unlock()
-	if !s.sandboxKnown(e) {
-		return nil
-	}
+	defer unlock()
 	return s.stopSandboxLocked(ctx, e)
+}
+
+// lockSandboxIfKnown finds a sandbox for an idempotent call and takes its op
+// lock. It returns a nil entry and no error when the sandbox is unknown or
+// was removed while the caller waited for the lock.
+func (s *Service) lockSandboxIfKnown(id string) (*sandboxEntry, func(), error) {
+	e, err := s.findSandbox(id)
+	if errdefs.IsNotFound(err) {
+		return nil, nil, nil
+	}
+	if err != nil {
+		return nil, nil, err
+	}
+	e.op.Lock()
+	if !s.sandboxKnown(e) {
+		e.op.Unlock()
+		return nil, nil, nil
+	}
+	return e, e.op.Unlock, nil
 }
 
 // sandboxKnown reports whether e is still the live entry of its sandbox.
@@ -70,18 +82,11 @@ func (s *Service) stopSandboxLocked(ctx context.Context, e *sandboxEntry) error 
 // RemoveSandbox stops the sandbox, removes its containers and every resource
 // it holds, then forgets it. Idempotent: an unknown sandbox is not an error.
 func (s *Service) RemoveSandbox(ctx context.Context, id string) error {
-	e, err := s.findSandbox(id)
-	if errdefs.IsNotFound(err) {
-		return nil
-	}
-	if err != nil {
+	e, unlock, err := s.lockSandboxIfKnown(id)
+	if e == nil {
 		return err
 	}
-	e.op.Lock()
-	defer e.op.Unlock()
-	if !s.sandboxKnown(e) {
-		return nil // a concurrent remove finished first
-	}
+	defer unlock()
 	if err := s.stopSandboxLocked(ctx, e); err != nil {
 		return err
 	}
