@@ -68,21 +68,9 @@ func (s *Service) CreateContainer(ctx context.Context, sandboxID string, cfg *ru
 		return "", fmt.Errorf("container %s: %w", rec.ID, err)
 	}
 	bundled := time.Now()
-	// Registered before the call: the monitor may finish runc create even
-	// when this request gives up waiting for it.
-	rb.add("delete runc container", func(ctx context.Context) error {
-		fctx, cancel := context.WithTimeout(ctx, 2*time.Second)
-		_ = monitor.NewClient(sb.MonitorSocket).Forget(fctx, rec.ID)
-		cancel()
-		return s.killAndDelete(ctx, rec.ID, false)
-	})
-	pid, err := monitor.NewClient(sb.MonitorSocket).Create(ctx, monitor.CreateRequest{
-		ID: rec.ID, Bundle: rec.Bundle, LogPath: rec.LogPath,
-		Stdin: cfg.GetStdin(), StdinOnce: cfg.GetStdinOnce(), Terminal: cfg.GetTty(),
-		CgroupPath: rec.CgroupPath,
-	})
+	pid, err := s.runcCreate(ctx, &rec, sb.MonitorSocket, &rb)
 	if err != nil {
-		return "", fmt.Errorf("container %s: runc create: %w", rec.ID, err)
+		return "", err
 	}
 	rec.Pid = pid
 	rec.State = ContainerCreated
@@ -93,6 +81,29 @@ func (s *Service) CreateContainer(ctx context.Context, sandboxID string, cfg *ru
 	s.log.Debug("container created", "id", rec.ID, "name", rec.Name,
 		"bundle", bundled.Sub(started), "runcCreate", time.Since(bundled))
 	return rec.ID, nil
+}
+
+// runcCreate asks the pod's monitor to `runc create` the container (step 5).
+func (s *Service) runcCreate(ctx context.Context, rec *Container, monitorSocket string, rb *rollback) (int, error) {
+	client := monitor.NewClient(monitorSocket)
+	// Registered before the call: the monitor may finish runc create even
+	// when this request gives up waiting for it.
+	rb.add("delete runc container", func(ctx context.Context) error {
+		fctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+		_ = client.Forget(fctx, rec.ID)
+		cancel()
+		return s.killAndDelete(ctx, rec.ID, false)
+	})
+	cfg := rec.Config
+	pid, err := client.Create(ctx, monitor.CreateRequest{
+		ID: rec.ID, Bundle: rec.Bundle, LogPath: rec.LogPath,
+		Stdin: cfg.GetStdin(), StdinOnce: cfg.GetStdinOnce(), Terminal: cfg.GetTty(),
+		CgroupPath: rec.CgroupPath,
+	})
+	if err != nil {
+		return 0, fmt.Errorf("container %s: runc create: %w", rec.ID, err)
+	}
+	return pid, nil
 }
 
 // newContainerRecord fills the record of a container about to be created.
