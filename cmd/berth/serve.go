@@ -113,6 +113,7 @@ func wire(cfg config.Config, log *slog.Logger) (*dependencies, error) {
 	if err != nil {
 		return nil, err
 	}
+	images.ConfigurePull(pullConfig(cfg))
 	netStatus, err := newNetworkStatus(cfg, log)
 	if err != nil {
 		return nil, err
@@ -127,6 +128,16 @@ func wire(cfg config.Config, log *slog.Logger) (*dependencies, error) {
 		return nil, err
 	}
 	return &dependencies{images: images, network: netStatus, pods: pods}, nil
+}
+
+// pullConfig is the image store's view of the [registry] section.
+func pullConfig(cfg config.Config) image.PullConfig {
+	return image.PullConfig{
+		HostsDir:               cfg.Registry.HostsDir,
+		MaxConcurrentDownloads: cfg.Registry.MaxConcurrentDownloads,
+		MinThroughput:          cfg.Registry.MinThroughput,
+		StallWindow:            cfg.Registry.StallWindowDuration(),
+	}
 }
 
 // listen opens the CRI socket with mode 0660, replacing a stale one.

@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/BurntSushi/toml"
 
@@ -31,6 +32,11 @@ const (
 	DefaultNetwork       = "berth"
 	DefaultBridge        = "berth0"
 	DefaultSubnet        = "10.88.0.0/16"
+
+	DefaultHostsDir               = "/etc/berth/certs.d"
+	DefaultMaxConcurrentDownloads = 3
+	DefaultMinThroughput          = 1024
+	DefaultStallWindow            = "60s"
 )
 
 // DefaultCNIBinDirs are the directories searched for CNI plugins by default.
@@ -39,16 +45,31 @@ func DefaultCNIBinDirs() []string { return []string{"/opt/cni/bin", "/usr/lib/cn
 // Config is berth's configuration. The zero value of each field means
 // "default"; see ApplyDefaults.
 type Config struct {
-	RootDir      string `toml:"root_dir"`      // durable state; default /var/lib/berth
-	StateDir     string `toml:"state_dir"`     // volatile state; default /run/berth
-	Socket       string `toml:"socket"`        // CRI socket; default <state_dir>/berth.sock
-	LogLevel     string `toml:"log_level"`     // debug|info|warn|error; default info
-	RuncPath     string `toml:"runc"`          // absolute path or name looked up in PATH; default runc
-	RuncRoot     string `toml:"runc_root"`     // runc --root; default <state_dir>/runc
-	MonitorPath  string `toml:"monitor"`       // default berth-monitor: beside the berth executable, else PATH
-	PausePath    string `toml:"pause"`         // default berth-pause: beside the berth executable, else PATH
-	CgroupDriver string `toml:"cgroup_driver"` // only "cgroupfs" is supported; default cgroupfs
-	CNI          CNI    `toml:"cni"`
+	RootDir      string   `toml:"root_dir"`      // durable state; default /var/lib/berth
+	StateDir     string   `toml:"state_dir"`     // volatile state; default /run/berth
+	Socket       string   `toml:"socket"`        // CRI socket; default <state_dir>/berth.sock
+	LogLevel     string   `toml:"log_level"`     // debug|info|warn|error; default info
+	RuncPath     string   `toml:"runc"`          // absolute path or name looked up in PATH; default runc
+	RuncRoot     string   `toml:"runc_root"`     // runc --root; default <state_dir>/runc
+	MonitorPath  string   `toml:"monitor"`       // default berth-monitor: beside the berth executable, else PATH
+	PausePath    string   `toml:"pause"`         // default berth-pause: beside the berth executable, else PATH
+	CgroupDriver string   `toml:"cgroup_driver"` // only "cgroupfs" is supported; default cgroupfs
+	CNI          CNI      `toml:"cni"`
+	Registry     Registry `toml:"registry"`
+}
+
+// Registry configures image pulls.
+type Registry struct {
+	HostsDir               string `toml:"hosts_dir"`                // <hosts_dir>/<host>/hosts.toml; default /etc/berth/certs.d
+	MaxConcurrentDownloads int    `toml:"max_concurrent_downloads"` // layer downloads at a time; default 3
+	MinThroughput          int64  `toml:"min_throughput"`           // bytes/s a download must reach over stall_window; default 1024
+	StallWindow            string `toml:"stall_window"`             // Go duration; default 60s
+}
+
+// StallWindowDuration returns stall_window parsed (Validate checks it).
+func (r Registry) StallWindowDuration() time.Duration {
+	d, _ := time.ParseDuration(r.StallWindow)
+	return d
 }
 
 // CNI configures pod networking.
@@ -86,6 +107,14 @@ func (c *Config) ApplyDefaults() {
 	setDefault(&c.CNI.DefaultNetwork, DefaultNetwork)
 	setDefault(&c.CNI.DefaultBridge, DefaultBridge)
 	setDefault(&c.CNI.DefaultSubnet, DefaultSubnet)
+	setDefault(&c.Registry.HostsDir, DefaultHostsDir)
+	if c.Registry.MaxConcurrentDownloads == 0 {
+		c.Registry.MaxConcurrentDownloads = DefaultMaxConcurrentDownloads
+	}
+	if c.Registry.MinThroughput == 0 {
+		c.Registry.MinThroughput = DefaultMinThroughput
+	}
+	setDefault(&c.Registry.StallWindow, DefaultStallWindow)
 }
 
 func setDefault(field *string, value string) {

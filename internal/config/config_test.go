@@ -8,6 +8,7 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/berth-dev/berth/internal/errdefs"
 )
@@ -39,6 +40,12 @@ func TestDefault(t *testing.T) {
 			DefaultNetwork: "berth",
 			DefaultBridge:  "berth0",
 			DefaultSubnet:  "10.88.0.0/16",
+		},
+		Registry: Registry{
+			HostsDir:               "/etc/berth/certs.d",
+			MaxConcurrentDownloads: 3,
+			MinThroughput:          1024,
+			StallWindow:            "60s",
 		},
 	}
 	if !reflect.DeepEqual(c, want) {
@@ -219,5 +226,31 @@ func TestParseLogLevel(t *testing.T) {
 	}
 	if _, err := ParseLogLevel("INFO"); !errors.Is(err, errdefs.ErrInvalidArgument) {
 		t.Errorf("ParseLogLevel(INFO): err = %v, want InvalidArgument", err)
+	}
+}
+
+func TestRegistryValidation(t *testing.T) {
+	cases := map[string]string{
+		"relative hosts dir": "[registry]\nhosts_dir = \"certs.d\"\n",
+		"zero downloads":     "[registry]\nmax_concurrent_downloads = -1\n",
+		"huge downloads":     "[registry]\nmax_concurrent_downloads = 1000\n",
+		"negative rate":      "[registry]\nmin_throughput = -5\n",
+		"bad window":         "[registry]\nstall_window = \"soon\"\n",
+		"tiny window":        "[registry]\nstall_window = \"10ms\"\n",
+	}
+	for name, content := range cases {
+		t.Run(name, func(t *testing.T) {
+			_, err := Load(writeConfig(t, content), true)
+			if !errors.Is(err, errdefs.ErrInvalidArgument) || !strings.Contains(err.Error(), "registry.") {
+				t.Errorf("err = %v, want InvalidArgument naming the registry key", err)
+			}
+		})
+	}
+	c, err := Load(writeConfig(t, "[registry]\nstall_window = \"2m\"\nmin_throughput = 10\n"), true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.Registry.StallWindowDuration() != 2*time.Minute || c.Registry.MinThroughput != 10 || c.Registry.MaxConcurrentDownloads != 3 {
+		t.Errorf("registry = %+v", c.Registry)
 	}
 }

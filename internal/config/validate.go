@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
+	"time"
 
 	"github.com/berth-dev/berth/internal/errdefs"
 )
@@ -34,6 +35,8 @@ func (c Config) Validate() error {
 		network(c.CNI.DefaultNetwork),
 		bridge(c.CNI.DefaultBridge),
 		subnet(c.CNI.DefaultSubnet),
+		absolutePath("registry.hosts_dir", c.Registry.HostsDir),
+		registry(c.Registry),
 	}
 	return joinErrors(errs)
 }
@@ -120,6 +123,20 @@ func subnet(s string) error {
 	}
 	if prefix != prefix.Masked() {
 		return invalid("cni.default_subnet", "%q has host bits set; the network is %s", s, prefix.Masked())
+	}
+	return nil
+}
+
+func registry(r Registry) error {
+	if r.MaxConcurrentDownloads < 1 || r.MaxConcurrentDownloads > 64 {
+		return invalid("registry.max_concurrent_downloads", "%d: want 1 to 64", r.MaxConcurrentDownloads)
+	}
+	if r.MinThroughput < 1 {
+		return invalid("registry.min_throughput", "%d bytes/s: want at least 1", r.MinThroughput)
+	}
+	d, err := time.ParseDuration(r.StallWindow)
+	if err != nil || d < time.Second {
+		return invalid("registry.stall_window", "%q: want a duration of at least 1s, like \"60s\" or \"2m\"", r.StallWindow)
 	}
 	return nil
 }

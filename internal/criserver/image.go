@@ -56,21 +56,33 @@ func (s *Server) ImageStatus(_ context.Context, req *runtimeapi.ImageStatusReque
 	return resp, nil
 }
 
-// PullImage succeeds for an image already in the store. Registry pulls are
-// not part of berth yet: other images get NotFound with what to do instead.
-func (s *Server) PullImage(_ context.Context, req *runtimeapi.PullImageRequest) (*runtimeapi.PullImageResponse, error) {
+// PullImage pulls the image from its registry (through the hosts config)
+// with the request's credentials and returns the image id.
+func (s *Server) PullImage(ctx context.Context, req *runtimeapi.PullImageRequest) (*runtimeapi.PullImageResponse, error) {
 	ref := req.GetImage().GetImage()
 	if ref == "" {
 		return nil, invalidArg("image.image", "empty")
 	}
-	img, err := s.images.Resolve(ref)
-	if errdefs.IsNotFound(err) {
-		return nil, fmt.Errorf("image %q is not in berth's store and registry pulls are not supported yet; import it with `berth image import`: %w", ref, errdefs.ErrNotFound)
-	}
+	img, err := s.images.Pull(ctx, ref, image.PullOptions{Auth: pullAuth(req.GetAuth())})
 	if err != nil {
 		return nil, err
 	}
 	return &runtimeapi.PullImageResponse{ImageRef: img.ID}, nil
+}
+
+// pullAuth converts the CRI AuthConfig; an empty one is anonymous.
+func pullAuth(a *runtimeapi.AuthConfig) *image.Auth {
+	if a == nil {
+		return nil
+	}
+	out := &image.Auth{
+		Username: a.GetUsername(), Password: a.GetPassword(), Auth: a.GetAuth(),
+		IdentityToken: a.GetIdentityToken(), RegistryToken: a.GetRegistryToken(),
+	}
+	if *out == (image.Auth{}) {
+		return nil
+	}
+	return out
 }
 
 // RemoveImage is idempotent; an image that containers use is refused, since

@@ -43,6 +43,7 @@ type Containers interface {
 // Images is what the edge needs of the image store.
 type Images interface {
 	Resolve(ref string) (image.Image, error)
+	Pull(ctx context.Context, ref string, opts image.PullOptions) (image.Image, error)
 	List() ([]image.Image, error)
 	Remove(ref string) error
 	Usage() (usedBytes, inodes uint64, err error)

@@ -56,8 +56,18 @@ func (f *fakePods) Containers() []pod.Container             { return f.container
 func (f *fakePods) ContainersUsingImage(id string) []string { return f.inUse[id] }
 
 type fakeImages struct {
-	images  []image.Image
-	removed []string
+	images   []image.Image
+	removed  []string
+	pullAuth *image.Auth
+	pullErr  error
+}
+
+func (f *fakeImages) Pull(_ context.Context, ref string, opts image.PullOptions) (image.Image, error) {
+	f.pullAuth = opts.Auth
+	if f.pullErr != nil {
+		return image.Image{}, f.pullErr
+	}
+	return f.Resolve(ref)
 }
 
 func (f *fakeImages) Resolve(ref string) (image.Image, error) {
@@ -225,5 +235,41 @@ func TestCRIImageUser(t *testing.T) {
 		if want.uid >= 0 && got.GetUid().GetValue() != want.uid || want.uid < 0 && got.GetUid() != nil || got.GetUsername() != want.name {
 			t.Errorf("user %q: uid %v name %q", user, got.GetUid(), got.GetUsername())
 		}
+	}
+}
+
+func TestPullImagePassesCredentialsAndReturnsID(t *testing.T) {
+	imgs := &fakeImages{images: []image.Image{{ID: "sha256:1", RepoTags: []string{"busybox"}}}}
+	s := newTestServer(&fakePods{}, imgs, nil)
+	resp, err := s.PullImage(context.Background(), &runtimeapi.PullImageRequest{
+		Image: &runtimeapi.ImageSpec{Image: "busybox"},
+		Auth:  &runtimeapi.AuthConfig{Username: "u", Password: "p", IdentityToken: "i"},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if resp.ImageRef != "sha256:1" {
+		t.Errorf("image ref = %q, want the image id", resp.ImageRef)
+	}
+	want := image.Auth{Username: "u", Password: "p", IdentityToken: "i"}
+	if imgs.pullAuth == nil || *imgs.pullAuth != want {
+		t.Errorf("auth passed = %+v, want %+v", imgs.pullAuth, want)
+	}
+	if _, err := s.PullImage(context.Background(), &runtimeapi.PullImageRequest{
+		Image: &runtimeapi.ImageSpec{Image: "busybox"}, Auth: &runtimeapi.AuthConfig{},
+	}); err != nil || imgs.pullAuth != nil {
+		t.Errorf("empty AuthConfig: err %v, auth %+v; want anonymous", err, imgs.pullAuth)
+	}
+}
+
+func TestPullImageKeepsErrorClass(t *testing.T) {
+	imgs := &fakeImages{pullErr: fmt.Errorf("image %q: unauthorized: %w", "x", errdefs.ErrFailedPrecondition)}
+	s := newTestServer(&fakePods{}, imgs, nil)
+	_, err := s.PullImage(context.Background(), &runtimeapi.PullImageRequest{Image: &runtimeapi.ImageSpec{Image: "x"}})
+	if !errors.Is(err, errdefs.ErrFailedPrecondition) {
+		t.Errorf("err = %v, want FailedPrecondition", err)
+	}
+	if _, err := s.PullImage(context.Background(), &runtimeapi.PullImageRequest{Image: &runtimeapi.ImageSpec{}}); !errors.Is(err, errdefs.ErrInvalidArgument) {
+		t.Errorf("empty image: err = %v, want InvalidArgument", err)
 	}
 }

@@ -1,11 +1,13 @@
 // Package image owns berth's local image store: image references, the
 // content-addressed blob store, import of OCI layouts / OCI archives /
-// `docker save` archives, the safe layer extractor, the image index and the
+// `docker save` archives, registry pulls (pull*.go, through
+// internal/registry), the safe layer extractor, the image index and the
 // overlay rootfs of containers.
 //
 // On-disk layout under the store root (the daemon passes <root>/images):
 //
-//	lock                     flock(2) taken by every writer (Import, Remove)
+//	lock                     flock(2) taken by every writer (Import, Remove,
+//	                         Prune, the commit step of Pull)
 //	generation               counter bumped after every index change; readers
 //	                         re-read the index when it differs from their cache
 //	blobs/sha256/<hex>       verified blobs: manifests, configs, layer blobs
@@ -13,7 +15,9 @@
 //	                         lowerdir; whiteouts are 0/0 char devices and opaque
 //	                         dirs carry trusted.overlay.opaque=y
 //	index/<id-hex>.json      one record per image (atomic: temp+fsync+rename)
-//	tmp/                     private staging of the writer holding the lock
+//	tmp/                     private staging dirs, each flock(2)ed by its owner
+//	                         (imports, pulls, layer downloads); an unheld dir
+//	                         older than a minute is a dead writer's and removed
 //
 // Rules:
 //   - Nothing becomes visible before it is verified: blobs are hashed against
@@ -29,6 +33,11 @@
 //     directory in this layer (the per-layer apply model).
 //   - Image.Size is the sum of the layer blobs' sizes as stored (compressed),
 //     as containerd reports it.
+//   - Pulls download and unpack without the store lock, each layer into its
+//     own held staging dir, and take the lock only to commit. In-process
+//     single flight: one pull per (reference, credentials), one download
+//     per layer blob; the flight runs on its own context, cancelled when
+//     every caller waiting for it has given up.
 //   - Callers must not Remove an image whose layers are mounted; as a guard,
 //     garbage collection keeps layer dirs that appear in a live overlay mount
 //     and collects them on a later Remove.

@@ -7,7 +7,9 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
+	"path/filepath"
 	"slices"
+	"time"
 
 	"github.com/opencontainers/go-digest"
 	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
@@ -68,15 +70,33 @@ func (s *Store) Import(ctx context.Context, path string) ([]Image, error) {
 	return out, nil
 }
 
-// clearTmp removes staging left by a writer that died; the caller holds the
-// lock, so nothing under tmp/ is in use.
+// staleAfter is how old an unheld entry of tmp/ must be before clearTmp
+// removes it: a staging dir is created a moment before it is held.
+const staleAfter = time.Minute
+
+// clearTmp removes staging left by writers that died. Pulls stage under
+// tmp/ without the store lock, each holding a flock on its own dir: held
+// and fresh entries are left alone. The caller holds the store lock.
 func (s *Store) clearTmp() error {
 	entries, err := os.ReadDir(s.tmpDir())
 	if err != nil {
 		return fmt.Errorf("image store tmp: %w", err)
 	}
 	for _, e := range entries {
-		if err := removeTree(s.tmpDir() + "/" + e.Name()); err != nil {
+		p := filepath.Join(s.tmpDir(), e.Name())
+		fi, err := os.Lstat(p)
+		if err != nil || time.Since(fi.ModTime()) < staleAfter {
+			continue
+		}
+		held, err := holdDir(p)
+		if err != nil && fi.IsDir() {
+			continue // in use by a live pull or import
+		}
+		err = removeTree(p)
+		if held != nil {
+			held.Close()
+		}
+		if err != nil {
 			return fmt.Errorf("image store tmp: %w", err)
 		}
 	}

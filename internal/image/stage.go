@@ -9,6 +9,8 @@ import (
 	"os"
 	"path/filepath"
 
+	"golang.org/x/sys/unix"
+
 	"github.com/berth-dev/berth/internal/errdefs"
 )
 
@@ -23,6 +25,7 @@ type staging struct {
 	lim    Limits
 	blobs  map[string]bool // hex of blobs staged in dir/blobs
 	layers map[string]bool // chain id hex of layers staged in dir/layers
+	held   *os.File        // flock on dir: clearTmp leaves held dirs alone
 }
 
 func newStaging(s *Store, lim Limits) (*staging, error) {
@@ -30,16 +33,39 @@ func newStaging(s *Store, lim Limits) (*staging, error) {
 	if err != nil {
 		return nil, fmt.Errorf("import staging: %w", err)
 	}
+	held, err := holdDir(dir)
+	if err != nil {
+		os.RemoveAll(dir)
+		return nil, fmt.Errorf("import staging: %w", err)
+	}
 	for _, sub := range []string{"blobs", "layers"} {
 		if err := os.Mkdir(filepath.Join(dir, sub), 0o700); err != nil {
+			held.Close()
 			os.RemoveAll(dir)
 			return nil, fmt.Errorf("import staging: %w", err)
 		}
 	}
-	return &staging{s: s, dir: dir, lim: lim, blobs: map[string]bool{}, layers: map[string]bool{}}, nil
+	return &staging{s: s, dir: dir, lim: lim, blobs: map[string]bool{}, layers: map[string]bool{}, held: held}, nil
 }
 
-func (st *staging) cleanup() error { return removeTree(st.dir) }
+// holdDir takes a flock on dir for as long as the returned file is open.
+func holdDir(dir string) (*os.File, error) {
+	f, err := os.Open(dir)
+	if err != nil {
+		return nil, err
+	}
+	if err := unix.Flock(int(f.Fd()), unix.LOCK_EX|unix.LOCK_NB); err != nil {
+		f.Close()
+		return nil, fmt.Errorf("flock %s: %w", dir, err)
+	}
+	return f, nil
+}
+
+func (st *staging) cleanup() error {
+	err := removeTree(st.dir)
+	st.held.Close()
+	return err
+}
 
 func (st *staging) stagedBlob(hex string) string  { return filepath.Join(st.dir, "blobs", hex) }
 func (st *staging) stagedLayer(hex string) string { return filepath.Join(st.dir, "layers", hex) }

@@ -51,6 +51,8 @@ type Store struct {
 	usageGen   string
 	usageBytes uint64
 	usageInos  uint64
+
+	pull puller // registry pulls (pull*.go)
 }
 
 // Open opens (creating when missing) the store rooted at root.
