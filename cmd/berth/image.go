@@ -40,5 +40,8 @@ Works while 'berth serve' runs: the store is shared safely.`,
 			return nil
 		},
 	})
+	ls := newImagesCommand(opts, "ls")
+	ls.Aliases = []string{"list"}
+	cmd.AddCommand(ls, newPruneCommand(opts))
 	return cmd
 }

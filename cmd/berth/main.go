@@ -1,5 +1,6 @@
 // Command berth is the berth container runtime: `berth serve` runs the CRI
-// v1 daemon; `berth image import` loads images into its store.
+// v1 daemon; `berth pull`, `berth images`, `berth rmi` and `berth image
+// import|ls|prune` work on its image store, with or without the daemon.
 package main
 
 import (
@@ -29,7 +30,8 @@ func newRootCommand() *cobra.Command {
 		Version:       version,
 	}
 	opts.bind(root)
-	root.AddCommand(newServeCommand(&opts), newImageCommand(&opts), newVersionCommand())
+	root.AddCommand(newServeCommand(&opts), newImageCommand(&opts), newVersionCommand(),
+		newPullCommand(&opts), newImagesCommand(&opts, "images"), newRmiCommand(&opts))
 	return root
 }
 

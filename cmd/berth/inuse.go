@@ -1,0 +1,135 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"path/filepath"
+	"sort"
+	"time"
+
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/credentials/insecure"
+	"google.golang.org/grpc/status"
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+
+	"github.com/berth-dev/berth/internal/config"
+	"github.com/berth-dev/berth/internal/errdefs"
+	"github.com/berth-dev/berth/internal/pod"
+	"github.com/berth-dev/berth/internal/store"
+)
+
+// daemonWait bounds how long the CLI waits for a daemon that is still
+// recovering (it answers Unavailable until then).
+const daemonWait = 15 * time.Second
+
+// imageUsers maps an image id to the ids of the containers created from it.
+type imageUsers map[string][]string
+
+// findImageUsers lists which images containers use. When the daemon answers
+// on its socket it is asked over CRI (ListContainers); the container records
+// under <root>/containers are read in any case, so that a container being
+// created, or one whose daemon is stopped, still protects its image.
+// Unreadable records are reported on warn and skipped, as the daemon skips
+// them.
+func findImageUsers(ctx context.Context, cfg config.Config, warn io.Writer) (imageUsers, error) {
+	users := imageUsers{}
+	if daemonListening(cfg.Socket) {
+		if err := addCRIUsers(ctx, cfg.Socket, users); err != nil {
+			return nil, err
+		}
+	}
+	if err := addRecordUsers(filepath.Join(cfg.RootDir, "containers"), users, warn); err != nil {
+		return nil, err
+	}
+	for id := range users {
+		sort.Strings(users[id])
+		users[id] = compactSorted(users[id])
+	}
+	return users, nil
+}
+
+// daemonListening reports whether something accepts connections on the
+// socket; a stale socket file of a stopped daemon refuses them.
+func daemonListening(socket string) bool {
+	conn, err := net.DialTimeout("unix", socket, time.Second)
+	if err != nil {
+		return false
+	}
+	conn.Close()
+	return true
+}
+
+// addCRIUsers asks the daemon for its containers, waiting while it recovers.
+func addCRIUsers(ctx context.Context, socket string, users imageUsers) error {
+	conn, err := grpc.NewClient("unix://"+socket, grpc.WithTransportCredentials(insecure.NewCredentials()))
+	if err != nil {
+		return fmt.Errorf("daemon socket %s: %w", socket, err)
+	}
+	defer conn.Close()
+	client := runtimeapi.NewRuntimeServiceClient(conn)
+	ctx, cancel := context.WithTimeout(ctx, daemonWait)
+	defer cancel()
+	for {
+		resp, err := client.ListContainers(ctx, &runtimeapi.ListContainersRequest{})
+		if err == nil {
+			for _, c := range resp.GetContainers() {
+				users[c.GetImageRef()] = append(users[c.GetImageRef()], c.GetId())
+			}
+			return nil
+		}
+		if status.Code(err) != codes.Unavailable || ctx.Err() != nil {
+			return fmt.Errorf("daemon socket %s: list containers to find the images in use: %v "+
+				"(retry when 'berth serve' is ready, or stop it to work on the store alone): %w",
+				socket, err, errdefs.ErrUnavailable)
+		}
+		select {
+		case <-ctx.Done():
+		case <-time.After(200 * time.Millisecond):
+		}
+	}
+}
+
+// addRecordUsers reads the durable container records. A record removed
+// meanwhile is skipped silently, a corrupt one with a warning.
+func addRecordUsers(dir string, users imageUsers, warn io.Writer) error {
+	entries, err := os.ReadDir(dir)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("container records %s: %w", dir, err)
+	}
+	for _, e := range entries {
+		if !e.IsDir() {
+			continue
+		}
+		var rec pod.Container
+		err := store.LoadJSON(filepath.Join(dir, e.Name(), "container.json"), &rec)
+		if errdefs.IsNotFound(err) {
+			continue
+		}
+		if err != nil {
+			fmt.Fprintf(warn, "berth: warning: container %s: %v; its image is not protected\n", e.Name(), err)
+			continue
+		}
+		if rec.ImageID != "" {
+			users[rec.ImageID] = append(users[rec.ImageID], rec.ID)
+		}
+	}
+	return nil
+}
+
+func compactSorted(list []string) []string {
+	out := list[:0]
+	for i, v := range list {
+		if i == 0 || v != list[i-1] {
+			out = append(out, v)
+		}
+	}
+	return out
+}
