@@ -273,3 +273,26 @@ func TestPullImageKeepsErrorClass(t *testing.T) {
 		t.Errorf("empty image: err = %v, want InvalidArgument", err)
 	}
 }
+
+func TestPullImageFallsBackToTheStoreOnlyWhenTheRegistryIsUnreachable(t *testing.T) {
+	present := image.Image{ID: "sha256:1", RepoTags: []string{"busybox"}}
+	cases := []struct {
+		name    string
+		pullErr error
+		ref     string
+		wantRef string
+		want    codes.Code
+	}{
+		{"unreachable, present", fmt.Errorf("dial: %w", errdefs.ErrUnavailable), "busybox", "sha256:1", codes.OK},
+		{"unreachable, absent", fmt.Errorf("dial: %w", errdefs.ErrUnavailable), "nginx", "", codes.Unavailable},
+		{"unauthorized, present", fmt.Errorf("401: %w", errdefs.ErrFailedPrecondition), "busybox", "", codes.FailedPrecondition},
+		{"tag gone upstream, present", fmt.Errorf("manifest unknown: %w", errdefs.ErrNotFound), "busybox", "", codes.NotFound},
+	}
+	for _, tc := range cases {
+		s := newTestServer(&fakePods{}, &fakeImages{images: []image.Image{present}, pullErr: tc.pullErr}, nil)
+		resp, err := s.PullImage(context.Background(), &runtimeapi.PullImageRequest{Image: &runtimeapi.ImageSpec{Image: tc.ref}})
+		if got := status.Code(toStatus(err)); (err == nil && tc.want != codes.OK) || (err != nil && got != tc.want) || resp.GetImageRef() != tc.wantRef {
+			t.Errorf("%s: ref %q err %v, want ref %q code %v", tc.name, resp.GetImageRef(), err, tc.wantRef, tc.want)
+		}
+	}
+}
