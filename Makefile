@@ -5,7 +5,8 @@ BIN      := bin
 VERSION  ?= $(shell git describe --always --dirty 2>/dev/null || echo dev)
 LDFLAGS  := -s -w -X main.version=$(VERSION)
 ROOT_DIR ?= /var/lib/berth
-APT_PACKAGES := runc containernetworking-plugins busybox-static iptables iproute2 util-linux hyperfine
+APT_PACKAGES := runc containernetworking-plugins busybox-static iptables iproute2 util-linux hyperfine \
+	docker-registry skopeo tar gzip
 
 .PHONY: help build install deps image test test-unit test-integration bench vet crictl clean
 
@@ -40,8 +41,9 @@ vet: ## go vet and gofmt
 	$(GO) vet ./...
 	@test -z "$$(gofmt -l $$(git ls-files '*.go'))" || (gofmt -l $$(git ls-files '*.go'); exit 1)
 
-bench: build ## benchmarks: pod/container latencies vs runc and CNI floors, memory (root)
-	./scripts/bench.sh
+BENCH_FLAGS ?=
+bench: build ## benchmarks: pod/container latencies vs runc and CNI floors, image pull vs skopeo+tar, memory (root; BENCH_FLAGS=-pull=false skips the pull)
+	./scripts/bench.sh $(BENCH_FLAGS)
 
 crictl: ## build crictl v1.34 (sigs.k8s.io/cri-tools, pinned in tools/go.mod) into bin/
 	cd tools && GOSUMDB=off GOFLAGS=-mod=mod $(GO) build -o ../$(BIN)/crictl sigs.k8s.io/cri-tools/cmd/crictl

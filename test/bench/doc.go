@@ -10,6 +10,10 @@
 //     `runc create` + `runc start` of sleep on the image's unpacked layer;
 //   - memory: PSS/RSS from /proc/<pid>/smaps_rollup of berth-monitor,
 //     berth-pause and `berth serve`;
+//   - image pull (pull*.go; -pull=false skips it): CRI PullImage of a ~190 MB,
+//     8-layer image from a local docker-registry (test/registry) into a cold
+//     store, against the floor `skopeo copy` to a dir + `tar -xzf` of every
+//     layer; seconds, MB/s and the ratio (goal ≤ 1.3×);
 //   - containerd 1.6 reference numbers and berth's goals.
 //
 // Rules: it is a report, never an assertion; it needs root. Everything it

@@ -19,10 +19,13 @@ import (
 
 // options are the command-line flags.
 type options struct {
-	runs   int    // measured runs per latency and floor
-	pods   int    // pods running for the many-monitors memory line
-	out    string // report file; "" prints only
-	binDir string
+	runs      int    // measured runs per latency and floor
+	pods      int    // pods running for the many-monitors memory line
+	out       string // report file; "" prints only
+	binDir    string
+	pull      bool   // run the image pull section
+	pullRuns  int    // measured runs of berth and of the floor
+	pullCache string // OCI layout dir of the large image, kept and reused across runs; "" builds it in the work dir
 }
 
 // results is everything the report shows.
@@ -33,6 +36,7 @@ type results struct {
 	serverPod        serverTimes
 	floors           floors
 	mem              memory
+	pull             pullResults
 	leftovers        []string // found (and removed) during cleanup
 	startedAt        time.Time
 	took             time.Duration
@@ -45,6 +49,9 @@ func main() {
 	flag.IntVar(&o.pods, "pods", 20, "pods running at once for the memory lines")
 	flag.StringVar(&o.out, "o", "", "also write the Markdown report to this file")
 	flag.StringVar(&o.binDir, "bin", "bin", "directory holding berth, berth-monitor and berth-pause")
+	flag.BoolVar(&o.pull, "pull", true, "measure pulling a ~190 MB image from a local docker-registry against skopeo copy + tar")
+	flag.IntVar(&o.pullRuns, "pull-runs", 3, "measured runs of the pull and of its floor")
+	flag.StringVar(&o.pullCache, "pull-cache", "", "keep the pull image's OCI layout in this dir and reuse it (saves ~15 s of building)")
 	flag.Parse()
 	if err := run(o); err != nil {
 		fmt.Fprintln(os.Stderr, "bench:", err)
@@ -56,8 +63,8 @@ func run(o options) error {
 	if os.Geteuid() != 0 {
 		return errors.New("needs root (namespaces, CNI, runc)")
 	}
-	if o.runs < 1 || o.pods < 1 {
-		return errors.New("-n and -pods must be at least 1")
+	if o.runs < 1 || o.pods < 1 || o.pullRuns < 1 {
+		return errors.New("-n, -pods and -pull-runs must be at least 1")
 	}
 	binDir, err := filepath.Abs(o.binDir)
 	if err != nil {
@@ -115,6 +122,12 @@ func (b *bench) measure(ctx context.Context) error {
 		{"floor: monitor launch", func() error { return b.e.measureMonitorFloor(ctx, b.o.runs, &b.res.floors) }},
 		{"floor: runc", func() error { return b.e.measureRuncFloors(ctx, b.o.runs, &b.res.floors) }},
 		{"memory", func() error { return b.d.measureMemory(ctx, b.o.pods, &b.res.mem) }},
+	}
+	if b.o.pull {
+		phases = append(phases, struct {
+			name string
+			run  func() error
+		}{"image pull vs skopeo + tar", func() error { return b.measurePull(ctx) }})
 	}
 	for _, p := range phases {
 		progressf("%s", p.name)

@@ -31,6 +31,7 @@ func render(o options, r *results) string {
 	writeRatios(&w, r)
 	writeMemory(&w, r)
 	writeReference(&w, r)
+	writePull(&w, o, r.pull)
 	writeLeftovers(&w, r)
 	return w.String()
 }

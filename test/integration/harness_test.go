@@ -137,6 +137,7 @@ type daemon struct {
 	socket   string
 	cniConf  string // --cni-conf-dir
 	logPath  string // the daemon's stderr, kept across restarts
+	config   string // --config: emptyConfig unless an option writes one
 	net      testNetwork
 	cmd      *exec.Cmd
 	exited   chan struct{} // closed when cmd has been waited for
@@ -168,6 +169,7 @@ func startDaemon(t *testing.T, opts ...daemonOption) *daemon {
 		state:    "/run/bt-" + id,
 		cniConf:  filepath.Join(t.TempDir(), "net.d"),
 		logPath:  filepath.Join(t.TempDir(), "berth.log"),
+		config:   emptyConfig,
 		knownIDs: map[string]bool{},
 	}
 	d.socket = filepath.Join(d.state, "berth.sock")
@@ -187,7 +189,7 @@ func startDaemon(t *testing.T, opts ...daemonOption) *daemon {
 // globalFlags are the flags that point berth at this daemon's directories.
 func (d *daemon) globalFlags() []string {
 	return []string{
-		"--config", emptyConfig, "--root", d.root, "--state", d.state,
+		"--config", d.config, "--root", d.root, "--state", d.state,
 		"--cni-conf-dir", d.cniConf, "--cni-bin-dir", cniBinDir, "--log-level", "debug",
 	}
 }
