@@ -31,7 +31,7 @@ var (
 	stopLayout  string // OCI layout of the same image tagged stopImage, StopSignal SIGUSR1
 	busyboxRef  string // fully qualified name of the test image
 	stopImage   string // fully qualified name of the second test image
-	emptyConfig string // an empty berth config file, so the host's is never read
+	emptyConfig string // the offline berth config (writeOfflineConfig): the host's is never read
 )
 
 func TestMain(m *testing.M) {
@@ -67,18 +67,37 @@ func skipReason() string {
 	return ""
 }
 
+// writeOfflineConfig writes the berth config every daemon gets unless a test
+// writes its own: the host's config is never read, and the registries the
+// tests name are served by a dead loopback port, so that no test sends a
+// DNS query or a packet off the machine.
+func writeOfflineConfig(tmp, ref string, moreHosts ...string) (string, error) {
+	hosts := filepath.Join(tmp, "offline-hosts")
+	registry, _, _ := strings.Cut(ref, "/")
+	for _, h := range append(moreHosts, registry) {
+		dir := filepath.Join(hosts, h)
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			return "", err
+		}
+		if err := os.WriteFile(filepath.Join(dir, "hosts.toml"), []byte("server = \"http://127.0.0.1:9\"\n"), 0o644); err != nil {
+			return "", err
+		}
+	}
+	path := filepath.Join(tmp, "config.toml")
+	return path, os.WriteFile(path, []byte(fmt.Sprintf("[registry]\nhosts_dir = %q\n", hosts)), 0o600)
+}
+
 // prepare builds the binaries and the test images into tmp.
 func prepare(tmp string) error {
 	binDir = filepath.Join(tmp, "bin")
 	if err := buildBinaries(binDir); err != nil {
 		return err
 	}
-	emptyConfig = filepath.Join(tmp, "config.toml")
-	if err := os.WriteFile(emptyConfig, nil, 0o600); err != nil {
-		return err
-	}
 	var err error
 	if busyboxRef, err = image.NormalizeRef("busybox:latest"); err != nil {
+		return err
+	}
+	if emptyConfig, err = writeOfflineConfig(tmp, busyboxRef, "berth.test"); err != nil {
 		return err
 	}
 	stopImage = "berth.test/busybox:stop"

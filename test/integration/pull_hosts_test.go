@@ -32,10 +32,14 @@ func TestPullThroughMirror(t *testing.T) {
 		t.Fatal(err)
 	}
 	ref := mirrorName + "/pause:3.10"
+	// The upstream is a dead loopback port, here and below: no test sends a
+	// DNS query or a packet off the machine.
+	upstream := deadAddress(t)
+	writeHostsFile(t, hosts, mirrorName, fmt.Sprintf("server = %q\n", "http://"+upstream))
 	_, err = d.pull(ref, nil)
-	wantCode(t, "PullImage "+ref+" before any hosts config", err, codes.Unavailable)
+	wantCode(t, "PullImage "+ref+" with no mirror configured", err, codes.Unavailable)
 
-	writeHostsFile(t, hosts, mirrorName, fmt.Sprintf(`server = "https://%s"
+	writeHostsFile(t, hosts, mirrorName, fmt.Sprintf(`server = "http://%s"
 
 [host."http://%s"]
   capabilities = ["pull", "resolve"]
@@ -43,7 +47,7 @@ func TestPullThroughMirror(t *testing.T) {
 [host."http://%s"]
   capabilities = ["pull", "resolve"]
   rewrite = { "^(.*)$" = "mirror/$1" }
-`, mirrorName, deadAddress(t), reg.Host))
+`, upstream, deadAddress(t), reg.Host))
 	// The config is re-read: no restart.
 	d.mustPull(ref, nil, p.ID)
 	img := d.imageStatus(ref)
