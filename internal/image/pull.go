@@ -5,6 +5,8 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
+	"os"
+	"strings"
 	"sync"
 	"time"
 
@@ -178,8 +180,8 @@ func authKey(opts PullOptions) string {
 	return hex.EncodeToString(sum[:])
 }
 
-func registryOptions(opts PullOptions) registry.Options {
-	ro := registry.Options{UseKeychain: opts.DockerConfig}
+func (s *Store) registryOptions(opts PullOptions) registry.Options {
+	ro := registry.Options{UseKeychain: opts.DockerConfig, LocalBlob: s.readVerifiedBlob}
 	if a := opts.Auth; a != nil {
 		ro.Credentials = &registry.Credentials{
 			Username: a.Username, Password: a.Password, Auth: a.Auth,
@@ -187,4 +189,15 @@ func registryOptions(opts PullOptions) registry.Options {
 		}
 	}
 	return ro
+}
+
+// readVerifiedBlob returns a blob of the store: blobs are verified before
+// they are renamed into place, so their content matches their name.
+func (s *Store) readVerifiedBlob(digest string) ([]byte, bool) {
+	hex, ok := strings.CutPrefix(digest, "sha256:")
+	if !ok {
+		return nil, false
+	}
+	b, err := os.ReadFile(s.blobPath(hex))
+	return b, err == nil
 }

@@ -32,7 +32,7 @@ func (s *Store) pullImage(ctx context.Context, ref string, parsed name.Reference
 		}
 	}()
 	cfg, client, slots := s.pullSettings()
-	res, err := client.Resolve(ctx, parsed, registryOptions(opts))
+	res, err := client.Resolve(ctx, parsed, s.registryOptions(opts))
 	if err != nil {
 		return Image{}, err
 	}

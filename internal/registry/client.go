@@ -36,6 +36,9 @@ type Options struct {
 	UseKeychain bool         // docker-style config.json when Credentials is nil
 	OS, Arch    string       // platform to pick from an index; default linux/GOARCH
 	Variant     string       // optional CPU variant
+	// LocalBlob, when set, returns a blob the caller already holds verified
+	// (the image store's), so that it is not fetched again.
+	LocalBlob func(digest string) ([]byte, bool)
 }
 
 // Manifest is a verified manifest or index blob.
@@ -119,9 +122,14 @@ func (c *Client) resolveOn(ctx context.Context, ep Endpoint, ref name.Reference,
 	if err := res.resolveManifest(ctx, ref, opts); err != nil {
 		return nil, err
 	}
-	cfg, err := src.readBlob(ctx, res.Manifest.Config)
-	if err != nil {
-		return nil, fmt.Errorf("config %s: %w", res.Manifest.Config.Digest, err)
+	cfg, ok := []byte(nil), false
+	if opts.LocalBlob != nil {
+		cfg, ok = opts.LocalBlob(res.Manifest.Config.Digest.String())
+	}
+	if !ok {
+		if cfg, err = src.readBlob(ctx, res.Manifest.Config); err != nil {
+			return nil, fmt.Errorf("config %s: %w", res.Manifest.Config.Digest, err)
+		}
 	}
 	res.Config = cfg
 	if len(res.Manifests) == 1 {
