@@ -5,10 +5,12 @@ BIN      := bin
 VERSION  ?= $(shell git describe --always --dirty 2>/dev/null || echo dev)
 LDFLAGS  := -s -w -X main.version=$(VERSION)
 ROOT_DIR ?= /var/lib/berth
-APT_PACKAGES := runc containernetworking-plugins busybox-static iptables iproute2 util-linux hyperfine \
-	docker-registry skopeo tar gzip
+# What berth needs to run; what its tests and benchmarks need on top (a registry to pull from,
+# skopeo for the pull floor, hyperfine).
+RUNTIME_PACKAGES := runc containernetworking-plugins busybox-static iptables iproute2 util-linux
+TEST_PACKAGES    := docker-registry skopeo tar gzip hyperfine
 
-.PHONY: help build install deps image test test-unit test-integration bench vet crictl clean
+.PHONY: help build install deps runtime-deps image test test-unit test-integration bench vet crictl clean
 
 help: ## list targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | sed 's/:.*## /\t/' | sort
@@ -16,11 +18,14 @@ help: ## list targets
 build: ## build berth, berth-monitor and berth-pause into bin/
 	CGO_ENABLED=0 $(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $(BIN)/ ./cmd/berth ./cmd/berth-monitor ./cmd/berth-pause
 
-deps: ## install the Debian packages berth and its tests need (root)
+runtime-deps: ## install the Debian packages berth needs to run (root)
 	apt-get update -qq
-	DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $(APT_PACKAGES)
+	DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $(RUNTIME_PACKAGES)
 
-install: deps build ## install the binaries into $(PREFIX)/bin and import a busybox image (root)
+deps: runtime-deps ## install the Debian packages berth and its tests need (root)
+	DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $(TEST_PACKAGES)
+
+install: runtime-deps build ## install the binaries into $(PREFIX)/bin and import a busybox image (root)
 	install -m 0755 $(BIN)/berth $(BIN)/berth-monitor $(BIN)/berth-pause $(PREFIX)/bin/
 	$(MAKE) image
 
