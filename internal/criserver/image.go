@@ -2,7 +2,6 @@ package criserver
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"strconv"
 	"strings"
@@ -58,22 +57,16 @@ func (s *Server) ImageStatus(_ context.Context, req *runtimeapi.ImageStatusReque
 }
 
 // PullImage pulls the image from its registry (through the hosts config)
-// with the request's credentials and returns the image id. When no registry
-// can be reached but the store holds the reference (imported, or pulled
-// before), that image is the answer: air-gapped nodes keep working, as they
-// would with imagePullPolicy IfNotPresent.
+// with the request's credentials and returns the image id. Like containerd,
+// it always asks the registry: kubelet calls it only when the pull policy
+// wants the registry's answer (Always, or an image not present), so an
+// unreachable registry is an error even when the store holds an older copy.
 func (s *Server) PullImage(ctx context.Context, req *runtimeapi.PullImageRequest) (*runtimeapi.PullImageResponse, error) {
 	ref := req.GetImage().GetImage()
 	if ref == "" {
 		return nil, invalidArg("image.image", "empty")
 	}
 	img, err := s.images.Pull(ctx, ref, image.PullOptions{Auth: pullAuth(req.GetAuth())})
-	if errors.Is(err, errdefs.ErrUnavailable) {
-		if local, lerr := s.images.Resolve(ref); lerr == nil {
-			s.log.Warn("registry unreachable; using the image already in the store", "image", ref, "id", local.ID, "error", err)
-			return &runtimeapi.PullImageResponse{ImageRef: local.ID}, nil
-		}
-	}
 	if err != nil {
 		return nil, err
 	}
