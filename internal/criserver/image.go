@@ -81,6 +81,7 @@ func pullAuth(a *runtimeapi.AuthConfig) *image.Auth {
 	out := &image.Auth{
 		Username: a.GetUsername(), Password: a.GetPassword(), Auth: a.GetAuth(),
 		IdentityToken: a.GetIdentityToken(), RegistryToken: a.GetRegistryToken(),
+		ServerAddress: a.GetServerAddress(),
 	}
 	if *out == (image.Auth{}) {
 		return nil

@@ -36,8 +36,9 @@
 //   - Pulls download and unpack without the store lock, each layer into its
 //     own held staging dir, and take the lock only to commit. In-process
 //     single flight: one pull per (reference, credentials), one download
-//     per layer blob; the flight runs on its own context, cancelled when
-//     every caller waiting for it has given up.
+//     per (credentials, layer blob); the flight runs on its own context,
+//     cancelled when every caller waiting for it has given up. The pull
+//     commit and Prune clear staging dirs that no live process holds.
 //   - Callers must not Remove an image whose layers are mounted; as a guard,
 //     garbage collection keeps layer dirs that appear in a live overlay mount
 //     and collects them on a later Remove.

@@ -5,14 +5,18 @@ import (
 )
 
 // Prune removes every image whose id ("sha256:<hex>") is not in inUse,
-// then the blobs and unpacked layers no remaining image references. It
-// returns the removed ids, sorted.
+// then the blobs and unpacked layers no remaining image references, and
+// the staging that interrupted pulls and imports left in tmp/ (dirs a live
+// writer holds stay). It returns the removed ids, sorted.
 func (s *Store) Prune(inUse map[string]bool) ([]string, error) {
 	unlock, err := s.lock()
 	if err != nil {
 		return nil, err
 	}
 	defer unlock()
+	if err := s.clearTmp(); err != nil {
+		return nil, err
+	}
 	recs, err := s.readRecords()
 	if err != nil {
 		return nil, err

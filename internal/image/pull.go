@@ -38,9 +38,13 @@ type PullProgress struct {
 	Total int64     // compressed bytes in all (0 = unknown)
 }
 
-// Auth carries the fields of a CRI AuthConfig.
+// Auth carries the fields of a CRI AuthConfig. The credentials go to the
+// registry's upstream endpoint only, never to its mirrors; when
+// ServerAddress is set (host[:port], a scheme and path are tolerated) only
+// to the host it names.
 type Auth struct {
 	Username, Password, Auth, IdentityToken, RegistryToken string
+	ServerAddress                                          string
 }
 
 // PullOptions are the per-pull settings.
@@ -176,7 +180,7 @@ func authKey(opts PullOptions) string {
 		return fmt.Sprintf("anonymous %t", opts.DockerConfig)
 	}
 	a := opts.Auth
-	sum := sha256.Sum256([]byte(a.Username + "\x00" + a.Password + "\x00" + a.Auth + "\x00" + a.IdentityToken + "\x00" + a.RegistryToken))
+	sum := sha256.Sum256([]byte(a.Username + "\x00" + a.Password + "\x00" + a.Auth + "\x00" + a.IdentityToken + "\x00" + a.RegistryToken + "\x00" + a.ServerAddress))
 	return hex.EncodeToString(sum[:])
 }
 
@@ -186,6 +190,7 @@ func (s *Store) registryOptions(opts PullOptions) registry.Options {
 		ro.Credentials = &registry.Credentials{
 			Username: a.Username, Password: a.Password, Auth: a.Auth,
 			IdentityToken: a.IdentityToken, RegistryToken: a.RegistryToken,
+			ServerAddress: a.ServerAddress,
 		}
 	}
 	return ro

@@ -31,6 +31,10 @@ func (s *Store) commitPull(res *registry.Resolved, rec record, layers []pulledLa
 		return err
 	}
 	defer unlock()
+	// Staging of interrupted pulls and dead processes goes now; held dirs
+	// (live pulls) stay. A failure leaves garbage, not a broken store: the
+	// next writer tries again.
+	_ = s.clearTmp()
 	for _, l := range layers {
 		if err := st.adoptLayer(l); err != nil {
 			return fmt.Errorf("layer %s: %w", l.Digest, err)

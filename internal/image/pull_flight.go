@@ -3,7 +3,12 @@ package image
 import (
 	"context"
 	"sync"
+	"time"
 )
+
+// leaveWait bounds how long the last caller to leave a flight waits for
+// it to stop and clean its staging up.
+const leaveWait = 10 * time.Second
 
 // flightGroup runs one call per key at a time and shares its result with
 // every caller that asks for the key meanwhile. The call runs under its
@@ -65,7 +70,9 @@ func (f *flight[T]) wait(ctx context.Context) (T, error) {
 }
 
 // leave drops the caller's reference: the last one cancels an unfinished
-// call, or cleans a finished one up and forgets it.
+// call, or cleans a finished one up and forgets it, and waits (at most
+// leaveWait) until the call has returned and the cleanup has run, so that
+// a pull that returns leaves no staging behind.
 func (g *flightGroup[T]) leave(key string, f *flight[T]) {
 	g.mu.Lock()
 	f.refs--
@@ -78,19 +85,32 @@ func (g *flightGroup[T]) leave(key string, f *flight[T]) {
 		return
 	}
 	f.cancel()
+	cleaned := make(chan struct{})
 	go func() {
+		defer close(cleaned)
 		<-f.done
 		if f.err == nil && f.cleanup != nil {
 			f.cleanup(f.val)
 		}
 	}()
+	timer := time.NewTimer(leaveWait)
+	defer timer.Stop()
+	select {
+	case <-cleaned:
+	case <-timer.C:
+	}
 }
 
-// progressHub fans progress events out to the callers of a flight.
+// progressHub fans progress events out to the callers of a flight. It
+// keeps the latest event of each layer (and of the image) and replays them
+// to a new subscriber, so that one who joins after the flight started
+// (the first caller included) misses no state.
 type progressHub struct {
-	mu   sync.Mutex
-	next int
-	subs map[int]func(PullProgress)
+	mu    sync.Mutex
+	next  int
+	subs  map[int]func(PullProgress)
+	last  map[string]PullProgress // by layer digest; "" the image
+	order []string                // keys of last, first seen first
 }
 
 func (h *progressHub) subscribe(fn func(PullProgress)) (unsubscribe func()) {
@@ -105,6 +125,9 @@ func (h *progressHub) subscribe(fn func(PullProgress)) (unsubscribe func()) {
 	id := h.next
 	h.next++
 	h.subs[id] = fn
+	for _, layer := range h.order {
+		fn(h.last[layer])
+	}
 	return func() {
 		h.mu.Lock()
 		delete(h.subs, id)
@@ -115,6 +138,13 @@ func (h *progressHub) subscribe(fn func(PullProgress)) (unsubscribe func()) {
 func (h *progressHub) emit(p PullProgress) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
+	if h.last == nil {
+		h.last = map[string]PullProgress{}
+	}
+	if _, seen := h.last[p.Layer]; !seen {
+		h.order = append(h.order, p.Layer)
+	}
+	h.last[p.Layer] = p
 	for _, fn := range h.subs {
 		fn(p)
 	}

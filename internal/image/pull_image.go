@@ -40,15 +40,17 @@ func (s *Store) pullImage(ctx context.Context, ref string, parsed name.Reference
 	if err := json.Unmarshal(res.Config, &ocicfg); err != nil {
 		return Image{}, fmt.Errorf("image %q: config %s: %v: %w", ref, res.Manifest.Config.Digest, err, errdefs.ErrUnavailable)
 	}
-	if len(ocicfg.RootFS.DiffIDs) != len(res.Manifest.Layers) {
-		return Image{}, fmt.Errorf("image %q: config %s: %d diff ids for %d layers: %w", ref, res.Manifest.Config.Digest, len(ocicfg.RootFS.DiffIDs), len(res.Manifest.Layers), errdefs.ErrUnavailable)
+	planned, err := planLayers(res, ocicfg)
+	if err != nil {
+		return Image{}, fmt.Errorf("image %q: %w", ref, err)
 	}
 	var total int64
 	for _, d := range res.Manifest.Layers {
 		total += d.Size
 	}
 	hub.emit(PullProgress{Ref: ref, State: PullDownloading, Total: total})
-	layers, release, err := s.pullLayers(ctx, ref, res, ocicfg, layerJob{res: res, cfg: cfg, slots: slots}, hub)
+	job := layerJob{res: res, cfg: cfg, slots: slots, auth: authKey(opts)}
+	layers, release, err := s.pullLayers(ctx, ref, planned, job, hub)
 	defer release()
 	if err != nil {
 		return Image{}, fmt.Errorf("image %q: %w", ref, err)
@@ -61,33 +63,56 @@ func (s *Store) pullImage(ctx context.Context, ref string, parsed name.Reference
 	return s.Resolve(rec.Image.ID)
 }
 
-// pullLayers gets every layer in parallel: present ones are reported as
-// such, the others joined to (or started as) layer flights. release leaves
-// the flights; call it after the commit.
-func (s *Store) pullLayers(ctx context.Context, ref string, res *registry.Resolved, cfg ocispec.Image, job layerJob, hub *progressHub) ([]pulledLayer, func(), error) {
-	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	out := make([]pulledLayer, len(res.Manifest.Layers))
-	errs := make(chan error, len(out))
-	var leaves []func()
+// maxLayers bounds the layers of a pulled image (overlayfs stacks far
+// fewer; each layer costs a flight, a goroutine and a staging dir).
+const maxLayers = 128
+
+// planLayers checks the manifest's layers against the config and computes
+// their chain ids, before any download starts.
+func planLayers(res *registry.Resolved, cfg ocispec.Image) ([]pulledLayer, error) {
+	descs := res.Manifest.Layers
+	if len(descs) > maxLayers {
+		return nil, fmt.Errorf("manifest %s: %d layers, at most %d are supported: %w", res.Digest, len(descs), maxLayers, errdefs.ErrInvalidArgument)
+	}
+	if len(cfg.RootFS.DiffIDs) != len(descs) {
+		return nil, fmt.Errorf("config %s: %d diff ids for %d layers: %w", res.Manifest.Config.Digest, len(cfg.RootFS.DiffIDs), len(descs), errdefs.ErrUnavailable)
+	}
+	out := make([]pulledLayer, len(descs))
 	chain := ""
-	for i, desc := range res.Manifest.Layers {
+	for i, desc := range descs {
 		diffID := cfg.RootFS.DiffIDs[i].String()
 		if _, err := digestHex(diffID); err != nil {
-			return nil, func() {}, fmt.Errorf("config: diff id %d: %v: %w", i, err, errdefs.ErrUnavailable)
+			return nil, fmt.Errorf("config %s: diff id %d: %v: %w", res.Manifest.Config.Digest, i, err, errdefs.ErrUnavailable)
+		}
+		if _, err := digestHex(desc.Digest.String()); err != nil {
+			return nil, fmt.Errorf("manifest %s: layer %d: %v: %w", res.Digest, i, err, errdefs.ErrUnavailable)
 		}
 		chain = chainID(chain, diffID)
 		out[i].Layer = Layer{Digest: desc.Digest.String(), DiffID: diffID, ChainID: chain, Size: desc.Size, MediaType: string(desc.MediaType)}
+	}
+	return out, nil
+}
+
+// pullLayers gets every planned layer in parallel: present ones are
+// reported as such, the others joined to (or started as) layer flights.
+// release leaves the flights; call it after the commit.
+func (s *Store) pullLayers(ctx context.Context, ref string, planned []pulledLayer, job layerJob, hub *progressHub) ([]pulledLayer, func(), error) {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	out := planned
+	errs := make(chan error, len(out))
+	var leaves []func()
+	for i := range out {
 		if s.haveLayer(out[i].Layer) {
-			hub.emit(PullProgress{Ref: ref, Layer: out[i].Digest, State: PullExists, Done: desc.Size, Total: desc.Size})
+			hub.emit(PullProgress{Ref: ref, Layer: out[i].Digest, State: PullExists, Done: out[i].Size, Total: out[i].Size})
 			errs <- nil
 			continue
 		}
-		f, leave := s.joinLayer(ref, desc, job, hub)
+		f, leave := s.joinLayer(ref, job.res.Manifest.Layers[i], job, hub)
 		leaves = append(leaves, leave)
-		go func(i int, desc v1.Descriptor) {
+		go func(i int) {
 			errs <- s.awaitLayer(ctx, ref, f, &out[i], hub)
-		}(i, desc)
+		}(i)
 	}
 	release := func() {
 		for _, leave := range leaves {
@@ -105,8 +130,9 @@ func (s *Store) pullLayers(ctx context.Context, ref string, res *registry.Resolv
 }
 
 // joinLayer joins the flight of one layer blob and forwards its progress.
+// Pulls share a layer flight only when they use the same credentials.
 func (s *Store) joinLayer(ref string, desc v1.Descriptor, job layerJob, hub *progressHub) (*flight[*stagedLayer], func()) {
-	key := desc.Digest.String()
+	key := job.auth + "\x00" + desc.Digest.String()
 	job.desc = desc
 	f := s.pull.layers.join(key, func(ctx context.Context, f *flight[*stagedLayer]) (*stagedLayer, error) {
 		job.hub = &f.hub

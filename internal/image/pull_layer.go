@@ -52,31 +52,45 @@ type layerJob struct {
 	cfg   PullConfig
 	slots chan struct{}
 	hub   *progressHub
+	auth  string // authKey of the pull: layer flights are per credentials
 }
 
 // fetchLayer stages one layer: from the store's blob when it is there
-// (another chain holds it), else downloaded and unpacked as it arrives.
+// (another chain holds it), else downloaded and unpacked as it arrives,
+// once a download slot is free (a waiting layer has no staging yet).
 func (s *Store) fetchLayer(ctx context.Context, job layerJob) (*stagedLayer, error) {
 	digest := job.desc.Digest.String()
 	hexSum, err := digestHex(digest)
 	if err != nil {
 		return nil, fmt.Errorf("layer %s: %w", digest, err)
 	}
+	if stored := s.blobPath(hexSum); fileExists(stored) {
+		return s.stageLayer(job, hexSum, func(l *stagedLayer) error { return s.unpackStoredBlob(l, stored, job) })
+	}
+	job.hub.emit(PullProgress{Layer: digest, State: PullWaiting, Total: job.desc.Size})
+	select {
+	case job.slots <- struct{}{}:
+		defer func() { <-job.slots }()
+	case <-ctx.Done():
+		return nil, fmt.Errorf("layer %s: %w", digest, context.Cause(ctx))
+	}
+	return s.stageLayer(job, hexSum, func(l *stagedLayer) error { return s.downloadLayer(ctx, l, job) })
+}
+
+// stageLayer creates the layer's held staging dir and fills it; on failure
+// the dir is removed.
+func (s *Store) stageLayer(job layerJob, hexSum string, fill func(*stagedLayer) error) (*stagedLayer, error) {
+	digest := job.desc.Digest.String()
 	st, err := newStaging(s, DefaultLimits)
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("layer %s: %w", digest, err)
 	}
 	l := &stagedLayer{st: st, digest: digest, blobHex: hexSum, size: job.desc.Size}
 	if err := os.Mkdir(l.layerPath(), 0o755); err != nil {
 		st.cleanup()
 		return nil, fmt.Errorf("layer %s: staging: %w", digest, err)
 	}
-	if stored := s.blobPath(hexSum); fileExists(stored) {
-		err = s.unpackStoredBlob(l, stored, job)
-	} else {
-		err = s.downloadLayer(ctx, l, job)
-	}
-	if err != nil {
+	if err := fill(l); err != nil {
 		st.cleanup()
 		return nil, fmt.Errorf("layer %s: %w", digest, err)
 	}
@@ -101,32 +115,32 @@ func (s *Store) unpackStoredBlob(l *stagedLayer, stored string, job layerJob) er
 	return nil
 }
 
-// downloadLayer waits for a download slot, then streams the blob into the
-// staged blob file and the unpacked dir at once, under the stall watchdog.
+// downloadLayer streams the blob into the staged blob file and the
+// unpacked dir at once, under the stall watchdog, which runs from before
+// the request: a registry that never answers moves zero bytes.
 func (s *Store) downloadLayer(ctx context.Context, l *stagedLayer, job layerJob) error {
-	job.hub.emit(PullProgress{Layer: l.digest, State: PullWaiting, Total: l.size})
-	select {
-	case job.slots <- struct{}{}:
-		defer func() { <-job.slots }()
-	case <-ctx.Done():
-		return context.Cause(ctx)
-	}
 	job.hub.emit(PullProgress{Layer: l.digest, State: PullDownloading, Total: l.size})
 	dctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
-	body, err := job.res.Blob(dctx, l.digest)
-	if err != nil {
-		return fmt.Errorf("download: %w", err)
-	}
-	defer body.Close()
-	m := &meteredReader{r: io.LimitReader(body, l.size+1), total: l.size, report: func(done int64) {
+	m := &meteredReader{total: l.size, report: func(done int64) {
 		job.hub.emit(PullProgress{Layer: l.digest, State: PullDownloading, Done: done, Total: l.size})
 	}}
 	stop := watchStall(dctx, cancel, &m.n, job.cfg.MinThroughput, job.cfg.StallWindow)
 	defer stop()
-	err = s.streamBlob(m, l)
-	if cause := context.Cause(dctx); err != nil && cause != nil && !errors.Is(cause, context.Canceled) {
-		return cause // the stall watchdog's error says why
+	body, err := job.res.Blob(dctx, l.digest)
+	if err != nil {
+		return stallCause(dctx, fmt.Errorf("download: %w", err))
+	}
+	defer body.Close()
+	m.r = io.LimitReader(body, l.size+1)
+	return stallCause(dctx, s.streamBlob(m, l))
+}
+
+// stallCause returns the stall watchdog's error (which says why) in place
+// of the error the cancellation caused.
+func stallCause(ctx context.Context, err error) error {
+	if cause := context.Cause(ctx); err != nil && cause != nil && !errors.Is(cause, context.Canceled) {
+		return cause
 	}
 	return err
 }

@@ -8,6 +8,8 @@ import (
 	"net/http"
 	"runtime"
 	"strings"
+	"sync"
+	"time"
 
 	"github.com/google/go-containerregistry/pkg/name"
 	v1 "github.com/google/go-containerregistry/pkg/v1"
@@ -19,6 +21,10 @@ import (
 
 // maxManifestSize bounds manifests, indexes and configs read into memory.
 const maxManifestSize = 4 << 20
+
+// endpointTimeout bounds the resolution of a reference (manifests and
+// config) on one endpoint, so that a hung endpoint gives way to the next.
+var endpointTimeout = 2 * time.Minute
 
 // Client resolves references and fetches blobs. It is safe for concurrent
 // use; the zero value reads no hosts files.
@@ -57,12 +63,22 @@ type Resolved struct {
 	Config    []byte      // the config blob, verified against Manifest.Config
 	Endpoint  string      // URL of the endpoint that answered
 	source    *source
+
+	// Where a blob missing on source is looked for: the pull-capable
+	// endpoints after it, connected on first use.
+	client    *Client
+	ref       name.Reference
+	opts      Options
+	fallbacks []Endpoint
+	mu        sync.Mutex
+	connected map[string]*source
 }
 
 // source is one endpoint with its authenticated transport.
 type source struct {
-	repo name.Repository
-	rt   http.RoundTripper
+	endpoint string // URL, for messages
+	repo     name.Repository
+	rt       http.RoundTripper
 }
 
 // Resolve resolves ref (as parsed by go-containerregistry) through the
@@ -81,12 +97,14 @@ func (c *Client) Resolve(ctx context.Context, ref name.Reference, opts Options) 
 	}
 	_, byDigest := ref.(name.Digest)
 	var errs []error
-	for _, ep := range eps {
+	for i, ep := range eps {
 		if !ep.Pull || (!byDigest && !ep.Resolve) {
 			continue
 		}
-		res, err := c.resolveOn(ctx, ep, ref, opts)
+		res, err := c.resolveWithin(ctx, ep, ref, opts)
 		if err == nil {
+			res.client, res.ref, res.opts = c, ref, opts
+			res.fallbacks = pullEndpoints(eps[i+1:])
 			return res, nil
 		}
 		if ctx.Err() != nil {
@@ -95,6 +113,27 @@ func (c *Client) Resolve(ctx context.Context, ref name.Reference, opts Options) 
 		errs = append(errs, fmt.Errorf("endpoint %s: %w", ep.URL(), err))
 	}
 	return nil, joinEndpointErrors(ref.String(), errs)
+}
+
+// resolveWithin resolves on one endpoint within endpointTimeout.
+func (c *Client) resolveWithin(ctx context.Context, ep Endpoint, ref name.Reference, opts Options) (*Resolved, error) {
+	ectx, cancel := context.WithTimeout(ctx, endpointTimeout)
+	defer cancel()
+	res, err := c.resolveOn(ectx, ep, ref, opts)
+	if err != nil && ctx.Err() == nil && ectx.Err() != nil {
+		return nil, fmt.Errorf("no answer within %s: %w", endpointTimeout, errdefs.ErrUnavailable)
+	}
+	return res, err
+}
+
+func pullEndpoints(eps []Endpoint) []Endpoint {
+	var out []Endpoint
+	for _, ep := range eps {
+		if ep.Pull {
+			out = append(out, ep)
+		}
+	}
+	return out
 }
 
 // joinEndpointErrors reports every endpoint's failure; the class is the
@@ -155,7 +194,7 @@ func (c *Client) connect(ctx context.Context, ep Endpoint, ref name.Reference, o
 		return nil, fmt.Errorf("host %q: %v: %w", ep.Host, err, errdefs.ErrInvalidArgument)
 	}
 	repo := reg.Repo(applyRewrites(ep.Rewrites, ref.Context().RepositoryStr()))
-	auth, err := authenticator(ctx, opts.Credentials, opts.UseKeychain, ep.Host, ref.Context().Registry)
+	auth, err := authenticator(ctx, opts, ep, ref.Context().Registry)
 	if err != nil {
 		return nil, fmt.Errorf("credentials: %v: %w", err, errdefs.ErrInvalidArgument)
 	}
@@ -163,7 +202,7 @@ func (c *Client) connect(ctx context.Context, ep Endpoint, ref name.Reference, o
 	if err != nil {
 		return nil, classify(err)
 	}
-	return &source{repo: repo, rt: wrapped}, nil
+	return &source{endpoint: ep.URL(), repo: repo, rt: wrapped}, nil
 }
 
 func (s *source) options(ctx context.Context) []remote.Option {
@@ -188,23 +227,82 @@ func (s *source) readBlob(ctx context.Context, desc v1.Descriptor) ([]byte, erro
 }
 
 // Blob opens the compressed stream of the blob digest on the endpoint that
-// resolved the image. The caller hashes what it reads; a stream whose
-// content does not match digest also fails at EOF.
+// resolved the image or, when that one does not have it, on the next
+// pull-capable endpoint that does (the content is the digest's whatever
+// host serves it). The caller hashes what it reads; a stream whose content
+// does not match digest also fails at EOF. A blob no endpoint has is
+// Unavailable: the manifest promised it.
 func (r *Resolved) Blob(ctx context.Context, digest string) (io.ReadCloser, error) {
-	return r.source.Blob(ctx, digest)
+	rc, err := r.source.Blob(ctx, digest)
+	var missing *blobMissingError
+	if !errors.As(err, &missing) || len(r.fallbacks) == 0 {
+		return rc, err
+	}
+	errs := []error{err}
+	for _, ep := range r.fallbacks {
+		src, err := r.fallbackSource(ctx, ep)
+		if err == nil {
+			if rc, err = src.Blob(ctx, digest); err == nil {
+				return rc, nil
+			}
+		}
+		if ctx.Err() != nil {
+			return nil, context.Cause(ctx)
+		}
+		errs = append(errs, fmt.Errorf("endpoint %s: %w", ep.URL(), err))
+	}
+	msgs := make([]string, 0, len(errs)-1)
+	for _, e := range errs[:len(errs)-1] {
+		msgs = append(msgs, e.Error())
+	}
+	return nil, fmt.Errorf("%s; %w", strings.Join(msgs, "; "), errs[len(errs)-1])
+}
+
+// fallbackSource connects to ep once per resolved image.
+func (r *Resolved) fallbackSource(ctx context.Context, ep Endpoint) (*source, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if src, ok := r.connected[ep.URL()]; ok {
+		return src, nil
+	}
+	cctx, cancel := context.WithTimeout(ctx, endpointTimeout)
+	defer cancel()
+	src, err := r.client.connect(cctx, ep, r.ref, r.opts)
+	if err != nil {
+		return nil, err
+	}
+	if r.connected == nil {
+		r.connected = map[string]*source{}
+	}
+	r.connected[ep.URL()] = src
+	return src, nil
 }
 
 func (s *source) Blob(ctx context.Context, digest string) (io.ReadCloser, error) {
 	l, err := remote.Layer(s.repo.Digest(digest), s.options(ctx)...)
-	if err != nil {
-		return nil, classify(err)
+	if err == nil {
+		var rc io.ReadCloser
+		if rc, err = l.Compressed(); err == nil {
+			return &classifyingReader{rc: rc}, nil
+		}
 	}
-	rc, err := l.Compressed()
-	if err != nil {
-		return nil, classify(err)
+	classified := classify(err)
+	if errors.Is(classified, errdefs.ErrNotFound) {
+		return nil, &blobMissingError{digest: digest, endpoint: s.endpoint, detail: oneLine(err.Error())}
 	}
-	return &classifyingReader{rc: rc}, nil
+	return nil, classified
 }
+
+// blobMissingError is a blob a manifest names that its endpoint does not
+// serve: the endpoint is incomplete (a partial mirror), not the image
+// unknown, hence Unavailable.
+type blobMissingError struct{ digest, endpoint, detail string }
+
+func (e *blobMissingError) Error() string {
+	return fmt.Sprintf("blob %s missing on endpoint %s: %s", e.digest, e.endpoint, e.detail)
+}
+
+func (e *blobMissingError) Unwrap() error { return errdefs.ErrUnavailable }
 
 // classifyingReader gives read errors their class.
 type classifyingReader struct{ rc io.ReadCloser }

@@ -18,5 +18,12 @@
 //     image NotFound, a bad reference or hosts file InvalidArgument, and
 //     network, TLS, timeouts and bad content Unavailable.
 //   - Blob bodies are returned unverified-by-us but checked by the caller
-//     (internal/image hashes every byte it keeps).
+//     (internal/image hashes every byte it keeps); so a blob missing on the
+//     endpoint that resolved the image may come from the next ones.
+//   - Explicit (CRI) credentials go to the upstream endpoint only, and only
+//     to the host their server address names when they have one; a mirror
+//     gets at most the config.json entry of its own host.
+//   - Nothing waits forever: connections, TLS handshakes and response
+//     headers have timeouts, resolution is bounded per endpoint, and
+//     manifest bodies are bounded as they are read.
 package registry

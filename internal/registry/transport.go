@@ -4,12 +4,23 @@ import (
 	"crypto/tls"
 	"crypto/x509"
 	"fmt"
+	"io"
+	"net"
 	"net/http"
 	"os"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/berth-dev/berth/internal/errdefs"
+)
+
+// Network timeouts of every registry connection. A body that stops
+// arriving is the download's stall watchdog's business (internal/image).
+const (
+	dialTimeout           = 30 * time.Second
+	tlsHandshakeTimeout   = 10 * time.Second
+	responseHeaderTimeout = 30 * time.Second
 )
 
 // transports keeps one *http.Transport per TLS setting, so connections to
@@ -43,6 +54,9 @@ func (t *transports) base(ep Endpoint) (*http.Transport, error) {
 	tr := http.DefaultTransport.(*http.Transport).Clone()
 	tr.TLSClientConfig = tlsConfig
 	tr.MaxIdleConnsPerHost = 16
+	tr.DialContext = (&net.Dialer{Timeout: dialTimeout, KeepAlive: 30 * time.Second}).DialContext
+	tr.TLSHandshakeTimeout = tlsHandshakeTimeout
+	tr.ResponseHeaderTimeout = responseHeaderTimeout
 	if t.byKey == nil {
 		t.byKey = map[string]*http.Transport{}
 	}
@@ -73,8 +87,9 @@ func tlsConfigFor(ep Endpoint) (*tls.Config, error) {
 }
 
 // endpointTransport sends requests for the endpoint's host with its scheme
-// and maps the "/v2" API root onto its configured path. Requests to other
-// hosts (token servers, blob redirects) pass unchanged.
+// and maps the "/v2" API root onto its configured path; the body of a
+// manifest response is bounded to maxManifestSize. Requests to other hosts
+// (token servers, blob redirects) pass unchanged.
 type endpointTransport struct {
 	ep   Endpoint
 	base http.RoundTripper
@@ -90,5 +105,34 @@ func (t *endpointTransport) RoundTrip(req *http.Request) (*http.Response, error)
 		out.URL.Path = t.ep.APIPath + rest
 		out.URL.RawPath = ""
 	}
-	return t.base.RoundTrip(out)
+	resp, err := t.base.RoundTrip(out)
+	if err != nil || out.Method != http.MethodGet || !strings.Contains(out.URL.Path, "/manifests/") {
+		return resp, err
+	}
+	if resp.ContentLength > maxManifestSize {
+		resp.Body.Close()
+		return nil, fmt.Errorf("manifest: Content-Length %d: larger than %d bytes: %w", resp.ContentLength, maxManifestSize, errdefs.ErrUnavailable)
+	}
+	resp.Body = &boundedBody{rc: resp.Body, left: maxManifestSize}
+	return resp, nil
 }
+
+// boundedBody fails the read that goes past left bytes.
+type boundedBody struct {
+	rc   io.ReadCloser
+	left int64
+}
+
+func (b *boundedBody) Read(p []byte) (int, error) {
+	if int64(len(p)) > b.left+1 {
+		p = p[:b.left+1]
+	}
+	n, err := b.rc.Read(p)
+	b.left -= int64(n)
+	if b.left < 0 {
+		return 0, fmt.Errorf("manifest: larger than %d bytes: %w", maxManifestSize, errdefs.ErrUnavailable)
+	}
+	return n, err
+}
+
+func (b *boundedBody) Close() error { return b.rc.Close() }
