@@ -19,7 +19,9 @@ import (
 	"github.com/berth-dev/berth/internal/config"
 	"github.com/berth-dev/berth/internal/criserver"
 	"github.com/berth-dev/berth/internal/image"
+	"github.com/berth-dev/berth/internal/network"
 	"github.com/berth-dev/berth/internal/pod"
+	"github.com/berth-dev/berth/internal/stream"
 )
 
 func newServeCommand(opts *globalOptions) *cobra.Command {
@@ -60,9 +62,22 @@ func serve(ctx context.Context, cfg config.Config) error {
 		return err
 	}
 	defer deps.pods.Close()
+	streams, err := stream.Listen(stream.Config{
+		Address: cfg.Stream.Address, Containers: deps.pods, Sandboxes: deps.pods, Dial: network.DialInNamespace,
+	})
+	if err != nil {
+		return err
+	}
+	defer streams.Close()
+	go func() {
+		if err := streams.Serve(); err != nil {
+			log.Error("stream server", "error", err)
+		}
+	}()
 	srv := criserver.New(criserver.Config{
 		Sandboxes: deps.pods, Containers: deps.pods, Images: deps.images, Network: deps.network,
 		Version: version, Logger: log,
+		Stats: deps.pods, Events: deps.pods, Exec: deps.pods, Streaming: streams,
 	})
 	lis, err := listen(cfg.Socket)
 	if err != nil {
@@ -72,7 +87,7 @@ func serve(ctx context.Context, cfg config.Config) error {
 	srv.Register(g)
 	served := make(chan error, 1)
 	go func() { served <- g.Serve(lis) }()
-	log.Info("berth serving; recovering state", "socket", cfg.Socket, "version", version)
+	log.Info("berth serving; recovering state", "socket", cfg.Socket, "stream", streams.Addr(), "version", version)
 	if err := deps.pods.Recover(ctx); err != nil {
 		g.Stop()
 		return err

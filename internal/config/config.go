@@ -37,6 +37,8 @@ const (
 	DefaultMaxConcurrentDownloads = 3
 	DefaultMinThroughput          = 1024
 	DefaultStallWindow            = "60s"
+
+	DefaultStreamAddress = "127.0.0.1:0"
 )
 
 // DefaultCNIBinDirs are the directories searched for CNI plugins by default.
@@ -56,6 +58,12 @@ type Config struct {
 	CgroupDriver string   `toml:"cgroup_driver"` // only "cgroupfs" is supported; default cgroupfs
 	CNI          CNI      `toml:"cni"`
 	Registry     Registry `toml:"registry"`
+	Stream       Stream   `toml:"stream"`
+}
+
+// Stream configures the streaming server of exec, attach and port-forward.
+type Stream struct {
+	Address string `toml:"address"` // ip:port; port 0 picks a free one; default 127.0.0.1:0
 }
 
 // Registry configures image pulls.
@@ -115,6 +123,7 @@ func (c *Config) ApplyDefaults() {
 		c.Registry.MinThroughput = DefaultMinThroughput
 	}
 	setDefault(&c.Registry.StallWindow, DefaultStallWindow)
+	setDefault(&c.Stream.Address, DefaultStreamAddress)
 }
 
 func setDefault(field *string, value string) {

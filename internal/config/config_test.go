@@ -47,6 +47,7 @@ func TestDefault(t *testing.T) {
 			MinThroughput:          1024,
 			StallWindow:            "60s",
 		},
+		Stream: Stream{Address: "127.0.0.1:0"},
 	}
 	if !reflect.DeepEqual(c, want) {
 		t.Errorf("Default() = %+v\nwant %+v", c, want)
@@ -141,17 +142,17 @@ func TestLoadExplicitSocketKept(t *testing.T) {
 }
 
 func TestLoadUnknownKeys(t *testing.T) {
-	path := writeConfig(t, "rootdir = \"/x\"\n[cni]\nconfdir = \"/y\"\n[stream]\nport = 1\n")
+	path := writeConfig(t, "rootdir = \"/x\"\n[cni]\nconfdir = \"/y\"\n[streams]\nport = 1\n")
 	_, err := Load(path, true)
 	if !errors.Is(err, errdefs.ErrInvalidArgument) {
 		t.Fatalf("err = %v, want InvalidArgument", err)
 	}
-	for _, want := range []string{path, `"rootdir"`, `"cni.confdir"`, `"stream"`} {
+	for _, want := range []string{path, `"rootdir"`, `"cni.confdir"`, `"streams"`} {
 		if !strings.Contains(err.Error(), want) {
 			t.Errorf("error %q does not mention %s", err, want)
 		}
 	}
-	if strings.Contains(err.Error(), "stream.port") {
+	if strings.Contains(err.Error(), "streams.port") {
 		t.Errorf("error %q lists a key inside an unknown table", err)
 	}
 }
@@ -252,5 +253,27 @@ func TestRegistryValidation(t *testing.T) {
 	}
 	if c.Registry.StallWindowDuration() != 2*time.Minute || c.Registry.MinThroughput != 10 || c.Registry.MaxConcurrentDownloads != 3 {
 		t.Errorf("registry = %+v", c.Registry)
+	}
+}
+
+func TestStreamAddressValidation(t *testing.T) {
+	for name, addr := range map[string]string{
+		"no port":   "127.0.0.1",
+		"host name": "localhost:1234",
+		"bad port":  "127.0.0.1:70000",
+	} {
+		t.Run(name, func(t *testing.T) {
+			_, err := Load(writeConfig(t, "[stream]\naddress = \""+addr+"\"\n"), true)
+			if !errors.Is(err, errdefs.ErrInvalidArgument) || !strings.Contains(err.Error(), "stream.address") {
+				t.Errorf("err = %v, want InvalidArgument naming stream.address", err)
+			}
+		})
+	}
+	c, err := Load(writeConfig(t, "[stream]\naddress = \"127.0.0.1:10010\"\n"), true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.Stream.Address != "127.0.0.1:10010" {
+		t.Errorf("stream address = %q", c.Stream.Address)
 	}
 }

@@ -2,9 +2,11 @@ package config
 
 import (
 	"fmt"
+	"net"
 	"net/netip"
 	"path/filepath"
 	"regexp"
+	"strconv"
 	"strings"
 	"time"
 
@@ -37,6 +39,7 @@ func (c Config) Validate() error {
 		subnet(c.CNI.DefaultSubnet),
 		absolutePath("registry.hosts_dir", c.Registry.HostsDir),
 		registry(c.Registry),
+		streamAddress(c.Stream.Address),
 	}
 	return joinErrors(errs)
 }
@@ -137,6 +140,22 @@ func registry(r Registry) error {
 	d, err := time.ParseDuration(r.StallWindow)
 	if err != nil || d < time.Second {
 		return invalid("registry.stall_window", "%q: want a duration of at least 1s, like \"60s\" or \"2m\"", r.StallWindow)
+	}
+	return nil
+}
+
+// streamAddress must be an IP literal and a port: the streaming server
+// listens on it and builds its URLs from it.
+func streamAddress(addr string) error {
+	host, port, err := net.SplitHostPort(addr)
+	if err != nil {
+		return invalid("stream.address", "%q: %v", addr, err)
+	}
+	if net.ParseIP(host) == nil {
+		return invalid("stream.address", "%q: host must be an IP address", addr)
+	}
+	if n, err := strconv.Atoi(port); err != nil || n < 0 || n > 65535 {
+		return invalid("stream.address", "%q: port must be 0-65535", addr)
 	}
 	return nil
 }

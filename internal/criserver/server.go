@@ -64,6 +64,15 @@ type Config struct {
 	Network    Network
 	Version    string
 	Logger     *slog.Logger
+	// Stats samples usage and Events streams lifecycle events. When nil,
+	// those RPCs answer Unimplemented.
+	Stats  Stats
+	Events Events
+
+	// Exec runs ExecSync; Streaming answers Exec, Attach and PortForward.
+	// When nil, those RPCs answer Unimplemented.
+	Exec      Exec
+	Streaming Streaming
 }
 
 // Server implements the CRI RuntimeService and ImageService.
@@ -75,6 +84,10 @@ type Server struct {
 	containers Containers
 	images     Images
 	network    Network
+	stats      Stats
+	events     Events
+	exec       Exec
+	streaming  Streaming
 	version    string
 	log        *slog.Logger
 	ready      atomic.Bool
@@ -88,6 +101,8 @@ func New(cfg Config) *Server {
 	return &Server{
 		sandboxes: cfg.Sandboxes, containers: cfg.Containers, images: cfg.Images,
 		network: cfg.Network, version: cfg.Version, log: cfg.Logger,
+		stats: cfg.Stats, events: cfg.Events,
+		exec: cfg.Exec, streaming: cfg.Streaming,
 	}
 }
 

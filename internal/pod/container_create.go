@@ -78,6 +78,7 @@ func (s *Service) CreateContainer(ctx context.Context, sandboxID string, cfg *ru
 		return "", err
 	}
 	s.addContainer(rec)
+	s.containerCreated(rec.ID)
 	s.log.Debug("container created", "id", rec.ID, "name", rec.Name,
 		"bundle", bundled.Sub(started), "runcCreate", time.Since(bundled))
 	return rec.ID, nil

@@ -36,6 +36,7 @@ func (s *Service) StartContainer(ctx context.Context, id string) error {
 	if rec.State != ContainerCreated {
 		return fmt.Errorf("container %s is %s, not created: %w", rec.ID, rec.State, errdefs.ErrFailedPrecondition)
 	}
+	defer s.containerStarting(e)()
 	sb, err := s.findSandbox(rec.SandboxID)
 	if err != nil {
 		return fmt.Errorf("container %s: %w", rec.ID, err)
@@ -162,6 +163,7 @@ func (s *Service) removeContainerEntry(ctx context.Context, e *containerEntry) e
 	s.mu.Unlock()
 	s.containerIDs.Delete(rec.ID)
 	s.containerNames.ReleaseByKey(rec.ID)
+	s.containerDeleted(rec)
 	return nil
 }
 

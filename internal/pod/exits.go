@@ -105,6 +105,7 @@ func (s *Service) handleExitFile(id string) {
 			}); err != nil {
 				s.log.Error("sandbox record", "id", id, "error", err)
 			}
+			s.sandboxMaybeStopped(sb)
 		}
 	}
 }
@@ -148,6 +149,7 @@ func (s *Service) applyExit(e *containerEntry, x *monitor.ExitRecord, reason str
 	}
 	if applied {
 		close(e.exited)
+		s.containerStopped(e)
 		s.log.Info("container exited", "id", x.ID, "exitCode", x.ExitCode, "reason", reason)
 	}
 }

@@ -67,6 +67,7 @@ func (s *Service) RunSandbox(ctx context.Context, cfg *runtimeapi.PodSandboxConf
 		return "", err
 	}
 	s.addSandbox(rec)
+	s.sandboxStarted(rec.ID)
 	s.log.Info("pod sandbox ready", "id", rec.ID, "name", rec.Name, "ips", rec.IPs, "duration", time.Since(started))
 	return rec.ID, nil
 }

@@ -56,6 +56,7 @@ func (s *Service) sandboxKnown(e *sandboxEntry) bool {
 }
 
 func (s *Service) stopSandboxLocked(ctx context.Context, e *sandboxEntry) error {
+	defer s.sandboxMaybeStopped(e)
 	rec := e.snapshot()
 	for _, c := range s.containersOf(rec.ID) {
 		c.op.Lock()
@@ -106,6 +107,7 @@ func (s *Service) RemoveSandbox(ctx context.Context, id string) error {
 		return fmt.Errorf("pod sandbox %s: %w", rec.ID, err)
 	}
 	s.forgetSandbox(&rec)
+	s.sandboxDeleted(rec)
 	s.log.Info("pod sandbox removed", "id", rec.ID, "name", rec.Name)
 	return nil
 }

@@ -11,6 +11,7 @@ import (
 	"sync"
 	"sync/atomic"
 
+	"github.com/berth-dev/berth/internal/cgroupstats"
 	"github.com/berth-dev/berth/internal/errdefs"
 	"github.com/berth-dev/berth/internal/image"
 	"github.com/berth-dev/berth/internal/network"
@@ -66,6 +67,9 @@ type Service struct {
 	oomScoreAdjMin int
 	oomClampLogged atomic.Bool
 	exitWatcher    *exitWatcher
+	events         EventBroker
+	starts         eventOrder
+	cpuRates       cgroupstats.RateTracker
 }
 
 // sandboxEntry holds one sandbox record. op serializes lifecycle operations;

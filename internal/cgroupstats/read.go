@@ -1,0 +1,154 @@
+package cgroupstats
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/containerd/cgroups/v3"
+	"github.com/containerd/cgroups/v3/cgroup1"
+	v1 "github.com/containerd/cgroups/v3/cgroup1/stats"
+	"github.com/containerd/cgroups/v3/cgroup2"
+	v2 "github.com/containerd/cgroups/v3/cgroup2/stats"
+
+	"github.com/berth-dev/berth/internal/errdefs"
+)
+
+// Sample is the usage of one cgroup at one moment.
+type Sample struct {
+	Time               time.Time
+	CPUUsageNanos      uint64 // cumulative CPU time of every task, in ns
+	MemoryUsage        uint64 // bytes, page cache included
+	MemoryWorkingSet   uint64 // usage minus inactive file pages
+	MemoryRSS          uint64 // anonymous memory
+	PageFaults         uint64
+	MajorPageFaults    uint64
+	Pids               uint64 // tasks in the cgroup now
+	MemoryInactiveFile uint64 // inactive file pages (reclaimable page cache)
+}
+
+// Reader reads cgroups below a cgroupfs root.
+type Reader struct {
+	// Root is the cgroupfs mount: /sys/fs/cgroup when empty. Under v1 it
+	// holds one directory per controller (cpuacct, memory, pids).
+	Root string
+	// Unified selects cgroup v2; the zero Reader detects the host's mode.
+	Unified bool
+}
+
+// Host returns a Reader for this host's cgroup mode: v2 only when the host
+// runs the unified hierarchy alone (hybrid hosts keep their controllers in v1).
+func Host() Reader {
+	return Reader{Root: "/sys/fs/cgroup", Unified: cgroups.Mode() == cgroups.Unified}
+}
+
+func (r Reader) root() string {
+	if r.Root == "" {
+		return "/sys/fs/cgroup"
+	}
+	return r.Root
+}
+
+// Read samples the cgroup at path (a cgroupsPath such as /kubepods/pod1/c1).
+func (r Reader) Read(path string) (Sample, error) {
+	if !filepath.IsAbs(path) {
+		path = "/" + path
+	}
+	now := time.Now()
+	var s Sample
+	var err error
+	if r.Unified {
+		s, err = r.readV2(path)
+	} else {
+		s, err = r.readV1(path)
+	}
+	if err != nil {
+		return Sample{}, fmt.Errorf("cgroup %s: %w", path, err)
+	}
+	s.Time = now
+	return s, nil
+}
+
+func (r Reader) readV2(path string) (Sample, error) {
+	if _, err := os.Stat(filepath.Join(r.root(), path)); err != nil {
+		return Sample{}, notFound(err)
+	}
+	m, err := cgroup2.Load(path, cgroup2.WithMountpoint(r.root()))
+	if err != nil {
+		return Sample{}, err
+	}
+	st, err := m.StatFiltered(cgroup2.StatCPU | cgroup2.StatMemory | cgroup2.StatPids)
+	if err != nil {
+		return Sample{}, notFound(err)
+	}
+	return fromV2(st), nil
+}
+
+func fromV2(st *v2.Metrics) Sample {
+	var s Sample
+	if cpu := st.GetCPU(); cpu != nil {
+		s.CPUUsageNanos = cpu.GetUsageUsec() * 1000
+	}
+	if mem := st.GetMemory(); mem != nil {
+		s.MemoryUsage = mem.GetUsage()
+		s.MemoryInactiveFile = mem.GetInactiveFile()
+		s.MemoryWorkingSet = workingSet(s.MemoryUsage, s.MemoryInactiveFile)
+		s.MemoryRSS = mem.GetAnon()
+		s.PageFaults = mem.GetPgfault()
+		s.MajorPageFaults = mem.GetPgmajfault()
+	}
+	s.Pids = st.GetPids().GetCurrent()
+	return s
+}
+
+func (r Reader) readV1(path string) (Sample, error) {
+	root := r.root()
+	hierarchy := func() ([]cgroup1.Subsystem, error) {
+		return []cgroup1.Subsystem{
+			cgroup1.NewCpuacct(root),
+			cgroup1.NewMemory(root),
+			cgroup1.NewPids(root),
+		}, nil
+	}
+	cg, err := cgroup1.Load(cgroup1.StaticPath(path), cgroup1.WithHierarchy(hierarchy))
+	if err != nil {
+		return Sample{}, notFound(err)
+	}
+	st, err := cg.Stat(cgroup1.IgnoreNotExist)
+	if err != nil {
+		return Sample{}, notFound(err)
+	}
+	return fromV1(st), nil
+}
+
+func fromV1(st *v1.Metrics) Sample {
+	var s Sample
+	s.CPUUsageNanos = st.GetCPU().GetUsage().GetTotal()
+	if mem := st.GetMemory(); mem != nil {
+		s.MemoryUsage = mem.GetUsage().GetUsage()
+		s.MemoryInactiveFile = mem.GetTotalInactiveFile()
+		s.MemoryWorkingSet = workingSet(s.MemoryUsage, s.MemoryInactiveFile)
+		s.MemoryRSS = mem.GetTotalRSS()
+		s.PageFaults = mem.GetTotalPgFault()
+		s.MajorPageFaults = mem.GetTotalPgMajFault()
+	}
+	s.Pids = st.GetPids().GetCurrent()
+	return s
+}
+
+// workingSet is usage minus inactive file pages, as kubelet evicts by it.
+func workingSet(usage, inactiveFile uint64) uint64 {
+	if inactiveFile >= usage {
+		return 0
+	}
+	return usage - inactiveFile
+}
+
+func notFound(err error) error {
+	if errors.Is(err, os.ErrNotExist) || errors.Is(err, cgroup1.ErrCgroupDeleted) {
+		return fmt.Errorf("%w: %w", errdefs.ErrNotFound, err)
+	}
+	return err
+}

@@ -1,0 +1,120 @@
+package cgroupstats
+
+import (
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/berth-dev/berth/internal/errdefs"
+)
+
+func writeFiles(t *testing.T, dir string, files map[string]string) {
+	t.Helper()
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for name, body := range files {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(body), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+func TestReadV2FakeTree(t *testing.T) {
+	root := t.TempDir()
+	writeFiles(t, filepath.Join(root, "kubepods", "pod1", "c1"), map[string]string{
+		"cpu.stat":       "usage_usec 2500\nuser_usec 2000\nsystem_usec 500\n",
+		"memory.current": "10485760\n",
+		"memory.stat":    "anon 4194304\nfile 6291456\ninactive_file 2097152\nactive_file 4194304\npgfault 77\npgmajfault 3\n",
+		"pids.current":   "4\n",
+		"pids.max":       "max\n",
+	})
+	s, err := Reader{Root: root, Unified: true}.Read("/kubepods/pod1/c1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := Sample{
+		Time: s.Time, CPUUsageNanos: 2_500_000, MemoryUsage: 10485760, MemoryWorkingSet: 10485760 - 2097152,
+		MemoryRSS: 4194304, PageFaults: 77, MajorPageFaults: 3, Pids: 4, MemoryInactiveFile: 2097152,
+	}
+	if s != want {
+		t.Errorf("sample = %+v\nwant     %+v", s, want)
+	}
+	if s.Time.IsZero() {
+		t.Error("sample has no time")
+	}
+}
+
+func TestReadV2MissingCgroupIsNotFound(t *testing.T) {
+	_, err := Reader{Root: t.TempDir(), Unified: true}.Read("/gone")
+	if !errors.Is(err, errdefs.ErrNotFound) {
+		t.Fatalf("err = %v, want ErrNotFound", err)
+	}
+}
+
+func TestReadV1MissingCgroupIsNotFound(t *testing.T) {
+	root := t.TempDir()
+	for _, c := range []string{"cpuacct", "memory", "pids"} {
+		writeFiles(t, filepath.Join(root, c), nil)
+	}
+	_, err := Reader{Root: root}.Read("/gone-" + strconv.Itoa(rand.IntN(1e9)))
+	if !errors.Is(err, errdefs.ErrNotFound) {
+		t.Fatalf("err = %v, want ErrNotFound", err)
+	}
+}
+
+func TestWorkingSetNeverNegative(t *testing.T) {
+	cases := []struct{ usage, inactive, want uint64 }{{100, 30, 70}, {100, 100, 0}, {10, 30, 0}, {0, 0, 0}}
+	for _, c := range cases {
+		if got := workingSet(c.usage, c.inactive); got != c.want {
+			t.Errorf("workingSet(%d, %d) = %d, want %d", c.usage, c.inactive, got, c.want)
+		}
+	}
+}
+
+// TestReadV1Host reads a real cgroup v1 holding one sleeping process.
+func TestReadV1Host(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("needs root")
+	}
+	if Host().Unified {
+		t.Skip("host runs cgroup v2 only")
+	}
+	rel := fmt.Sprintf("/berth-cgroupstats-test-%d", rand.IntN(1e9))
+	cmd := exec.Command("/bin/busybox", "sleep", "30")
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
+	for _, c := range []string{"cpuacct", "memory", "pids"} {
+		dir := filepath.Join("/sys/fs/cgroup", c, rel)
+		if err := os.Mkdir(dir, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() {
+			_ = os.WriteFile(filepath.Join("/sys/fs/cgroup", c, "cgroup.procs"), []byte(strconv.Itoa(cmd.Process.Pid)), 0o644)
+			for i := 0; i < 50 && os.Remove(dir) != nil; i++ {
+				time.Sleep(20 * time.Millisecond)
+			}
+		})
+		if err := os.WriteFile(filepath.Join(dir, "cgroup.procs"), []byte(strconv.Itoa(cmd.Process.Pid)), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	s, err := Host().Read(rel)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s.Pids != 1 {
+		t.Errorf("pids = %d, want 1", s.Pids)
+	}
+	if s.MemoryWorkingSet > s.MemoryUsage {
+		t.Errorf("working set %d > usage %d", s.MemoryWorkingSet, s.MemoryUsage)
+	}
+}

@@ -1,0 +1,105 @@
+package network
+
+import (
+	"bufio"
+	"fmt"
+	"io"
+	"os"
+	"runtime"
+	"strconv"
+	"strings"
+
+	"golang.org/x/sys/unix"
+)
+
+// InterfaceCounters are the cumulative traffic counters of one network
+// interface, as the kernel reports them in /proc/net/dev.
+type InterfaceCounters struct {
+	Name     string
+	RxBytes  uint64
+	RxErrors uint64
+	TxBytes  uint64
+	TxErrors uint64
+}
+
+// InterfaceStats reads the counters of every interface in the network
+// namespace pinned at netnsPath. It enters the namespace on a thread of its
+// own, which is discarded if it cannot return to the host namespace.
+func InterfaceStats(netnsPath string) ([]InterfaceCounters, error) {
+	type result struct {
+		counters []InterfaceCounters
+		err      error
+	}
+	done := make(chan result, 1)
+	go func() {
+		runtime.LockOSThread() // never unlocked on failure: the thread dies with the goroutine
+		counters, err, restored := readNetDevIn(netnsPath)
+		if restored {
+			runtime.UnlockOSThread()
+		}
+		done <- result{counters, err}
+	}()
+	r := <-done
+	if r.err != nil {
+		return nil, fmt.Errorf("netns %s: interface counters: %w", netnsPath, r.err)
+	}
+	return r.counters, nil
+}
+
+// readNetDevIn switches the locked thread into the namespace, reads its
+// /proc/net/dev and switches back; restored reports the thread is clean.
+func readNetDevIn(netnsPath string) (_ []InterfaceCounters, _ error, restored bool) {
+	own, err := os.Open("/proc/thread-self/ns/net")
+	if err != nil {
+		return nil, err, true
+	}
+	defer own.Close()
+	target, err := os.Open(netnsPath)
+	if err != nil {
+		return nil, err, true
+	}
+	defer target.Close()
+	if err := unix.Setns(int(target.Fd()), unix.CLONE_NEWNET); err != nil {
+		return nil, fmt.Errorf("setns: %w", err), true
+	}
+	f, err := os.Open("/proc/thread-self/net/dev")
+	var counters []InterfaceCounters
+	if err == nil {
+		counters, err = ParseNetDev(f)
+		f.Close()
+	}
+	if serr := unix.Setns(int(own.Fd()), unix.CLONE_NEWNET); serr != nil {
+		return nil, fmt.Errorf("setns back to the host: %w", serr), false
+	}
+	return counters, err, true
+}
+
+// ParseNetDev parses the /proc/net/dev format: two header lines, then
+// "name: rx_bytes rx_packets rx_errs ... tx_bytes tx_packets tx_errs ...".
+func ParseNetDev(r io.Reader) ([]InterfaceCounters, error) {
+	var out []InterfaceCounters
+	sc := bufio.NewScanner(r)
+	for line := 0; sc.Scan(); line++ {
+		if line < 2 {
+			continue
+		}
+		name, rest, ok := strings.Cut(sc.Text(), ":")
+		if !ok {
+			return nil, fmt.Errorf("net/dev line %d: no interface name", line+1)
+		}
+		fields := strings.Fields(rest)
+		if len(fields) < 16 {
+			return nil, fmt.Errorf("net/dev line %d: %d fields, want 16", line+1, len(fields))
+		}
+		var v [4]uint64
+		for i, idx := range []int{0, 2, 8, 10} {
+			n, err := strconv.ParseUint(fields[idx], 10, 64)
+			if err != nil {
+				return nil, fmt.Errorf("net/dev line %d: field %d: %w", line+1, idx+1, err)
+			}
+			v[i] = n
+		}
+		out = append(out, InterfaceCounters{Name: strings.TrimSpace(name), RxBytes: v[0], RxErrors: v[1], TxBytes: v[2], TxErrors: v[3]})
+	}
+	return out, sc.Err()
+}
