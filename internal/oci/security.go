@@ -6,6 +6,7 @@ import (
 
 	"github.com/berth-dev/berth/internal/errdefs"
 	specs "github.com/opencontainers/runtime-spec/specs-go"
+	"golang.org/x/sys/unix"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 )
 
@@ -43,12 +44,12 @@ var (
 )
 
 // containerCapabilities computes the capability sets. Privileged gets every
-// capability. Otherwise the default set with, in this order: add "ALL",
+// capability the host's bounding set holds. Otherwise the default set with, in this order: add "ALL",
 // drop "ALL", the named adds, the named drops (so drop ALL + add X gives
 // only X, and add ALL + drop X all but X). Ambient adds go into every set.
 func containerCapabilities(sc *runtimeapi.LinuxContainerSecurityContext) (*specs.LinuxCapabilities, error) {
 	if sc.GetPrivileged() {
-		return capabilitySets(allCapabilities, nil), nil
+		return capabilitySets(hostCapabilities(), nil), nil
 	}
 	requested := sc.GetCapabilities()
 	adds, addAll, err := normalizeCapabilities("add_capabilities", requested.GetAddCapabilities())
@@ -68,7 +69,7 @@ func containerCapabilities(sc *runtimeapi.LinuxContainerSecurityContext) (*specs
 	}
 	set := capabilitySet(DefaultCapabilities)
 	if addAll {
-		set = capabilitySet(allCapabilities)
+		set = capabilitySet(hostCapabilities())
 	}
 	if dropAll {
 		set = map[string]bool{}
@@ -80,6 +81,19 @@ func containerCapabilities(sc *runtimeapi.LinuxContainerSecurityContext) (*specs
 		delete(set, c)
 	}
 	return capabilitySets(orderedCapabilities(set), orderedCapabilities(capabilitySet(ambient))), nil
+}
+
+// hostCapabilities is allCapabilities limited to berth's own bounding set:
+// what "ALL" and privileged can actually grant (runc refuses a set beyond
+// it, e.g. on hosts that drop CAP_SYS_RESOURCE from every process).
+func hostCapabilities() []string {
+	var caps []string
+	for i, c := range allCapabilities {
+		if held, err := unix.PrctlRetInt(unix.PR_CAPBSET_READ, uintptr(i), 0, 0, 0); err == nil && held == 1 {
+			caps = append(caps, c)
+		}
+	}
+	return caps
 }
 
 func capabilitySets(caps, ambient []string) *specs.LinuxCapabilities {
@@ -141,43 +155,4 @@ func maskedAndReadonlyPaths(sc *runtimeapi.LinuxContainerSecurityContext) (maske
 		readonly = sc.GetReadonlyPaths()
 	}
 	return append([]string(nil), masked...), append([]string(nil), readonly...)
-}
-
-// annotateUnappliedProfiles records requested seccomp and AppArmor profiles
-// that berth does not apply yet, so nothing is dropped silently.
-//
-// Seccomp hook: RuntimeDefault and Localhost profiles come with the
-// security-context work; until then the container runs without a seccomp
-// filter and AnnotationUnappliedSeccomp names what was asked. Unconfined
-// (and no profile at all) needs nothing. Privileged containers never get
-// a profile, so nothing is recorded for them.
-func annotateUnappliedProfiles(annotations map[string]string, sc *runtimeapi.LinuxContainerSecurityContext) {
-	if sc.GetPrivileged() {
-		return
-	}
-	if name := profileName(sc.GetSeccomp(), sc.GetSeccompProfilePath()); name != "" {
-		annotations[AnnotationUnappliedSeccomp] = name
-	}
-	if name := profileName(sc.GetApparmor(), sc.GetApparmorProfile()); name != "" {
-		annotations[AnnotationUnappliedAppArmor] = name
-	}
-}
-
-// profileName is "runtime/default" or "localhost/<ref>" for a profile that
-// confines, "" for unconfined or none.
-func profileName(profile *runtimeapi.SecurityProfile, legacy string) string {
-	if profile == nil {
-		if legacy == "" || legacy == "unconfined" {
-			return ""
-		}
-		return legacy
-	}
-	switch profile.GetProfileType() {
-	case runtimeapi.SecurityProfile_RuntimeDefault:
-		return "runtime/default"
-	case runtimeapi.SecurityProfile_Localhost:
-		return "localhost/" + profile.GetLocalhostRef()
-	default:
-		return ""
-	}
 }

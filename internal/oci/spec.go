@@ -28,11 +28,8 @@ const (
 	ContainerTypeContainer = "container"
 	ContainerTypeSandbox   = "sandbox"
 
-	// AnnotationUnappliedSeccomp names a requested seccomp profile that berth
-	// did not apply (the container runs without seccomp filtering).
-	AnnotationUnappliedSeccomp = "io.berth.unapplied.seccomp"
 	// AnnotationUnappliedAppArmor names a requested AppArmor profile that
-	// berth did not apply.
+	// berth did not apply (no AppArmor on the host, or RuntimeDefault).
 	AnnotationUnappliedAppArmor = "io.berth.unapplied.apparmor"
 	// AnnotationRequestedOOMScoreAdj holds the requested oom_score_adj when
 	// it was raised to the daemon's own value.
@@ -174,8 +171,21 @@ func buildContainerSpec(in Input) (*specs.Spec, error) {
 	if !sc.GetPrivileged() {
 		spec.Linux.MaskedPaths, spec.Linux.ReadonlyPaths = maskedAndReadonlyPaths(sc)
 	}
-	annotateUnappliedProfiles(annotations, sc)
+	if err := applySecurityProfiles(spec, sc); err != nil {
+		return nil, err
+	}
 	return spec, nil
+}
+
+// applySecurityProfiles sets the seccomp filter (which depends on the
+// capability set already computed) and the AppArmor profile.
+func applySecurityProfiles(spec *specs.Spec, sc *runtimeapi.LinuxContainerSecurityContext) error {
+	seccomp, err := containerSeccomp(sc, spec.Process.Capabilities.Bounding)
+	if err != nil {
+		return err
+	}
+	spec.Linux.Seccomp = seccomp
+	return applyAppArmor(spec.Process, spec.Annotations, sc)
 }
 
 func buildProcess(in Input, nsOpts *runtimeapi.NamespaceOption) (*specs.Process, error) {
