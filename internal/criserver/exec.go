@@ -77,7 +77,10 @@ func (s *Server) Attach(_ context.Context, req *runtimeapi.AttachRequest) (*runt
 	if err := s.requireRunning(req.GetContainerId()); err != nil {
 		return nil, err
 	}
-	return nil, fmt.Errorf("container %s: attach: berth does not support attach yet: %w", req.GetContainerId(), errdefs.ErrNotImplemented)
+	if !req.GetStdin() && !req.GetStdout() && !req.GetStderr() {
+		return nil, invalidArg("stdin/stdout/stderr", "none requested")
+	}
+	return s.streaming.GetAttach(req)
 }
 
 // PortForward prepares a port forward into a ready sandbox and returns its

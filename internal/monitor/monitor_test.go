@@ -1,10 +1,12 @@
 package monitor
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"os"
 	"path/filepath"
@@ -173,5 +175,42 @@ func TestLaunchReportsEarlyExit(t *testing.T) {
 	}
 	if _, err := Launch(LaunchOptions{PodID: "p"}); !errors.Is(err, errdefs.ErrInvalidArgument) {
 		t.Fatalf("missing binary: got %v", err)
+	}
+}
+
+func TestFramesRoundTrip(t *testing.T) {
+	var buf bytes.Buffer
+	WriteFrame(&buf, FrameStdin, []byte("hello"))
+	WriteFrame(&buf, FrameStdinClose, nil)
+	WriteFrame(&buf, FrameResize, ResizePayload(80, 24))
+	if kind, p, err := ReadFrame(&buf); err != nil || kind != FrameStdin || string(p) != "hello" {
+		t.Fatalf("stdin frame: %d %q %v", kind, p, err)
+	}
+	if kind, p, err := ReadFrame(&buf); err != nil || kind != FrameStdinClose || len(p) != 0 {
+		t.Fatalf("close frame: %d %q %v", kind, p, err)
+	}
+	kind, p, err := ReadFrame(&buf)
+	if w, h, perr := ParseResize(p); err != nil || kind != FrameResize || perr != nil || w != 80 || h != 24 {
+		t.Fatalf("resize frame: %d %dx%d %v %v", kind, w, h, err, perr)
+	}
+	if _, _, err := ReadFrame(&buf); err != io.EOF {
+		t.Fatalf("end between frames: %v, want EOF", err)
+	}
+}
+
+func TestFramesRejectBadInput(t *testing.T) {
+	if err := WriteFrame(io.Discard, FrameStdin, make([]byte, MaxFramePayload+1)); !errors.Is(err, errdefs.ErrInvalidArgument) {
+		t.Errorf("oversized write: %v", err)
+	}
+	huge := []byte{FrameStdout, 0xff, 0xff, 0xff, 0xff}
+	if _, _, err := ReadFrame(bytes.NewReader(huge)); !errors.Is(err, errdefs.ErrInvalidArgument) {
+		t.Errorf("oversized read: %v", err)
+	}
+	truncated := []byte{FrameStdout, 0, 0, 0, 9, 'a'}
+	if _, _, err := ReadFrame(bytes.NewReader(truncated)); err != io.ErrUnexpectedEOF {
+		t.Errorf("truncated frame: %v, want ErrUnexpectedEOF", err)
+	}
+	if _, _, err := ParseResize([]byte{1}); !errors.Is(err, errdefs.ErrInvalidArgument) {
+		t.Errorf("short resize: %v", err)
 	}
 }

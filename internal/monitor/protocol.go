@@ -24,6 +24,8 @@ const (
 	OpReopenLog = "reopen-log"
 	OpShutdown  = "shutdown"
 	OpPing      = "ping"
+	// OpAttach turns the connection into an attach session (see doc.go).
+	OpAttach = "attach"
 )
 
 // CreateRequest asks the monitor to create a container with runc create.
@@ -65,6 +67,16 @@ type Request struct {
 	Op      string         `json:"op"`
 	ID      string         `json:"id,omitempty"`
 	Create  *CreateRequest `json:"create,omitempty"`
+	Attach  *AttachRequest `json:"attach,omitempty"`
+}
+
+// AttachRequest says which of a container's streams an attach session
+// carries. TTY must match how the container was created.
+type AttachRequest struct {
+	Stdin  bool `json:"stdin,omitempty"`
+	Stdout bool `json:"stdout,omitempty"`
+	Stderr bool `json:"stderr,omitempty"`
+	TTY    bool `json:"tty,omitempty"`
 }
 
 // Response answers one Request. Error is empty on success.

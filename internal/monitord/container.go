@@ -34,6 +34,12 @@ type container struct {
 	copied  chan struct{} // closed when both streams are drained
 	started bool          // guarded by Server.mu
 	exit    *monitor.ExitRecord
+	// Attach: the output's clients and how the container's stdin was made.
+	fan         *fanout
+	tty         bool
+	stdin       bool
+	stdinOnce   bool
+	stdinClosed sync.Once
 }
 
 // create runs runc create for r and starts logging the container.
@@ -118,7 +124,8 @@ func (s *Server) runcCreate(ctx context.Context, r monitor.CreateRequest) (_ *co
 		return nil, err
 	}
 	exited := s.reaper.Claim(sub, pid)
-	c := &container{id: r.ID, pid: pid, log: logw, stdio: streams, oom: newOOMCounter(r.CgroupPath)}
+	c := &container{id: r.ID, pid: pid, log: logw, stdio: streams, oom: newOOMCounter(r.CgroupPath),
+		fan: newFanout(), tty: r.Terminal, stdin: r.Stdin, stdinOnce: r.StdinOnce}
 	c.copied = c.copyOutput()
 	go s.watch(c, exited)
 	return c, nil
@@ -168,8 +175,9 @@ func readPidFile(path string) (int, error) {
 	return pid, nil
 }
 
-// copyOutput copies stdout and stderr into the log; the returned channel
-// is closed when both have ended.
+// copyOutput copies stdout and stderr into the log and to attached
+// clients; the returned channel is closed when both have ended, and the
+// clients' sessions end then.
 func (c *container) copyOutput() chan struct{} {
 	done := make(chan struct{})
 	var wg sync.WaitGroup
@@ -177,14 +185,19 @@ func (c *container) copyOutput() chan struct{} {
 		if f == nil {
 			continue
 		}
+		kind := monitor.FrameStdout
+		if stream == crilog.Stderr {
+			kind = monitor.FrameStderr
+		}
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			c.log.Copy(stream, f) //nolint:errcheck // write errors cannot reach anyone; output is drained
+			c.log.Copy(stream, teeReader{r: f, kind: kind, fan: c.fan}) //nolint:errcheck // write errors cannot reach anyone; output is drained
 		}()
 	}
 	go func() {
 		wg.Wait()
+		c.fan.close()
 		close(done)
 	}()
 	return done

@@ -12,6 +12,10 @@
 //   - On exit, stdio is drained for at most DrainTimeout, the OOM kill count
 //     of the container's cgroup is compared with its value at create, and
 //     the exit file is written before the record is kept for List.
+//   - Output is read once, by the log copy; attached clients get copies
+//     through a fanout that never blocks (a full client queue drops the
+//     chunk for that client). Only the monitor writes the container's stdin
+//     and only it closes the stdin pipe (StdinOnce, or the container's exit).
 //   - The daemon may die at any moment: the monitor never needs it, and
 //     keeps logging and recording exits alone. It exits only on Shutdown or
 //     SIGTERM/SIGINT; SIGHUP and SIGPIPE are ignored.

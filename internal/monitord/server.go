@@ -1,6 +1,7 @@
 package monitord
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -152,14 +153,19 @@ func (s *Server) acceptLoop(l net.Listener) {
 	}
 }
 
-// serveConn answers the one request a connection carries.
+// serveConn answers the one request a connection carries; an attach
+// request keeps the connection for its session.
 func (s *Server) serveConn(conn net.Conn) {
 	defer conn.Close()
 	conn.SetReadDeadline(time.Now().Add(ioTimeout)) //nolint:errcheck
 	var req monitor.Request
 	var resp monitor.Response
-	if err := json.NewDecoder(io.LimitReader(conn, maxRequestSize)).Decode(&req); err != nil {
+	dec := json.NewDecoder(io.LimitReader(conn, maxRequestSize))
+	if err := dec.Decode(&req); err != nil {
 		resp = monitor.ErrorResponse(fmt.Errorf("request: %v: %w", err, errdefs.ErrInvalidArgument))
+	} else if req.Op == monitor.OpAttach && req.Version == monitor.ProtocolVersion {
+		s.serveAttach(conn, io.MultiReader(afterRequest(dec), conn), req)
+		return
 	} else {
 		resp = s.handle(req)
 	}
@@ -204,4 +210,11 @@ func (s *Server) handle(req monitor.Request) monitor.Response {
 		return monitor.ErrorResponse(err)
 	}
 	return resp
+}
+
+// afterRequest returns the bytes the decoder read past the request,
+// without the newline that ends the request's line.
+func afterRequest(dec *json.Decoder) io.Reader {
+	rest, _ := io.ReadAll(dec.Buffered()) // an in-memory reader
+	return bytes.NewReader(bytes.TrimLeft(rest, " \t\r\n"))
 }

@@ -6,7 +6,8 @@
 // one-time tokens.
 //
 // Rules: the package never runs runc or makes namespace syscalls itself:
-// execs go through pod.Service.Exec, port forwarding dials through
+// execs go through pod.Service.Exec, attaches through pod.Service.Attach (the
+// pod's monitor holds the container's stdio), port forwarding dials through
 // network.DialInNamespace. Every stream it opens is closed when the
 // request ends.
 package stream

@@ -46,9 +46,17 @@ func (r *runtime) Exec(ctx context.Context, id string, cmd []string, in io.Reade
 	return nil
 }
 
-func (r *runtime) Attach(_ context.Context, id string, _ io.Reader, out, errOut io.WriteCloser, _ bool, _ <-chan remotecommand.TerminalSize) error {
+func (r *runtime) Attach(ctx context.Context, id string, in io.Reader, out, errOut io.WriteCloser, tty bool, resize <-chan remotecommand.TerminalSize) error {
+	st := pod.ExecStreams{Stdin: in, TTY: tty, Resize: windowSizes(ctx, resize)}
+	if out != nil {
+		st.Stdout = out
+	}
+	if errOut != nil {
+		st.Stderr = errOut
+	}
+	err := r.cfg.Containers.Attach(ctx, id, st)
 	closeAll(out, errOut)
-	return fmt.Errorf("container %s: attach: not supported by berth yet: %w", id, errdefs.ErrNotImplemented)
+	return err
 }
 
 func (r *runtime) PortForward(ctx context.Context, sandboxID string, port int32, stream io.ReadWriteCloser) error {

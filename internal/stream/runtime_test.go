@@ -26,6 +26,14 @@ func (f *fakeContainers) Exec(_ context.Context, _ string, _ []string, st pod.Ex
 	return f.code, f.err
 }
 
+func (f *fakeContainers) Attach(_ context.Context, _ string, st pod.ExecStreams) error {
+	f.got = st
+	if st.Stdout != nil {
+		io.WriteString(st.Stdout, "attached")
+	}
+	return f.err
+}
+
 type fakeSandboxes map[string]pod.Sandbox
 
 func (f fakeSandboxes) Sandbox(id string) (pod.Sandbox, error) {
@@ -61,6 +69,25 @@ func TestExecReportsExitCodes(t *testing.T) {
 	fc.code = 0
 	if err := r.Exec(context.Background(), "c", []string{"x"}, nil, &writeCloser{}, nil, false, nil); err != nil {
 		t.Errorf("Exec exiting 0 = %v", err)
+	}
+}
+
+func TestAttachPassesStreamsAndClosesThem(t *testing.T) {
+	fc := &fakeContainers{}
+	r := &runtime{cfg: Config{Containers: fc}}
+	out := &writeCloser{}
+	if err := r.Attach(context.Background(), "c", strings.NewReader("in"), out, nil, true, nil); err != nil {
+		t.Fatalf("Attach = %v", err)
+	}
+	if out.String() != "attached" || !out.closed {
+		t.Errorf("stdout %q closed=%v; want the output, closed", out.String(), out.closed)
+	}
+	if fc.got.Stdin == nil || fc.got.Stderr != nil || !fc.got.TTY {
+		t.Errorf("streams reaching the pod service: %+v", fc.got)
+	}
+	fc.err = errdefs.ErrFailedPrecondition
+	if err := r.Attach(context.Background(), "c", nil, &writeCloser{}, nil, false, nil); !errors.Is(err, errdefs.ErrFailedPrecondition) {
+		t.Errorf("Attach to a stopped container = %v, want FailedPrecondition", err)
 	}
 }
 

@@ -20,6 +20,7 @@ import (
 // Containers is what the streaming server needs of containers.
 type Containers interface {
 	Exec(ctx context.Context, id string, cmd []string, st pod.ExecStreams) (int, error)
+	Attach(ctx context.Context, id string, st pod.ExecStreams) error
 }
 
 // Sandboxes is what port forwarding needs of pod sandboxes.
