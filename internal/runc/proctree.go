@@ -8,28 +8,28 @@ import (
 	"syscall"
 )
 
-// killTree sends SIGKILL to pid and every process descending from it, by
-// the parent links of /proc/<pid>/stat. It walks again after each round of
-// kills so that children forked meanwhile are caught too.
+// killTree sends SIGKILL to pid and every process descending from it, found
+// by the parent links of /proc/<pid>/stat.
 func killTree(pid int) {
-	killed := map[int]bool{}
-	for round := 0; round < 5; round++ {
-		victims := descendants(pid, parentLinks())
-		if !killed[pid] {
-			victims = append(victims, pid)
-		}
+	// Stop the tree first, until no new process shows up: a stopped process
+	// cannot fork, and its children keep their parent link, so none is
+	// orphaned (reparented out of sight) before the kill reaches it.
+	stopped := map[int]bool{}
+	for round := 0; round < 10; round++ {
 		fresh := 0
-		for _, p := range victims {
-			if killed[p] {
-				continue
+		for _, p := range append(descendants(pid, parentLinks()), pid) {
+			if !stopped[p] {
+				syscall.Kill(p, syscall.SIGSTOP) //nolint:errcheck // it may have exited
+				stopped[p] = true
+				fresh++
 			}
-			syscall.Kill(p, syscall.SIGKILL) //nolint:errcheck // it may have exited
-			killed[p] = true
-			fresh++
 		}
 		if fresh == 0 {
-			return
+			break
 		}
+	}
+	for p := range stopped {
+		syscall.Kill(p, syscall.SIGKILL) //nolint:errcheck // it may have exited
 	}
 }
 
