@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"net"
 	"os"
-	"runtime"
 
 	"golang.org/x/sys/unix"
 
@@ -31,31 +30,29 @@ func DialInNamespace(ctx context.Context, netnsPath, network, addr string) (net.
 		conn net.Conn
 		err  error
 	}
-	done := make(chan result, 1)
-	go func() {
-		conn, err := dialOnLockedThread(ctx, int(target.Fd()), network, addr)
-		done <- result{conn, err}
-	}()
-	r := <-done
+	var r result
+	onSpareThread(func() bool {
+		var restored bool
+		r.conn, r.err, restored = dialOnLockedThread(ctx, int(target.Fd()), network, addr)
+		return restored
+	})
 	if r.err != nil {
 		return nil, fmt.Errorf("dial %s in netns %s: %w", addr, netnsPath, r.err)
 	}
 	return r.conn, nil
 }
 
-// dialOnLockedThread runs on its own goroutine: when the thread cannot be
-// switched back to its namespace it stays locked, so Go ends it.
-func dialOnLockedThread(ctx context.Context, targetFD int, network, addr string) (net.Conn, error) {
-	runtime.LockOSThread()
+// dialOnLockedThread runs on a spare locked thread (onSpareThread); restored
+// is false when the thread could not be switched back to its namespace, so
+// that it stays locked and Go ends it.
+func dialOnLockedThread(ctx context.Context, targetFD int, network, addr string) (_ net.Conn, _ error, restored bool) {
 	own, err := os.Open(fmt.Sprintf("/proc/self/task/%d/ns/net", unix.Gettid()))
 	if err != nil {
-		runtime.UnlockOSThread()
-		return nil, fmt.Errorf("own netns: %w", err)
+		return nil, fmt.Errorf("own netns: %w", err), true
 	}
 	defer own.Close()
 	if err := unix.Setns(targetFD, unix.CLONE_NEWNET); err != nil {
-		runtime.UnlockOSThread()
-		return nil, fmt.Errorf("setns: %w", err)
+		return nil, fmt.Errorf("setns: %w", err), true
 	}
 	var d net.Dialer
 	conn, dialErr := d.DialContext(ctx, network, addr)
@@ -63,8 +60,7 @@ func dialOnLockedThread(ctx context.Context, targetFD int, network, addr string)
 		if conn != nil {
 			conn.Close()
 		}
-		return nil, fmt.Errorf("setns back: %w", err) // the thread stays locked and dies
+		return nil, fmt.Errorf("setns back: %w", err), false
 	}
-	runtime.UnlockOSThread()
-	return conn, dialErr
+	return conn, dialErr, true
 }

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"runtime"
 	"strconv"
 	"strings"
 
@@ -30,16 +29,12 @@ func InterfaceStats(netnsPath string) ([]InterfaceCounters, error) {
 		counters []InterfaceCounters
 		err      error
 	}
-	done := make(chan result, 1)
-	go func() {
-		runtime.LockOSThread() // never unlocked on failure: the thread dies with the goroutine
-		counters, err, restored := readNetDevIn(netnsPath)
-		if restored {
-			runtime.UnlockOSThread()
-		}
-		done <- result{counters, err}
-	}()
-	r := <-done
+	var r result
+	onSpareThread(func() bool {
+		var restored bool
+		r.counters, r.err, restored = readNetDevIn(netnsPath)
+		return restored
+	})
 	if r.err != nil {
 		return nil, fmt.Errorf("netns %s: interface counters: %w", netnsPath, r.err)
 	}

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"runtime"
 	"strconv"
 
 	"golang.org/x/sys/unix"
@@ -83,9 +82,8 @@ func Pin(opts PinOptions) (ns *Namespaces, err error) {
 	if len(kinds) == 0 {
 		return ns, nil
 	}
-	done := make(chan error, 1)
-	go func() { done <- unshareAndPin(opts, kinds) }()
-	if err := <-done; err != nil {
+	onSpareThread(func() bool { err = unshareAndPin(opts, kinds); return false })
+	if err != nil {
 		return nil, fmt.Errorf("namespace pins %s: %w", opts.Dir, err)
 	}
 	return ns, nil
@@ -121,11 +119,10 @@ func validatePin(opts PinOptions) ([]pinKind, error) {
 	return kinds, nil
 }
 
-// unshareAndPin runs on its own goroutine. It locks the goroutine to its OS
-// thread and never unlocks it: once the thread has left the host namespaces
-// it must die with the goroutine instead of going back to Go's pool.
+// unshareAndPin runs on a spare locked thread (onSpareThread) that is never
+// unlocked: once the thread has left the host namespaces it must die with
+// its goroutine instead of going back to Go's pool.
 func unshareAndPin(opts PinOptions, kinds []pinKind) error {
-	runtime.LockOSThread()
 	flags := 0
 	for _, k := range kinds {
 		flags |= k.flag

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"net"
 	"os"
-	"runtime"
 	"syscall"
 
 	"golang.org/x/sys/unix"
@@ -30,7 +29,7 @@ type standIn struct {
 func newStandIn(ifName string, addrs []*net.IPNet) (*standIn, error) {
 	s := &standIn{quit: make(chan struct{}), done: make(chan struct{})}
 	ready := make(chan error, 1)
-	go s.hold(ifName, addrs, ready)
+	go onSpareThread(func() bool { s.hold(ifName, addrs, ready); return false })
 	if err := <-ready; err != nil {
 		<-s.done
 		return nil, fmt.Errorf("stand-in namespace: %w", err)
@@ -38,11 +37,11 @@ func newStandIn(ifName string, addrs []*net.IPNet) (*standIn, error) {
 	return s, nil
 }
 
-// hold runs on its own thread, which it never unlocks: the thread leaves the
-// host namespace and must die with the goroutine.
+// hold runs on a spare locked thread (onSpareThread) that is never
+// unlocked: the thread leaves the host namespace and must die with the
+// goroutine.
 func (s *standIn) hold(ifName string, addrs []*net.IPNet, ready chan<- error) {
 	defer close(s.done)
-	runtime.LockOSThread()
 	if err := unix.Unshare(unix.CLONE_NEWNET); err != nil {
 		ready <- fmt.Errorf("unshare: %w", err)
 		return
