@@ -9,6 +9,7 @@ import (
 	"sort"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/berth-dev/berth/internal/errdefs"
 )
@@ -80,10 +81,15 @@ func TestKillTreeReachesGrandchildren(t *testing.T) {
 	}
 	killTree(cmd.Process.Pid)
 	cmd.Wait() //nolint:errcheck // killed
-	if _, err := os.Stat("/proc/" + strings.TrimSpace(string(buf[:n]))); err == nil {
-		stat, _ := os.ReadFile("/proc/" + strings.TrimSpace(string(buf[:n])) + "/stat")
-		if !strings.Contains(string(stat), ") Z ") {
-			t.Errorf("background sleep %d survived killTree", child)
+	// SIGKILL is delivered asynchronously: give the sleep a moment to die.
+	statPath := fmt.Sprintf("/proc/%d/stat", child)
+	for deadline := time.Now().Add(2 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+		stat, err := os.ReadFile(statPath)
+		if err != nil || strings.Contains(string(stat), ") Z ") {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("background sleep %d survived killTree: %s", child, stat)
 		}
 	}
 }
