@@ -57,11 +57,17 @@ func serve(ctx context.Context, cfg config.Config) error {
 		return err
 	}
 	defer unlock()
-	deps, err := wire(cfg, log)
+	obs := newObservers(cfg)
+	deps, err := wire(cfg, log, obs.phases)
 	if err != nil {
 		return err
 	}
 	defer deps.pods.Close()
+	stopMetrics, err := serveMetrics(cfg, obs, deps.pods, log)
+	if err != nil {
+		return err
+	}
+	defer stopMetrics()
 	streams, err := stream.Listen(stream.Config{
 		Address: cfg.Stream.Address, Containers: deps.pods, Sandboxes: deps.pods, Dial: network.DialInNamespace,
 	})
@@ -78,6 +84,7 @@ func serve(ctx context.Context, cfg config.Config) error {
 		Sandboxes: deps.pods, Containers: deps.pods, Images: deps.images, Network: deps.network,
 		Version: version, Logger: log,
 		Stats: deps.pods, Events: deps.pods, Exec: deps.pods, Streaming: streams,
+		RPCs: obs.rpcs,
 	})
 	lis, err := listen(cfg.Socket)
 	if err != nil {
@@ -110,8 +117,8 @@ type dependencies struct {
 	pods    *pod.Service
 }
 
-// wire builds the services from the configuration.
-func wire(cfg config.Config, log *slog.Logger) (*dependencies, error) {
+// wire builds the services from the configuration; phases may be nil.
+func wire(cfg config.Config, log *slog.Logger, phases pod.PhaseObserver) (*dependencies, error) {
 	runcPath, err := cfg.RuncBinary()
 	if err != nil {
 		return nil, err
@@ -137,7 +144,7 @@ func wire(cfg config.Config, log *slog.Logger) (*dependencies, error) {
 		RootDir: cfg.RootDir, StateDir: cfg.StateDir,
 		RuncPath: runcPath, RuncRoot: cfg.RuncRoot,
 		MonitorPath: monitorPath, PausePath: pausePath,
-		Images: images, Network: netStatus.cni, Logger: log,
+		Images: images, Network: netStatus.cni, Logger: log, Phases: phases,
 	})
 	if err != nil {
 		return nil, err

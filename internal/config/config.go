@@ -59,6 +59,12 @@ type Config struct {
 	CNI          CNI      `toml:"cni"`
 	Registry     Registry `toml:"registry"`
 	Stream       Stream   `toml:"stream"`
+	Metrics      Metrics  `toml:"metrics"`
+}
+
+// Metrics configures the Prometheus endpoint.
+type Metrics struct {
+	Address string `toml:"address"` // host:port serving /metrics; default "" (off)
 }
 
 // Stream configures the streaming server of exec, attach and port-forward.

@@ -73,6 +73,10 @@ func TestExampleFileListsEveryDefault(t *testing.T) {
 	assertEveryFieldSet(t, reflect.ValueOf(raw), "Config")
 }
 
+// emptyByDefault lists the keys whose default is empty (a feature that is
+// off unless configured); the example file shows them set to "".
+var emptyByDefault = map[string]bool{"Config.Metrics.Address": true}
+
 // assertEveryFieldSet fails for a zero field, so a key added to Config but
 // not to the example file is caught even before its default exists.
 func assertEveryFieldSet(t *testing.T, v reflect.Value, name string) {
@@ -83,7 +87,7 @@ func assertEveryFieldSet(t *testing.T, v reflect.Value, name string) {
 			assertEveryFieldSet(t, field, fieldName)
 			continue
 		}
-		if field.IsZero() {
+		if field.IsZero() && !emptyByDefault[fieldName] {
 			t.Errorf("example file leaves %s unset", fieldName)
 		}
 	}
@@ -275,5 +279,29 @@ func TestStreamAddressValidation(t *testing.T) {
 	}
 	if c.Stream.Address != "127.0.0.1:10010" {
 		t.Errorf("stream address = %q", c.Stream.Address)
+	}
+}
+
+func TestMetricsAddressValidation(t *testing.T) {
+	for _, addr := range []string{"9100", "127.0.0.1", "127.0.0.1:http-alt", "[::1]:70000", "a b:9100"} {
+		t.Run(addr, func(t *testing.T) {
+			_, err := Load(writeConfig(t, "[metrics]\naddress = \""+addr+"\"\n"), true)
+			if !errors.Is(err, errdefs.ErrInvalidArgument) || !strings.Contains(err.Error(), "metrics.address") {
+				t.Errorf("err = %v, want InvalidArgument naming metrics.address", err)
+			}
+		})
+	}
+	for _, addr := range []string{"127.0.0.1:9100", "[::1]:9100", "localhost:9100", ":9100"} {
+		c, err := Load(writeConfig(t, "[metrics]\naddress = \""+addr+"\"\n"), true)
+		if err != nil {
+			t.Errorf("address %q: %v", addr, err)
+			continue
+		}
+		if c.Metrics.Address != addr {
+			t.Errorf("metrics address = %q, want %q", c.Metrics.Address, addr)
+		}
+	}
+	if Default().Metrics.Address != "" {
+		t.Errorf("metrics are on by default: %q", Default().Metrics.Address)
 	}
 }

@@ -40,6 +40,7 @@ func (c Config) Validate() error {
 		absolutePath("registry.hosts_dir", c.Registry.HostsDir),
 		registry(c.Registry),
 		streamAddress(c.Stream.Address),
+		metricsAddress(c.Metrics.Address),
 	}
 	return joinErrors(errs)
 }
@@ -156,6 +157,25 @@ func streamAddress(addr string) error {
 	}
 	if n, err := strconv.Atoi(port); err != nil || n < 0 || n > 65535 {
 		return invalid("stream.address", "%q: port must be 0-65535", addr)
+	}
+	return nil
+}
+
+// metricsAddress is empty (no metrics endpoint) or host:port, where host is
+// an IP address, a name, or empty for every address.
+func metricsAddress(addr string) error {
+	if addr == "" {
+		return nil
+	}
+	host, port, err := net.SplitHostPort(addr)
+	if err != nil {
+		return invalid("metrics.address", "%q: want host:port: %v", addr, err)
+	}
+	if strings.ContainsAny(host, "/ \t") {
+		return invalid("metrics.address", "%q: host must be an IP address or a host name", addr)
+	}
+	if n, err := strconv.Atoi(port); err != nil || n < 0 || n > 65535 {
+		return invalid("metrics.address", "%q: port must be 0-65535", addr)
 	}
 	return nil
 }

@@ -50,6 +50,12 @@ type Images interface {
 	Root() string
 }
 
+// RPCObserver receives the duration and resulting gRPC code of each unary
+// call (the daemon's metrics).
+type RPCObserver interface {
+	Observe(method string, code codes.Code, d time.Duration)
+}
+
 // Network reports CNI readiness and takes the pod CIDR.
 type Network interface {
 	Ready() error
@@ -73,6 +79,9 @@ type Config struct {
 	// When nil, those RPCs answer Unimplemented.
 	Exec      Exec
 	Streaming Streaming
+
+	// RPCs, when set, observes every unary call.
+	RPCs RPCObserver
 }
 
 // Server implements the CRI RuntimeService and ImageService.
@@ -88,6 +97,7 @@ type Server struct {
 	events     Events
 	exec       Exec
 	streaming  Streaming
+	rpcs       RPCObserver
 	version    string
 	log        *slog.Logger
 	ready      atomic.Bool
@@ -102,7 +112,7 @@ func New(cfg Config) *Server {
 		sandboxes: cfg.Sandboxes, containers: cfg.Containers, images: cfg.Images,
 		network: cfg.Network, version: cfg.Version, log: cfg.Logger,
 		stats: cfg.Stats, events: cfg.Events,
-		exec: cfg.Exec, streaming: cfg.Streaming,
+		exec: cfg.Exec, streaming: cfg.Streaming, rpcs: cfg.RPCs,
 	}
 }
 
@@ -116,18 +126,22 @@ func (s *Server) Register(g *grpc.Server) {
 func (s *Server) SetReady() { s.ready.Store(true) }
 
 // UnaryInterceptor is the one place for cross-cutting concerns: readiness,
-// panics, logging with duration, and error-class → gRPC code mapping.
+// panics, logging with duration, latency observation, and error-class →
+// gRPC code mapping.
 func (s *Server) UnaryInterceptor(ctx context.Context, req any, info *grpc.UnaryServerInfo, handler grpc.UnaryHandler) (resp any, err error) {
-	if !s.ready.Load() {
-		return nil, status.Error(codes.Unavailable, "berth is recovering its state; retry shortly")
-	}
 	start := time.Now()
 	defer func() {
 		if r := recover(); r != nil {
 			s.log.Error("panic in RPC", "method", info.FullMethod, "panic", r, "stack", string(debug.Stack()))
 			err = status.Errorf(codes.Internal, "%s: internal error: %v", info.FullMethod, r)
 		}
+		if s.rpcs != nil {
+			s.rpcs.Observe(info.FullMethod, status.Code(err), time.Since(start))
+		}
 	}()
+	if !s.ready.Load() {
+		return nil, status.Error(codes.Unavailable, "berth is recovering its state; retry shortly")
+	}
 	resp, err = handler(ctx, req)
 	level := slog.LevelDebug
 	if err != nil {

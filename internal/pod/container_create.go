@@ -86,6 +86,7 @@ func (s *Service) CreateContainer(ctx context.Context, sandboxID string, cfg *ru
 
 // runcCreate asks the pod's monitor to `runc create` the container (step 5).
 func (s *Service) runcCreate(ctx context.Context, rec *Container, monitorSocket string, rb *rollback) (int, error) {
+	defer s.phase(opCreateContainer, "runc_create")()
 	client := monitor.NewClient(monitorSocket)
 	// Registered before the call: the monitor may finish runc create even
 	// when this request gives up waiting for it.
@@ -142,9 +143,13 @@ func (s *Service) prepareBundle(rec *Container, sb *Sandbox, img image.Image, rb
 		return fmt.Errorf("bundle: %w", err)
 	}
 	rb.add("unmount rootfs", func(context.Context) error { return image.UnmountRootfs(rec.Rootfs) })
-	if err := image.MountRootfs(layers, filepath.Join(rec.Dir, "upper"), filepath.Join(rec.Dir, "work"), rec.Rootfs); err != nil {
+	mounted := s.phase(opCreateContainer, "rootfs")
+	err = image.MountRootfs(layers, filepath.Join(rec.Dir, "upper"), filepath.Join(rec.Dir, "work"), rec.Rootfs)
+	mounted()
+	if err != nil {
 		return fmt.Errorf("rootfs: %w", err)
 	}
+	defer s.phase(opCreateContainer, "spec")() // the spec and config.json: the rest of this function
 	targetPID, err := s.targetPID(rec.Config)
 	if err != nil {
 		return err

@@ -46,7 +46,10 @@ func (s *Service) StartContainer(ctx context.Context, id string) error {
 	// cancelled: wait for its answer so that the record says so.
 	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), startTimeout)
 	defer cancel()
-	if err := monitor.NewClient(sb.snapshot().MonitorSocket).Start(sctx, rec.ID); err != nil {
+	started := s.phase(opStartContainer, "runc_start")
+	err = monitor.NewClient(sb.snapshot().MonitorSocket).Start(sctx, rec.ID)
+	started()
+	if err != nil {
 		return fmt.Errorf("container %s: runc start: %w", rec.ID, err)
 	}
 	return s.updateContainer(e, func(c *Container) bool {

@@ -51,7 +51,10 @@ func (s *Service) RunSandbox(ctx context.Context, cfg *runtimeapi.PodSandboxConf
 			rb.run(ctx, s.log, "sandbox "+rec.ID)
 		}
 	}()
-	if err := s.sandboxNames.Reserve(rec.Name, rec.ID); err != nil {
+	reserved := s.phase(opRunSandbox, "reserve_name")
+	err := s.sandboxNames.Reserve(rec.Name, rec.ID)
+	reserved()
+	if err != nil {
 		return "", fmt.Errorf("pod sandbox %q: %w", rec.Name, err)
 	}
 	rb.add("release name", func(context.Context) error { s.sandboxNames.Release(rec.Name); return nil })
@@ -80,6 +83,7 @@ func (s *Service) setUpSandbox(ctx context.Context, rec *Sandbox, rb *rollback) 
 	if err := os.MkdirAll(dir, 0o711); err != nil {
 		return fmt.Errorf("pod sandbox %s: pod dir: %w", rec.ID, err)
 	}
+	pinned := s.phase(opRunSandbox, "pin_namespaces")
 	ns, err := network.Pin(network.PinOptions{
 		Dir:      filepath.Join(dir, "ns"),
 		Net:      !rec.HostNetwork,
@@ -87,6 +91,7 @@ func (s *Service) setUpSandbox(ctx context.Context, rec *Sandbox, rb *rollback) 
 		UTS:      !rec.HostNetwork,
 		Hostname: cfg.GetHostname(),
 	})
+	pinned()
 	if err != nil {
 		return fmt.Errorf("pod sandbox %s: namespaces: %w", rec.ID, err)
 	}
@@ -103,7 +108,9 @@ func (s *Service) setUpSandbox(ctx context.Context, rec *Sandbox, rb *rollback) 
 	go func() {
 		defer close(done)
 		if namespaceMode(cfg).GetPid() == runtimeapi.NamespaceMode_POD {
+			paused := s.phase(opRunSandbox, "pause")
 			pauseErr = s.startPause(ctx, rec, &pauseRB)
+			paused()
 		}
 	}()
 	netErr := s.setUpNetwork(ctx, rec, rb)
@@ -123,6 +130,7 @@ func (s *Service) setUpNetwork(ctx context.Context, rec *Sandbox, rb *rollback) 
 	if rec.HostNetwork {
 		return nil
 	}
+	defer s.phase(opRunSandbox, "cni")()
 	res, err := s.cfg.Network.Setup(ctx, attachment(rec))
 	if err != nil {
 		return fmt.Errorf("pod sandbox %s: network: %w", rec.ID, err)
@@ -137,6 +145,7 @@ func (s *Service) setUpNetwork(ctx context.Context, rec *Sandbox, rb *rollback) 
 // writePodFiles writes the hostname, hosts and resolv.conf files that every
 // container of the pod bind-mounts.
 func (s *Service) writePodFiles(rec *Sandbox, dir string) error {
+	defer s.phase(opRunSandbox, "pod_files")()
 	cfg := rec.Config
 	hostname := cfg.GetHostname()
 	if hostname == "" || rec.HostNetwork {
@@ -171,6 +180,7 @@ func (s *Service) writePodFiles(rec *Sandbox, dir string) error {
 
 // startMonitor launches the pod's berth-monitor.
 func (s *Service) startMonitor(rec *Sandbox, rb *rollback) error {
+	defer s.phase(opRunSandbox, "monitor")()
 	pid, err := monitor.Launch(monitor.LaunchOptions{
 		Binary:   s.cfg.MonitorPath,
 		PodID:    rec.ID,

@@ -44,6 +44,8 @@ type Config struct {
 	Logger      *slog.Logger
 	// HostResolvConf is copied into pods that give no DNS config (default /etc/resolv.conf).
 	HostResolvConf string
+	// Phases, when set, observes the steps of sandbox and container starts.
+	Phases PhaseObserver
 }
 
 // Service runs sandboxes and containers. Create it with New, then call Recover
