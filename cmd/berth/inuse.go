@@ -11,6 +11,7 @@ import (
 	"sort"
 	"time"
 
+	"github.com/spf13/cobra"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/credentials/insecure"
@@ -19,6 +20,7 @@ import (
 
 	"github.com/berth-dev/berth/internal/config"
 	"github.com/berth-dev/berth/internal/errdefs"
+	"github.com/berth-dev/berth/internal/image"
 	"github.com/berth-dev/berth/internal/pod"
 	"github.com/berth-dev/berth/internal/store"
 )
@@ -132,4 +134,22 @@ func compactSorted(list []string) []string {
 		}
 	}
 	return out
+}
+
+// storeAndImageUsers opens the image store and finds the images containers
+// use, for the commands that remove images.
+func storeAndImageUsers(cmd *cobra.Command, opts *globalOptions) (*image.Store, imageUsers, error) {
+	cfg, err := opts.load(cmd)
+	if err != nil {
+		return nil, nil, err
+	}
+	store, err := openStore(cmd, opts)
+	if err != nil {
+		return nil, nil, err
+	}
+	users, err := findImageUsers(cmd.Context(), cfg, cmd.ErrOrStderr())
+	if err != nil {
+		return nil, nil, err
+	}
+	return store, users, nil
 }

@@ -27,15 +27,7 @@ socket, plus every container record under <root>/containers (so a
 stopped daemon's containers keep their images too).`,
 		Args: cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			cfg, err := opts.load(cmd)
-			if err != nil {
-				return err
-			}
-			store, err := openStore(cmd, opts)
-			if err != nil {
-				return err
-			}
-			users, err := findImageUsers(cmd.Context(), cfg, cmd.ErrOrStderr())
+			store, users, err := storeAndImageUsers(cmd, opts)
 			if err != nil {
 				return err
 			}
@@ -105,15 +97,7 @@ socket, plus every container record under <root>/containers; their state
 does not matter (an exited container still protects its image).`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			cfg, err := opts.load(cmd)
-			if err != nil {
-				return err
-			}
-			store, err := openStore(cmd, opts)
-			if err != nil {
-				return err
-			}
-			users, err := findImageUsers(cmd.Context(), cfg, cmd.ErrOrStderr())
+			store, users, err := storeAndImageUsers(cmd, opts)
 			if err != nil {
 				return err
 			}
