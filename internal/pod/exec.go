@@ -91,10 +91,20 @@ func waitExec(ctx context.Context, exe *runc.Execution, timeout time.Duration) (
 	case <-ctx.Done():
 		cause = ctx.Err()
 	}
-	exe.KillAll()
-	<-waited
+	// Kill the exec's processes and let runc reap them and exit; kill runc
+	// too only if it does not.
+	exe.KillProcesses()
+	select {
+	case <-waited:
+	case <-time.After(execReapGrace):
+		exe.KillAll()
+		<-waited
+	}
 	return -1, cause
 }
+
+// execReapGrace is how long runc gets to reap a killed exec and exit.
+const execReapGrace = 2 * time.Second
 
 // runningContainer returns the record of a running container; one in any
 // other state is FailedPrecondition.

@@ -107,6 +107,17 @@ func (e *Execution) KillAll() {
 	}
 }
 
+// KillProcesses sends SIGKILL to the exec'd process and every process
+// descending from it, but not to runc: runc, their parent, stays to reap the
+// exec'd process, which would otherwise be reparented to the container's
+// init and linger as a zombie there (visible to pgrep) when that init does
+// not reap.
+func (e *Execution) KillProcesses() {
+	if pid := e.Pid(); pid > 0 {
+		killTree(pid)
+	}
+}
+
 // Wait waits for runc to exit and returns the exec'd process's exit code
 // (128+signal when a signal ended it). A failure of runc itself (the
 // container does not exist or is not running) is an error.
