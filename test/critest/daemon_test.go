@@ -1,0 +1,177 @@
+package critest
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// daemon is the berth serve critest talks to, with its own directories,
+// bridge and subnet.
+type daemon struct {
+	bin, root, state, socket, config, logPath string
+	bridge, subnet                            string
+	cmd                                       *exec.Cmd
+	exited                                    chan struct{}
+}
+
+func newDaemon(t *testing.T, tmp, bin, hostsDir string) *daemon {
+	t.Helper()
+	id := randomHex(3)
+	d := &daemon{
+		bin: bin, root: "/var/lib/bt-crit-" + id, state: "/run/bt-crit-" + id,
+		logPath: filepath.Join(tmp, "berth.log"), bridge: "bcrit" + id,
+		subnet: fmt.Sprintf("10.%d.%d.0/24", 200+rand.IntN(50), rand.IntN(256)),
+	}
+	d.socket = filepath.Join(d.state, "berth.sock")
+	d.config = filepath.Join(tmp, "config.toml")
+	config := fmt.Sprintf(`root_dir = %q
+state_dir = %q
+log_level = "debug"
+
+[cni]
+conf_dir = %q
+bin_dirs = ["/usr/lib/cni"]
+default_network = %q
+default_bridge = %q
+default_subnet = %q
+
+[registry]
+hosts_dir = %q
+`, d.root, d.state, mkdir(t, tmp, "net.d"), "critest-"+id, d.bridge, d.subnet, hostsDir)
+	if err := os.WriteFile(d.config, []byte(config), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { d.forceClean(t) })
+	return d
+}
+
+func (d *daemon) start(t *testing.T) {
+	t.Helper()
+	logFile, err := os.OpenFile(d.logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer logFile.Close()
+	d.cmd = exec.Command(filepath.Join(d.bin, "berth"), "serve", "--config", d.config)
+	d.cmd.Stdout, d.cmd.Stderr = logFile, logFile
+	d.cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	if err := d.cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	d.exited = make(chan struct{})
+	go func() { d.cmd.Wait(); close(d.exited) }() //nolint:errcheck // seen via exited
+	ready := waitFor(30*time.Second, func() bool {
+		conn, err := net.Dial("unix", d.socket)
+		if err == nil {
+			conn.Close()
+		}
+		return err == nil
+	})
+	if !ready {
+		t.Fatalf("berth serve did not listen on %s in 30s\n%s", d.socket, d.logTail(40))
+	}
+}
+
+func (d *daemon) stop(t *testing.T) {
+	if d.cmd == nil {
+		return
+	}
+	d.cmd.Process.Signal(syscall.SIGTERM) //nolint:errcheck // our own child
+	select {
+	case <-d.exited:
+	case <-time.After(20 * time.Second):
+		t.Errorf("berth serve did not exit 20s after SIGTERM")
+		d.cmd.Process.Kill() //nolint:errcheck // our own child
+		<-d.exited
+	}
+	d.cmd = nil
+}
+
+func (d *daemon) logTail(n int) string {
+	data, _ := os.ReadFile(d.logPath)
+	lines := strings.Split(strings.TrimRight(string(data), "\n"), "\n")
+	if len(lines) > n {
+		lines = lines[len(lines)-n:]
+	}
+	return strings.Join(lines, "\n")
+}
+
+// assertClean fails the test when critest's pods left anything behind:
+// runc containers, mounts, monitor or pause processes, IP allocations or
+// iptables rules.
+func (d *daemon) assertClean(t *testing.T) {
+	t.Helper()
+	if out, _ := exec.Command("runc", "--root", filepath.Join(d.state, "runc"), "list", "-q").Output(); strings.TrimSpace(string(out)) != "" {
+		t.Errorf("runc containers left: %s", out)
+	}
+	if mounts := d.mounts(); len(mounts) > 0 {
+		t.Errorf("mounts left: %s", strings.Join(mounts, "\n"))
+	}
+	if pids := d.processes(); len(pids) > 0 {
+		t.Errorf("berth processes left: %v", pids)
+	}
+	allocs, _ := filepath.Glob(filepath.Join(d.root, "cni", "networks", "*", "1*"))
+	if len(allocs) > 0 {
+		t.Errorf("IP allocations left: %v", allocs)
+	}
+	if out, _ := exec.Command("iptables-save").Output(); strings.Contains(string(out), strings.TrimSuffix(d.subnet, "0/24")) {
+		t.Errorf("iptables rules for %s left", d.subnet)
+	}
+}
+
+// forceClean removes whatever is left, whether or not the test passed.
+func (d *daemon) forceClean(t *testing.T) {
+	d.stop(t)
+	for _, pid := range d.processes() {
+		syscall.Kill(pid, syscall.SIGKILL) //nolint:errcheck // best effort
+	}
+	exec.Command("runc", "--root", filepath.Join(d.state, "runc"), "list", "-q").Run() //nolint:errcheck
+	mounts := d.mounts()
+	for i := len(mounts) - 1; i >= 0; i-- {
+		syscall.Unmount(mounts[i], syscall.MNT_DETACH) //nolint:errcheck // best effort
+	}
+	exec.Command("ip", "link", "del", d.bridge).Run() //nolint:errcheck // may not exist
+	os.RemoveAll(d.state)
+	os.RemoveAll(d.root)
+}
+
+// mounts lists the mount points under the daemon's directories.
+func (d *daemon) mounts() []string {
+	data, err := os.ReadFile("/proc/self/mountinfo")
+	if err != nil {
+		return nil
+	}
+	var out []string
+	for _, line := range strings.Split(string(data), "\n") {
+		fields := strings.Fields(line)
+		if len(fields) > 4 && (strings.HasPrefix(fields[4], d.root+"/") || strings.HasPrefix(fields[4], d.state+"/")) {
+			out = append(out, fields[4])
+		}
+	}
+	return out
+}
+
+// processes lists the pids running one of this test's binaries.
+func (d *daemon) processes() []int {
+	entries, _ := os.ReadDir("/proc")
+	var pids []int
+	for _, e := range entries {
+		var pid int
+		if _, err := fmt.Sscan(e.Name(), &pid); err != nil {
+			continue
+		}
+		exe, err := os.Readlink(filepath.Join("/proc", e.Name(), "exe"))
+		if err == nil && strings.HasPrefix(exe, d.bin+"/") && pid != os.Getpid() {
+			pids = append(pids, pid)
+		}
+	}
+	return pids
+}
