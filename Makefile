@@ -10,7 +10,7 @@ ROOT_DIR ?= /var/lib/berth
 RUNTIME_PACKAGES := runc containernetworking-plugins busybox-static iptables iproute2 util-linux
 TEST_PACKAGES    := docker-registry skopeo tar gzip hyperfine
 
-.PHONY: help build install deps runtime-deps image test test-unit test-integration bench vet crictl clean
+.PHONY: help build install deps runtime-deps image test test-unit test-integration bench vet crictl critest critest-bin clean
 
 help: ## list targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | sed 's/:.*## /\t/' | sort
@@ -52,6 +52,24 @@ bench: build ## benchmarks: pod/container latencies vs runc and CNI floors, imag
 
 crictl: ## build crictl v1.34 (sigs.k8s.io/cri-tools, pinned in tools/go.mod) into bin/
 	cd tools && GOSUMDB=off GOFLAGS=-mod=mod $(GO) build -o ../$(BIN)/crictl sigs.k8s.io/cri-tools/cmd/crictl
+
+critest-bin: ## build critest v1.34 (the CRI validation suite, `go test -c` of sigs.k8s.io/cri-tools/cmd/critest) into bin/
+	cd tools && GOSUMDB=off GOFLAGS=-mod=mod $(GO) test -c -o ../$(BIN)/critest sigs.k8s.io/cri-tools/cmd/critest
+
+# critest's images are built from Debian's dynamic busybox (its applets run as
+# separate processes, which the masked-paths spec needs); the package is only
+# downloaded and unpacked, never installed (it conflicts with busybox-static).
+CRITEST_DEPS := $(BIN)/critest-deps
+$(CRITEST_DEPS)/busybox:
+	rm -rf $(CRITEST_DEPS) && mkdir -p $(CRITEST_DEPS)/deb
+	cd $(CRITEST_DEPS)/deb && apt-get download busybox
+	dpkg-deb -x $(CRITEST_DEPS)/deb/busybox_*.deb $(CRITEST_DEPS)/unpacked
+	cp $(CRITEST_DEPS)/unpacked/bin/busybox $@
+
+CRITEST_FOCUS ?=
+critest: critest-bin $(CRITEST_DEPS)/busybox ## run critest offline against a berth serve of its own (root; CRITEST_FOCUS=regexp narrows it)
+	BERTH_CRITEST=$(abspath $(BIN)/critest) BERTH_CRITEST_BUSYBOX=$(abspath $(CRITEST_DEPS)/busybox) \
+	BERTH_CRITEST_FOCUS='$(CRITEST_FOCUS)' $(GO) test -count=1 -v -timeout 40m ./test/critest/
 
 clean: ## remove build output
 	rm -rf $(BIN)

@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"slices"
 	"syscall"
 	"time"
 
@@ -21,6 +22,7 @@ import (
 	"github.com/berth-dev/berth/internal/image"
 	"github.com/berth-dev/berth/internal/network"
 	"github.com/berth-dev/berth/internal/pod"
+	"github.com/berth-dev/berth/internal/runc"
 	"github.com/berth-dev/berth/internal/stream"
 )
 
@@ -84,7 +86,7 @@ func serve(ctx context.Context, cfg config.Config) error {
 		Sandboxes: deps.pods, Containers: deps.pods, Images: deps.images, Network: deps.network,
 		Version: version, Logger: log,
 		Stats: deps.pods, Events: deps.pods, Exec: deps.pods, Streaming: streams,
-		RPCs: obs.rpcs,
+		RPCs: obs.rpcs, RecursiveReadOnlyMounts: runcSupports(ctx, cfg, "rro", log),
 	})
 	lis, err := listen(cfg.Socket)
 	if err != nil {
@@ -211,4 +213,14 @@ func stopGRPC(g *grpc.Server, timeout time.Duration) {
 	case <-time.After(timeout):
 		g.Stop()
 	}
+}
+
+// runcSupports asks runc whether it accepts a mount option.
+func runcSupports(ctx context.Context, cfg config.Config, option string, log *slog.Logger) bool {
+	opts, err := (&runc.Runc{Path: cfg.RuncPath, Root: cfg.RuncRoot}).MountOptions(ctx)
+	if err != nil {
+		log.Warn("runc features: mount options unknown", "error", err)
+		return false
+	}
+	return slices.Contains(opts, option)
 }

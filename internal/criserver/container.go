@@ -165,6 +165,7 @@ func containerStatus(c *pod.Container) *runtimeapi.ContainerStatus {
 		if c.GID != nil {
 			lu.Gid = *c.GID
 		}
+		lu.SupplementalGroups = c.Groups
 		st.User = &runtimeapi.ContainerUser{Linux: lu}
 	}
 	if r := c.Config.GetLinux().GetResources(); r != nil {

@@ -33,10 +33,10 @@ func (s *Server) Status(_ context.Context, req *runtimeapi.StatusRequest) (*runt
 		netCond,
 	}}}
 	resp.RuntimeHandlers = []*runtimeapi.RuntimeHandler{
-		{Name: "", Features: &runtimeapi.RuntimeHandlerFeatures{}},
-		{Name: "runc", Features: &runtimeapi.RuntimeHandlerFeatures{}},
+		{Name: "", Features: &runtimeapi.RuntimeHandlerFeatures{RecursiveReadOnlyMounts: s.rro}},
+		{Name: "runc", Features: &runtimeapi.RuntimeHandlerFeatures{RecursiveReadOnlyMounts: s.rro}},
 	}
-	resp.Features = &runtimeapi.RuntimeFeatures{}
+	resp.Features = &runtimeapi.RuntimeFeatures{SupplementalGroupsPolicy: true}
 	if req.GetVerbose() {
 		resp.Info = map[string]string{"runtime": `{"name":"berth","ociRuntime":"runc","cgroupDriver":"cgroupfs"}`}
 	}

@@ -82,6 +82,10 @@ type Config struct {
 
 	// RPCs, when set, observes every unary call.
 	RPCs RPCObserver
+
+	// RecursiveReadOnlyMounts says the OCI runtime can make bind mounts
+	// read-only recursively (runc's "rro"); Status advertises it.
+	RecursiveReadOnlyMounts bool
 }
 
 // Server implements the CRI RuntimeService and ImageService.
@@ -99,6 +103,7 @@ type Server struct {
 	streaming  Streaming
 	rpcs       RPCObserver
 	version    string
+	rro        bool
 	log        *slog.Logger
 	ready      atomic.Bool
 }
@@ -112,7 +117,7 @@ func New(cfg Config) *Server {
 		sandboxes: cfg.Sandboxes, containers: cfg.Containers, images: cfg.Images,
 		network: cfg.Network, version: cfg.Version, log: cfg.Logger,
 		stats: cfg.Stats, events: cfg.Events,
-		exec: cfg.Exec, streaming: cfg.Streaming, rpcs: cfg.RPCs,
+		exec: cfg.Exec, streaming: cfg.Streaming, rpcs: cfg.RPCs, rro: cfg.RecursiveReadOnlyMounts,
 	}
 }
 

@@ -123,7 +123,10 @@ func requestedMounts(requested []*runtimeapi.Mount) ([]specs.Mount, string, erro
 				i, m.GetContainerPath(), m.GetPropagation(), errdefs.ErrInvalidArgument)
 		}
 		mode := "rw"
-		if m.GetReadonly() {
+		switch {
+		case m.GetRecursiveReadOnly():
+			mode = "rro" // runc makes every submount read-only too
+		case m.GetReadonly():
 			mode = "ro"
 		}
 		mounts = append(mounts, specs.Mount{Destination: dest, Type: "bind", Source: path.Clean(m.GetHostPath()),
@@ -139,8 +142,10 @@ func checkRequestedMount(m *runtimeapi.Mount) (string, error) {
 	switch {
 	case m.GetImage() != nil:
 		return "", fmt.Errorf("image volume: %w", errdefs.ErrNotImplemented)
-	case m.GetRecursiveReadOnly():
-		return "", fmt.Errorf("recursive read-only: not supported by runc 1.1: %w", errdefs.ErrNotImplemented)
+	case m.GetRecursiveReadOnly() && !m.GetReadonly():
+		return "", fmt.Errorf("recursive_read_only: needs readonly: %w", errdefs.ErrInvalidArgument)
+	case m.GetRecursiveReadOnly() && m.GetPropagation() != runtimeapi.MountPropagation_PROPAGATION_PRIVATE:
+		return "", fmt.Errorf("recursive_read_only: needs propagation PRIVATE, not %s: %w", m.GetPropagation(), errdefs.ErrInvalidArgument)
 	case len(m.GetUidMappings()) > 0 || len(m.GetGidMappings()) > 0:
 		return "", fmt.Errorf("id-mapped mount: %w", errdefs.ErrNotImplemented)
 	case !path.IsAbs(m.GetContainerPath()):

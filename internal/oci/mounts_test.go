@@ -139,6 +139,16 @@ func TestContainerMountsShmAndDev(t *testing.T) {
 	})
 }
 
+func TestRecursiveReadOnlyMount(t *testing.T) {
+	mounts, _, err := requestedMounts([]*runtimeapi.Mount{{ContainerPath: "/d", HostPath: "/h", Readonly: true, RecursiveReadOnly: true}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := mounts[0].Options; got[len(got)-1] != "rro" {
+		t.Errorf("options %v, want rro last", got)
+	}
+}
+
 func TestRequestedMountErrors(t *testing.T) {
 	for _, tc := range []struct {
 		name  string
@@ -150,7 +160,11 @@ func TestRequestedMountErrors(t *testing.T) {
 		{"relative host path", &runtimeapi.Mount{ContainerPath: "/d", HostPath: "h"}, errdefs.ErrInvalidArgument},
 		{"unknown propagation", &runtimeapi.Mount{ContainerPath: "/d", HostPath: "/h", Propagation: 9}, errdefs.ErrInvalidArgument},
 		{"image volume", &runtimeapi.Mount{ContainerPath: "/d", Image: &runtimeapi.ImageSpec{Image: "x"}}, errdefs.ErrNotImplemented},
-		{"recursive read-only", &runtimeapi.Mount{ContainerPath: "/d", HostPath: "/h", RecursiveReadOnly: true}, errdefs.ErrNotImplemented},
+		{"recursive read-only, not read-only", &runtimeapi.Mount{ContainerPath: "/d", HostPath: "/h", RecursiveReadOnly: true}, errdefs.ErrInvalidArgument},
+		{"recursive read-only, host to container", &runtimeapi.Mount{ContainerPath: "/d", HostPath: "/h", Readonly: true, RecursiveReadOnly: true,
+			Propagation: runtimeapi.MountPropagation_PROPAGATION_HOST_TO_CONTAINER}, errdefs.ErrInvalidArgument},
+		{"recursive read-only, bidirectional", &runtimeapi.Mount{ContainerPath: "/d", HostPath: "/h", Readonly: true, RecursiveReadOnly: true,
+			Propagation: runtimeapi.MountPropagation_PROPAGATION_BIDIRECTIONAL}, errdefs.ErrInvalidArgument},
 		{"id mapped", &runtimeapi.Mount{ContainerPath: "/d", HostPath: "/h", UidMappings: []*runtimeapi.IDMapping{{Length: 1}}}, errdefs.ErrNotImplemented},
 	} {
 		if _, _, err := requestedMounts([]*runtimeapi.Mount{tc.m}); !errors.Is(err, tc.class) {

@@ -172,6 +172,9 @@ func (s *Service) prepareBundle(rec *Container, sb *Sandbox, img image.Image, rb
 	if spec.Process != nil {
 		uid, gid := int64(spec.Process.User.UID), int64(spec.Process.User.GID)
 		rec.UID, rec.GID = &uid, &gid
+		for _, g := range spec.Process.User.AdditionalGids {
+			rec.Groups = append(rec.Groups, int64(g))
+		}
 	}
 	data, err := json.Marshal(spec)
 	if err != nil {

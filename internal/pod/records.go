@@ -94,6 +94,7 @@ type Container struct {
 	CgroupPath string         `json:"cgroupPath,omitempty"`
 	UID        *int64         `json:"uid,omitempty"`
 	GID        *int64         `json:"gid,omitempty"`
+	Groups     []int64        `json:"groups,omitempty"` // supplemental groups of the process
 
 	Config    *runtimeapi.ContainerConfig `json:"-"`
 	RawConfig json.RawMessage             `json:"config"`

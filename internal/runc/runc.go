@@ -239,3 +239,19 @@ func lastLogError(path string) string {
 	}
 	return lastErr
 }
+
+// MountOptions lists the mount options this runc accepts, from
+// `runc features` (e.g. "rro" for recursive read-only bind mounts).
+func (r *Runc) MountOptions(ctx context.Context) ([]string, error) {
+	out, err := r.output(ctx, "features", "", []string{"features"})
+	if err != nil {
+		return nil, err
+	}
+	var features struct {
+		MountOptions []string `json:"mountOptions"`
+	}
+	if err := json.Unmarshal(out, &features); err != nil {
+		return nil, fmt.Errorf("runc features: %w", err)
+	}
+	return features.MountOptions, nil
+}

@@ -217,4 +217,3 @@ func waitFor(timeout time.Duration, cond func() bool) bool {
 	}
 	return true
 }
-

@@ -136,4 +136,3 @@ func layerOf(files layerFiles) (v1.Layer, error) {
 		return io.NopCloser(bytes.NewReader(data)), nil
 	}, tarball.WithMediaType(types.OCILayer))
 }
-
