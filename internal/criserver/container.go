@@ -4,6 +4,8 @@ import (
 	"context"
 	"encoding/json"
 
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
 	"github.com/berth-dev/berth/internal/pod"
@@ -68,6 +70,40 @@ func (s *Server) ReopenContainerLog(ctx context.Context, req *runtimeapi.ReopenC
 		return nil, err
 	}
 	return &runtimeapi.ReopenContainerLogResponse{}, nil
+}
+
+// UpdateContainerResources applies new Linux limits to a created or
+// running container; Windows resources are InvalidArgument.
+func (s *Server) UpdateContainerResources(ctx context.Context, req *runtimeapi.UpdateContainerResourcesRequest) (*runtimeapi.UpdateContainerResourcesResponse, error) {
+	switch {
+	case req.GetContainerId() == "":
+		return nil, invalidArg("container_id", "empty")
+	case req.GetWindows() != nil:
+		return nil, invalidArg("windows", "berth runs Linux containers only")
+	case req.GetLinux() == nil:
+		return nil, invalidArg("linux", "missing")
+	}
+	if err := s.containers.UpdateContainerResources(ctx, req.GetContainerId(), req.GetLinux()); err != nil {
+		return nil, err
+	}
+	return &runtimeapi.UpdateContainerResourcesResponse{}, nil
+}
+
+// UpdatePodSandboxResources records the pod-level resources after a resize.
+func (s *Server) UpdatePodSandboxResources(ctx context.Context, req *runtimeapi.UpdatePodSandboxResourcesRequest) (*runtimeapi.UpdatePodSandboxResourcesResponse, error) {
+	if req.GetPodSandboxId() == "" {
+		return nil, invalidArg("pod_sandbox_id", "empty")
+	}
+	if err := s.sandboxes.UpdatePodSandboxResources(ctx, req.GetPodSandboxId(), req.GetOverhead(), req.GetResources()); err != nil {
+		return nil, err
+	}
+	return &runtimeapi.UpdatePodSandboxResourcesResponse{}, nil
+}
+
+// CheckpointContainer is not supported: berth has no CRIU integration.
+func (s *Server) CheckpointContainer(_ context.Context, req *runtimeapi.CheckpointContainerRequest) (*runtimeapi.CheckpointContainerResponse, error) {
+	return nil, status.Errorf(codes.Unimplemented,
+		"CheckpointContainer %q: berth does not checkpoint containers (no CRIU support); nothing was written", req.GetContainerId())
 }
 
 // ContainerStatus returns NotFound for unknown containers.

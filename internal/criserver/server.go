@@ -24,6 +24,7 @@ type Sandboxes interface {
 	RunSandbox(ctx context.Context, cfg *runtimeapi.PodSandboxConfig, handler string) (string, error)
 	StopSandbox(ctx context.Context, id string) error
 	RemoveSandbox(ctx context.Context, id string) error
+	UpdatePodSandboxResources(ctx context.Context, id string, overhead, resources *runtimeapi.LinuxContainerResources) error
 	Sandbox(id string) (pod.Sandbox, error)
 	Sandboxes() []pod.Sandbox
 }
@@ -35,6 +36,7 @@ type Containers interface {
 	StopContainer(ctx context.Context, id string, timeout int64) error
 	RemoveContainer(ctx context.Context, id string) error
 	ReopenContainerLog(ctx context.Context, id string) error
+	UpdateContainerResources(ctx context.Context, id string, res *runtimeapi.LinuxContainerResources) error
 	Container(id string) (pod.Container, error)
 	Containers() []pod.Container
 	ContainersUsingImage(imageID string) []string

@@ -44,6 +44,12 @@ func (f *fakePods) StartContainer(context.Context, string) error       { return 
 func (f *fakePods) StopContainer(context.Context, string, int64) error { return nil }
 func (f *fakePods) RemoveContainer(context.Context, string) error      { return nil }
 func (f *fakePods) ReopenContainerLog(context.Context, string) error   { return nil }
+func (f *fakePods) UpdateContainerResources(context.Context, string, *runtimeapi.LinuxContainerResources) error {
+	return nil
+}
+func (f *fakePods) UpdatePodSandboxResources(context.Context, string, *runtimeapi.LinuxContainerResources, *runtimeapi.LinuxContainerResources) error {
+	return nil
+}
 func (f *fakePods) Container(id string) (pod.Container, error) {
 	for _, c := range f.containers {
 		if c.ID == id {

@@ -142,3 +142,13 @@ func cgroupsPathFor(parent string, sandbox *runtimeapi.PodSandboxConfig, id stri
 	}
 	return CgroupsPath(parent, id), nil
 }
+
+// UpdateResources converts the resources of an UpdateContainerResources
+// request to what `runc update` applies (CPU, memory, pids are kept as they
+// are; hugepages and unified entries too). It validates like CreateContainer.
+func UpdateResources(r *runtimeapi.LinuxContainerResources) (*specs.LinuxResources, error) {
+	if r == nil {
+		return nil, fmt.Errorf("resources: linux: missing: %w", errdefs.ErrInvalidArgument)
+	}
+	return containerResources(r)
+}

@@ -255,3 +255,21 @@ func (r *Runc) MountOptions(ctx context.Context) ([]string, error) {
 	}
 	return features.MountOptions, nil
 }
+
+// Update applies new cgroup limits to a created or running container
+// (`runc update --resources`); resources is an OCI LinuxResources as JSON.
+func (r *Runc) Update(ctx context.Context, id string, resources []byte) error {
+	f, err := os.CreateTemp("", "runc-update-*.json")
+	if err != nil {
+		return fmt.Errorf("runc update %s: %w", id, err)
+	}
+	defer os.Remove(f.Name())
+	if _, err := f.Write(resources); err != nil {
+		f.Close()
+		return fmt.Errorf("runc update %s: %w", id, err)
+	}
+	if err := f.Close(); err != nil {
+		return fmt.Errorf("runc update %s: %w", id, err)
+	}
+	return r.run(ctx, "update", id, []string{"update", "--resources", f.Name(), id}, nil)
+}
