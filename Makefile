@@ -47,8 +47,12 @@ vet: ## go vet and gofmt
 	@test -z "$$(gofmt -l $$(git ls-files '*.go'))" || (gofmt -l $$(git ls-files '*.go'); exit 1)
 
 BENCH_FLAGS ?=
-bench: build ## benchmarks: pod/container latencies vs runc and CNI floors, image pull vs skopeo+tar, memory (root; BENCH_FLAGS=-pull=false skips the pull)
+bench: build critest-bin $(CRITEST_DEPS)/busybox ## benchmarks: pod/container latencies vs runc and CNI floors, image pull vs skopeo+tar, memory, then critest -benchmark (root; BENCH_FLAGS=-pull=false skips the pull)
 	./scripts/bench.sh $(BENCH_FLAGS)
+	BERTH_CRITEST=$(abspath $(BIN)/critest) BERTH_CRITEST_BUSYBOX=$(abspath $(CRITEST_DEPS)/busybox) \
+	BERTH_CRITEST_BENCHMARK=$(abspath bench/critest.md) $(GO) test -count=1 -run TestCritestBenchmark -timeout 30m ./test/critest/
+	{ printf '\n## critest -benchmark (cri-tools v1.34, serial: 50 pods, 50 containers, 20 image pulls from the local registry)\n\n'; \
+	  cat bench/critest.md; } >> bench/report.md
 
 crictl: ## build crictl v1.34 (sigs.k8s.io/cri-tools, pinned in tools/go.mod) into bin/
 	cd tools && GOSUMDB=off GOFLAGS=-mod=mod $(GO) build -o ../$(BIN)/crictl sigs.k8s.io/cri-tools/cmd/crictl

@@ -24,6 +24,26 @@ func TestCritest(t *testing.T) {
 	if critest == "" {
 		t.Skip("BERTH_CRITEST is not set (`make critest` builds critest and sets it)")
 	}
+	d := setUp(t)
+	args := append(d.endpointArgs(), "-ginkgo.skip", skipRegexp(readSkipList(t)))
+	if focus := os.Getenv("BERTH_CRITEST_FOCUS"); focus != "" {
+		args = append(args, "-ginkgo.focus", focus)
+	}
+	if os.Getenv("BERTH_CRITEST_VERBOSE") == "1" {
+		args = append(args, "-ginkgo.v")
+	}
+	runErr := runCritest(t, critest, args)
+	d.stop(t)
+	if runErr != nil {
+		t.Errorf("critest: %v (berth serve's log: %s)\n%s", runErr, d.logPath, d.logTail(80))
+	}
+	d.assertClean(t)
+}
+
+// setUp builds the programs, starts a registry holding the critest images
+// and a berth serve whose hosts.toml points there.
+func setUp(t *testing.T) *daemon {
+	t.Helper()
 	if os.Geteuid() != 0 {
 		t.Skip("not root")
 	}
@@ -39,31 +59,25 @@ func TestCritest(t *testing.T) {
 	}
 	t.Cleanup(func() { _ = reg.Stop() })
 	pushImages(t, reg, progs)
-
 	d := newDaemon(t, tmp, bin, writeHosts(t, tmp, reg.Host))
 	d.start(t)
-	skips := readSkipList(t)
-	args := []string{
+	return d
+}
+
+func (d *daemon) endpointArgs() []string {
+	return []string{
 		"-runtime-endpoint", "unix://" + d.socket, "-image-endpoint", "unix://" + d.socket,
 		"-ginkgo.no-color", "-ginkgo.timeout", "40m", "-ginkgo.poll-progress-after", "2m",
-		"-ginkgo.skip", skipRegexp(skips),
 	}
-	if focus := os.Getenv("BERTH_CRITEST_FOCUS"); focus != "" {
-		args = append(args, "-ginkgo.focus", focus)
-	}
-	if os.Getenv("BERTH_CRITEST_VERBOSE") == "1" {
-		args = append(args, "-ginkgo.v")
-	}
+}
+
+// runCritest runs critest with args, its output going to the test's.
+func runCritest(t *testing.T, critest string, args []string) error {
 	cmd := exec.Command(critest, args...)
-	cmd.Dir = tmp // critest looks for crictl.yaml beside itself and in its directory; none there
+	cmd.Dir = t.TempDir() // critest looks for crictl.yaml in its working directory; none there
 	cmd.Stdout, cmd.Stderr = os.Stdout, os.Stderr
 	t.Logf("critest %s", strings.Join(args, " "))
-	runErr := cmd.Run()
-	d.stop(t)
-	if runErr != nil {
-		t.Errorf("critest: %v (berth serve's log: %s)\n%s", runErr, d.logPath, d.logTail(80))
-	}
-	d.assertClean(t)
+	return cmd.Run()
 }
 
 // buildPrograms builds berth's binaries and the image programs into dir.
