@@ -5,6 +5,7 @@ BIN      := bin
 VERSION  ?= $(shell git describe --always --dirty 2>/dev/null || echo dev)
 LDFLAGS  := -s -w -X main.version=$(VERSION)
 ROOT_DIR ?= /var/lib/berth
+CRITEST_DEPS := $(BIN)/critest-deps
 # What berth needs to run; what its tests and benchmarks need on top (a registry to pull from,
 # skopeo for the pull floor, hyperfine).
 RUNTIME_PACKAGES := runc containernetworking-plugins busybox-static iptables iproute2 util-linux
@@ -63,7 +64,6 @@ critest-bin: ## build critest v1.34 (the CRI validation suite, `go test -c` of s
 # critest's images are built from Debian's dynamic busybox (its applets run as
 # separate processes, which the masked-paths spec needs); the package is only
 # downloaded and unpacked, never installed (it conflicts with busybox-static).
-CRITEST_DEPS := $(BIN)/critest-deps
 $(CRITEST_DEPS)/busybox:
 	rm -rf $(CRITEST_DEPS) && mkdir -p $(CRITEST_DEPS)/deb
 	cd $(CRITEST_DEPS)/deb && apt-get download busybox
