@@ -133,7 +133,14 @@ func (d *daemon) forceClean(t *testing.T) {
 	for _, pid := range d.processes() {
 		syscall.Kill(pid, syscall.SIGKILL) //nolint:errcheck // best effort
 	}
-	exec.Command("runc", "--root", filepath.Join(d.state, "runc"), "list", "-q").Run() //nolint:errcheck
+	// Containers outlive their monitors: berth-pause and container
+	// processes are found through runc's state, not by executable.
+	runcRoot := filepath.Join(d.state, "runc")
+	if out, err := exec.Command("runc", "--root", runcRoot, "list", "-q").Output(); err == nil {
+		for _, id := range strings.Fields(string(out)) {
+			exec.Command("runc", "--root", runcRoot, "delete", "--force", id).Run() //nolint:errcheck // best effort
+		}
+	}
 	mounts := d.mounts()
 	for i := len(mounts) - 1; i >= 0; i-- {
 		syscall.Unmount(mounts[i], syscall.MNT_DETACH) //nolint:errcheck // best effort
