@@ -71,7 +71,7 @@ func serve(ctx context.Context, cfg config.Config) error {
 	}
 	defer stopMetrics()
 	streams, err := stream.Listen(stream.Config{
-		Address: cfg.Stream.Address, Containers: deps.pods, Sandboxes: deps.pods, Dial: network.DialInNamespace,
+		Address: cfg.Stream.Address, Containers: deps.pods, Sandboxes: deps.pods, Dial: network.DialInNamespace, Logger: log,
 	})
 	if err != nil {
 		return err

@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
+	"log/slog"
 	"net"
 	"net/http"
 	"net/url"
@@ -37,11 +39,13 @@ type Config struct {
 	Containers Containers
 	Sandboxes  Sandboxes
 	Dial       Dialer
+	Logger     *slog.Logger // optional; nil discards
 }
 
 // Server serves exec, attach and port-forward streams.
 type Server struct {
 	lib      streaming.Server
+	router   *router
 	listener net.Listener
 	http     *http.Server
 }
@@ -58,14 +62,20 @@ func Listen(cfg Config) (*Server, error) {
 	libCfg := streaming.DefaultConfig
 	libCfg.Addr = l.Addr().String()
 	libCfg.BaseURL = &url.URL{Scheme: "http", Host: libCfg.Addr}
-	lib, err := streaming.NewServer(libCfg, &runtime{cfg: cfg})
+	rt := &runtime{cfg: cfg}
+	lib, err := streaming.NewServer(libCfg, rt)
 	if err != nil {
 		l.Close()
 		return nil, fmt.Errorf("stream server %s: %w", cfg.Address, err)
 	}
+	log := cfg.Logger
+	if log == nil {
+		log = slog.New(slog.NewTextHandler(io.Discard, nil))
+	}
+	front := &router{lib: lib, rt: rt, tokens: newTokenCache(), idle: libCfg.StreamIdleTimeout, log: log}
 	return &Server{
-		lib: lib, listener: l,
-		http: &http.Server{Handler: lib, ReadHeaderTimeout: 30 * time.Second},
+		lib: lib, router: front, listener: l,
+		http: &http.Server{Handler: front, ReadHeaderTimeout: 30 * time.Second},
 	}, nil
 }
 
@@ -81,17 +91,35 @@ func (s *Server) Serve() error {
 	return err
 }
 
-// Close stops listening and ends every open stream.
-func (s *Server) Close() error { return s.http.Close() }
+// Close stops listening and ends the open streams that berth serves
+// itself; SPDY and older WebSocket streams end with their clients.
+func (s *Server) Close() error {
+	s.router.sessions.closeAll()
+	return s.http.Close()
+}
 
 // GetExec returns the URL of an exec stream.
 func (s *Server) GetExec(req *runtimeapi.ExecRequest) (*runtimeapi.ExecResponse, error) {
-	return s.lib.GetExec(req)
+	resp, err := s.lib.GetExec(req)
+	if err != nil {
+		return nil, err
+	}
+	if err := s.router.remember(resp.GetUrl(), execRequest(req)); err != nil {
+		return nil, err
+	}
+	return resp, nil
 }
 
 // GetAttach returns the URL of an attach stream.
 func (s *Server) GetAttach(req *runtimeapi.AttachRequest) (*runtimeapi.AttachResponse, error) {
-	return s.lib.GetAttach(req)
+	resp, err := s.lib.GetAttach(req)
+	if err != nil {
+		return nil, err
+	}
+	if err := s.router.remember(resp.GetUrl(), attachRequest(req)); err != nil {
+		return nil, err
+	}
+	return resp, nil
 }
 
 // GetPortForward returns the URL of a port-forward stream.
