@@ -1,0 +1,96 @@
+// Package manifest owns the agent's input: Kubernetes YAML or JSON turned
+// into Pods, ConfigMaps and Secrets (k8s.io/api/core/v1 types) with the API
+// server's defaults applied and the API server's validation run on them.
+// Nothing downstream (podspec, volume, plan, the agent) re-checks what this
+// package accepts.
+//
+// # Decoding
+//
+//	type Pod struct { *v1.Pod; Source string }
+//	type Bundle struct {
+//		Pods             []*Pod
+//		ConfigMaps       map[string]*v1.ConfigMap // by ObjectKey(namespace, name)
+//		Secrets          map[string]*v1.Secret
+//		ConfigMapSources map[string]string        // source of each, same keys
+//		SecretSources    map[string]string
+//	}
+//	func Load(path string, stdin io.Reader) (*Bundle, error)  // file, directory, or "-" for stdin
+//	func Decode(r io.Reader, source string) (*Bundle, error)
+//	func (b *Bundle) Merge(o *Bundle) error
+//	func (b *Bundle) Pod(namespace, name string) *Pod
+//	func (b *Bundle) Referenced(pod *v1.Pod) ([]*v1.ConfigMap, []*v1.Secret)
+//	func ObjectKey(namespace, name string) string
+//
+// A source holds one or more documents (YAML separated by "---", or a JSON
+// stream). Each document is a v1 Pod, ConfigMap, Secret, or a v1 List of
+// them; any other kind is refused, naming the file and the kind. Decoding is
+// strict like `kubectl --validate=strict`: unknown or duplicated fields are
+// errors naming the field path (spec.containers[0].imagePulPolicy). A
+// directory contributes its *.yaml, *.yml and *.json files in name order,
+// not recursing and skipping dotfiles. A Secret's stringData is merged into
+// data (stringData wins) and cleared, as the API server does; a Pod's status
+// is dropped, as on create. Every object remembers its source: Pod.Source,
+// Bundle.ConfigMapSources, Bundle.SecretSources. Merge refuses an object
+// defined twice and names both sources.
+//
+// Loading does not validate: merge every source first, then call Validate,
+// so that references from one file to another resolve.
+//
+// Errors are an *InvalidError: one Problem (Source, Object, Err) per line,
+// all of them, not just the first.
+//
+// # Defaults
+//
+// Decode (and so Load) applies the API server's defaults to what it decodes
+// (func (b *Bundle) SetDefaults() does it again, idempotently, for
+// hand-built bundles):
+// namespace "default", restartPolicy Always, dnsPolicy ClusterFirst,
+// terminationGracePeriodSeconds 30, securityContext {}, enableServiceLinks,
+// schedulerName; per container imagePullPolicy (Always for a :latest or
+// untagged, undigested image, otherwise IfNotPresent), terminationMessagePath
+// and -Policy, port protocol TCP, requests copied from limits, probe timings
+// and httpGet path/scheme, env fieldRef apiVersion v1; per volume emptyDir
+// when no source is given, modes 0644, hostPath type "", token expiry 1 h;
+// with hostNetwork, hostPort = containerPort. Quantities are rounded up to
+// milli units. A Secret gets type Opaque, a ConfigMap a non-nil data map.
+//
+// A Pod without metadata.uid gets a deterministic one, as the kubelet gives
+// static pods: the first 16 bytes of SHA-256 over the pod's absolute source
+// path and its defaulted JSON (uid and status left out), as 32 hex digits.
+// Loading the same file again gives the same UID; any change to the pod
+// (spec, labels, annotations, name) or to the file's location gives a new
+// one, which tells the agent to replace the pod. Spelling out a default
+// does not change the UID.
+//
+// # Validation
+//
+//	func (b *Bundle) Validate() error
+//
+// Validate runs the API server's create-time checks (metadata, containers,
+// ports, env, volumes and mounts, probes and hooks, resources, security
+// context, DNS, restart policies, sidecars) plus the checks berth needs to
+// run a pod on one machine: references to ConfigMaps, Secrets and their keys
+// must resolve inside the bundle unless marked optional, host ports must not
+// collide across pods, mount and hostPath paths must be absolute, named probe
+// ports must exist, and only volume types the agent can build (emptyDir,
+// hostPath, configMap, secret, downwardAPI, projected configMap / secret /
+// downwardAPI) and Linux pods are accepted. Every problem of the bundle is
+// collected into one *InvalidError; each names the source, the object and the
+// field path:
+//
+//	pod.yaml: Pod default/web: spec.containers[1].name: Duplicate value: "app"
+//
+// # Watching
+//
+//	func Watch(ctx context.Context, dir string, interval time.Duration, onChange func(*Bundle, error))
+//
+// Watch plays the kubelet's static-pod directory: it calls onChange with the
+// directory's bundle at start and after every change (inotify, debounced,
+// with a periodic rescan as a safety net). A file with any problem (it does
+// not decode, duplicates an object of an earlier file, or holds an invalid
+// object, or a pod whose references only an invalid file could satisfy)
+// contributes nothing; the bundle holds every other file's objects, and the
+// error (an *InvalidError) names the files left out, so a caller can keep what
+// it runs from them. A nil bundle means the directory itself could not be
+// read.
+package manifest
