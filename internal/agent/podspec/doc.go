@@ -1,0 +1,35 @@
+// Package podspec turns a Kubernetes Pod into the CRI configs the agent
+// sends to the runtime, with the kubelet's semantics, and reads the agent's
+// state back from the labels and annotations it put on them. It is pure: no
+// I/O, no clock; whatever depends on the machine (the host's resolv.conf,
+// allocatable resources, pod IPs, the termination-message file) comes in
+// through SandboxOptions / ContainerOptions.
+//
+// It owns:
+//
+//   - the label and annotation keys (keys.go) and their parsing back into
+//     SandboxMeta / ContainerMeta (meta.go), ContainerType, ContainerHash;
+//   - SandboxConfig: metadata, hostname, log directory, DNS (DNSConfig,
+//     ParseResolvConf: there is no cluster DNS, every policy but None starts
+//     from the host's resolv.conf), port mappings, the pod cgroup layout
+//     (PodCgroupParent), pod-level security context, sysctls, overhead and
+//     pod resources;
+//   - ContainerConfig: image, command and args with $(VAR) expansion
+//     (ExpandVars), the environment (ResolveEnv: envFrom, env, valueFrom of
+//     every kind, no service links), mounts from the volume paths (subPath,
+//     subPathExpr, propagation, read-only rules, the termination-message
+//     file), log path, cgroup resources and oom_score_adj by QoS
+//     (QOSClass, OOMScoreAdj, CPUShares, CPUQuota), security context
+//     (capabilities, users and groups, no_new_privs, masked paths, seccomp,
+//     AppArmor, namespaces incl. an ephemeral container's target);
+//   - the downward API values shared with package volume (FieldRefValue,
+//     ResourceFieldRefValue, FormatMap) and the pod's references to
+//     ConfigMaps and Secrets (Sources, ReferencedSources).
+//
+// Deliberate differences from the kubelet: variables come out in a stable
+// order (first set, last value wins) rather than a map's; ContainerHash
+// covers resources too (no in-place resize); the /etc/hosts, hostname and
+// resolv.conf files are the runtime's job; SELinux, user namespaces
+// (hostUsers: false is refused), devices, hugepages, image volumes and
+// fileKeyRef are not supported.
+package podspec

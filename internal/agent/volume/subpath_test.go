@@ -1,0 +1,113 @@
+package volume
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	v1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/berth-dev/berth/internal/agent/podspec"
+)
+
+// subPathFixture builds a volume with symlinks that stay in and that lead
+// out, and a sibling directory outside it.
+func subPathFixture(t *testing.T) (vol, outside string) {
+	t.Helper()
+	root := t.TempDir()
+	vol = filepath.Join(root, "vol")
+	outside = filepath.Join(root, "outside")
+	for _, d := range []string{filepath.Join(vol, "data", "deep"), outside} {
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.Chmod(vol, 0o770); err != nil {
+		t.Fatal(err)
+	}
+	links := map[string]string{
+		"inside-rel":   "data/deep",
+		"inside-abs":   filepath.Join(vol, "data"),
+		"up-and-back":  "../vol/data",
+		"escape-rel":   "../outside",
+		"escape-abs":   "/etc",
+		"data/sneaky":  "../../outside",
+		"chain":        "inside-rel/../../escape-rel",
+		"loop-a":       "loop-b",
+		"loop-b":       "loop-a",
+		"to-file-link": "data/deep/f",
+	}
+	for name, target := range links {
+		if err := os.Symlink(target, filepath.Join(vol, name)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.WriteFile(filepath.Join(vol, "data", "deep", "f"), nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return vol, outside
+}
+
+func TestSafeSubPath(t *testing.T) {
+	vol, outside := subPathFixture(t)
+	ok := map[string]string{
+		"data":                 filepath.Join(vol, "data"),
+		"data/deep/f":          filepath.Join(vol, "data", "deep", "f"),
+		"inside-rel":           filepath.Join(vol, "data", "deep"),
+		"inside-abs/deep":      filepath.Join(vol, "data", "deep"),
+		"up-and-back":          filepath.Join(vol, "data"),
+		"to-file-link":         filepath.Join(vol, "data", "deep", "f"),
+		"./data//deep":         filepath.Join(vol, "data", "deep"),
+		"new/dirs":             filepath.Join(vol, "new", "dirs"),
+		"inside-rel/new-child": filepath.Join(vol, "data", "deep", "new-child"),
+	}
+	for sub, want := range ok {
+		got, err := SafeSubPath(vol, sub)
+		if err != nil || got != want {
+			t.Errorf("%s: %q %v, want %q", sub, got, err, want)
+		}
+	}
+	if got := modeOf(t, filepath.Join(vol, "new", "dirs")); got != 0o770 {
+		t.Errorf("created subPath dir mode %v, want the volume's 0770", got)
+	}
+	bad := map[string]string{
+		"escape-rel":        "outside the volume",
+		"escape-abs":        "outside the volume",
+		"escape-abs/passwd": "outside the volume",
+		"data/sneaky":       "outside the volume",
+		"chain":             "outside the volume",
+		"escape-rel/new":    "outside the volume",
+		"loop-a":            "too many levels",
+		"../vol/data":       "must not contain '..'",
+		"/etc":              "non-empty relative",
+		"":                  "non-empty relative",
+		"data/deep/f/under": "not a directory",
+	}
+	for sub, want := range bad {
+		got, err := SafeSubPath(vol, sub)
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("%s: %q %v, want error %q", sub, got, err, want)
+		}
+	}
+	if entries, _ := os.ReadDir(outside); len(entries) != 0 {
+		t.Errorf("something was created outside the volume: %v", entries)
+	}
+}
+
+func TestSafeSubPathIntoConfigMapKey(t *testing.T) {
+	m := newManager(t)
+	pod := podWith("u-subpath", v1.Volume{Name: "cfg", VolumeSource: v1.VolumeSource{ConfigMap: &v1.ConfigMapVolumeSource{
+		LocalObjectReference: v1.LocalObjectReference{Name: "cfg"}}}})
+	srcs := podspec.Sources{ConfigMaps: []v1.ConfigMap{{ObjectMeta: metav1.ObjectMeta{Name: "cfg"}, Data: map[string]string{"k": "v"}}}}
+	dir := setup(t, m, pod, srcs)["cfg"]
+	got, err := SafeSubPath(dir, "k")
+	if err != nil {
+		t.Fatal(err)
+	}
+	version, _ := currentVersion(dir)
+	if got != filepath.Join(dir, version, "k") {
+		t.Errorf("resolved %s, want the file in the current version %s", got, version)
+	}
+}
