@@ -1,0 +1,28 @@
+// Package podstatus builds a pod's v1.PodStatus from what the runtime reports (the
+// planner's Observed), probe results and the executor's waiting reasons, with the
+// kubelet's rules (generateAPIPodStatus, convertToAPIContainerStatuses, getPhase, the
+// status manager's condition and start-time handling). It is pure: the time comes in as
+// Input.Now and the previous status as Input.Previous.
+//
+// Container statuses are listed in spec order (init, regular, ephemeral). For each
+// container the newest instance gives state, restartCount, imageID and containerID
+// ("<runtime>://<id>"); the instance before it gives lastTerminationState. A created
+// instance is waiting with no reason; an exited one terminated with the runtime's reason
+// (Completed or Error from the exit code when the runtime gives none); an unknown one
+// that was running before is terminated with ContainerStatusUnknown and exit code 137; a
+// container without instance waits with ContainerCreating (PodInitializing when the pod
+// has init containers). A container that must be (re)started (plan.ShouldRestart) and
+// has an entry in Input.Waiting shows that reason instead, its terminated state moving
+// to lastTerminationState. started is running plus a succeeded startup probe when there
+// is one; ready is started plus a succeeded readiness probe when there is one (init
+// containers: exited 0; ephemeral containers: neither is set, they have no probes).
+//
+// Phase, conditions (PodReadyToStartContainers, Initialized, Ready, ContainersReady,
+// PodScheduled) and their reasons follow the kubelet; see phase and the condition
+// functions. lastTransitionTime changes only when a condition's status changes; a
+// terminal phase is never left; startTime is set once.
+//
+// Differences from the kubelet, on purpose: regular container statuses are in spec
+// order (the kubelet sorts them by name); ObservedGeneration, resources, volume mounts
+// and user fields of container statuses are not filled; messages are worded by berth.
+package podstatus
