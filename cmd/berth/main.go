@@ -1,6 +1,9 @@
 // Command berth is the berth container runtime: `berth serve` runs the CRI
-// v1 daemon; `berth pull`, `berth images`, `berth rmi` and `berth image
-// import|ls|prune` work on its image store, with or without the daemon.
+// v1 daemon (and the node agent); `berth pull`, `berth images`, `berth rmi`
+// and `berth image import|ls|prune` work on its image store, with or
+// without the daemon; `berth run|apply|delete|get|describe|logs|exec` drive
+// the node agent, and `berth agent` runs the agent alone against any CRI
+// runtime.
 package main
 
 import (
@@ -30,8 +33,12 @@ func newRootCommand() *cobra.Command {
 		Version:       version,
 	}
 	opts.bind(root)
+	bindAgentFlags(root)
 	root.AddCommand(newServeCommand(&opts), newImageCommand(&opts), newVersionCommand(),
 		newPullCommand(&opts), newImagesCommand(&opts, "images"), newRmiCommand(&opts))
+	root.AddCommand(newRunCommand(&opts), newApplyCommand(&opts), newDeleteCommand(&opts),
+		newGetCommand(&opts), newDescribeCommand(&opts), newLogsCommand(&opts), newExecCommand(&opts),
+		newAgentCommand(&opts))
 	return root
 }
 

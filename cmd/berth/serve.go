@@ -10,6 +10,7 @@ import (
 	"os/signal"
 	"path/filepath"
 	"slices"
+	"sync"
 	"syscall"
 	"time"
 
@@ -27,32 +28,35 @@ import (
 )
 
 func newServeCommand(opts *globalOptions) *cobra.Command {
-	return &cobra.Command{
+	var agentOpts agentFlags
+	cmd := &cobra.Command{
 		Use:   "serve",
 		Short: "Run the CRI v1 runtime daemon on a unix socket",
 		Long: `Run berth's CRI v1 runtime and image services on a unix socket.
 Pods keep running when the daemon stops or is killed; on start it recovers
-them from its records before it answers requests.`,
+them from its records before it answers requests. The node agent ('berth run')
+runs in the daemon on its own socket unless --agent=false.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			cfg, err := opts.load(cmd)
 			if err != nil {
 				return err
 			}
-			return serve(cmd.Context(), cfg)
+			return serve(cmd.Context(), cfg, &agentOpts)
 		},
 	}
+	cmd.Flags().BoolVar(&agentOpts.enabled, "agent", true, "run the node agent (berth run, apply, get ...) on this daemon's CRI socket")
+	agentOpts.bind(cmd)
+	return cmd
 }
 
 // serve runs the daemon until SIGTERM or SIGINT.
-func serve(ctx context.Context, cfg config.Config) error {
+func serve(ctx context.Context, cfg config.Config, agentOpts *agentFlags) error {
 	log := newLogger(cfg)
 	ctx, stop := signal.NotifyContext(ctx, syscall.SIGTERM, syscall.SIGINT)
 	defer stop()
-	for _, dir := range []string{cfg.RootDir, cfg.StateDir, filepath.Dir(cfg.Socket)} {
-		if err := os.MkdirAll(dir, 0o711); err != nil {
-			return fmt.Errorf("directory %s: %w", dir, err)
-		}
+	if err := makeDirs(cfg); err != nil {
+		return err
 	}
 	unlock, err := lockStateDir(cfg.StateDir)
 	if err != nil {
@@ -70,18 +74,39 @@ func serve(ctx context.Context, cfg config.Config) error {
 		return err
 	}
 	defer stopMetrics()
-	streams, err := stream.Listen(stream.Config{
-		Address: cfg.Stream.Address, Containers: deps.pods, Sandboxes: deps.pods, Dial: network.DialInNamespace, Logger: log,
-	})
+	streams, err := startStreams(cfg, deps, log)
 	if err != nil {
 		return err
 	}
 	defer streams.Close()
-	go func() {
-		if err := streams.Serve(); err != nil {
-			log.Error("stream server", "error", err)
-		}
-	}()
+	srv, g, served, err := startCRI(ctx, cfg, deps, streams, obs, log)
+	if err != nil {
+		return err
+	}
+	log.Info("berth serving; recovering state", "socket", cfg.Socket, "stream", streams.Addr(), "version", version)
+	if err := deps.pods.Recover(ctx); err != nil {
+		g.Stop()
+		return err
+	}
+	srv.SetReady()
+	log.Info("berth ready")
+	stopAgent := runAgentInServe(ctx, cfg, agentOpts, log)
+	defer stopAgent()
+	select {
+	case <-ctx.Done():
+		log.Info("shutting down; pods keep running")
+	case err := <-served:
+		return fmt.Errorf("grpc server: %w", err)
+	}
+	stopAgent()
+	stopGRPC(g, 10*time.Second)
+	return nil
+}
+
+// startCRI builds the CRI server and serves it on the socket in the
+// background; served receives the gRPC server's end.
+func startCRI(ctx context.Context, cfg config.Config, deps *dependencies, streams *stream.Server, obs observers,
+	log *slog.Logger) (*criserver.Server, *grpc.Server, <-chan error, error) {
 	srv := criserver.New(criserver.Config{
 		Sandboxes: deps.pods, Containers: deps.pods, Images: deps.images, Network: deps.network,
 		Version: version, Logger: log,
@@ -90,27 +115,52 @@ func serve(ctx context.Context, cfg config.Config) error {
 	})
 	lis, err := listen(cfg.Socket)
 	if err != nil {
-		return err
+		return nil, nil, nil, err
 	}
 	g := grpc.NewServer(grpc.UnaryInterceptor(srv.UnaryInterceptor), grpc.StreamInterceptor(srv.StreamInterceptor))
 	srv.Register(g)
 	served := make(chan error, 1)
 	go func() { served <- g.Serve(lis) }()
-	log.Info("berth serving; recovering state", "socket", cfg.Socket, "stream", streams.Addr(), "version", version)
-	if err := deps.pods.Recover(ctx); err != nil {
-		g.Stop()
-		return err
+	return srv, g, served, nil
+}
+
+// runAgentInServe starts the node agent beside the CRI server unless it is
+// disabled; the returned func stops it and waits for it (idempotent).
+func runAgentInServe(ctx context.Context, cfg config.Config, opts *agentFlags, log *slog.Logger) func() {
+	if !opts.enabled {
+		return func() {}
 	}
-	srv.SetReady()
-	log.Info("berth ready")
-	select {
-	case <-ctx.Done():
-		log.Info("shutting down; pods keep running")
-	case err := <-served:
-		return fmt.Errorf("grpc server: %w", err)
+	agentCtx, cancel := context.WithCancel(ctx)
+	wait := startAgentInServe(agentCtx, cfg, opts, log)
+	var once sync.Once
+	return func() { once.Do(func() { cancel(); wait() }) }
+}
+
+// makeDirs creates the root and state directories and the socket's.
+func makeDirs(cfg config.Config) error {
+	for _, dir := range []string{cfg.RootDir, cfg.StateDir, filepath.Dir(cfg.Socket)} {
+		if err := os.MkdirAll(dir, 0o711); err != nil {
+			return fmt.Errorf("directory %s: %w", dir, err)
+		}
 	}
-	stopGRPC(g, 10*time.Second)
 	return nil
+}
+
+// startStreams starts the CRI streaming server (exec, attach,
+// port-forward) in the background.
+func startStreams(cfg config.Config, deps *dependencies, log *slog.Logger) (*stream.Server, error) {
+	streams, err := stream.Listen(stream.Config{
+		Address: cfg.Stream.Address, Containers: deps.pods, Sandboxes: deps.pods, Dial: network.DialInNamespace, Logger: log,
+	})
+	if err != nil {
+		return nil, err
+	}
+	go func() {
+		if err := streams.Serve(); err != nil {
+			log.Error("stream server", "error", err)
+		}
+	}()
+	return streams, nil
 }
 
 type dependencies struct {

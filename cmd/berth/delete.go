@@ -1,0 +1,149 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/berth-dev/berth/internal/agent"
+	"github.com/berth-dev/berth/internal/agent/manifest"
+	"github.com/berth-dev/berth/internal/errdefs"
+)
+
+// deleteOptions are the flags of `berth delete`.
+type deleteOptions struct {
+	namespace string
+	files     []string
+	grace     int64
+	wait      bool
+}
+
+func newDeleteCommand(opts *globalOptions) *cobra.Command {
+	var o deleteOptions
+	cmd := &cobra.Command{
+		Use:   "delete (pod NAME... | -f FILE|DIR|-)",
+		Short: "Delete pods: preStop hooks, then stop within the grace period, then remove",
+		Long: `Delete pods by name, or those of manifests (-f). -f DIR stops the agent's watch of the
+directory and deletes its pods. Each pod's preStop hooks run and its containers stop within
+terminationGracePeriodSeconds (--grace-period overrides it); then the sandbox, volumes and
+logs are removed. berth waits until the pods are gone unless --wait=false.`,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			client, err := connectAgent(cmd, opts)
+			if err != nil {
+				return err
+			}
+			var grace *int64
+			if cmd.Flags().Changed("grace-period") {
+				grace = &o.grace
+			}
+			targets, err := deleteTargets(cmd.Context(), client, o, args, grace, cmd.InOrStdin())
+			if err != nil {
+				return err
+			}
+			return finishDelete(cmd.Context(), client, targets, o.wait, cmd.OutOrStdout())
+		},
+	}
+	f := cmd.Flags()
+	f.StringVarP(&o.namespace, "namespace", "n", "default", "namespace")
+	f.StringSliceVarP(&o.files, "filename", "f", nil, "manifest file, directory, or - for stdin")
+	f.Int64Var(&o.grace, "grace-period", 0, "seconds the pods get to stop (default: their terminationGracePeriodSeconds)")
+	f.BoolVar(&o.wait, "wait", true, "wait until the pods are gone")
+	return cmd
+}
+
+// deleteTargets starts the deletions and returns the pods being deleted.
+func deleteTargets(ctx context.Context, client *agent.Client, o deleteOptions, args []string, grace *int64, stdin io.Reader) ([]agent.ApplyResult, error) {
+	switch {
+	case len(o.files) > 0 && len(args) > 0:
+		return nil, errors.New("give either pod names or -f, not both")
+	case len(o.files) > 0:
+		return deleteManifests(ctx, client, o.files, grace, stdin)
+	case len(args) < 2 || !isPodsResource(args[0]):
+		return nil, errors.New("usage: berth delete pod NAME... [-n NAMESPACE], or berth delete -f FILE|DIR")
+	}
+	var targets []agent.ApplyResult
+	for _, name := range args[1:] {
+		resp, err := client.Delete(ctx, o.namespace, name, grace)
+		if err != nil {
+			return targets, err
+		}
+		targets = append(targets, resp.Pods...)
+	}
+	return targets, nil
+}
+
+// deleteManifests deletes the pods of files, and stops the watch of
+// directories (which deletes their pods).
+func deleteManifests(ctx context.Context, client *agent.Client, paths []string, grace *int64, stdin io.Reader) ([]agent.ApplyResult, error) {
+	var targets []agent.ApplyResult
+	for _, path := range paths {
+		if info, err := os.Stat(path); err == nil && info.IsDir() {
+			abs, err := filepath.Abs(path)
+			if err != nil {
+				return targets, err
+			}
+			resp, err := client.Unwatch(ctx, abs)
+			if err == nil {
+				targets = append(targets, resp.Pods...)
+				continue
+			}
+			if !errors.Is(err, errdefs.ErrNotFound) {
+				return targets, err
+			}
+		}
+		b, err := manifest.Load(path, stdin)
+		if err != nil {
+			return targets, fmt.Errorf("%s: %w", path, err)
+		}
+		for _, p := range b.Pods {
+			resp, err := client.Delete(ctx, p.Namespace, p.Name, grace)
+			if err != nil {
+				return targets, err
+			}
+			targets = append(targets, resp.Pods...)
+		}
+	}
+	return targets, nil
+}
+
+// finishDelete waits (when asked) until every pod being deleted is gone,
+// and says so.
+func finishDelete(ctx context.Context, client *agent.Client, targets []agent.ApplyResult, wait bool, out io.Writer) error {
+	for _, t := range targets {
+		if wait {
+			if err := waitGone(ctx, client, t); err != nil {
+				return err
+			}
+		}
+		fmt.Fprintf(out, "pod %q deleted\n", t.Name)
+	}
+	return nil
+}
+
+// waitGone polls the agent until the pod of that uid no longer exists.
+func waitGone(ctx context.Context, client *agent.Client, t agent.ApplyResult) error {
+	for {
+		list, err := client.ListPods(ctx, t.Namespace)
+		if err != nil {
+			return err
+		}
+		present := false
+		for _, p := range list.Items {
+			present = present || string(p.UID) == t.UID
+		}
+		if !present {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(200 * time.Millisecond):
+		}
+	}
+}

@@ -1,0 +1,167 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"sort"
+	"text/tabwriter"
+	"time"
+
+	"github.com/spf13/cobra"
+	v1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"sigs.k8s.io/yaml"
+
+	"github.com/berth-dev/berth/internal/errdefs"
+)
+
+// getOptions are the flags of `berth get pods`.
+type getOptions struct {
+	namespace     string
+	allNamespaces bool
+	output        string // "", wide, json, yaml
+}
+
+func newGetCommand(opts *globalOptions) *cobra.Command {
+	var o getOptions
+	cmd := &cobra.Command{
+		Use:   "get pods [NAME...]",
+		Short: "List the agent's pods with their status, like kubectl get pods",
+		Long: `List the pods the agent runs: NAME READY STATUS RESTARTS AGE (-o wide adds IP
+and NODE). -o json and -o yaml print the pods with their full status.`,
+		Args: cobra.MinimumNArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if !isPodsResource(args[0]) {
+				return fmt.Errorf("resource %q: berth knows pods only (berth get pods)", args[0])
+			}
+			client, err := connectAgent(cmd, opts)
+			if err != nil {
+				return err
+			}
+			ns := o.namespace
+			if o.allNamespaces {
+				ns = ""
+			}
+			list, err := client.ListPods(cmd.Context(), ns)
+			if err != nil {
+				return err
+			}
+			pods, err := selectPods(list.Items, args[1:], ns)
+			if err != nil {
+				return err
+			}
+			return writePods(cmd.OutOrStdout(), pods, o, len(args) == 2)
+		},
+	}
+	f := cmd.Flags()
+	f.StringVarP(&o.namespace, "namespace", "n", "default", "namespace")
+	f.BoolVarP(&o.allNamespaces, "all-namespaces", "A", false, "list the pods of every namespace")
+	f.StringVarP(&o.output, "output", "o", "", "output format: wide, json or yaml")
+	return cmd
+}
+
+func isPodsResource(s string) bool { return s == "pods" || s == "pod" || s == "po" }
+
+// selectPods keeps the named pods, in the order named; every name must
+// exist. No names keeps every pod, sorted by namespace and name.
+func selectPods(pods []v1.Pod, names []string, namespace string) ([]v1.Pod, error) {
+	if len(names) == 0 {
+		sort.Slice(pods, func(i, j int) bool {
+			if pods[i].Namespace != pods[j].Namespace {
+				return pods[i].Namespace < pods[j].Namespace
+			}
+			return pods[i].Name < pods[j].Name
+		})
+		return pods, nil
+	}
+	var out []v1.Pod
+	for _, name := range names {
+		found := false
+		for _, p := range pods {
+			if p.Name == name {
+				out, found = append(out, p), true
+			}
+		}
+		if !found {
+			return nil, fmt.Errorf("pod %q not found in namespace %q: %w", name, namespace, errdefs.ErrNotFound)
+		}
+	}
+	return out, nil
+}
+
+// writePods prints pods in the format o asks for; single prints a lone
+// pod (not a list) for json and yaml, as kubectl does when named.
+func writePods(w io.Writer, pods []v1.Pod, o getOptions, single bool) error {
+	for i := range pods {
+		pods[i].TypeMeta = metav1.TypeMeta{Kind: "Pod", APIVersion: "v1"}
+	}
+	var obj any = &v1.List{TypeMeta: metav1.TypeMeta{Kind: "List", APIVersion: "v1"}, Items: rawPods(pods)}
+	if single && len(pods) == 1 {
+		obj = &pods[0]
+	}
+	switch o.output {
+	case "", "wide":
+		if len(pods) == 0 {
+			fmt.Fprintln(os.Stderr, "No resources found.")
+			return nil
+		}
+		return writePodTable(w, pods, o.allNamespaces, o.output == "wide", time.Now())
+	case "json":
+		enc := json.NewEncoder(w)
+		enc.SetIndent("", "    ")
+		return enc.Encode(obj)
+	case "yaml":
+		data, err := yaml.Marshal(obj)
+		if err != nil {
+			return err
+		}
+		_, err = w.Write(data)
+		return err
+	}
+	return fmt.Errorf("output format %q: want wide, json or yaml", o.output)
+}
+
+func rawPods(pods []v1.Pod) []runtime.RawExtension {
+	out := make([]runtime.RawExtension, len(pods))
+	for i := range pods {
+		data, _ := json.Marshal(&pods[i]) //nolint:errchkjson // a Pod always encodes
+		out[i].Raw = data
+	}
+	return out
+}
+
+// writePodTable prints kubectl's pod columns.
+func writePodTable(w io.Writer, pods []v1.Pod, withNamespace, wide bool, now time.Time) error {
+	tw := tabwriter.NewWriter(w, 0, 8, 3, ' ', 0)
+	header := "NAME\tREADY\tSTATUS\tRESTARTS\tAGE"
+	if withNamespace {
+		header = "NAMESPACE\t" + header
+	}
+	if wide {
+		header += "\tIP\tNODE"
+	}
+	fmt.Fprintln(tw, header)
+	for i := range pods {
+		p := &pods[i]
+		s := summarizePod(p)
+		row := fmt.Sprintf("%s\t%d/%d\t%s\t%s\t%s", p.Name, s.ready, s.total, s.status, s.restartsColumn(now), age(p.CreationTimestamp.Time, now))
+		if withNamespace {
+			row = p.Namespace + "\t" + row
+		}
+		if wide {
+			row += "\t" + orNone(p.Status.PodIP) + "\t" + orNone(p.Spec.NodeName)
+		}
+		fmt.Fprintln(tw, row)
+	}
+	return tw.Flush()
+}
+
+func orNone(s string) string {
+	if s == "" {
+		return "<none>"
+	}
+	return s
+}

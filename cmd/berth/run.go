@@ -1,0 +1,214 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/spf13/cobra"
+	v1 "k8s.io/api/core/v1"
+
+	"github.com/berth-dev/berth/internal/agent"
+	"github.com/berth-dev/berth/internal/agent/manifest"
+)
+
+// runOptions are the flags of `berth run` and `berth apply`.
+type runOptions struct {
+	files  []string
+	detach bool
+}
+
+func newRunCommand(opts *globalOptions) *cobra.Command {
+	var o runOptions
+	cmd := &cobra.Command{
+		Use:   "run -f FILE|DIR|-",
+		Short: "Run the pods of Kubernetes manifests and follow their status",
+		Long: `Run Pod manifests (with the ConfigMaps and Secrets they use) on this machine, with
+kubelet's semantics. The manifests are validated first. -f DIR makes the agent watch the
+directory: adding, changing or removing a file adds, replaces or removes its pods.
+
+In the foreground, berth run prints a status line for every change until the pods run
+(and are ready) or have failed, and keeps following until Ctrl-C, which detaches: the pods
+keep running. -d returns at once. When no agent answers, berth run starts 'berth serve'
+in the background (its log goes to <state>/berth-serve.log).`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			return applyManifests(cmd, opts, o, true)
+		},
+	}
+	bindRunFlags(cmd, &o)
+	cmd.Flags().BoolVarP(&o.detach, "detach", "d", false, "return once the pods are sent to the agent")
+	return cmd
+}
+
+func newApplyCommand(opts *globalOptions) *cobra.Command {
+	var o runOptions
+	cmd := &cobra.Command{
+		Use:   "apply -f FILE|DIR|-",
+		Short: "Send the pods of Kubernetes manifests to the agent and return (berth run -d)",
+		Long: `Validate manifests and send them to the agent, like 'berth run -d'. A pod whose
+manifest changed is replaced; an unchanged one is left alone.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			o.detach = true
+			return applyManifests(cmd, opts, o, false)
+		},
+	}
+	bindRunFlags(cmd, &o)
+	return cmd
+}
+
+func bindRunFlags(cmd *cobra.Command, o *runOptions) {
+	cmd.Flags().StringSliceVarP(&o.files, "filename", "f", nil, "manifest file, directory, or - for stdin (repeatable)")
+	cmd.MarkFlagRequired("filename") //nolint:errcheck // the flag exists
+}
+
+// applyManifests validates the manifests, sends them to the agent (started
+// when none runs) and, unless detached, follows the pods.
+func applyManifests(cmd *cobra.Command, opts *globalOptions, o runOptions, autostart bool) error {
+	requests, err := loadRequests(o.files, cmd.InOrStdin())
+	if err != nil {
+		return err
+	}
+	client, err := connectOrStartAgent(cmd, opts, autostart)
+	if err != nil {
+		return err
+	}
+	var applied []agent.ApplyResult
+	for _, req := range requests {
+		resp, err := client.Apply(cmd.Context(), req)
+		if err != nil {
+			return err
+		}
+		for _, r := range resp.Objects {
+			fmt.Fprintf(cmd.OutOrStdout(), "%s/%s %s\n", strings.ToLower(r.Kind), r.Name, r.Outcome)
+		}
+		applied = append(applied, resp.Pods()...)
+	}
+	if o.detach {
+		return nil
+	}
+	ctx, stop := signal.NotifyContext(cmd.Context(), syscall.SIGINT, syscall.SIGTERM)
+	defer stop()
+	return followPods(ctx, client, applied, cmd.OutOrStdout())
+}
+
+func connectOrStartAgent(cmd *cobra.Command, opts *globalOptions, autostart bool) (*agent.Client, error) {
+	if autostart {
+		return ensureAgent(cmd, opts)
+	}
+	return connectAgent(cmd, opts)
+}
+
+// loadRequests reads and validates every -f: files and stdin are merged
+// into one bundle and validated together (a pod in one file may refer to a
+// ConfigMap in another); each directory becomes a watch request.
+func loadRequests(paths []string, stdin io.Reader) ([]agent.ApplyRequest, error) {
+	var requests []agent.ApplyRequest
+	merged := &manifest.Bundle{}
+	for _, path := range paths {
+		b, err := manifest.Load(path, stdin) // its errors name the file
+		if err != nil {
+			return nil, err
+		}
+		if info, err := os.Stat(path); err == nil && info.IsDir() {
+			// A watched directory stands alone: its pods may refer only
+			// to ConfigMaps and Secrets inside it.
+			if err := b.Validate(); err != nil {
+				return nil, err
+			}
+			abs, err := filepath.Abs(path)
+			if err != nil {
+				return nil, err
+			}
+			requests = append(requests, agent.ApplyRequest{WatchDir: abs})
+			continue
+		}
+		if err := merged.Merge(b); err != nil {
+			return nil, err
+		}
+	}
+	if len(merged.Pods)+len(merged.ConfigMaps)+len(merged.Secrets) > 0 {
+		if err := merged.Validate(); err != nil {
+			return nil, err
+		}
+		requests = append([]agent.ApplyRequest{{Bundle: merged}}, requests...)
+	}
+	if len(requests) == 0 {
+		return nil, errors.New("no objects found in the manifests given with -f")
+	}
+	return requests, nil
+}
+
+// followPods prints a line each time one of the pods changes (by name:
+// a replaced pod is followed too) until ctx ends (Ctrl-C detaches).
+func followPods(ctx context.Context, client *agent.Client, pods []agent.ApplyResult, out io.Writer) error {
+	if len(pods) == 0 {
+		return nil
+	}
+	fmt.Fprintf(out, "%-32s %-7s %-26s %s\n", "NAME", "READY", "STATUS", "RESTARTS")
+	last := map[string]string{}
+	announced := false
+	ticker := time.NewTicker(300 * time.Millisecond)
+	defer ticker.Stop()
+	for {
+		list, err := client.ListPods(ctx, "")
+		if err != nil && ctx.Err() == nil {
+			return err
+		}
+		if err == nil {
+			settled := printChanges(out, list.Items, pods, last)
+			if settled && !announced {
+				announced = true
+				fmt.Fprintln(out, "# the pods are up (or finished); following them: Ctrl-C detaches, they keep running")
+			}
+		}
+		select {
+		case <-ctx.Done():
+			fmt.Fprintln(out, "# detached: the pods keep running ('berth get pods', 'berth delete pod NAME')")
+			return nil
+		case <-ticker.C:
+		}
+	}
+}
+
+// printChanges prints the pods whose status line changed and reports
+// whether every pod has settled (running and ready, or finished).
+func printChanges(out io.Writer, items []v1.Pod, pods []agent.ApplyResult, last map[string]string) bool {
+	settled := true
+	for _, want := range pods {
+		key := want.Namespace + "/" + want.Name
+		pod := newestPodNamed(items, want.Namespace, want.Name)
+		line := fmt.Sprintf("%-32s %-7s %-26s %s", want.Name, "-", "Deleted", "-")
+		if pod != nil {
+			s := summarizePod(pod)
+			line = fmt.Sprintf("%-32s %-7s %-26s %s", pod.Name, fmt.Sprintf("%d/%d", s.ready, s.total), s.status, fmt.Sprint(s.restarts))
+			done, _ := podSettled(pod)
+			settled = settled && done
+		}
+		if last[key] != line {
+			last[key] = line
+			fmt.Fprintln(out, line)
+		}
+	}
+	return settled
+}
+
+// newestPodNamed picks the pod a name stands for: the newest one.
+func newestPodNamed(items []v1.Pod, namespace, name string) *v1.Pod {
+	var found *v1.Pod
+	for i := range items {
+		p := &items[i]
+		if p.Namespace == namespace && p.Name == name && (found == nil || found.CreationTimestamp.Before(&p.CreationTimestamp)) {
+			found = p
+		}
+	}
+	return found
+}

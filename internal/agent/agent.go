@@ -1,0 +1,250 @@
+package agent
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"strings"
+	"sync"
+	"time"
+
+	v1 "k8s.io/api/core/v1"
+
+	"github.com/berth-dev/berth/internal/agent/backoff"
+	"github.com/berth-dev/berth/internal/agent/podspec"
+	"github.com/berth-dev/berth/internal/agent/probe"
+	"github.com/berth-dev/berth/internal/agent/volume"
+)
+
+// Config configures an Agent. Zero durations take the defaults below.
+type Config struct {
+	Runtime Runtime
+	Images  Images
+	// RuntimeName is the runtime's name from CRI Version ("berth",
+	// "containerd"): container IDs in statuses read "<name>://<id>".
+	RuntimeName string
+	// RootDir holds the agent's per-pod directories (volumes):
+	// <RootDir>/pods/<uid>/volumes/...
+	RootDir string
+	// PodLogDir is the root of the pods' log directories (kubelet's
+	// /var/log/pods).
+	PodLogDir string
+	// NodeName is spec.nodeName of every pod; default: the host name.
+	NodeName string
+	// Backoff tunes the crash and image pull back-off (default: kubelet's
+	// 10 s doubling to 300 s, reset after 10 min without a crash).
+	Backoff backoff.Config
+	// RelistPeriod is how often the agent lists the runtime's sandboxes
+	// as a safety net under the event stream; default 10 s.
+	RelistPeriod time.Duration
+	// ProbeSecond is how long one second of a probe's timings lasts;
+	// default time.Second (tests shorten it).
+	ProbeSecond time.Duration
+	// WatchInterval is the rescan period of watched manifest directories
+	// (a safety net under inotify); default 10 s.
+	WatchInterval time.Duration
+	Logger        *slog.Logger
+}
+
+// Defaults.
+const (
+	DefaultPodLogDir     = "/var/log/pods"
+	DefaultRelistPeriod  = 10 * time.Second
+	DefaultWatchInterval = 10 * time.Second
+)
+
+// volumeManager materializes pods' volumes on the host; Teardown removes
+// the whole pod directory (<RootDir>/pods/<uid>).
+type volumeManager interface {
+	Setup(ctx context.Context, pod *v1.Pod, sources podspec.Sources, downward podspec.Downward) (podspec.VolumePaths, error)
+	Teardown(uid string) error
+	TeardownOrphans(keep map[string]bool) error
+}
+
+// Agent runs pods from Kubernetes manifests on a CRI runtime: one worker
+// per pod uid reconciles what the runtime holds with what the pod asks
+// for. It keeps no state of its own: the runtime's sandboxes carry the
+// pods as applied (see podspec), and Run recovers them.
+type Agent struct {
+	cfg            Config
+	log            *slog.Logger
+	now            func() time.Time
+	node           node
+	volumes        volumeManager
+	probes         *probe.Manager
+	crashBackoff   *backoff.Backoff
+	pullBackoff    *backoff.Backoff
+	relistRequests chan struct{}
+
+	mu         sync.Mutex
+	ctx        context.Context // Run's; nil until Run starts
+	ready      bool            // the pods are recovered: requests are served
+	stopping   bool            // Run is returning: no worker or watch starts
+	running    sync.WaitGroup  // worker and watch goroutines
+	workers    map[string]*podWorker
+	current    map[string]string // "namespace/name" → uid of the pod that name stands for
+	configMaps map[string]*configMapEntry
+	secrets    map[string]*secretEntry
+	watches    map[string]context.CancelFunc // watched directory → stop
+}
+
+// New checks cfg and returns an agent; Run starts it.
+func New(cfg Config) (*Agent, error) {
+	if cfg.Runtime == nil || cfg.Images == nil {
+		return nil, errors.New("agent: a runtime and an image service are required")
+	}
+	if cfg.RootDir == "" {
+		return nil, errors.New("agent: RootDir is required")
+	}
+	if cfg.PodLogDir == "" {
+		cfg.PodLogDir = DefaultPodLogDir
+	}
+	if cfg.NodeName == "" {
+		host, err := os.Hostname()
+		if err != nil {
+			return nil, fmt.Errorf("agent: node name: %w", err)
+		}
+		cfg.NodeName = host
+	}
+	if cfg.RelistPeriod <= 0 {
+		cfg.RelistPeriod = DefaultRelistPeriod
+	}
+	if cfg.WatchInterval <= 0 {
+		cfg.WatchInterval = DefaultWatchInterval
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.DiscardHandler)
+	}
+	a := &Agent{
+		cfg: cfg, log: cfg.Logger.With("component", "agent"), now: time.Now,
+		node:           readNode(),
+		volumes:        &volume.Manager{Root: cfg.RootDir},
+		crashBackoff:   backoff.New(cfg.Backoff),
+		pullBackoff:    backoff.New(cfg.Backoff),
+		relistRequests: make(chan struct{}, 1),
+		workers:        map[string]*podWorker{},
+		current:        map[string]string{},
+		configMaps:     map[string]*configMapEntry{},
+		secrets:        map[string]*secretEntry{},
+		watches:        map[string]context.CancelFunc{},
+	}
+	a.probes = probe.NewManager(cfg.Runtime, probe.Options{SecondsUnit: cfg.ProbeSecond, OnAttempt: a.probeAttempt})
+	return a, nil
+}
+
+// Run recovers the pods the runtime holds, then keeps every pod in sync
+// until ctx ends. The pods keep running after Run returns.
+func (a *Agent) Run(ctx context.Context) error {
+	a.mu.Lock()
+	if a.ctx != nil {
+		a.mu.Unlock()
+		return errors.New("agent: Run called twice")
+	}
+	a.ctx = ctx
+	a.mu.Unlock()
+	if err := a.recoverPods(ctx); err != nil {
+		return err
+	}
+	var loops sync.WaitGroup
+	loops.Add(3)
+	go func() { defer loops.Done(); a.watchEvents(ctx) }()
+	go func() { defer loops.Done(); a.relistLoop(ctx) }()
+	go func() { defer loops.Done(); a.dispatchProbeUpdates(ctx) }()
+	<-ctx.Done()
+	a.mu.Lock()
+	a.ready, a.stopping = false, true // no goroutine starts after this
+	a.mu.Unlock()
+	a.probes.Close()
+	loops.Wait()
+	a.running.Wait()
+	return nil
+}
+
+// dispatchProbeUpdates wakes the worker of the pod whose probe result
+// changed.
+func (a *Agent) dispatchProbeUpdates(ctx context.Context) {
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case u, ok := <-a.probes.Updates():
+			if !ok {
+				return
+			}
+			if w := a.worker(u.PodUID); w != nil {
+				w.trigger()
+			}
+		}
+	}
+}
+
+// probeAttempt records kubelet's Unhealthy event for a failed probe.
+func (a *Agent) probeAttempt(at probe.Attempt) {
+	if at.Result != probe.Failure && !at.Warning {
+		return
+	}
+	w := a.worker(at.PodUID)
+	if w == nil {
+		return
+	}
+	object := containerObject(w.snapshotPod(), at.ContainerName)
+	if at.Warning {
+		w.record(EventWarning, "ProbeWarning", object, fmt.Sprintf("%s probe warning: %s", at.Kind, at.Message))
+		return
+	}
+	w.record(EventWarning, "Unhealthy", object, fmt.Sprintf("%s probe failed: %s", at.Kind, at.Message))
+}
+
+// startWorkerLocked runs a worker for desired (the caller holds a.mu).
+func (a *Agent) startWorkerLocked(desired desiredPod) *podWorker {
+	w := newPodWorker(a, desired)
+	a.workers[w.uid] = w
+	a.current[desired.key()] = w.uid
+	if a.stopping {
+		return w
+	}
+	a.running.Add(1)
+	go func() {
+		defer a.running.Done()
+		w.run(a.ctx)
+	}()
+	return w
+}
+
+// worker returns the worker of a pod uid, or nil.
+func (a *Agent) worker(uid string) *podWorker {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.workers[uid]
+}
+
+// workerList returns every worker.
+func (a *Agent) workerList() []*podWorker {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	out := make([]*podWorker, 0, len(a.workers))
+	for _, w := range a.workers {
+		out = append(out, w)
+	}
+	return out
+}
+
+// forget drops a worker whose pod is gone.
+func (a *Agent) forget(w *podWorker) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.workers[w.uid] == w {
+		delete(a.workers, w.uid)
+	}
+	key := w.snapshotPod().Namespace + "/" + w.snapshotPod().Name
+	if a.current[key] == w.uid {
+		delete(a.current, key)
+	}
+	a.probes.RemovePod(w.uid)
+	notThisPod := func(key string) bool { return !strings.HasPrefix(key, w.uid+"/") }
+	now := a.now()
+	a.crashBackoff.GC(now, notThisPod)
+	a.pullBackoff.GC(now, notThisPod)
+}

@@ -1,0 +1,147 @@
+package agent
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	v1 "k8s.io/api/core/v1"
+
+	"github.com/berth-dev/berth/internal/errdefs"
+)
+
+// serveAPI serves a's API on a socket in a temp dir and returns a client.
+func serveAPI(t *testing.T, a *Agent) *Client {
+	t.Helper()
+	socket := filepath.Join(t.TempDir(), SocketName)
+	srv, err := ListenAPI(socket, a, slog.New(slog.DiscardHandler))
+	if err != nil {
+		t.Fatal(err)
+	}
+	go srv.Serve() //nolint:errcheck // ends with Close
+	t.Cleanup(srv.Close)
+	info, err := os.Stat(socket)
+	if err != nil || info.Mode().Perm() != 0o600 {
+		t.Fatalf("socket %s: %v, mode %v; want 0600", socket, err, info.Mode())
+	}
+	return NewClient(socket)
+}
+
+func TestAPIAppliesListsDescribesAndDeletes(t *testing.T) {
+	a := startTestAgent(t, newFakeRuntime())
+	client := serveAPI(t, a.Agent)
+	ctx := context.Background()
+	resp, err := client.Apply(ctx, ApplyRequest{Bundle: bundle(t, `
+apiVersion: v1
+kind: ConfigMap
+metadata: {name: cfg}
+data: {k: v}
+---
+apiVersion: v1
+kind: Pod
+metadata: {name: api}
+spec:
+  containers:
+  - {name: app, image: busybox, imagePullPolicy: IfNotPresent, command: [sleep, "1000"], env: [{name: K, valueFrom: {configMapKeyRef: {name: cfg, key: k}}}]}
+`)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []string{"ConfigMap cfg created", "Pod api created"}
+	for i, o := range resp.Objects {
+		if got := o.Kind + " " + o.Name + " " + o.Outcome; i >= len(want) || got != want[i] {
+			t.Errorf("apply result %d: %q; want %v", i, got, want)
+		}
+	}
+	waitFor(t, "api runs", func() bool {
+		d, err := client.DescribePod(ctx, "default", "api")
+		return err == nil && d.Pod.Status.Phase == v1.PodRunning
+	})
+	list, err := client.ListPods(ctx, "default")
+	if err != nil || len(list.Items) != 1 || list.Items[0].Name != "api" {
+		t.Fatalf("list: %v %+v", err, list.Items)
+	}
+	if other, _ := client.ListPods(ctx, "other"); len(other.Items) != 0 {
+		t.Errorf("namespace other lists %d pods", len(other.Items))
+	}
+	detail, err := client.DescribePod(ctx, "default", "api")
+	if err != nil || len(detail.Events) == 0 || len(detail.LogPaths) != 1 {
+		t.Errorf("describe: %v, %d events, log paths %v; want events and one log path", err, len(detail.Events), detail.LogPaths)
+	}
+	if _, err := client.Delete(ctx, "default", "api", nil); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "api gone", func() bool {
+		_, err := client.DescribePod(ctx, "default", "api")
+		return errors.Is(err, errdefs.ErrNotFound)
+	})
+}
+
+func TestAPIRefusesBadRequests(t *testing.T) {
+	a := startTestAgent(t, newFakeRuntime())
+	client := serveAPI(t, a.Agent)
+	ctx := context.Background()
+	if _, err := client.Delete(ctx, "default", "missing", nil); !errors.Is(err, errdefs.ErrNotFound) || !strings.Contains(err.Error(), `"missing"`) {
+		t.Errorf("delete of a missing pod: %v; want not found naming it", err)
+	}
+	bad := bundle(t, `
+apiVersion: v1
+kind: Pod
+metadata: {name: bad}
+spec:
+  containers: [{name: app, image: busybox}]
+`)
+	bad.Pods[0].Spec.Containers[0].Name = "Not_A_Name"
+	_, err := client.Apply(ctx, ApplyRequest{Bundle: bad})
+	if !errors.Is(err, errdefs.ErrInvalidArgument) || !strings.Contains(err.Error(), "spec.containers[0].name") {
+		t.Errorf("apply of an invalid pod: %v; want invalid argument naming the field", err)
+	}
+	traversal := bundle(t, "apiVersion: v1\nkind: Pod\nmetadata: {name: sly, uid: ../../etc}\nspec:\n  containers: [{name: app, image: busybox}]\n")
+	if _, err := client.Apply(ctx, ApplyRequest{Bundle: traversal}); !errors.Is(err, errdefs.ErrInvalidArgument) || !strings.Contains(err.Error(), "metadata.uid") {
+		t.Errorf("apply of a pod whose uid is a path: %v; want invalid argument naming metadata.uid", err)
+	}
+	if _, err := client.Apply(ctx, ApplyRequest{}); !errors.Is(err, errdefs.ErrInvalidArgument) {
+		t.Errorf("apply of nothing: %v; want invalid argument", err)
+	}
+	if _, err := client.Apply(ctx, ApplyRequest{WatchDir: "relative/dir"}); !errors.Is(err, errdefs.ErrInvalidArgument) {
+		t.Errorf("watch of a relative directory: %v; want invalid argument", err)
+	}
+	if _, err := client.Unwatch(ctx, "/not/watched"); !errors.Is(err, errdefs.ErrNotFound) {
+		t.Errorf("unwatch of a directory not watched: %v; want not found", err)
+	}
+	req, _ := http.NewRequest(http.MethodPost, "http://agent"+pathApply, strings.NewReader(`{"surprise": 1}`))
+	resp, err := client.http.Do(req)
+	if err != nil || resp.StatusCode != http.StatusBadRequest {
+		t.Errorf("unknown request field: %v %v; want 400", err, resp)
+	}
+	if resp != nil {
+		resp.Body.Close()
+	}
+}
+
+func TestAPIRefusesDeletingAPodOfAWatchedDirectory(t *testing.T) {
+	a := startTestAgent(t, newFakeRuntime())
+	client := serveAPI(t, a.Agent)
+	dir := t.TempDir()
+	pod := "apiVersion: v1\nkind: Pod\nmetadata: {name: static}\nspec:\n  containers: [{name: app, image: busybox, imagePullPolicy: IfNotPresent, command: [sleep, '1000']}]\n"
+	if err := os.WriteFile(filepath.Join(dir, "static.yaml"), []byte(pod), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	resp, err := client.Apply(ctx, ApplyRequest{WatchDir: dir})
+	if err != nil || len(resp.Pods()) != 1 {
+		t.Fatalf("watch: %v %+v", err, resp)
+	}
+	if _, err := client.Delete(ctx, "default", "static", nil); !errors.Is(err, errdefs.ErrFailedPrecondition) || !strings.Contains(err.Error(), dir) {
+		t.Errorf("delete of a watched pod: %v; want a refusal naming the directory", err)
+	}
+	if resp, err := client.Unwatch(ctx, dir); err != nil || len(resp.Pods) != 1 {
+		t.Errorf("unwatch: %v %+v; want the pod deleted", err, resp)
+	}
+	waitFor(t, "static gone", func() bool { return len(a.ListPods("").Items) == 0 })
+}

@@ -1,0 +1,261 @@
+package agent
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/credentials/insecure"
+	"google.golang.org/grpc/status"
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+)
+
+// Runtime is the part of the CRI RuntimeService the agent uses. The agent
+// talks to the runtime through nothing else, so any CRI runtime will do.
+type Runtime interface {
+	RunPodSandbox(ctx context.Context, config *runtimeapi.PodSandboxConfig) (string, error)
+	StopPodSandbox(ctx context.Context, id string) error
+	RemovePodSandbox(ctx context.Context, id string) error
+	PodSandboxStatus(ctx context.Context, id string) (*runtimeapi.PodSandboxStatus, error)
+	ListPodSandbox(ctx context.Context, labels map[string]string) ([]*runtimeapi.PodSandbox, error)
+	CreateContainer(ctx context.Context, sandboxID string, config *runtimeapi.ContainerConfig, sandbox *runtimeapi.PodSandboxConfig) (string, error)
+	StartContainer(ctx context.Context, id string) error
+	StopContainer(ctx context.Context, id string, grace time.Duration) error
+	RemoveContainer(ctx context.Context, id string) error
+	ListContainers(ctx context.Context, labels map[string]string) ([]*runtimeapi.Container, error)
+	ContainerStatus(ctx context.Context, id string) (*runtimeapi.ContainerStatus, error)
+	ExecSync(ctx context.Context, containerID string, cmd []string, timeout time.Duration) (stdout, stderr []byte, exitCode int32, err error)
+	// ContainerEvents subscribes to lifecycle events; the stream ends with
+	// an error when the runtime drops the subscription.
+	ContainerEvents(ctx context.Context) (EventStream, error)
+}
+
+// EventStream yields container lifecycle events.
+type EventStream interface {
+	Recv() (*runtimeapi.ContainerEventResponse, error)
+}
+
+// Images is the part of the CRI ImageService the agent uses.
+type Images interface {
+	// ImageStatus returns nil, nil when the runtime does not hold ref.
+	ImageStatus(ctx context.Context, ref string) (*runtimeapi.Image, error)
+	PullImage(ctx context.Context, ref string, sandbox *runtimeapi.PodSandboxConfig) (string, error)
+}
+
+// callTimeout bounds every CRI call but the ones that wait on purpose
+// (StopContainer waits for the grace period, PullImage for the registry),
+// as kubelet's runtime request timeout does.
+const callTimeout = 2 * time.Minute
+
+// CRIClient is a Runtime and Images over one gRPC connection.
+type CRIClient struct {
+	conn    *grpc.ClientConn
+	runtime runtimeapi.RuntimeServiceClient
+	images  runtimeapi.ImageServiceClient
+}
+
+// SocketPath turns a CRI endpoint ("unix:///run/berth/berth.sock" or a
+// plain path) into the socket's path.
+func SocketPath(endpoint string) (string, error) {
+	path := endpoint
+	if scheme, rest, ok := strings.Cut(endpoint, "://"); ok {
+		if scheme != "unix" {
+			return "", fmt.Errorf("runtime endpoint %q: only unix:// sockets are supported", endpoint)
+		}
+		path = rest
+	}
+	if !strings.HasPrefix(path, "/") {
+		return "", fmt.Errorf("runtime endpoint %q: want an absolute socket path", endpoint)
+	}
+	return path, nil
+}
+
+// Dial connects to a CRI runtime's unix socket. The connection is lazy:
+// calls fail until the runtime listens.
+func Dial(endpoint string) (*CRIClient, error) {
+	path, err := SocketPath(endpoint)
+	if err != nil {
+		return nil, err
+	}
+	conn, err := grpc.NewClient("unix://"+path,
+		grpc.WithTransportCredentials(insecure.NewCredentials()),
+		grpc.WithDefaultCallOptions(grpc.MaxCallRecvMsgSize(16<<20)))
+	if err != nil {
+		return nil, fmt.Errorf("runtime endpoint %s: %w", endpoint, err)
+	}
+	return &CRIClient{conn: conn, runtime: runtimeapi.NewRuntimeServiceClient(conn), images: runtimeapi.NewImageServiceClient(conn)}, nil
+}
+
+// Close closes the connection.
+func (c *CRIClient) Close() error { return c.conn.Close() }
+
+// RuntimeService is the raw client, for what the interfaces leave out
+// (streaming Exec).
+func (c *CRIClient) RuntimeService() runtimeapi.RuntimeServiceClient { return c.runtime }
+
+// WaitReady waits until the runtime answers Version, or ctx ends, and
+// returns the runtime's name ("berth", "containerd"): the scheme of the
+// container IDs in pod statuses.
+func (c *CRIClient) WaitReady(ctx context.Context) (string, error) {
+	for {
+		callCtx, cancel := context.WithTimeout(ctx, 2*time.Second)
+		resp, err := c.runtime.Version(callCtx, &runtimeapi.VersionRequest{})
+		cancel()
+		if err == nil {
+			return resp.GetRuntimeName(), nil
+		}
+		select {
+		case <-ctx.Done():
+			return "", fmt.Errorf("runtime not ready: %w", err)
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
+}
+
+func (c *CRIClient) RunPodSandbox(ctx context.Context, config *runtimeapi.PodSandboxConfig) (string, error) {
+	ctx, cancel := context.WithTimeout(ctx, callTimeout)
+	defer cancel()
+	resp, err := c.runtime.RunPodSandbox(ctx, &runtimeapi.RunPodSandboxRequest{Config: config})
+	return resp.GetPodSandboxId(), err
+}
+
+func (c *CRIClient) StopPodSandbox(ctx context.Context, id string) error {
+	ctx, cancel := context.WithTimeout(ctx, callTimeout)
+	defer cancel()
+	_, err := c.runtime.StopPodSandbox(ctx, &runtimeapi.StopPodSandboxRequest{PodSandboxId: id})
+	return err
+}
+
+func (c *CRIClient) RemovePodSandbox(ctx context.Context, id string) error {
+	ctx, cancel := context.WithTimeout(ctx, callTimeout)
+	defer cancel()
+	_, err := c.runtime.RemovePodSandbox(ctx, &runtimeapi.RemovePodSandboxRequest{PodSandboxId: id})
+	return err
+}
+
+func (c *CRIClient) PodSandboxStatus(ctx context.Context, id string) (*runtimeapi.PodSandboxStatus, error) {
+	ctx, cancel := context.WithTimeout(ctx, callTimeout)
+	defer cancel()
+	resp, err := c.runtime.PodSandboxStatus(ctx, &runtimeapi.PodSandboxStatusRequest{PodSandboxId: id})
+	return resp.GetStatus(), err
+}
+
+func (c *CRIClient) ListPodSandbox(ctx context.Context, labels map[string]string) ([]*runtimeapi.PodSandbox, error) {
+	ctx, cancel := context.WithTimeout(ctx, callTimeout)
+	defer cancel()
+	resp, err := c.runtime.ListPodSandbox(ctx, &runtimeapi.ListPodSandboxRequest{
+		Filter: &runtimeapi.PodSandboxFilter{LabelSelector: labels},
+	})
+	return resp.GetItems(), err
+}
+
+func (c *CRIClient) CreateContainer(ctx context.Context, sandboxID string, config *runtimeapi.ContainerConfig, sandbox *runtimeapi.PodSandboxConfig) (string, error) {
+	ctx, cancel := context.WithTimeout(ctx, callTimeout)
+	defer cancel()
+	resp, err := c.runtime.CreateContainer(ctx, &runtimeapi.CreateContainerRequest{
+		PodSandboxId: sandboxID, Config: config, SandboxConfig: sandbox,
+	})
+	return resp.GetContainerId(), err
+}
+
+func (c *CRIClient) StartContainer(ctx context.Context, id string) error {
+	ctx, cancel := context.WithTimeout(ctx, callTimeout)
+	defer cancel()
+	_, err := c.runtime.StartContainer(ctx, &runtimeapi.StartContainerRequest{ContainerId: id})
+	return err
+}
+
+// StopContainer asks the runtime to stop a container within grace (then
+// SIGKILL); the call itself may take grace plus the usual call timeout.
+func (c *CRIClient) StopContainer(ctx context.Context, id string, grace time.Duration) error {
+	ctx, cancel := context.WithTimeout(ctx, grace+callTimeout)
+	defer cancel()
+	_, err := c.runtime.StopContainer(ctx, &runtimeapi.StopContainerRequest{
+		ContainerId: id, Timeout: int64(grace.Round(time.Second) / time.Second),
+	})
+	return err
+}
+
+func (c *CRIClient) RemoveContainer(ctx context.Context, id string) error {
+	ctx, cancel := context.WithTimeout(ctx, callTimeout)
+	defer cancel()
+	_, err := c.runtime.RemoveContainer(ctx, &runtimeapi.RemoveContainerRequest{ContainerId: id})
+	return err
+}
+
+func (c *CRIClient) ListContainers(ctx context.Context, labels map[string]string) ([]*runtimeapi.Container, error) {
+	ctx, cancel := context.WithTimeout(ctx, callTimeout)
+	defer cancel()
+	resp, err := c.runtime.ListContainers(ctx, &runtimeapi.ListContainersRequest{
+		Filter: &runtimeapi.ContainerFilter{LabelSelector: labels},
+	})
+	return resp.GetContainers(), err
+}
+
+func (c *CRIClient) ContainerStatus(ctx context.Context, id string) (*runtimeapi.ContainerStatus, error) {
+	ctx, cancel := context.WithTimeout(ctx, callTimeout)
+	defer cancel()
+	resp, err := c.runtime.ContainerStatus(ctx, &runtimeapi.ContainerStatusRequest{ContainerId: id})
+	return resp.GetStatus(), err
+}
+
+// ExecSync runs cmd in a container and waits up to timeout (0: no limit
+// but the call timeout).
+func (c *CRIClient) ExecSync(ctx context.Context, containerID string, cmd []string, timeout time.Duration) ([]byte, []byte, int32, error) {
+	ctx, cancel := context.WithTimeout(ctx, timeout+callTimeout)
+	defer cancel()
+	resp, err := c.runtime.ExecSync(ctx, &runtimeapi.ExecSyncRequest{
+		ContainerId: containerID, Cmd: cmd, Timeout: int64((timeout + time.Second - 1) / time.Second),
+	})
+	if err != nil {
+		return nil, nil, 0, err
+	}
+	return resp.GetStdout(), resp.GetStderr(), resp.GetExitCode(), nil
+}
+
+// ContainerEvents subscribes to GetContainerEvents and returns once the
+// runtime has sent the stream's headers (it subscribed), when it does so.
+func (c *CRIClient) ContainerEvents(ctx context.Context) (EventStream, error) {
+	stream, err := c.runtime.GetContainerEvents(ctx, &runtimeapi.GetEventsRequest{})
+	if err != nil {
+		return nil, err
+	}
+	if _, err := stream.Header(); err != nil {
+		return nil, err
+	}
+	return stream, nil
+}
+
+func (c *CRIClient) ImageStatus(ctx context.Context, ref string) (*runtimeapi.Image, error) {
+	ctx, cancel := context.WithTimeout(ctx, callTimeout)
+	defer cancel()
+	resp, err := c.images.ImageStatus(ctx, &runtimeapi.ImageStatusRequest{Image: &runtimeapi.ImageSpec{Image: ref}})
+	if isNotFound(err) {
+		return nil, nil
+	}
+	return resp.GetImage(), err
+}
+
+// PullImage pulls ref; it is bounded only by ctx (a big image takes time).
+func (c *CRIClient) PullImage(ctx context.Context, ref string, sandbox *runtimeapi.PodSandboxConfig) (string, error) {
+	resp, err := c.images.PullImage(ctx, &runtimeapi.PullImageRequest{
+		Image: &runtimeapi.ImageSpec{Image: ref}, SandboxConfig: sandbox,
+	})
+	return resp.GetImageRef(), err
+}
+
+// isNotFound reports whether a CRI call failed because its object is gone.
+func isNotFound(err error) bool {
+	if err == nil {
+		return false
+	}
+	var se interface{ GRPCStatus() *status.Status }
+	if errors.As(err, &se) {
+		return se.GRPCStatus().Code() == codes.NotFound
+	}
+	return false
+}

@@ -1,0 +1,307 @@
+package agent
+
+import (
+	"context"
+	"fmt"
+	"reflect"
+	"regexp"
+	"sort"
+	"time"
+
+	v1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/berth-dev/berth/internal/agent/manifest"
+	"github.com/berth-dev/berth/internal/agent/podspec"
+	"github.com/berth-dev/berth/internal/errdefs"
+)
+
+// desiredPod is what the agent wants for one pod uid.
+type desiredPod struct {
+	pod     *v1.Pod         // as applied, defaults set; DeletionTimestamp once deleted
+	sources podspec.Sources // the ConfigMaps and Secrets it refers to
+	source  string          // the manifest file it came from ("-": stdin)
+	// watchDir is the watched directory the pod comes from ("" when
+	// applied directly); such a pod is removed by removing its file.
+	watchDir string
+	// reapply asks to run the pod again once its termination completes:
+	// it was applied again, unchanged, while being deleted.
+	reapply bool
+	// sourcesVersion counts the changes of sources: the volumes are set up
+	// again when it moves.
+	sourcesVersion int
+}
+
+func (d desiredPod) key() string { return d.pod.Namespace + "/" + d.pod.Name }
+
+func (d desiredPod) terminating() bool { return d.pod.DeletionTimestamp != nil }
+
+// configMapEntry and secretEntry are the agent's copies of the ConfigMaps
+// and Secrets pods refer to, keyed by namespace/name.
+type configMapEntry struct {
+	obj    v1.ConfigMap
+	source string
+}
+
+type secretEntry struct {
+	obj    v1.Secret
+	source string
+}
+
+// Apply runs the pods of a bundle (validated here again), or loads and
+// watches a directory.
+func (a *Agent) Apply(_ context.Context, req ApplyRequest) (ApplyResponse, error) {
+	if err := a.checkReady(); err != nil {
+		return ApplyResponse{}, err
+	}
+	switch {
+	case req.WatchDir != "" && req.Bundle != nil:
+		return ApplyResponse{}, fmt.Errorf("apply: give either a bundle or watchDir, not both: %w", errdefs.ErrInvalidArgument)
+	case req.WatchDir != "":
+		return a.watchDirectory(req.WatchDir)
+	case req.Bundle == nil || len(req.Bundle.Pods)+len(req.Bundle.ConfigMaps)+len(req.Bundle.Secrets) == 0:
+		return ApplyResponse{}, fmt.Errorf("apply: the bundle holds no object: %w", errdefs.ErrInvalidArgument)
+	}
+	b := req.Bundle
+	b.SetDefaults()
+	if err := b.Validate(); err != nil {
+		return ApplyResponse{}, fmt.Errorf("%w: %w", errdefs.ErrInvalidArgument, err)
+	}
+	if err := checkUIDs(b); err != nil {
+		return ApplyResponse{}, err
+	}
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return ApplyResponse{Objects: a.applyBundleLocked(b, "")}, nil
+}
+
+// uidPattern is what a pod uid may look like: it names directories.
+var uidPattern = regexp.MustCompile(`^[a-z0-9]([a-z0-9-]{0,62}[a-z0-9])?$`)
+
+// checkUIDs refuses pod uids a client set that are not usable as names
+// (manifest gives pods without one a hex digest).
+func checkUIDs(b *manifest.Bundle) error {
+	for _, p := range b.Pods {
+		if !uidPattern.MatchString(string(p.UID)) {
+			return fmt.Errorf("%s: Pod %s/%s: metadata.uid %q: want lower-case letters, digits and '-' (at most 64): %w",
+				p.Source, p.Namespace, p.Name, p.UID, errdefs.ErrInvalidArgument)
+		}
+	}
+	return nil
+}
+
+// checkReady refuses requests until Run has recovered the pods, and once
+// it is stopping.
+func (a *Agent) checkReady() error {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.stopping {
+		return fmt.Errorf("the agent is stopping: %w", errdefs.ErrUnavailable)
+	}
+	if !a.ready {
+		return fmt.Errorf("the agent is starting (recovering its pods): %w", errdefs.ErrUnavailable)
+	}
+	return nil
+}
+
+// applyBundleLocked stores the bundle's ConfigMaps and Secrets, starts or
+// replaces its pods, and refreshes the sources of pods whose ConfigMaps or
+// Secrets changed.
+func (a *Agent) applyBundleLocked(b *manifest.Bundle, watchDir string) []ApplyResult {
+	results := []ApplyResult{}
+	for _, key := range sortedKeys(b.ConfigMaps) {
+		cm := b.ConfigMaps[key]
+		old := a.configMaps[key]
+		results = append(results, sourceResult(KindConfigMap, cm.Namespace, cm.Name, old != nil,
+			old != nil && reflect.DeepEqual(old.obj.Data, cm.Data) && reflect.DeepEqual(old.obj.BinaryData, cm.BinaryData)))
+		a.configMaps[key] = &configMapEntry{obj: *cm.DeepCopy(), source: b.ConfigMapSources[key]}
+	}
+	for _, key := range sortedKeys(b.Secrets) {
+		s := b.Secrets[key]
+		old := a.secrets[key]
+		results = append(results, sourceResult(KindSecret, s.Namespace, s.Name, old != nil,
+			old != nil && reflect.DeepEqual(old.obj.Data, s.Data) && old.obj.Type == s.Type))
+		a.secrets[key] = &secretEntry{obj: *s.DeepCopy(), source: b.SecretSources[key]}
+	}
+	for _, p := range b.Pods {
+		results = append(results, a.applyPodLocked(p, watchDir))
+	}
+	a.refreshSourcesLocked()
+	return results
+}
+
+func sourceResult(kind, namespace, name string, existed, same bool) ApplyResult {
+	r := ApplyResult{Kind: kind, Namespace: namespace, Name: name, Outcome: OutcomeCreated}
+	switch {
+	case existed && same:
+		r.Outcome = OutcomeUnchanged
+	case existed:
+		r.Outcome = OutcomeConfigured
+	}
+	return r
+}
+
+// applyPodLocked starts a pod, replaces the pod of the same name when its
+// uid differs (its manifest changed), or leaves an unchanged pod alone.
+func (a *Agent) applyPodLocked(p *manifest.Pod, watchDir string) ApplyResult {
+	pod := p.Pod.DeepCopy()
+	key := pod.Namespace + "/" + pod.Name
+	result := ApplyResult{Kind: KindPod, Namespace: pod.Namespace, Name: pod.Name, UID: string(pod.UID), Outcome: OutcomeCreated}
+	if w := a.workers[string(pod.UID)]; w != nil {
+		// The same pod, as applied before; maybe being deleted.
+		a.current[key] = w.uid
+		reapplied := false
+		w.setDesired(func(d *desiredPod) {
+			d.watchDir, reapplied = watchDir, d.terminating()
+			d.reapply = d.reapply || reapplied
+		})
+		if !reapplied {
+			result.Outcome = OutcomeUnchanged
+		}
+		return result
+	}
+	if uid, found := a.current[key]; found {
+		a.workers[uid].beginTermination(nil, "Killing", "the pod's manifest changed: replacing the pod")
+		result.Outcome = OutcomeConfigured
+	}
+	pod.CreationTimestamp = metav1.NewTime(a.now())
+	pod.Spec.NodeName = a.cfg.NodeName
+	w := a.startWorkerLocked(desiredPod{pod: pod, sources: a.sourcesForLocked(pod), source: p.Source, watchDir: watchDir})
+	w.record(EventNormal, "Scheduled", "", fmt.Sprintf("Successfully assigned %s/%s to %s", pod.Namespace, pod.Name, a.cfg.NodeName))
+	return result
+}
+
+// sourcesForLocked picks the ConfigMaps and Secrets the pod refers to.
+func (a *Agent) sourcesForLocked(pod *v1.Pod) podspec.Sources {
+	configMaps := make([]v1.ConfigMap, 0, len(a.configMaps))
+	for _, key := range sortedKeys(a.configMaps) {
+		configMaps = append(configMaps, a.configMaps[key].obj)
+	}
+	secrets := make([]v1.Secret, 0, len(a.secrets))
+	for _, key := range sortedKeys(a.secrets) {
+		secrets = append(secrets, a.secrets[key].obj)
+	}
+	return podspec.ReferencedSources(pod, configMaps, secrets)
+}
+
+// refreshSourcesLocked hands every pod whose ConfigMaps or Secrets changed
+// their new content: its volumes are updated on its next sync (env, as in
+// Kubernetes, only reaches containers started later).
+func (a *Agent) refreshSourcesLocked() {
+	for _, w := range a.workers {
+		pod := w.snapshotPod()
+		fresh := a.sourcesForLocked(pod)
+		w.mu.Lock()
+		changed := !reflect.DeepEqual(fresh, w.desired.sources)
+		w.mu.Unlock()
+		if changed {
+			w.setDesired(func(d *desiredPod) {
+				d.sources = fresh
+				d.sourcesVersion++
+			})
+		}
+	}
+}
+
+// Delete starts the termination of a pod, with grace overriding its
+// terminationGracePeriodSeconds when given.
+func (a *Agent) Delete(_ context.Context, namespace, name string, grace *int64) (DeleteResponse, error) {
+	if err := a.checkReady(); err != nil {
+		return DeleteResponse{}, err
+	}
+	a.mu.Lock()
+	w := a.workers[a.current[namespace+"/"+name]]
+	a.mu.Unlock()
+	if w == nil {
+		return DeleteResponse{}, fmt.Errorf("pod %q not found in namespace %q: %w", name, namespace, errdefs.ErrNotFound)
+	}
+	if dir := w.snapshot().watchDir; dir != "" {
+		return DeleteResponse{}, fmt.Errorf("pod %s/%s comes from the watched directory %s: remove its file, or stop the watch with 'berth delete -f %s': %w",
+			namespace, name, dir, dir, errdefs.ErrFailedPrecondition)
+	}
+	w.beginTermination(grace, "Killing", "deleted")
+	return DeleteResponse{Pods: []ApplyResult{{Kind: KindPod, Namespace: namespace, Name: name, UID: w.uid, Outcome: OutcomeDeleted}}}, nil
+}
+
+// beginTermination marks the pod deleted: its next sync stops it within
+// its grace period (a later delete may shorten it) and removes it.
+func (w *podWorker) beginTermination(grace *int64, reason, why string) {
+	w.mu.Lock()
+	pod := w.desired.pod
+	seconds := int64(30)
+	if pod.Spec.TerminationGracePeriodSeconds != nil {
+		seconds = *pod.Spec.TerminationGracePeriodSeconds
+	}
+	if grace != nil {
+		seconds = *grace
+	}
+	if pod.DeletionGracePeriodSeconds != nil && *pod.DeletionGracePeriodSeconds < seconds {
+		seconds = *pod.DeletionGracePeriodSeconds
+	}
+	first := pod.DeletionTimestamp == nil
+	pod.DeletionGracePeriodSeconds = &seconds
+	at := metav1.NewTime(w.a.now().Add(time.Duration(seconds) * time.Second))
+	if first || at.Before(pod.DeletionTimestamp) {
+		pod.DeletionTimestamp = &at
+	}
+	w.desired.reapply = false
+	if first && w.cancelSync != nil {
+		w.cancelSync()
+	}
+	w.mu.Unlock()
+	w.a.probes.SetTerminating(w.uid)
+	w.a.log.Info("pod terminating", "pod", w.key, "uid", w.uid, "grace", seconds, "why", why)
+	w.record(EventNormal, reason, "", fmt.Sprintf("Stopping pod (%s), grace period %ds", why, seconds))
+	w.trigger()
+}
+
+// ListPods returns the pods of a namespace (every namespace when empty),
+// with their status, by namespace and name.
+func (a *Agent) ListPods(namespace string) v1.PodList {
+	list := v1.PodList{TypeMeta: metav1.TypeMeta{Kind: "PodList", APIVersion: "v1"}, Items: []v1.Pod{}}
+	for _, w := range a.workerList() {
+		pod := w.view()
+		if namespace == "" || pod.Namespace == namespace {
+			list.Items = append(list.Items, pod)
+		}
+	}
+	sort.Slice(list.Items, func(i, j int) bool {
+		x, y := list.Items[i], list.Items[j]
+		if x.Namespace != y.Namespace {
+			return x.Namespace < y.Namespace
+		}
+		if x.Name != y.Name {
+			return x.Name < y.Name
+		}
+		return x.CreationTimestamp.Before(&y.CreationTimestamp)
+	})
+	return list
+}
+
+// DescribePod returns the pod a name stands for (else the newest one of
+// that name still terminating), its events and its containers' log files.
+func (a *Agent) DescribePod(namespace, name string) (PodDetail, error) {
+	a.mu.Lock()
+	w := a.workers[a.current[namespace+"/"+name]]
+	if w == nil {
+		for _, other := range a.workers {
+			if p := other.desired.pod; p.Namespace == namespace && p.Name == name {
+				w = other
+			}
+		}
+	}
+	a.mu.Unlock()
+	if w == nil {
+		return PodDetail{}, fmt.Errorf("pod %q not found in namespace %q: %w", name, namespace, errdefs.ErrNotFound)
+	}
+	return PodDetail{Pod: w.view(), Events: w.events.list(), LogPaths: w.logPathsCopy()}, nil
+}
+
+func sortedKeys[V any](m map[string]V) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	return keys
+}

@@ -1,0 +1,74 @@
+// Package agent is berth's node agent: the kubelet's role on one machine.
+// It runs Kubernetes Pods (with the ConfigMaps and Secrets they use) on any
+// CRI runtime, through the CRI client interfaces only (Runtime, Images;
+// CRIClient implements both over a unix socket), and serves the agent API
+// that `berth run`, `apply`, `delete`, `get`, `describe`, `logs` and `exec`
+// use (HTTP + JSON on <state>/agent.sock: api.go lists the routes; Client
+// is its client).
+//
+// It owns:
+//
+//   - the desired state (desired.go): pods by uid, the pod a name stands
+//     for, and the ConfigMaps and Secrets pods refer to. Pods come from
+//     Apply (a validated manifest bundle) or from watched directories
+//     (watchdir.go, manifest.Watch): a pod whose manifest changed has a new
+//     uid (package manifest derives it from the file and the content) and
+//     replaces the old one; a ConfigMap or Secret change reaches the pods'
+//     volumes in place;
+//   - one worker per pod uid (worker.go): syncs run one at a time, woken by
+//     runtime events (GetContainerEvents, resubscribed with a relist when
+//     the stream breaks), the periodic relist (watch.go), probe results,
+//     back-off timers and desired-state changes; wake-ups during a sync
+//     coalesce into one more sync;
+//   - the sync (sync.go): observe the pod in the runtime (observe.go: its
+//     sandboxes and containers by the pod uid label, parsed back with
+//     podspec), plan (plan.Compute), execute (executor.go, start.go,
+//     images.go), hand running containers to the probe manager, remove old
+//     containers (gc.go) and compute the status (podstatus.Compute);
+//   - the executor, in the kubelet's SyncPod order: kill the pod (containers
+//     in plan.StopOrder, preStop hooks within the grace period, then the
+//     sandbox) or the unwanted containers; create the sandbox (its log
+//     directory first; volumes are set up before, on the first sync and
+//     after a sources change); start the next init container or sidecars
+//     one by one; start the regular containers. Each start pulls per
+//     imagePullPolicy (Always pulls, IfNotPresent pulls when the runtime
+//     lacks the image, Never refuses: ErrImageNeverPull; a failed pull is
+//     ErrImagePull, then ImagePullBackOff while its back-off runs), builds
+//     the CRI config with podspec (restart count = highest seen + 1, a
+//     termination-message file per instance), creates, starts and runs the
+//     postStart hook (its failure kills the container: FailedPostStartHook);
+//   - deletion (terminate.go): the pod is marked with a deletion timestamp
+//     (now + grace); containers stop regular ones first, then sidecars in
+//     reverse order, each after its preStop hook, within what is left of the
+//     grace period (at least 2 s for the stop itself, as in the kubelet);
+//     then every sandbox is stopped and removed, the volumes torn down, the
+//     pod's log directory, agent directory and cgroup removed;
+//   - events (record.go): kubelet's reasons (Scheduled, Pulling, Pulled,
+//     Created, Started, Killing, BackOff, Unhealthy, FailedPostStartHook,
+//     FailedPreStopHook, FailedCreatePodSandBox, FailedMount, ...) kept per
+//     pod in memory, bounded, repeats counted, for `berth describe`;
+//   - recovery (recover.go): the agent keeps no state of its own. On start
+//     it lists the sandboxes labelled berth.dev/agent=true and reads each
+//     pod back from the newest sandbox's annotations (the pod as applied,
+//     its ConfigMaps and Secrets, the watched directory it came from, which
+//     it watches again). Restart counts come from the container annotations;
+//     back-off starts afresh. A sandbox whose pod cannot be read back is
+//     removed. The relist adopts sandboxes that appear without a worker the
+//     same way.
+//
+// Deliberate differences from the kubelet:
+//
+//   - regular containers are started in parallel (the kubelet starts them
+//     one after the other); init containers and sidecars stay sequential;
+//   - a pod applied again unchanged while it is being deleted is started
+//     afresh once its termination completes;
+//   - a pod from a watched directory cannot be deleted by name (remove its
+//     file, or `berth delete -f DIR` to stop the watch);
+//   - a deletion cut short by an agent crash is not resumed: the restarted
+//     agent finds the pod in the runtime and runs it again;
+//   - ConfigMaps and Secrets changed while the agent ran are kept in memory;
+//     after a restart a pod's copy in its sandbox annotation is used until
+//     the manifests are applied again (a watched directory is reread);
+//   - no ephemeral containers (there is no API to add them) and no mirror
+//     pods, API server or node status.
+package agent

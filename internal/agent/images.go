@@ -1,0 +1,88 @@
+package agent
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"time"
+
+	v1 "k8s.io/api/core/v1"
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+
+	"github.com/berth-dev/berth/internal/agent/podstatus"
+)
+
+// imageInfo is what the agent learns about a container's image.
+type imageInfo struct {
+	ref  string // as the runtime identifies it
+	user string // the image's USER ("" when unknown or unset)
+}
+
+// Image pull waiting reasons, as the kubelet names them.
+const (
+	reasonErrImagePull      = "ErrImagePull"
+	reasonImagePullBackOff  = "ImagePullBackOff"
+	reasonErrImageNeverPull = "ErrImageNeverPull"
+)
+
+// errImageWaiting marks an image that is not there yet; the container's
+// waiting reason says why.
+var errImageWaiting = errors.New("image not available")
+
+// ensureImage makes the container's image present as its pull policy asks:
+// Always pulls; IfNotPresent pulls when the runtime lacks it; Never refuses
+// to pull. A failed pull is ErrImagePull, and later tries wait out a
+// back-off (ImagePullBackOff), as in the kubelet.
+func (w *podWorker) ensureImage(ctx context.Context, pod *v1.Pod, c *v1.Container, object string, sandbox *runtimeapi.PodSandboxConfig) (imageInfo, error) {
+	present, err := w.a.cfg.Images.ImageStatus(ctx, c.Image)
+	if err != nil {
+		return imageInfo{}, w.imageWaiting(c, object, reasonErrImagePull, fmt.Sprintf("Failed to inspect image %q: %v", c.Image, err))
+	}
+	switch {
+	case c.ImagePullPolicy == v1.PullNever && present == nil:
+		return imageInfo{}, w.imageWaiting(c, object, reasonErrImageNeverPull,
+			fmt.Sprintf("Container image %q is not present with pull policy of Never", c.Image))
+	case c.ImagePullPolicy != v1.PullAlways && present != nil:
+		w.record(EventNormal, "Pulled", object, fmt.Sprintf("Container image %q already present on machine", c.Image))
+		return infoOf(present), nil
+	}
+	key := backoffKey(string(pod.UID), c.Image)
+	now := w.a.now()
+	if until := w.a.pullBackoff.UntilRecorded(key, now); until.After(now) {
+		w.record(EventNormal, "BackOff", object, fmt.Sprintf("Back-off pulling image %q", c.Image))
+		w.setWaiting(c.Name, podstatus.Waiting{Reason: reasonImagePullBackOff, Message: fmt.Sprintf("Back-off pulling image %q", c.Image)})
+		return imageInfo{}, errImageWaiting
+	}
+	w.record(EventNormal, "Pulling", object, fmt.Sprintf("Pulling image %q", c.Image))
+	ref, err := w.a.cfg.Images.PullImage(ctx, c.Image, sandbox)
+	if err != nil {
+		failedAt := w.a.now()
+		w.a.pullBackoff.Next(key, failedAt, failedAt)
+		return imageInfo{}, w.imageWaiting(c, object, reasonErrImagePull, fmt.Sprintf("Failed to pull image %q: %v", c.Image, err))
+	}
+	w.a.pullBackoff.Forget(key)
+	w.record(EventNormal, "Pulled", object, fmt.Sprintf("Successfully pulled image %q in %s", c.Image, w.a.now().Sub(now).Round(time.Millisecond)))
+	info := imageInfo{ref: ref}
+	if img, err := w.a.cfg.Images.ImageStatus(ctx, c.Image); err == nil && img != nil {
+		info = infoOf(img)
+	}
+	return info, nil
+}
+
+// imageWaiting records an image problem as an event and the container's
+// waiting reason.
+func (w *podWorker) imageWaiting(c *v1.Container, object, reason, message string) error {
+	w.record(EventWarning, "Failed", object, message)
+	w.record(EventWarning, "Failed", object, "Error: "+reason)
+	w.setWaiting(c.Name, podstatus.Waiting{Reason: reason, Message: message})
+	return errImageWaiting
+}
+
+func infoOf(img *runtimeapi.Image) imageInfo {
+	info := imageInfo{ref: img.GetId(), user: img.GetUsername()}
+	if uid := img.GetUid(); uid != nil {
+		info.user = strconv.FormatInt(uid.GetValue(), 10)
+	}
+	return info
+}

@@ -1,0 +1,96 @@
+package agent
+
+import (
+	"bufio"
+	"net"
+	"os"
+	"path/filepath"
+	"runtime"
+	"strconv"
+	"strings"
+
+	"github.com/berth-dev/berth/internal/agent/podspec"
+)
+
+// node is what the agent knows about its machine: the downward API's
+// hostIP and allocatable, and the DNS every pod starts from.
+type node struct {
+	hostIPs     []string
+	allocatable podspec.Allocatable
+	dns         podspec.DNS
+}
+
+// readNode reads the host's addresses, CPUs, memory and resolv.conf. What
+// cannot be read stays empty: a pod's hostIP is then empty too.
+func readNode() node {
+	n := node{hostIPs: hostIPs()}
+	n.allocatable.MilliCPU = int64(runtime.NumCPU()) * 1000
+	n.allocatable.MemoryBytes = memTotal()
+	if f, err := os.Open("/etc/resolv.conf"); err == nil {
+		if dns, err := podspec.ParseResolvConf(f); err == nil {
+			n.dns = dns
+		}
+		f.Close()
+	}
+	return n
+}
+
+// hostIPs lists the machine's global unicast addresses, IPv4 first, as the
+// node's addresses (kubelet takes the node's InternalIP).
+func hostIPs() []string {
+	addrs, err := net.InterfaceAddrs()
+	if err != nil {
+		return nil
+	}
+	var v4, v6 []string
+	for _, addr := range addrs {
+		ipnet, ok := addr.(*net.IPNet)
+		if !ok || !ipnet.IP.IsGlobalUnicast() {
+			continue
+		}
+		if ipnet.IP.To4() != nil {
+			v4 = append(v4, ipnet.IP.String())
+		} else {
+			v6 = append(v6, ipnet.IP.String())
+		}
+	}
+	return append(v4, v6...)
+}
+
+// memTotal is MemTotal of /proc/meminfo in bytes, 0 when unknown.
+func memTotal() int64 {
+	f, err := os.Open("/proc/meminfo")
+	if err != nil {
+		return 0
+	}
+	defer f.Close()
+	s := bufio.NewScanner(f)
+	for s.Scan() {
+		fields := strings.Fields(s.Text())
+		if len(fields) >= 2 && fields[0] == "MemTotal:" {
+			kb, err := strconv.ParseInt(fields[1], 10, 64)
+			if err == nil {
+				return kb * 1024
+			}
+		}
+	}
+	return 0
+}
+
+// removePodCgroup removes the pod-level cgroup directories the runtime
+// made under the pod's cgroup parent (runc removes only the containers'
+// own), once the pod's sandbox is gone, as the kubelet removes pod
+// cgroups. Only empty directories go (rmdir); cgroup v1 has one per
+// controller hierarchy.
+func removePodCgroup(parent string) {
+	if parent == "" || !filepath.IsAbs(parent) {
+		return
+	}
+	os.Remove(filepath.Join("/sys/fs/cgroup", parent)) //nolint:errcheck // v2; absent or busy is fine
+	hierarchies, _ := os.ReadDir("/sys/fs/cgroup")
+	for _, h := range hierarchies {
+		if h.IsDir() {
+			os.Remove(filepath.Join("/sys/fs/cgroup", h.Name(), parent)) //nolint:errcheck // v1; as above
+		}
+	}
+}

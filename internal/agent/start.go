@@ -1,0 +1,230 @@
+package agent
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+
+	v1 "k8s.io/api/core/v1"
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+
+	"github.com/berth-dev/berth/internal/agent/backoff"
+	"github.com/berth-dev/berth/internal/agent/plan"
+	"github.com/berth-dev/berth/internal/agent/podspec"
+	"github.com/berth-dev/berth/internal/agent/podstatus"
+	"github.com/berth-dev/berth/internal/agent/probe"
+	"github.com/berth-dev/berth/internal/agent/volume"
+)
+
+// sandboxInfo is the sandbox containers are started in.
+type sandboxInfo struct {
+	id          string
+	config      *runtimeapi.PodSandboxConfig
+	ips         []string // primary first
+	hostNetwork bool
+}
+
+func (s sandboxInfo) ip() string {
+	if len(s.ips) == 0 {
+		return ""
+	}
+	return s.ips[0]
+}
+
+// sandbox returns the current sandbox, creating it when the plan asks.
+func (w *podWorker) sandbox(ctx context.Context, d desiredPod, obs observation, acts plan.Actions) (sandboxInfo, error) {
+	cfg, err := w.sandboxConfig(d, acts.Attempt)
+	if err != nil {
+		w.record(EventWarning, "FailedCreatePodSandBox", "", "Failed to build the pod sandbox config: "+err.Error())
+		return sandboxInfo{}, err
+	}
+	if !acts.CreateSandbox {
+		return sandboxFromStatus(acts.SandboxID, cfg, obs.sandboxes[acts.SandboxID]), nil
+	}
+	if err := ensureLogDirectory(cfg); err != nil {
+		w.record(EventWarning, "FailedCreatePodSandBox", "", err.Error())
+		return sandboxInfo{}, err
+	}
+	id, err := w.a.cfg.Runtime.RunPodSandbox(ctx, cfg)
+	if err != nil {
+		w.record(EventWarning, "FailedCreatePodSandBox", "", "Failed to create pod sandbox: "+err.Error())
+		return sandboxInfo{}, err
+	}
+	status, err := w.a.cfg.Runtime.PodSandboxStatus(ctx, id)
+	if err != nil {
+		w.record(EventWarning, "FailedCreatePodSandBox", "", fmt.Sprintf("Failed to get the status of sandbox %s: %v", id, err))
+		return sandboxInfo{}, err
+	}
+	return sandboxFromStatus(id, cfg, status), nil
+}
+
+func sandboxFromStatus(id string, cfg *runtimeapi.PodSandboxConfig, st *runtimeapi.PodSandboxStatus) sandboxInfo {
+	info := sandboxInfo{id: id, config: cfg}
+	if ip := st.GetNetwork().GetIp(); ip != "" {
+		info.ips = append(info.ips, ip)
+	}
+	for _, ip := range st.GetNetwork().GetAdditionalIps() {
+		info.ips = append(info.ips, ip.GetIp())
+	}
+	info.hostNetwork = st.GetLinux().GetNamespaces().GetOptions().GetNetwork() == runtimeapi.NamespaceMode_NODE
+	return info
+}
+
+// sandboxConfig is the pod's CRI sandbox config for a given attempt.
+func (w *podWorker) sandboxConfig(d desiredPod, attempt uint32) (*runtimeapi.PodSandboxConfig, error) {
+	cfg, err := podspec.SandboxConfig(d.pod, attempt, d.sources, podspec.SandboxOptions{
+		LogRoot:      w.a.cfg.PodLogDir,
+		HostDNS:      w.a.node.dns,
+		Seccomp:      w.a.seccomp(),
+		ConfigSource: "file",
+		ConfigSeen:   d.pod.CreationTimestamp.Time,
+	})
+	if err != nil {
+		return nil, err
+	}
+	if d.watchDir != "" {
+		cfg.Annotations[AnnotationWatchDir] = d.watchDir
+	}
+	return cfg, nil
+}
+
+// seccomp are the node's seccomp settings: Localhost profiles under
+// <root>/seccomp, Unconfined by default as in the kubelet.
+func (a *Agent) seccomp() podspec.SeccompSettings {
+	return podspec.SeccompSettings{ProfileRoot: filepath.Join(a.cfg.RootDir, "seccomp")}
+}
+
+// startContainer pulls the image as the pull policy says, creates and
+// starts one container, and runs its postStart hook. A failure is shown as
+// the container's waiting reason and an event.
+func (w *podWorker) startContainer(ctx context.Context, d desiredPod, sb sandboxInfo, obs observation, s plan.Start) error {
+	pod := d.pod
+	spec, typ, ok := podspec.FindContainer(pod, s.Name)
+	if !ok {
+		return fmt.Errorf("container %q: not in the pod spec", s.Name)
+	}
+	object := containerObject(pod, s.Name)
+	if last := newestExited(obs.plan, s.Name); last != nil {
+		w.a.crashBackoff.Next(backoff.Key(w.uid, s.Name, podspec.ContainerHash(spec)), last.FinishedAt, w.a.now())
+	}
+	img, err := w.ensureImage(ctx, pod, spec, object, sb.config)
+	if err != nil {
+		return err
+	}
+	cfg, err := w.containerConfig(d, sb, spec, typ, s.RestartCount, img)
+	if err != nil {
+		return w.failStart(s.Name, object, "CreateContainerConfigError", err)
+	}
+	id, err := w.a.cfg.Runtime.CreateContainer(ctx, sb.id, cfg, sb.config)
+	if err != nil {
+		return w.failStart(s.Name, object, "CreateContainerError", err)
+	}
+	w.record(EventNormal, "Created", object, "Created container "+s.Name)
+	if err := w.a.cfg.Runtime.StartContainer(ctx, id); err != nil {
+		return w.failStart(s.Name, object, "RunContainerError", err)
+	}
+	w.record(EventNormal, "Started", object, "Started container "+s.Name)
+	w.clearWaiting(s.Name)
+	if spec.Lifecycle != nil && spec.Lifecycle.PostStart != nil {
+		return w.runPostStart(ctx, pod, sb, obs, spec, id)
+	}
+	return nil
+}
+
+// failStart records why a container could not be started.
+func (w *podWorker) failStart(name, object, reason string, err error) error {
+	w.setWaiting(name, podstatus.Waiting{Reason: reason, Message: err.Error()})
+	w.record(EventWarning, "Failed", object, "Error: "+err.Error())
+	return err
+}
+
+// runPostStart runs the postStart hook; when it fails the container is
+// killed (the restart policy then decides), as the kubelet does.
+func (w *podWorker) runPostStart(ctx context.Context, pod *v1.Pod, sb sandboxInfo, obs observation, spec *v1.Container, id string) error {
+	target := probe.Target{PodIP: sb.ip(), HostNetwork: sb.hostNetwork, ContainerID: id, Container: spec}
+	err := probe.RunHook(ctx, spec.Lifecycle.PostStart, target, w.a.cfg.Runtime)
+	if err == nil {
+		return nil
+	}
+	object := containerObject(pod, spec.Name)
+	w.record(EventWarning, "FailedPostStartHook", object, "PostStartHook failed: "+err.Error())
+	kill := plan.Kill{ID: id, Name: spec.Name, Reason: "FailedPostStartHook", Message: err.Error()}
+	w.killContainer(ctx, pod, obs, kill, podGrace(pod))
+	return fmt.Errorf("container %q: postStart hook: %w", spec.Name, err)
+}
+
+// runHook runs a lifecycle hook against a container of the current
+// sandbox.
+func (w *podWorker) runHook(ctx context.Context, h *v1.LifecycleHandler, pod *v1.Pod, obs observation, id string, spec *v1.Container) error {
+	target := probe.Target{ContainerID: id, Container: spec, HostNetwork: pod.Spec.HostNetwork}
+	if sb, ok := obs.current(); ok {
+		target.PodIP = sb.IP
+	}
+	return probe.RunHook(ctx, h, target, w.a.cfg.Runtime)
+}
+
+// containerConfig builds the CRI config of one container instance; its
+// termination-message file is created here.
+func (w *podWorker) containerConfig(d desiredPod, sb sandboxInfo, spec *v1.Container, typ podspec.ContainerType, restartCount int, img imageInfo) (*runtimeapi.ContainerConfig, error) {
+	if err := podspec.VerifyRunAsNonRoot(d.pod, spec, img.user); err != nil {
+		return nil, err
+	}
+	msgPath, err := w.terminationMessageFile(spec.Name, restartCount)
+	if err != nil {
+		return nil, err
+	}
+	w.mu.Lock()
+	volumes := w.volumePaths
+	w.mu.Unlock()
+	return podspec.ContainerConfig(d.pod, spec, typ, restartCount, podspec.ContainerOptions{
+		Sources: d.sources,
+		Downward: podspec.Downward{
+			PodIPs: sb.ips, HostIPs: w.a.node.hostIPs, Allocatable: w.a.node.allocatable,
+		},
+		Seccomp:                    w.a.seccomp(),
+		TerminationMessageHostPath: msgPath,
+		ImageUser:                  img.user,
+		ResolveSubPath:             volume.SafeSubPath,
+	}, volumes)
+}
+
+// podDir is the agent's directory of a pod: <root>/pods/<uid>.
+func (a *Agent) podDir(uid string) string {
+	return filepath.Join(a.cfg.RootDir, "pods", uid)
+}
+
+// terminationMessageFile creates the empty host file a container instance
+// writes its termination message to: <pod dir>/containers/<name>/<restart>.
+func (w *podWorker) terminationMessageFile(name string, restartCount int) (string, error) {
+	dir := filepath.Join(w.a.podDir(w.uid), "containers", name)
+	if err := os.MkdirAll(dir, 0o750); err != nil {
+		return "", fmt.Errorf("termination message file: %w", err)
+	}
+	path := filepath.Join(dir, strconv.Itoa(restartCount))
+	f, err := os.OpenFile(path, os.O_CREATE|os.O_WRONLY|os.O_TRUNC, 0o666)
+	if err != nil {
+		return "", fmt.Errorf("termination message file: %w", err)
+	}
+	f.Close()
+	// The container may run as any user: let it write its message.
+	if err := os.Chmod(path, 0o666); err != nil {
+		return "", fmt.Errorf("termination message file: %w", err)
+	}
+	return path, nil
+}
+
+// newestExited is the newest exited instance of a container, in any
+// sandbox.
+func newestExited(o plan.Observed, name string) *plan.Container {
+	for _, c := range o.Instances(name) {
+		if c.State == plan.StateExited {
+			return &c
+		}
+	}
+	return nil
+}
+
+// backoffKey identifies a container of a pod in the back-off tables.
+func backoffKey(uid, name string) string { return uid + "/" + name }

@@ -1,0 +1,134 @@
+package agent
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"path/filepath"
+	"slices"
+
+	"github.com/berth-dev/berth/internal/agent/manifest"
+	"github.com/berth-dev/berth/internal/errdefs"
+)
+
+// watchDirectory applies a directory's pods now and watches it: files
+// added, changed or removed later add, replace or remove pods, as the
+// kubelet's static pod directory does. A directory already watched is
+// only applied again.
+func (a *Agent) watchDirectory(dir string) (ApplyResponse, error) {
+	if !filepath.IsAbs(dir) {
+		return ApplyResponse{}, fmt.Errorf("watchDir %q: want an absolute path: %w", dir, errdefs.ErrInvalidArgument)
+	}
+	dir = filepath.Clean(dir)
+	b, err := manifest.Load(dir, nil)
+	if err == nil {
+		err = b.Validate()
+	}
+	if err != nil {
+		return ApplyResponse{}, fmt.Errorf("watch %s: %w: %w", dir, errdefs.ErrInvalidArgument, err)
+	}
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	results := a.applyDirLocked(dir, b, nil)
+	a.startWatchLocked(dir)
+	return ApplyResponse{Objects: results}, nil
+}
+
+// startWatchLocked starts watching dir unless it is watched already.
+func (a *Agent) startWatchLocked(dir string) {
+	if _, watched := a.watches[dir]; watched || a.ctx == nil || a.stopping {
+		return
+	}
+	ctx, cancel := context.WithCancel(a.ctx)
+	a.watches[dir] = cancel
+	a.running.Add(1)
+	go func() {
+		defer a.running.Done()
+		manifest.Watch(ctx, dir, a.cfg.WatchInterval, func(b *manifest.Bundle, err error) {
+			a.onDirChange(ctx, dir, b, err)
+		})
+	}()
+	a.log.Info("watching manifest directory", "dir", dir)
+}
+
+// onDirChange applies what a watched directory holds now. Pods of files
+// that have problems keep running as they are; an unreadable directory
+// changes nothing.
+func (a *Agent) onDirChange(ctx context.Context, dir string, b *manifest.Bundle, err error) {
+	if ctx.Err() != nil {
+		return
+	}
+	if b == nil {
+		a.log.Warn("watched directory unreadable; its pods are left as they are", "dir", dir, "error", err)
+		return
+	}
+	var broken []string
+	if err != nil {
+		a.log.Warn("watched directory: files left out", "dir", dir, "error", err)
+		var invalid *manifest.InvalidError
+		if errors.As(err, &invalid) {
+			broken = invalid.Sources()
+		}
+	}
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if _, watched := a.watches[dir]; !watched {
+		return // unwatched meanwhile
+	}
+	for _, r := range a.applyDirLocked(dir, b, broken) {
+		if r.Kind == KindPod && r.Outcome != OutcomeUnchanged {
+			a.log.Info("watched directory: pod "+r.Outcome, "dir", dir, "pod", r.Namespace+"/"+r.Name, "uid", r.UID)
+		}
+	}
+}
+
+// applyDirLocked applies the directory's bundle and deletes the pods that
+// came from the directory but are no longer in it, except those of files
+// listed in keep (files with problems).
+func (a *Agent) applyDirLocked(dir string, b *manifest.Bundle, keep []string) []ApplyResult {
+	results := a.applyBundleLocked(b, dir)
+	wanted := map[string]bool{}
+	for _, p := range b.Pods {
+		wanted[p.Namespace+"/"+p.Name] = true
+	}
+	for key, uid := range a.current {
+		w := a.workers[uid]
+		d := w.snapshot()
+		if d.watchDir != dir || wanted[key] || d.terminating() || slices.Contains(keep, d.source) {
+			continue
+		}
+		w.beginTermination(nil, "Killing", "its manifest was removed from "+dir)
+		results = append(results, ApplyResult{Kind: KindPod, Namespace: d.pod.Namespace, Name: d.pod.Name, UID: w.uid, Outcome: OutcomeDeleted})
+	}
+	return results
+}
+
+// Unwatch stops watching a directory and deletes the pods that came from
+// it.
+func (a *Agent) Unwatch(_ context.Context, dir string) (DeleteResponse, error) {
+	if err := a.checkReady(); err != nil {
+		return DeleteResponse{}, err
+	}
+	dir = filepath.Clean(dir)
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	stop, watched := a.watches[dir]
+	if !watched {
+		return DeleteResponse{}, fmt.Errorf("directory %s is not watched: %w", dir, errdefs.ErrNotFound)
+	}
+	stop()
+	delete(a.watches, dir)
+	resp := DeleteResponse{Pods: []ApplyResult{}}
+	for _, w := range a.workers {
+		d := w.snapshot()
+		if d.watchDir != dir {
+			continue
+		}
+		w.setDesired(func(d *desiredPod) { d.watchDir = "" })
+		if !d.terminating() {
+			w.beginTermination(nil, "Killing", "the watch of "+dir+" stopped")
+		}
+		resp.Pods = append(resp.Pods, ApplyResult{Kind: KindPod, Namespace: d.pod.Namespace, Name: d.pod.Name, UID: w.uid, Outcome: OutcomeDeleted})
+	}
+	return resp, nil
+}
