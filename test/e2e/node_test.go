@@ -1,0 +1,274 @@
+package e2e
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	v1 "k8s.io/api/core/v1"
+
+	"github.com/berth-dev/berth/internal/agent"
+	"github.com/berth-dev/berth/test/harness"
+)
+
+// node is one `berth serve` with its agent, and the test's manifests.
+type node struct {
+	*harness.Daemon
+	t         *testing.T
+	client    *agent.Client
+	logDir    string // --pod-log-dir
+	manifests string // where apply writes the test's YAML
+	watched   []string
+}
+
+// fastAgent are the agent settings every test daemon gets: short back-off,
+// relist and directory rescans, so that the suite stays fast.
+var fastAgent = []string{
+	"--backoff-initial=500ms", "--backoff-max=4s", "--backoff-reset=1m",
+	"--relist-period=1s", "--watch-interval=500ms",
+}
+
+// startNode starts a daemon with the agent. Its cleanup deletes every pod
+// through the agent (which must leave nothing behind), then the harness
+// checks for leftovers; finally the pods' log directory must be empty.
+func startNode(t *testing.T, serveArgs ...string) *node {
+	t.Helper()
+	n := &node{t: t, logDir: filepath.Join(t.TempDir(), "pod-logs"), manifests: t.TempDir()}
+	t.Cleanup(n.checkLogsRemoved)
+	args := append(append([]string{"--pod-log-dir=" + n.logDir}, fastAgent...), serveArgs...)
+	n.Daemon = harness.Start(t, harness.Options{
+		BinDir: binDir, Config: offlineConfig, Layouts: []string{busyboxLayout}, ServeArgs: args,
+	})
+	n.client = agent.NewClient(filepath.Join(n.State, agent.SocketName))
+	n.BeforeCleanup = n.deleteAllPods
+	n.waitAgent()
+	return n
+}
+
+// waitAgent waits until the agent answers (it starts after the CRI server).
+func (n *node) waitAgent() {
+	n.t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for !n.client.Reachable(context.Background()) {
+		if time.Now().After(deadline) {
+			n.t.Fatalf("the agent did not answer on %s within 30s\n%s", n.client.Socket(), n.LogTail(40))
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// deleteAllPods stops every watch and deletes every pod through the agent,
+// then waits until the agent has removed them all.
+func (n *node) deleteAllPods() {
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	defer cancel()
+	if !n.client.Reachable(ctx) {
+		n.t.Errorf("cleanup: the agent does not answer; pods are removed through CRI")
+		return
+	}
+	for _, dir := range n.watched {
+		n.client.Unwatch(ctx, dir) //nolint:errcheck // may have been stopped by the test
+	}
+	grace := int64(0)
+	list, err := n.client.ListPods(ctx, "")
+	if err != nil {
+		n.t.Errorf("cleanup: list pods: %v", err)
+		return
+	}
+	for _, p := range list.Items {
+		n.remember(&p)
+		if _, err := n.client.Delete(ctx, p.Namespace, p.Name, &grace); err != nil {
+			n.t.Logf("cleanup: delete %s: %v", p.Name, err)
+		}
+	}
+	for {
+		list, err := n.client.ListPods(ctx, "")
+		if err == nil && len(list.Items) == 0 {
+			return
+		}
+		if ctx.Err() != nil {
+			n.t.Errorf("cleanup: the agent still lists %d pods after deleting them all", len(list.Items))
+			return
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+// remember notes a pod's uid and container ids for the leftover checks.
+func (n *node) remember(p *v1.Pod) {
+	n.KnownPodUIDs[string(p.UID)] = true
+	for _, st := range append(p.Status.InitContainerStatuses, p.Status.ContainerStatuses...) {
+		for _, id := range []string{st.ContainerID, terminatedID(st.LastTerminationState)} {
+			if _, raw, ok := strings.Cut(id, "://"); ok {
+				n.KnownIDs[raw] = true
+			}
+		}
+	}
+}
+
+func terminatedID(s v1.ContainerState) string {
+	if s.Terminated == nil {
+		return ""
+	}
+	return s.Terminated.ContainerID
+}
+
+func (n *node) checkLogsRemoved() {
+	entries, _ := os.ReadDir(n.logDir)
+	for _, e := range entries {
+		n.t.Errorf("leftover pod log directory %s", filepath.Join(n.logDir, e.Name()))
+	}
+}
+
+// berth runs the CLI against this node; it returns stdout, stderr and the
+// error of the run.
+func (n *node) berth(args ...string) (string, string, error) {
+	cmd := n.BerthCmd(args...)
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	err := cmd.Run()
+	return stdout.String(), stderr.String(), err
+}
+
+// must runs the CLI and fails the test unless it exits 0.
+func (n *node) must(args ...string) string {
+	n.t.Helper()
+	out, errOut, err := n.berth(args...)
+	if err != nil {
+		n.t.Fatalf("berth %s: %v\nstdout:\n%s\nstderr:\n%s", strings.Join(args, " "), err, out, errOut)
+	}
+	return out
+}
+
+// write stores a manifest in the test's directory and returns its path.
+func (n *node) write(name, yaml string) string {
+	n.t.Helper()
+	path := filepath.Join(n.manifests, name)
+	if err := os.WriteFile(path, []byte(yaml), 0o644); err != nil {
+		n.t.Fatal(err)
+	}
+	return path
+}
+
+// apply sends a manifest with `berth apply -f`.
+func (n *node) apply(name, yaml string) string {
+	n.t.Helper()
+	return n.must("apply", "-f", n.write(name, yaml))
+}
+
+// pod returns a pod as the agent reports it.
+func (n *node) pod(name string) v1.Pod {
+	n.t.Helper()
+	detail, err := n.client.DescribePod(context.Background(), "default", name)
+	if err != nil {
+		n.t.Fatalf("pod %s: %v", name, err)
+	}
+	n.remember(&detail.Pod)
+	return detail.Pod
+}
+
+// waitPod polls a pod until cond holds, for up to a minute.
+func (n *node) waitPod(name, what string, cond func(v1.Pod) bool) v1.Pod {
+	n.t.Helper()
+	deadline := time.Now().Add(60 * time.Second)
+	for {
+		detail, err := n.client.DescribePod(context.Background(), "default", name)
+		if err == nil {
+			n.remember(&detail.Pod)
+			if cond(detail.Pod) {
+				return detail.Pod
+			}
+		}
+		if time.Now().After(deadline) {
+			desc, _, _ := n.berth("describe", "pod", name)
+			n.t.Fatalf("pod %s: timed out waiting until %s (last error %v)\n%s\n%s", name, what, err, desc, n.LogTail(40))
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+// exec runs a command in a container with `berth exec`.
+func (n *node) exec(pod, container string, cmd ...string) (string, error) {
+	out, errOut, err := n.berth(append([]string{"exec", pod, "-c", container, "--"}, cmd...)...)
+	if err != nil {
+		return out, fmt.Errorf("berth exec %s -c %s %v: %w: %s", pod, container, cmd, err, errOut)
+	}
+	return out, nil
+}
+
+// podList runs `berth get pods -o json`.
+func (n *node) podList(args ...string) []v1.Pod {
+	n.t.Helper()
+	out := n.must(append([]string{"get", "pods", "-o", "json"}, args...)...)
+	var list struct {
+		Kind  string   `json:"kind"`
+		Items []v1.Pod `json:"items"`
+	}
+	if err := json.Unmarshal([]byte(out), &list); err != nil || list.Kind != "List" {
+		n.t.Fatalf("get pods -o json: kind %q, %v\n%s", list.Kind, err, out)
+	}
+	return list.Items
+}
+
+func containerStatus(pod v1.Pod, name string) v1.ContainerStatus {
+	for _, st := range append(pod.Status.InitContainerStatuses, pod.Status.ContainerStatuses...) {
+		if st.Name == name {
+			return st
+		}
+	}
+	return v1.ContainerStatus{}
+}
+
+func condition(pod v1.Pod, typ v1.PodConditionType) v1.ConditionStatus {
+	for _, c := range pod.Status.Conditions {
+		if c.Type == typ {
+			return c.Status
+		}
+	}
+	return ""
+}
+
+func running(name string) func(v1.Pod) bool {
+	return func(p v1.Pod) bool {
+		st := containerStatus(p, name)
+		return st.State.Running != nil
+	}
+}
+
+func readyPod(p v1.Pod) bool { return condition(p, v1.PodReady) == v1.ConditionTrue }
+
+// hasEvent reports whether describe lists an event with reason.
+func (n *node) hasEvent(pod, reason string) bool {
+	detail, err := n.client.DescribePod(context.Background(), "default", pod)
+	if err != nil {
+		return false
+	}
+	for _, e := range detail.Events {
+		if e.Reason == reason {
+			return true
+		}
+	}
+	return false
+}
+
+// waitExec retries a command in a container until its output satisfies ok.
+func (n *node) waitExec(pod, container, what string, ok func(string) bool, cmd ...string) string {
+	n.t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		out, err := n.exec(pod, container, cmd...)
+		if err == nil && ok(out) {
+			return out
+		}
+		if time.Now().After(deadline) {
+			n.t.Fatalf("%s: last output %q, error %v", what, out, err)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+}

@@ -1,0 +1,84 @@
+package harness
+
+import (
+	"crypto/rand"
+	"encoding/hex"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+)
+
+// CNIBinDir is where Debian installs the CNI plugins.
+const CNIBinDir = "/usr/lib/cni"
+
+// SkipReason says why root tests cannot run here, or "".
+func SkipReason() string {
+	if os.Geteuid() != 0 {
+		return "not root"
+	}
+	if _, err := exec.LookPath("runc"); err != nil {
+		return "runc not in PATH"
+	}
+	if _, err := os.Stat(filepath.Join(CNIBinDir, "bridge")); err != nil {
+		return "CNI bridge plugin missing: " + err.Error()
+	}
+	return ""
+}
+
+// BuildBinaries builds berth, berth-monitor and berth-pause from the module
+// at moduleDir into dir; berth finds the other two beside itself. With
+// BERTH_TEST_RACE=1 berth is built with the race detector, and Cleanup
+// fails a test whose daemon reported a data race.
+func BuildBinaries(moduleDir, dir string) error {
+	goBin, err := exec.LookPath("go")
+	if err != nil {
+		goBin = "/usr/local/go/bin/go"
+	}
+	var race []string
+	if os.Getenv("BERTH_TEST_RACE") == "1" {
+		race = []string{"-race"}
+	}
+	builds := [][]string{
+		append(append([]string{"build"}, race...), "-o", dir+"/", "./cmd/berth"),
+		{"build", "-o", dir + "/", "./cmd/berth-monitor", "./cmd/berth-pause"},
+	}
+	for _, args := range builds {
+		cmd := exec.Command(goBin, args...)
+		cmd.Dir = moduleDir
+		if out, err := cmd.CombinedOutput(); err != nil {
+			return fmt.Errorf("go %v: %v\n%s", args, err, out)
+		}
+	}
+	return nil
+}
+
+// WriteOfflineConfig writes a berth config into dir under which the
+// registry of ref (and moreHosts) is served by a dead loopback port: no
+// test sends a DNS query or a packet off the machine, and the host's
+// config is never read.
+func WriteOfflineConfig(dir, ref string, moreHosts ...string) (string, error) {
+	hosts := filepath.Join(dir, "offline-hosts")
+	registry, _, _ := strings.Cut(ref, "/")
+	for _, h := range append(moreHosts, registry) {
+		hostDir := filepath.Join(hosts, h)
+		if err := os.MkdirAll(hostDir, 0o755); err != nil {
+			return "", err
+		}
+		if err := os.WriteFile(filepath.Join(hostDir, "hosts.toml"), []byte("server = \"http://127.0.0.1:9\"\n"), 0o644); err != nil {
+			return "", err
+		}
+	}
+	path := filepath.Join(dir, "config.toml")
+	return path, os.WriteFile(path, []byte(fmt.Sprintf("[registry]\nhosts_dir = %q\n", hosts)), 0o600)
+}
+
+// RandomHex returns n random hex digits.
+func RandomHex(n int) string {
+	b := make([]byte, (n+1)/2)
+	if _, err := rand.Read(b); err != nil {
+		panic(err)
+	}
+	return hex.EncodeToString(b)[:n]
+}

@@ -1,0 +1,239 @@
+package harness
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials/insecure"
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+)
+
+// Options configure a Daemon before it first starts.
+type Options struct {
+	BinDir    string   // berth, berth-monitor and berth-pause (BuildBinaries)
+	Config    string   // the berth config file (WriteOfflineConfig)
+	Layouts   []string // OCI image layouts imported before the start
+	ServeArgs []string // more flags for `berth serve`
+}
+
+// Daemon is one `berth serve` with its own directories and network.
+type Daemon struct {
+	T       *testing.T
+	ID      string // 6 hex digits shared by every name below
+	Root    string // --root
+	State   string // --state
+	Socket  string
+	CNIConf string // --cni-conf-dir
+	LogPath string // the daemon's stderr, kept across restarts
+	Config  string // --config
+	BinDir  string
+	Net     Network
+	// ServeArgs are passed to every start of `berth serve`.
+	ServeArgs []string
+	// BeforeCleanup runs first in Cleanup, with the daemon running (e.g.
+	// to delete pods through the agent).
+	BeforeCleanup func()
+	// KnownIDs are the sandbox and container ids seen, KnownPodUIDs the pod
+	// uids, for the leftover checks.
+	KnownIDs     map[string]bool
+	KnownPodUIDs map[string]bool
+
+	cmd    *exec.Cmd
+	exited chan struct{} // closed when cmd has been waited for
+	conn   *grpc.ClientConn
+	RT     runtimeapi.RuntimeServiceClient
+	Img    runtimeapi.ImageServiceClient
+}
+
+// Start starts a daemon with fresh directories, imports the layouts and
+// registers the cleanup that removes every pod and asserts that nothing is
+// left behind.
+func Start(t *testing.T, opts Options) *Daemon {
+	t.Helper()
+	id := RandomHex(6)
+	d := &Daemon{
+		T: t, ID: id,
+		Root:    "/var/lib/bt-" + id,
+		State:   "/run/bt-" + id,
+		CNIConf: filepath.Join(t.TempDir(), "net.d"),
+		LogPath: filepath.Join(t.TempDir(), "berth.log"),
+		Config:  opts.Config, BinDir: opts.BinDir, ServeArgs: opts.ServeArgs,
+		KnownIDs: map[string]bool{}, KnownPodUIDs: map[string]bool{},
+	}
+	d.Socket = filepath.Join(d.State, "berth.sock")
+	d.Net = newTestNetwork(id, filepath.Join(d.Root, "cni", "networks"))
+	t.Cleanup(d.Cleanup)
+	if err := d.Net.WriteConfig(d.CNIConf); err != nil {
+		t.Fatalf("CNI config: %v", err)
+	}
+	for _, layout := range opts.Layouts {
+		d.MustBerth(append([]string{"image", "import"}, layout)...)
+	}
+	d.Start()
+	return d
+}
+
+// Berth is the path of the berth binary.
+func (d *Daemon) Berth() string { return filepath.Join(d.BinDir, "berth") }
+
+// GlobalFlags point berth at this daemon's directories.
+func (d *Daemon) GlobalFlags() []string {
+	return []string{
+		"--config", d.Config, "--root", d.Root, "--state", d.State,
+		"--cni-conf-dir", d.CNIConf, "--cni-bin-dir", CNIBinDir, "--log-level", "debug",
+	}
+}
+
+// BerthCmd is a berth command with this daemon's global flags (first, so
+// that arguments after "--" stay the command's).
+func (d *Daemon) BerthCmd(args ...string) *exec.Cmd {
+	return exec.Command(d.Berth(), append(d.GlobalFlags(), args...)...)
+}
+
+// MustBerth runs a berth command and fails the test unless it exits 0; it
+// returns the standard output.
+func (d *Daemon) MustBerth(args ...string) string {
+	d.T.Helper()
+	cmd := d.BerthCmd(args...)
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		d.T.Fatalf("berth %s: %v\nstdout:\n%s\nstderr:\n%s", strings.Join(args, " "), err, out, stderr.String())
+	}
+	return string(out)
+}
+
+// Start launches `berth serve` and waits until it answers Version.
+func (d *Daemon) Start() {
+	d.T.Helper()
+	if err := d.Launch(); err != nil {
+		d.T.Fatalf("berth serve: %v\n%s", err, d.LogTail(60))
+	}
+}
+
+// Launch starts `berth serve` and waits until it is ready.
+func (d *Daemon) Launch() error {
+	logFile, err := os.OpenFile(d.LogPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	if err != nil {
+		return fmt.Errorf("daemon log: %w", err)
+	}
+	defer logFile.Close()
+	fmt.Fprintf(logFile, "=== berth serve started at %s\n", time.Now().Format(time.RFC3339Nano))
+	args := append(append([]string{"serve"}, d.GlobalFlags()...), d.ServeArgs...)
+	cmd := exec.Command(d.Berth(), args...)
+	cmd.Stdout, cmd.Stderr = logFile, logFile
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	if err := cmd.Start(); err != nil {
+		return err
+	}
+	d.cmd = cmd
+	d.exited = make(chan struct{})
+	go func(done chan struct{}) { cmd.Wait(); close(done) }(d.exited) //nolint:errcheck // exit seen via done
+	return d.connect()
+}
+
+// connect dials the socket and waits for Version to succeed.
+func (d *Daemon) connect() error {
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		select {
+		case <-d.exited:
+			return fmt.Errorf("exited before it was ready: %v", d.cmd.ProcessState)
+		default:
+		}
+		if _, err := os.Stat(d.Socket); err == nil && d.conn == nil {
+			conn, err := grpc.NewClient("unix://"+d.Socket, grpc.WithTransportCredentials(insecure.NewCredentials()))
+			if err != nil {
+				return fmt.Errorf("dial %s: %w", d.Socket, err)
+			}
+			d.conn, d.RT, d.Img = conn, runtimeapi.NewRuntimeServiceClient(conn), runtimeapi.NewImageServiceClient(conn)
+		}
+		if d.conn != nil {
+			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+			_, err := d.RT.Version(ctx, &runtimeapi.VersionRequest{})
+			cancel()
+			if err == nil {
+				return nil
+			}
+			if time.Now().After(deadline) {
+				return fmt.Errorf("not ready after 30s: %w", err)
+			}
+		} else if time.Now().After(deadline) {
+			return fmt.Errorf("socket %s did not appear in 30s", d.Socket)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// Running reports whether the daemon process runs.
+func (d *Daemon) Running() bool {
+	if d.cmd == nil {
+		return false
+	}
+	select {
+	case <-d.exited:
+		return false
+	default:
+		return true
+	}
+}
+
+func (d *Daemon) closeConn() {
+	if d.conn != nil {
+		d.conn.Close()
+		d.conn, d.RT, d.Img = nil, nil, nil
+	}
+}
+
+// Kill9 kills the daemon with SIGKILL and waits for it; pods keep running.
+func (d *Daemon) Kill9() {
+	if !d.Running() {
+		return
+	}
+	d.cmd.Process.Signal(syscall.SIGKILL) //nolint:errcheck // our own child
+	<-d.exited
+	d.closeConn()
+}
+
+// Stop sends SIGTERM and waits for the daemon to exit.
+func (d *Daemon) Stop() {
+	d.T.Helper()
+	if !d.Running() {
+		d.closeConn()
+		return
+	}
+	d.cmd.Process.Signal(syscall.SIGTERM) //nolint:errcheck // our own child
+	select {
+	case <-d.exited:
+	case <-time.After(20 * time.Second):
+		d.T.Errorf("berth serve did not exit 20s after SIGTERM; killing it")
+		d.cmd.Process.Signal(syscall.SIGKILL) //nolint:errcheck // our own child
+		<-d.exited
+	}
+	d.closeConn()
+	if st := d.cmd.ProcessState; st != nil && !st.Success() {
+		d.T.Errorf("berth serve exited with %v after SIGTERM\n%s", st, d.LogTail(30))
+	}
+}
+
+// LogTail returns the last n lines of the daemon's log.
+func (d *Daemon) LogTail(n int) string {
+	b, err := os.ReadFile(d.LogPath)
+	if err != nil {
+		return "(no daemon log: " + err.Error() + ")"
+	}
+	lines := strings.Split(strings.TrimRight(string(b), "\n"), "\n")
+	if len(lines) > n {
+		lines = lines[len(lines)-n:]
+	}
+	return "--- berth serve log (last lines) ---\n" + strings.Join(lines, "\n") + "\n"
+}
