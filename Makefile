@@ -9,9 +9,9 @@ CRITEST_DEPS := $(BIN)/critest-deps
 # What berth needs to run; what its tests and benchmarks need on top (a registry to pull from,
 # skopeo for the pull floor, hyperfine).
 RUNTIME_PACKAGES := runc containernetworking-plugins busybox-static iptables iproute2 util-linux
-TEST_PACKAGES    := docker-registry skopeo tar gzip hyperfine
+TEST_PACKAGES    := docker-registry skopeo tar gzip hyperfine containerd
 
-.PHONY: help build install deps runtime-deps image test test-unit test-integration bench vet crictl critest critest-bin clean
+.PHONY: help build install deps runtime-deps image test test-unit test-integration test-e2e bench vet crictl critest critest-bin clean
 
 help: ## list targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | sed 's/:.*## /\t/' | sort
@@ -38,22 +38,28 @@ test: vet ## unit and root integration tests, all with the race detector (integr
 	BERTH_TEST_RACE=1 $(GO) test -race -count=1 ./...
 
 test-unit: ## unit tests only
-	$(GO) test -count=1 $$($(GO) list ./... | grep -v /test/integration)
+	$(GO) test -count=1 $$($(GO) list ./... | grep -v -e /test/integration -e /test/e2e -e /test/containerd)
 
 test-integration: ## root integration tests against a live berth serve
 	$(GO) test -count=1 -v ./test/integration/
+
+test-e2e: ## root end-to-end tests: Pod YAML through the agent of a live berth serve
+	$(GO) test -count=1 -v ./test/e2e/
 
 vet: ## go vet and gofmt
 	$(GO) vet ./...
 	@test -z "$$(gofmt -l $$(git ls-files '*.go'))" || (gofmt -l $$(git ls-files '*.go'); exit 1)
 
 BENCH_FLAGS ?=
-bench: build critest-bin $(CRITEST_DEPS)/busybox ## benchmarks: pod/container latencies vs runc and CNI floors, image pull vs skopeo+tar, memory, then critest -benchmark (root; BENCH_FLAGS=-pull=false skips the pull)
+bench: build critest-bin $(CRITEST_DEPS)/busybox ## benchmarks: pod/container latencies vs runc and CNI floors, image pull vs skopeo+tar, memory, then critest -benchmark and the agent (root; BENCH_FLAGS=-pull=false skips the pull)
 	./scripts/bench.sh $(BENCH_FLAGS)
 	BERTH_CRITEST=$(abspath $(BIN)/critest) BERTH_CRITEST_BUSYBOX=$(abspath $(CRITEST_DEPS)/busybox) \
 	BERTH_CRITEST_BENCHMARK=$(abspath bench/critest.md) $(GO) test -count=1 -run TestCritestBenchmark -timeout 30m ./test/critest/
 	{ printf '\n## critest -benchmark (cri-tools v1.34, serial: 50 pods, 50 containers, 20 image pulls from the local registry)\n\n'; \
 	  cat bench/critest.md; } >> bench/report.md
+	BERTH_AGENT_BENCH=$(abspath bench/agent.md) $(GO) test -count=1 -run TestAgentBenchmark -timeout 30m ./test/agentbench/
+	{ printf '\n## The node agent: berth run to Running (warm image; podman kube play when installed)\n\n'; \
+	  cat bench/agent.md; } >> bench/report.md
 
 crictl: ## build crictl v1.34 (sigs.k8s.io/cri-tools, pinned in tools/go.mod) into bin/
 	cd tools && GOSUMDB=off GOFLAGS=-mod=mod $(GO) build -o ../$(BIN)/crictl sigs.k8s.io/cri-tools/cmd/crictl

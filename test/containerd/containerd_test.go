@@ -1,0 +1,217 @@
+package containerd
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials/insecure"
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+)
+
+// Host paths of the Debian containerd package and its helpers.
+const (
+	containerdBin = "/usr/bin/containerd"
+	ctrBin        = "/usr/bin/ctr"
+	shimBin       = "/usr/bin/containerd-shim-runc-v2"
+	runcBin       = "/usr/sbin/runc"
+	// criNamespace is the containerd namespace of the CRI plugin.
+	criNamespace = "k8s.io"
+	// pauseRef names the sandbox image the test builds.
+	pauseRef = "docker.io/berth-test/pause:ctrd"
+	// offlineServer is where docker.io is sent: a closed loopback port,
+	// so a pull fails at once without leaving the machine.
+	offlineServer = "http://127.0.0.1:9"
+)
+
+// containerd is the test's private containerd.
+type containerd struct {
+	daemon
+	root, state string // its root and state directories
+	socket      string // the gRPC (and CRI) socket
+	runcRoot    string // runc's state for the shims' containers
+	config      string // the config file
+	conn        *grpc.ClientConn
+	rt          runtimeapi.RuntimeServiceClient
+	img         runtimeapi.ImageServiceClient
+}
+
+// ctrdSettings are the inputs of containerd's config.
+type ctrdSettings struct {
+	cniConfDir string // holds the test's conflist
+	hostsDir   string // registry hosts.toml directories
+}
+
+// writeConfig writes containerd's config (version 2) into dir.
+func (c *containerd) writeConfig(dir string, s ctrdSettings) error {
+	conf := fmt.Sprintf(`version = 2
+root = %q
+state = %q
+# opt would create /var/lib/containerd/opt; the other snapshotters are unused.
+disabled_plugins = [
+  "io.containerd.internal.v1.opt",
+  "io.containerd.snapshotter.v1.btrfs",
+  "io.containerd.snapshotter.v1.zfs",
+  "io.containerd.snapshotter.v1.devmapper",
+  "io.containerd.snapshotter.v1.aufs",
+]
+
+[grpc]
+  address = %q
+
+[ttrpc]
+  address = %q
+
+[plugins."io.containerd.grpc.v1.cri"]
+  sandbox_image = %q
+  disable_apparmor = true
+  restrict_oom_score_adj = true
+  netns_mounts_under_state_dir = true
+  stream_server_address = "127.0.0.1"
+  stream_server_port = "0"
+  [plugins."io.containerd.grpc.v1.cri".containerd]
+    snapshotter = "overlayfs"
+    default_runtime_name = "runc"
+    [plugins."io.containerd.grpc.v1.cri".containerd.runtimes.runc]
+      runtime_type = "io.containerd.runc.v2"
+      [plugins."io.containerd.grpc.v1.cri".containerd.runtimes.runc.options]
+        SystemdCgroup = false
+        BinaryName = %q
+        Root = %q
+  [plugins."io.containerd.grpc.v1.cri".cni]
+    bin_dir = "/usr/lib/cni"
+    conf_dir = %q
+    max_conf_num = 1
+  [plugins."io.containerd.grpc.v1.cri".registry]
+    config_path = %q
+`, c.root, c.state, c.socket, c.socket+".ttrpc", pauseRef, runcBin, c.runcRoot, s.cniConfDir, s.hostsDir)
+	c.config = filepath.Join(dir, "containerd.toml")
+	return os.WriteFile(c.config, []byte(conf), 0o600)
+}
+
+// writeOfflineHosts sends docker.io, the registry of both test images, to
+// offlineServer: a pull (which the test never asks for) fails locally.
+// containerd 1.6 rejects a hosts.toml without a [host] table (and then
+// falls back to the real registry), so the server is named twice.
+func writeOfflineHosts(dir string) error {
+	hostDir := filepath.Join(dir, "docker.io")
+	if err := os.MkdirAll(hostDir, 0o755); err != nil {
+		return err
+	}
+	conf := fmt.Sprintf("server = %q\n\n[host.%q]\n  capabilities = [\"pull\", \"resolve\"]\n", offlineServer, offlineServer)
+	return os.WriteFile(filepath.Join(hostDir, "hosts.toml"), []byte(conf), 0o644)
+}
+
+// checkOffline asks the CRI plugin for a pull, which must fail at
+// offlineServer: no image can come from the internet.
+func (c *containerd) checkOffline() error {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	const ref = "docker.io/berth-test/absent:offline"
+	_, err := c.img.PullImage(ctx, &runtimeapi.PullImageRequest{Image: &runtimeapi.ImageSpec{Image: ref}})
+	if err == nil || !strings.Contains(err.Error(), strings.TrimPrefix(offlineServer, "http://")) {
+		return fmt.Errorf("pull of %s: %v; want a failure at %s", ref, err, offlineServer)
+	}
+	return nil
+}
+
+// launch starts containerd and waits until its CRI plugin answers Version.
+func (c *containerd) launch() error {
+	c.name, c.argv = "containerd", []string{containerdBin, "--config", c.config, "--log-level", "debug"}
+	if err := c.start(); err != nil {
+		return err
+	}
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		if !c.running() {
+			return fmt.Errorf("containerd exited before it was ready: %v", c.cmd.ProcessState)
+		}
+		if err := c.connect(); err == nil {
+			return nil
+		} else if time.Now().After(deadline) {
+			return fmt.Errorf("containerd not ready after 30s: %w", err)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+// connect dials the socket (once) and asks the CRI plugin its version.
+func (c *containerd) connect() error {
+	if _, err := os.Stat(c.socket); err != nil {
+		return err
+	}
+	if c.conn == nil {
+		conn, err := grpc.NewClient("unix://"+c.socket, grpc.WithTransportCredentials(insecure.NewCredentials()))
+		if err != nil {
+			return err
+		}
+		c.conn, c.rt, c.img = conn, runtimeapi.NewRuntimeServiceClient(conn), runtimeapi.NewImageServiceClient(conn)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	defer cancel()
+	_, err := c.rt.Version(ctx, &runtimeapi.VersionRequest{})
+	return err
+}
+
+// shutdown closes the client and stops containerd (its shims keep
+// running, as they do in production).
+func (c *containerd) shutdown() error {
+	if c.conn != nil {
+		c.conn.Close()
+		c.conn, c.rt, c.img = nil, nil, nil
+	}
+	return c.stop(30 * time.Second)
+}
+
+// endpoint is the CRI endpoint the agent and berth exec use.
+func (c *containerd) endpoint() string { return "unix://" + c.socket }
+
+// criContainer is containerd's status of a container; the test fails
+// when containerd does not know it.
+func (e *env) criContainer(t *testing.T, id string) *runtimeapi.ContainerStatus {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	resp, err := e.ctrd.rt.ContainerStatus(ctx, &runtimeapi.ContainerStatusRequest{ContainerId: id})
+	if err != nil {
+		t.Fatalf("containerd: status of container %q: %v", id, err)
+	}
+	return resp.GetStatus()
+}
+
+// criObjectsOfPod lists containerd's sandboxes and containers labelled
+// with a pod uid.
+func (e *env) criObjectsOfPod(t *testing.T, uid string) ([]*runtimeapi.PodSandbox, []*runtimeapi.Container) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	labels := map[string]string{"io.kubernetes.pod.uid": uid}
+	sbs, err := e.ctrd.rt.ListPodSandbox(ctx, &runtimeapi.ListPodSandboxRequest{Filter: &runtimeapi.PodSandboxFilter{LabelSelector: labels}})
+	if err != nil {
+		t.Fatalf("containerd: list sandboxes: %v", err)
+	}
+	ctrs, err := e.ctrd.rt.ListContainers(ctx, &runtimeapi.ListContainersRequest{Filter: &runtimeapi.ContainerFilter{LabelSelector: labels}})
+	if err != nil {
+		t.Fatalf("containerd: list containers: %v", err)
+	}
+	e.seen.runtime(sbs.GetItems(), ctrs.GetContainers())
+	return sbs.GetItems(), ctrs.GetContainers()
+}
+
+// recordRuntime remembers everything containerd holds now, for the
+// leftover checks.
+func (e *env) recordRuntime(t *testing.T) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	sandboxes, containers, err := e.ctrd.listAll(ctx)
+	if err != nil {
+		t.Fatalf("containerd: %v", err)
+	}
+	e.seen.runtime(sandboxes, containers)
+}
