@@ -26,13 +26,44 @@ func readNode() node {
 	n := node{hostIPs: hostIPs()}
 	n.allocatable.MilliCPU = int64(runtime.NumCPU()) * 1000
 	n.allocatable.MemoryBytes = memTotal()
-	if f, err := os.Open("/etc/resolv.conf"); err == nil {
-		if dns, err := podspec.ParseResolvConf(f); err == nil {
-			n.dns = dns
-		}
-		f.Close()
-	}
+	n.dns = hostDNS("/etc/resolv.conf", "/run/systemd/resolve/resolv.conf")
 	return n
+}
+
+// hostDNS reads the host's resolv.conf. When it names only loopback
+// servers (systemd-resolved's stub at 127.0.0.53, unreachable from a pod's
+// network namespace), the upstream file systemd-resolved keeps is used
+// instead when there is one, as kubelet's setups do.
+func hostDNS(path, upstream string) podspec.DNS {
+	dns := readResolvConf(path)
+	if len(dns.Servers) > 0 && allLoopback(dns.Servers) {
+		if up := readResolvConf(upstream); len(up.Servers) > 0 {
+			return up
+		}
+	}
+	return dns
+}
+
+func readResolvConf(path string) podspec.DNS {
+	f, err := os.Open(path)
+	if err != nil {
+		return podspec.DNS{}
+	}
+	defer f.Close()
+	dns, err := podspec.ParseResolvConf(f)
+	if err != nil {
+		return podspec.DNS{}
+	}
+	return dns
+}
+
+func allLoopback(servers []string) bool {
+	for _, s := range servers {
+		if ip := net.ParseIP(s); ip == nil || !ip.IsLoopback() {
+			return false
+		}
+	}
+	return true
 }
 
 // hostIPs lists the machine's global unicast addresses, IPv4 first, as the
