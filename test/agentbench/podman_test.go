@@ -6,9 +6,11 @@ import (
 	"os/exec"
 	"path/filepath"
 	"slices"
-	"syscall"
+	"strings"
 	"testing"
 	"time"
+
+	"golang.org/x/sys/unix"
 
 	"github.com/berth-dev/berth/test/testimage"
 )
@@ -34,14 +36,15 @@ func podmanPlay(t *testing.T, yaml string, runs int) string {
 	if err := os.WriteFile(path, []byte(yaml), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	// podman raises RLIMIT_NOFILE above the hard limit, which fails without
-	// CAP_SYS_RESOURCE: keep the host's limits.
-	var nofile syscall.Rlimit
-	if err := syscall.Getrlimit(syscall.RLIMIT_NOFILE, &nofile); err != nil {
+	// podman raises RLIMIT_NOFILE and RLIMIT_NPROC above the hard limits,
+	// which fails without CAP_SYS_RESOURCE: keep the host's nofile and a
+	// modest nproc (at the host's value its pause container still fails).
+	var nofile unix.Rlimit
+	if err := unix.Getrlimit(unix.RLIMIT_NOFILE, &nofile); err != nil {
 		t.Fatal(err)
 	}
 	conf := filepath.Join(dir, "containers.conf")
-	limits := fmt.Sprintf("[containers]\ndefault_ulimits = [\"nofile=%d:%d\"]\n", nofile.Cur, nofile.Max)
+	limits := fmt.Sprintf("[containers]\ndefault_ulimits = [\"nofile=%d:%d\", \"nproc=4096:4096\"]\n", nofile.Cur, nofile.Max)
 	if err := os.WriteFile(conf, []byte(limits), 0o644); err != nil {
 		t.Fatal(err)
 	}
@@ -56,7 +59,7 @@ func podmanPlay(t *testing.T, yaml string, runs int) string {
 		down.Env = play.Env
 		down.Run() //nolint:errcheck // cleanup
 		if err != nil {
-			return fmt.Sprintf("\n`podman kube play` failed: %v: %s\n", err, out)
+			return fmt.Sprintf("\n`podman kube play` failed: %v: %s\n", err, lastLine(out))
 		}
 		if i > 0 {
 			times = append(times, took)
@@ -65,4 +68,10 @@ func podmanPlay(t *testing.T, yaml string, runs int) string {
 	slices.Sort(times)
 	return fmt.Sprintf("| `podman --runtime runc kube play` of the 4-container pod (returns when started) | %d | %s | | |\n",
 		len(times), ms(times[len(times)/2]))
+}
+
+// lastLine is the last non-empty line of a command's output.
+func lastLine(out []byte) string {
+	lines := strings.Split(strings.TrimSpace(string(out)), "\n")
+	return lines[len(lines)-1]
 }
