@@ -122,15 +122,45 @@ func buildContainerSpec(in Input) (*specs.Spec, error) {
 	if err != nil {
 		return nil, err
 	}
-	namespaces, err := containerNamespaces(in.Sandbox, nsOpts, in.TargetPID)
-	if err != nil {
-		return nil, err
-	}
 	mounts, propagation, err := containerMounts(in, nsOpts)
 	if err != nil {
 		return nil, err
 	}
-	devices, deviceRules, err := containerDevices(cfg.GetDevices(), sc.GetPrivileged())
+	linux, err := containerLinux(in, nsOpts)
+	if err != nil {
+		return nil, err
+	}
+	linux.RootfsPropagation = propagation
+	spec := &specs.Spec{
+		Version:     SpecVersion,
+		Process:     process,
+		Root:        &specs.Root{Path: in.RootfsPath, Readonly: sc.GetReadonlyRootfs()},
+		Hostname:    podHostname(in.Sandbox, nsOpts),
+		Mounts:      mounts,
+		Annotations: containerAnnotations(in),
+		Linux:       linux,
+	}
+	if err := applyOOMScoreAdj(spec, cfg.GetLinux().GetResources(), in.OOMScoreAdjMin); err != nil {
+		return nil, err
+	}
+	if !sc.GetPrivileged() {
+		spec.Linux.MaskedPaths, spec.Linux.ReadonlyPaths = maskedAndReadonlyPaths(sc)
+	}
+	if err := applySecurityProfiles(spec, sc); err != nil {
+		return nil, err
+	}
+	return spec, nil
+}
+
+// containerLinux is the Linux section of a container's spec: its
+// namespaces, devices, cgroup resources and path, and the pod's sysctls.
+func containerLinux(in Input, nsOpts *runtimeapi.NamespaceOption) (*specs.Linux, error) {
+	cfg := in.Config
+	namespaces, err := containerNamespaces(in.Sandbox, nsOpts, in.TargetPID)
+	if err != nil {
+		return nil, err
+	}
+	devices, deviceRules, err := containerDevices(cfg.GetDevices(), cfg.GetLinux().GetSecurityContext().GetPrivileged())
 	if err != nil {
 		return nil, err
 	}
@@ -147,34 +177,8 @@ func buildContainerSpec(in Input) (*specs.Spec, error) {
 	if err != nil {
 		return nil, err
 	}
-	annotations := containerAnnotations(in)
-
-	spec := &specs.Spec{
-		Version:     SpecVersion,
-		Process:     process,
-		Root:        &specs.Root{Path: in.RootfsPath, Readonly: sc.GetReadonlyRootfs()},
-		Hostname:    podHostname(in.Sandbox, nsOpts),
-		Mounts:      mounts,
-		Annotations: annotations,
-		Linux: &specs.Linux{
-			Sysctl:            sysctls,
-			Resources:         resources,
-			CgroupsPath:       cgroupsPath,
-			Namespaces:        namespaces,
-			Devices:           devices,
-			RootfsPropagation: propagation,
-		},
-	}
-	if err := applyOOMScoreAdj(spec, cfg.GetLinux().GetResources(), in.OOMScoreAdjMin); err != nil {
-		return nil, err
-	}
-	if !sc.GetPrivileged() {
-		spec.Linux.MaskedPaths, spec.Linux.ReadonlyPaths = maskedAndReadonlyPaths(sc)
-	}
-	if err := applySecurityProfiles(spec, sc); err != nil {
-		return nil, err
-	}
-	return spec, nil
+	return &specs.Linux{Sysctl: sysctls, Resources: resources, CgroupsPath: cgroupsPath,
+		Namespaces: namespaces, Devices: devices}, nil
 }
 
 // applySecurityProfiles sets the seccomp filter (which depends on the
