@@ -3,13 +3,14 @@ package containerd
 import (
 	"context"
 	"os"
-	"regexp"
 	"strings"
 	"syscall"
 	"time"
 
 	v1 "k8s.io/api/core/v1"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+
+	"github.com/berth-dev/berth/test/harness"
 )
 
 // seenObjects are the sandboxes, containers and pods the test has seen,
@@ -53,8 +54,6 @@ func (s seenObjects) runtime(sandboxes []*runtimeapi.PodSandbox, containers []*r
 	}
 }
 
-var idPattern = regexp.MustCompile(`\b[0-9a-f]{64}\b`)
-
 // fromLog remembers every 64-hex id a log mentions (half-made objects
 // included); ids that are not containers only widen the search.
 func (s seenObjects) fromLog(path string) {
@@ -62,7 +61,7 @@ func (s seenObjects) fromLog(path string) {
 	if err != nil {
 		return
 	}
-	for _, id := range idPattern.FindAllString(string(b), -1) {
+	for _, id := range harness.IDPattern.FindAllString(string(b), -1) {
 		s.ids[id] = true
 	}
 }
@@ -177,7 +176,7 @@ func (e *env) forceClean() {
 			break
 		}
 		for _, p := range procs {
-			syscall.Kill(p.pid, syscall.SIGKILL) //nolint:errcheck // a process of this test's containerd
+			syscall.Kill(p.PID, syscall.SIGKILL) //nolint:errcheck // a process of this test's containerd
 		}
 		time.Sleep(300 * time.Millisecond)
 	}
@@ -189,7 +188,7 @@ func (e *env) forceClean() {
 		e.t.Errorf("force clean: %v", err)
 	}
 	for _, c := range e.cgroupsLeft() {
-		removeCgroupTree(c)
+		harness.RemoveCgroupTree(c)
 	}
 	for _, f := range append(e.cniResultsLeft(), e.shimSocketsLeft()...) {
 		os.Remove(f) //nolint:errcheck // best effort

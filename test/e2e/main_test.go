@@ -2,7 +2,6 @@ package e2e
 
 import (
 	"fmt"
-	"os"
 	"path/filepath"
 	"testing"
 
@@ -18,25 +17,7 @@ var (
 	offlineConfig string // berth config: registries served by a dead loopback port
 )
 
-func TestMain(m *testing.M) {
-	if reason := harness.SkipReason(); reason != "" {
-		fmt.Println("test/e2e: skipping all tests:", reason)
-		os.Exit(0)
-	}
-	tmp, err := os.MkdirTemp("", "berth-e2e-")
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "temp dir:", err)
-		os.Exit(1)
-	}
-	code := 1
-	if err := prepare(tmp); err != nil {
-		fmt.Fprintln(os.Stderr, "test/e2e: setup:", err)
-	} else {
-		code = m.Run()
-	}
-	os.RemoveAll(tmp)
-	os.Exit(code)
-}
+func TestMain(m *testing.M) { harness.Main(m, "test/e2e", prepare) }
 
 // prepare builds the binaries and the busybox image into tmp.
 func prepare(tmp string) error {

@@ -8,6 +8,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"testing"
 )
 
 // CNIBinDir is where Debian installs the CNI plugins.
@@ -25,6 +26,31 @@ func SkipReason() string {
 		return "CNI bridge plugin missing: " + err.Error()
 	}
 	return ""
+}
+
+// Main is the body of a root test package's TestMain: it skips every test
+// (exit 0) where SkipReason says so, runs prepare on a fresh temporary
+// directory (the binaries and images the tests share), runs the tests
+// unless prepare failed, removes the directory and exits. pkg names the
+// package in its messages, e.g. "test/e2e".
+func Main(m *testing.M, pkg string, prepare func(tmp string) error) {
+	if reason := SkipReason(); reason != "" {
+		fmt.Printf("%s: skipping all tests: %s\n", pkg, reason)
+		os.Exit(0)
+	}
+	tmp, err := os.MkdirTemp("", "berth-"+filepath.Base(pkg)+"-")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "temp dir:", err)
+		os.Exit(1)
+	}
+	code := 1
+	if err := prepare(tmp); err != nil {
+		fmt.Fprintf(os.Stderr, "%s: setup: %v\n", pkg, err)
+	} else {
+		code = m.Run()
+	}
+	os.RemoveAll(tmp)
+	os.Exit(code)
 }
 
 // BuildBinaries builds berth, berth-monitor and berth-pause from the module

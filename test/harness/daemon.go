@@ -22,6 +22,9 @@ type Options struct {
 	Config    string   // the berth config file (WriteOfflineConfig)
 	Layouts   []string // OCI image layouts imported before the start
 	ServeArgs []string // more flags for `berth serve`
+	// PluginType replaces the type of the network's main CNI plugin
+	// ("bridge"), e.g. with one that does not exist.
+	PluginType string
 }
 
 // Daemon is one `berth serve` with its own directories and network.
@@ -70,6 +73,9 @@ func Start(t *testing.T, opts Options) *Daemon {
 	}
 	d.Socket = filepath.Join(d.State, "berth.sock")
 	d.Net = newTestNetwork(id, filepath.Join(d.Root, "cni", "networks"))
+	if opts.PluginType != "" {
+		d.Net.PluginType = opts.PluginType
+	}
 	t.Cleanup(d.Cleanup)
 	if err := d.Net.WriteConfig(d.CNIConf); err != nil {
 		t.Fatalf("CNI config: %v", err)

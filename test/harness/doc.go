@@ -3,8 +3,12 @@
 // offline registry config, and the checks that nothing is left behind
 // afterwards (mounts, processes, runc containers, IP allocations, veths,
 // iptables rules, cgroups), followed by a forced cleanup so that a failing
-// test never leaves debris on the host.
+// test never leaves debris on the host. A daemon built with
+// BERTH_TEST_RACE=1 (BuildBinaries) fails the test when it reports a data
+// race.
 //
-// test/e2e uses it; it follows the harness of test/integration (which
-// keeps its own copy for now).
+// test/integration, test/e2e and test/agentbench run their daemons with
+// it; test/containerd, which runs containerd and the agent its own way,
+// uses its Network and the host checks of host.go (MountsUnder,
+// ProcessTree, BerthCgroups, …).
 package harness

@@ -8,9 +8,8 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"regexp"
+	"slices"
 	"sort"
-	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -82,14 +81,12 @@ func (d *Daemon) removeAllSandboxes() {
 	}
 }
 
-var idPattern = regexp.MustCompile(`\b[0-9a-f]{64}\b`)
-
 // CollectIDs remembers every sandbox and container id the daemon ever
 // mentioned (its log, its record and state directories, runc), so leftovers
 // of half-made objects are found too.
 func (d *Daemon) CollectIDs() {
 	if b, err := os.ReadFile(d.LogPath); err == nil {
-		for _, id := range idPattern.FindAllString(string(b), -1) {
+		for _, id := range IDPattern.FindAllString(string(b), -1) {
 			d.KnownIDs[id] = true
 		}
 	}
@@ -99,12 +96,12 @@ func (d *Daemon) CollectIDs() {
 	} {
 		entries, _ := os.ReadDir(dir)
 		for _, e := range entries {
-			if idPattern.MatchString(e.Name()) {
+			if IDPattern.MatchString(e.Name()) {
 				d.KnownIDs[e.Name()] = true
 			}
 		}
 	}
-	for _, id := range d.runcContainers() {
+	for _, id := range d.RuncContainers() {
 		d.KnownIDs[id] = true
 	}
 }
@@ -112,13 +109,13 @@ func (d *Daemon) CollectIDs() {
 // Leftovers lists everything the daemon should have released.
 func (d *Daemon) Leftovers() []string {
 	var out []string
-	for _, m := range d.mountsLeft() {
+	for _, m := range d.MountsLeft() {
 		out = append(out, "mount "+m)
 	}
-	for _, p := range d.processesLeft() {
-		out = append(out, fmt.Sprintf("process %d: %s", p.pid, p.cmdline))
+	for _, p := range d.ProcessesLeft() {
+		out = append(out, fmt.Sprintf("process %d: %s", p.PID, p.Cmdline))
 	}
-	for _, id := range d.runcContainers() {
+	for _, id := range d.RuncContainers() {
 		out = append(out, "runc container "+id)
 	}
 	for _, a := range d.Net.Allocations() {
@@ -136,116 +133,26 @@ func (d *Daemon) Leftovers() []string {
 	return out
 }
 
-// mountsLeft lists mount points under the root or state directory, deepest
+// MountsLeft lists mount points under the root or state directory, deepest
 // first.
-func (d *Daemon) mountsLeft() []string {
-	b, err := os.ReadFile("/proc/self/mountinfo")
-	if err != nil {
-		return nil
+func (d *Daemon) MountsLeft() []string { return MountsUnder(d.Root, d.State) }
+
+// ProcessesLeft lists the processes that belong to this daemon's pods:
+// monitors (their command line names the state dir), processes in a
+// cgroup named after a known id (containers, berth-pause), and their
+// descendants. The daemon itself is not among them.
+func (d *Daemon) ProcessesLeft() []Proc {
+	var skip []int
+	if d.cmd != nil && d.Running() {
+		skip = append(skip, d.cmd.Process.Pid)
 	}
-	var out []string
-	for _, line := range strings.Split(string(b), "\n") {
-		f := strings.Fields(line)
-		if len(f) < 5 {
-			continue
-		}
-		mp := unescapeMountPath(f[4])
-		if under(mp, d.Root) || under(mp, d.State) {
-			out = append(out, mp)
-		}
-	}
-	sort.Slice(out, func(i, j int) bool { return len(out[i]) > len(out[j]) })
-	return out
+	return ProcessTree(func(pid int, cmdline string) bool {
+		return strings.Contains(cmdline, d.State) || InCgroupOf(pid, d.KnownIDs)
+	}, skip...)
 }
 
-func unescapeMountPath(s string) string {
-	return strings.NewReplacer(`\040`, " ", `\011`, "\t", `\012`, "\n", `\134`, `\`).Replace(s)
-}
-
-func under(path, dir string) bool {
-	return path == dir || strings.HasPrefix(path, dir+"/")
-}
-
-type proc struct {
-	pid     int
-	cmdline string
-}
-
-// processesLeft lists processes that belong to this daemon's pods: monitors
-// (their command line names the state dir), processes in a cgroup named
-// after a known id (containers, berth-pause), and their descendants.
-func (d *Daemon) processesLeft() []proc {
-	entries, _ := os.ReadDir("/proc")
-	ours := map[int]bool{}
-	parents := map[int]int{}
-	cmdlines := map[int]string{}
-	for _, e := range entries {
-		pid, err := strconv.Atoi(e.Name())
-		if err != nil || pid == os.Getpid() || (d.cmd != nil && d.Running() && pid == d.cmd.Process.Pid) {
-			continue
-		}
-		raw, err := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", pid))
-		if err != nil {
-			continue
-		}
-		cmdline := strings.TrimSpace(strings.ReplaceAll(string(raw), "\x00", " "))
-		cmdlines[pid] = cmdline
-		parents[pid] = parentPid(pid)
-		if strings.Contains(cmdline, d.State) || d.inKnownCgroup(pid) {
-			ours[pid] = true
-		}
-	}
-	for changed := true; changed; {
-		changed = false
-		for pid, ppid := range parents {
-			if !ours[pid] && ours[ppid] {
-				ours[pid], changed = true, true
-			}
-		}
-	}
-	var out []proc
-	for pid := range ours {
-		out = append(out, proc{pid: pid, cmdline: cmdlines[pid]})
-	}
-	sort.Slice(out, func(i, j int) bool { return out[i].pid < out[j].pid })
-	return out
-}
-
-func parentPid(pid int) int {
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-	if err != nil {
-		return 0
-	}
-	s := string(b)
-	i := strings.LastIndexByte(s, ')')
-	if i < 0 {
-		return 0
-	}
-	f := strings.Fields(s[i+1:])
-	if len(f) < 2 {
-		return 0
-	}
-	ppid, _ := strconv.Atoi(f[1])
-	return ppid
-}
-
-// inKnownCgroup reports whether pid lives in a cgroup named after an id
-// this daemon used.
-func (d *Daemon) inKnownCgroup(pid int) bool {
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/cgroup", pid))
-	if err != nil {
-		return false
-	}
-	for _, id := range idPattern.FindAllString(string(b), -1) {
-		if d.KnownIDs[id] {
-			return true
-		}
-	}
-	return false
-}
-
-// runcContainers lists the containers runc still knows under the state dir.
-func (d *Daemon) runcContainers() []string {
+// RuncContainers lists the containers runc still knows under the state dir.
+func (d *Daemon) RuncContainers() []string {
 	root := filepath.Join(d.State, "runc")
 	if _, err := os.Stat(root); err != nil {
 		return nil
@@ -271,23 +178,11 @@ func (d *Daemon) runcContainers() []string {
 // a known pod uid (pod<uid>, the agent's pod cgroups), anywhere under a
 // hierarchy's berth subtree, and directly in a hierarchy.
 func (d *Daemon) cgroupsLeft() []string {
-	var out []string
-	roots, _ := filepath.Glob("/sys/fs/cgroup/*/berth")
-	if _, err := os.Stat("/sys/fs/cgroup/berth"); err == nil {
-		roots = append(roots, "/sys/fs/cgroup/berth")
-	}
-	for _, root := range roots {
-		filepath.WalkDir(root, func(p string, e os.DirEntry, err error) error { //nolint:errcheck // best effort
-			if err == nil && e.IsDir() && d.knownCgroupName(e.Name()) && !contains(out, p) {
-				out = append(out, p)
-			}
-			return nil
-		})
-	}
+	out := BerthCgroups(d.knownCgroupName)
 	for id := range d.KnownIDs {
 		more, _ := filepath.Glob("/sys/fs/cgroup/*/*/" + id)
 		for _, m := range more {
-			if !contains(out, m) {
+			if !slices.Contains(out, m) {
 				out = append(out, m)
 			}
 		}
@@ -300,32 +195,23 @@ func (d *Daemon) knownCgroupName(name string) bool {
 	return d.KnownIDs[name] || (strings.HasPrefix(name, "pod") && d.KnownPodUIDs[strings.TrimPrefix(name, "pod")])
 }
 
-func contains(list []string, s string) bool {
-	for _, v := range list {
-		if v == s {
-			return true
-		}
-	}
-	return false
-}
-
 // forceClean removes whatever the daemon left: processes, runc state,
 // mounts, links, iptables rules, cgroups and directories.
 func (d *Daemon) forceClean() {
 	for i := 0; i < 3; i++ {
-		procs := d.processesLeft()
+		procs := d.ProcessesLeft()
 		if len(procs) == 0 {
 			break
 		}
 		for _, p := range procs {
-			syscall.Kill(p.pid, syscall.SIGKILL) //nolint:errcheck // it belongs to this test's daemon
+			syscall.Kill(p.PID, syscall.SIGKILL) //nolint:errcheck // it belongs to this test's daemon
 		}
 		time.Sleep(200 * time.Millisecond)
 	}
-	for _, id := range d.runcContainers() {
+	for _, id := range d.RuncContainers() {
 		exec.Command("runc", "--root", filepath.Join(d.State, "runc"), "delete", "--force", id).Run() //nolint:errcheck // best effort
 	}
-	for _, m := range d.mountsLeft() {
+	for _, m := range d.MountsLeft() {
 		syscall.Unmount(m, syscall.MNT_DETACH) //nolint:errcheck // best effort
 	}
 	d.Net.RemoveLinks()
@@ -333,26 +219,11 @@ func (d *Daemon) forceClean() {
 		d.T.Logf("force clean: %v", err)
 	}
 	for _, c := range d.cgroupsLeft() {
-		removeCgroupTree(c)
+		RemoveCgroupTree(c)
 	}
 	for _, dir := range []string{d.State, d.Root} {
 		if err := os.RemoveAll(dir); err != nil {
 			d.T.Logf("force clean: %v", err)
 		}
-	}
-}
-
-// removeCgroupTree removes a cgroup directory and its children, deepest
-// first (cgroupfs directories are removed with rmdir only).
-func removeCgroupTree(dir string) {
-	var dirs []string
-	filepath.WalkDir(dir, func(p string, e os.DirEntry, err error) error { //nolint:errcheck // best effort
-		if err == nil && e.IsDir() {
-			dirs = append(dirs, p)
-		}
-		return nil
-	})
-	for i := len(dirs) - 1; i >= 0; i-- {
-		os.Remove(dirs[i]) //nolint:errcheck // best effort
 	}
 }

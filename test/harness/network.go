@@ -48,18 +48,18 @@ func freeSubnet() *net.IPNet {
 	}
 }
 
-// prefix is the subnet's first three octets with the trailing dot.
+// Prefix is the subnet's first three octets with the trailing dot.
 func (n Network) Prefix() string {
 	return strings.TrimSuffix(n.Subnet.IP.String(), "0")
 }
 
-// mentions reports whether s holds an address of the subnet.
+// Mentions reports whether s holds an address of the subnet.
 func (n Network) Mentions(s string) bool {
 	re := regexp.MustCompile(`(^|[^0-9])` + regexp.QuoteMeta(n.Prefix()))
 	return re.MatchString(s)
 }
 
-// writeConfig writes the network's conflist into dir.
+// WriteConfig writes the network's conflist into dir.
 func (n Network) WriteConfig(dir string) error {
 	conf := map[string]any{
 		"cniVersion": "1.0.0",
@@ -87,7 +87,7 @@ func (n Network) WriteConfig(dir string) error {
 	return os.WriteFile(filepath.Join(dir, "10-"+n.Name+".conflist"), data, 0o644)
 }
 
-// allocations lists the host-local files that hold an IP of this network.
+// Allocations lists the host-local files that hold an IP of this network.
 func (n Network) Allocations() []string {
 	entries, err := os.ReadDir(filepath.Join(n.DataDir, n.Name))
 	if err != nil {
@@ -103,7 +103,7 @@ func (n Network) Allocations() []string {
 	return out
 }
 
-// vethsOnBridge lists the links attached to the test bridge.
+// VethsOnBridge lists the links attached to the test bridge.
 func (n Network) VethsOnBridge() []string {
 	out, err := exec.Command("ip", "-o", "link", "show", "master", n.Bridge).Output()
 	if err != nil {
@@ -120,7 +120,7 @@ func (n Network) VethsOnBridge() []string {
 	return links
 }
 
-// iptablesRules lists the rules (as iptables-save prints them, prefixed with
+// IptablesRules lists the rules (as iptables-save prints them, prefixed with
 // their table) that mention the subnet.
 func (n Network) IptablesRules() []string {
 	var rules []string
@@ -140,7 +140,7 @@ func (n Network) IptablesRules() []string {
 
 var cniChain = regexp.MustCompile(`-j (CNI-[0-9a-f]{24})\b`)
 
-// removeIptablesRules deletes the rules that mention the subnet and the
+// RemoveIptablesRules deletes the rules that mention the subnet and the
 // per-pod CNI-<hash> chains they jump to.
 func (n Network) RemoveIptablesRules() error {
 	for _, table := range []string{"nat", "filter"} {
@@ -175,7 +175,7 @@ func (n Network) RemoveIptablesRules() error {
 	return nil
 }
 
-// removeLinks deletes the veths on the bridge and the bridge itself.
+// RemoveLinks deletes the veths on the bridge and the bridge itself.
 func (n Network) RemoveLinks() {
 	for _, l := range n.VethsOnBridge() {
 		exec.Command("ip", "link", "del", l).Run() //nolint:errcheck // best effort

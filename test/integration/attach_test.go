@@ -37,18 +37,18 @@ func (b *lockedBuffer) String() string {
 // streamAttach asks for an attach URL over CRI and runs it with the SPDY
 // executor in the background; the returned channel gets its result.
 func (d *daemon) streamAttach(ctx context.Context, req *runtimeapi.AttachRequest, opts remotecommand.StreamOptions) <-chan error {
-	d.t.Helper()
-	resp, err := d.rt.Attach(d.ctx(), req)
+	d.T.Helper()
+	resp, err := d.RT.Attach(d.ctx(), req)
 	if err != nil {
-		d.t.Fatalf("Attach %s: %v", req.GetContainerId(), err)
+		d.T.Fatalf("Attach %s: %v", req.GetContainerId(), err)
 	}
 	u, err := url.Parse(resp.GetUrl())
 	if err != nil || u.Hostname() != "127.0.0.1" {
-		d.t.Fatalf("Attach URL %q: not on 127.0.0.1 (%v)", resp.GetUrl(), err)
+		d.T.Fatalf("Attach URL %q: not on 127.0.0.1 (%v)", resp.GetUrl(), err)
 	}
 	exe, err := remotecommand.NewSPDYExecutor(&rest.Config{}, http.MethodPost, u)
 	if err != nil {
-		d.t.Fatal(err)
+		d.T.Fatal(err)
 	}
 	done := make(chan error, 1)
 	go func() { done <- exe.StreamWithContext(ctx, opts) }()

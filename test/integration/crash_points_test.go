@@ -22,12 +22,12 @@ func TestRecoveryOfStartNotRecorded(t *testing.T) {
 	podCfg := podConfig(t, "start-lost")
 	podID := d.runPod(podCfg)
 	ctrID := d.create(podID, podCfg, shell("sleeper", "sleep 1000"))
-	d.kill9()
-	out, err := exec.Command("runc", "--root", filepath.Join(d.state, "runc"), "start", ctrID).CombinedOutput()
+	d.Kill9()
+	out, err := exec.Command("runc", "--root", filepath.Join(d.State, "runc"), "start", ctrID).CombinedOutput()
 	if err != nil {
 		t.Fatalf("runc start behind the daemon's back: %v: %s", err, out)
 	}
-	d.start()
+	d.Start()
 	st := d.containerStatus(ctrID)
 	if st.GetState() != runtimeapi.ContainerState_CONTAINER_RUNNING || st.GetStartedAt() == 0 {
 		t.Fatalf("after recovery: state %v startedAt %d, want RUNNING with a start time", st.GetState(), st.GetStartedAt())
@@ -51,7 +51,7 @@ func TestReopenContainerLog(t *testing.T) {
 	if err := os.Rename(path, rotated); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := d.rt.ReopenContainerLog(d.ctx(), &runtimeapi.ReopenContainerLogRequest{ContainerId: id}); err != nil {
+	if _, err := d.RT.ReopenContainerLog(d.ctx(), &runtimeapi.ReopenContainerLogRequest{ContainerId: id}); err != nil {
 		t.Fatalf("ReopenContainerLog: %v", err)
 	}
 	if !eventually(5*time.Second, func() bool {
@@ -69,11 +69,11 @@ func TestReopenContainerLog(t *testing.T) {
 			t.Fatalf("counter lines across the rotation are not 0, 1, 2, …: %s", strings.Join(seq, ","))
 		}
 	}
-	if _, err := d.rt.StopContainer(d.ctx(), &runtimeapi.StopContainerRequest{ContainerId: id}); err != nil {
+	if _, err := d.RT.StopContainer(d.ctx(), &runtimeapi.StopContainerRequest{ContainerId: id}); err != nil {
 		t.Fatal(err)
 	}
 	// api.proto lets the runtime refuse a container that is not running.
-	if _, err := d.rt.ReopenContainerLog(d.ctx(), &runtimeapi.ReopenContainerLogRequest{ContainerId: id}); err == nil {
+	if _, err := d.RT.ReopenContainerLog(d.ctx(), &runtimeapi.ReopenContainerLogRequest{ContainerId: id}); err == nil {
 		t.Errorf("ReopenContainerLog of an exited container succeeded")
 	}
 }

@@ -15,13 +15,15 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+
+	"github.com/berth-dev/berth/test/harness"
 )
 
 // podConfig is a minimal sandbox config as kubelet would send it.
 func podConfig(t *testing.T, name string) *runtimeapi.PodSandboxConfig {
 	return &runtimeapi.PodSandboxConfig{
 		Metadata: &runtimeapi.PodSandboxMetadata{
-			Name: name, Namespace: "default", Uid: randomHex(16), Attempt: 0,
+			Name: name, Namespace: "default", Uid: harness.RandomHex(16), Attempt: 0,
 		},
 		Hostname:     name,
 		LogDirectory: t.TempDir(),
@@ -46,81 +48,81 @@ func shell(name, script string) *runtimeapi.ContainerConfig {
 
 // runPod runs a sandbox and returns its id.
 func (d *daemon) runPod(cfg *runtimeapi.PodSandboxConfig) string {
-	d.t.Helper()
-	resp, err := d.rt.RunPodSandbox(d.ctx(), &runtimeapi.RunPodSandboxRequest{Config: cfg})
+	d.T.Helper()
+	resp, err := d.RT.RunPodSandbox(d.ctx(), &runtimeapi.RunPodSandboxRequest{Config: cfg})
 	if err != nil {
-		d.t.Fatalf("RunPodSandbox %s: %v", cfg.GetMetadata().GetName(), err)
+		d.T.Fatalf("RunPodSandbox %s: %v", cfg.GetMetadata().GetName(), err)
 	}
-	d.knownIDs[resp.GetPodSandboxId()] = true
+	d.KnownIDs[resp.GetPodSandboxId()] = true
 	return resp.GetPodSandboxId()
 }
 
 // create creates a container and returns its id.
 func (d *daemon) create(podID string, podCfg *runtimeapi.PodSandboxConfig, cfg *runtimeapi.ContainerConfig) string {
-	d.t.Helper()
-	resp, err := d.rt.CreateContainer(d.ctx(), &runtimeapi.CreateContainerRequest{
+	d.T.Helper()
+	resp, err := d.RT.CreateContainer(d.ctx(), &runtimeapi.CreateContainerRequest{
 		PodSandboxId: podID, Config: cfg, SandboxConfig: podCfg,
 	})
 	if err != nil {
-		d.t.Fatalf("CreateContainer %s: %v", cfg.GetMetadata().GetName(), err)
+		d.T.Fatalf("CreateContainer %s: %v", cfg.GetMetadata().GetName(), err)
 	}
-	d.knownIDs[resp.GetContainerId()] = true
+	d.KnownIDs[resp.GetContainerId()] = true
 	return resp.GetContainerId()
 }
 
 // start starts a created container.
 func (d *daemon) startContainer(id string) {
-	d.t.Helper()
-	if _, err := d.rt.StartContainer(d.ctx(), &runtimeapi.StartContainerRequest{ContainerId: id}); err != nil {
-		d.t.Fatalf("StartContainer %s: %v", id, err)
+	d.T.Helper()
+	if _, err := d.RT.StartContainer(d.ctx(), &runtimeapi.StartContainerRequest{ContainerId: id}); err != nil {
+		d.T.Fatalf("StartContainer %s: %v", id, err)
 	}
 }
 
 // run creates and starts a container.
 func (d *daemon) run(podID string, podCfg *runtimeapi.PodSandboxConfig, cfg *runtimeapi.ContainerConfig) string {
-	d.t.Helper()
+	d.T.Helper()
 	id := d.create(podID, podCfg, cfg)
 	d.startContainer(id)
 	return id
 }
 
 func (d *daemon) containerStatus(id string) *runtimeapi.ContainerStatus {
-	d.t.Helper()
-	resp, err := d.rt.ContainerStatus(d.ctx(), &runtimeapi.ContainerStatusRequest{ContainerId: id})
+	d.T.Helper()
+	resp, err := d.RT.ContainerStatus(d.ctx(), &runtimeapi.ContainerStatusRequest{ContainerId: id})
 	if err != nil {
-		d.t.Fatalf("ContainerStatus %s: %v", id, err)
+		d.T.Fatalf("ContainerStatus %s: %v", id, err)
 	}
 	return resp.GetStatus()
 }
 
 func (d *daemon) sandboxStatus(id string) *runtimeapi.PodSandboxStatus {
-	d.t.Helper()
-	resp, err := d.rt.PodSandboxStatus(d.ctx(), &runtimeapi.PodSandboxStatusRequest{PodSandboxId: id})
+	d.T.Helper()
+	resp, err := d.RT.PodSandboxStatus(d.ctx(), &runtimeapi.PodSandboxStatusRequest{PodSandboxId: id})
 	if err != nil {
-		d.t.Fatalf("PodSandboxStatus %s: %v", id, err)
+		d.T.Fatalf("PodSandboxStatus %s: %v", id, err)
 	}
 	return resp.GetStatus()
 }
 
 // containerPid reads the container's pid from the verbose status.
 func (d *daemon) containerPid(id string) int {
-	d.t.Helper()
-	resp, err := d.rt.ContainerStatus(d.ctx(), &runtimeapi.ContainerStatusRequest{ContainerId: id, Verbose: true})
+	d.T.Helper()
+	resp, err := d.RT.ContainerStatus(d.ctx(), &runtimeapi.ContainerStatusRequest{ContainerId: id, Verbose: true})
 	if err != nil {
-		d.t.Fatalf("ContainerStatus %s: %v", id, err)
+		d.T.Fatalf("ContainerStatus %s: %v", id, err)
 	}
 	var info struct {
 		Pid int `json:"pid"`
 	}
 	if err := json.Unmarshal([]byte(resp.GetInfo()["info"]), &info); err != nil || info.Pid <= 0 {
-		d.t.Fatalf("ContainerStatus %s verbose info: no pid (%v): %q", id, err, resp.GetInfo())
+		d.T.Fatalf("ContainerStatus %s verbose info: no pid (%v): %q", id, err, resp.GetInfo())
 	}
 	return info.Pid
 }
 
 // waitExited polls ContainerStatus until the container is EXITED.
 func (d *daemon) waitExited(id string, timeout time.Duration) *runtimeapi.ContainerStatus {
-	d.t.Helper()
+	d.T.Helper()
 	deadline := time.Now().Add(timeout)
 	for {
 		st := d.containerStatus(id)
@@ -128,7 +130,7 @@ func (d *daemon) waitExited(id string, timeout time.Duration) *runtimeapi.Contai
 			return st
 		}
 		if time.Now().After(deadline) {
-			d.t.Fatalf("container %s is %v after %v, want EXITED", id, st.GetState(), timeout)
+			d.T.Fatalf("container %s is %v after %v, want EXITED", id, st.GetState(), timeout)
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
@@ -136,12 +138,12 @@ func (d *daemon) waitExited(id string, timeout time.Duration) *runtimeapi.Contai
 
 // stopAndRemovePod stops and removes a sandbox, failing the test on error.
 func (d *daemon) stopAndRemovePod(id string) {
-	d.t.Helper()
-	if _, err := d.rt.StopPodSandbox(d.ctx(), &runtimeapi.StopPodSandboxRequest{PodSandboxId: id}); err != nil {
-		d.t.Fatalf("StopPodSandbox %s: %v", id, err)
+	d.T.Helper()
+	if _, err := d.RT.StopPodSandbox(d.ctx(), &runtimeapi.StopPodSandboxRequest{PodSandboxId: id}); err != nil {
+		d.T.Fatalf("StopPodSandbox %s: %v", id, err)
 	}
-	if _, err := d.rt.RemovePodSandbox(d.ctx(), &runtimeapi.RemovePodSandboxRequest{PodSandboxId: id}); err != nil {
-		d.t.Fatalf("RemovePodSandbox %s: %v", id, err)
+	if _, err := d.RT.RemovePodSandbox(d.ctx(), &runtimeapi.RemovePodSandboxRequest{PodSandboxId: id}); err != nil {
+		d.T.Fatalf("RemovePodSandbox %s: %v", id, err)
 	}
 }
 

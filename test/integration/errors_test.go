@@ -9,55 +9,57 @@ import (
 
 	"google.golang.org/grpc/codes"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+
+	"github.com/berth-dev/berth/test/harness"
 )
 
 // TestNotFoundAndInvalidArgument checks idempotent stops and removals and
 // the error codes of requests naming unknown objects or carrying bad fields.
 func TestNotFoundAndInvalidArgument(t *testing.T) {
 	d := startDaemon(t)
-	unknown := randomHex(64)
+	unknown := harness.RandomHex(64)
 	ctx := d.ctx()
 
 	// api.proto StopPodSandbox: "This call is idempotent, and must not return an
 	// error if all relevant resources have already been reclaimed."
-	if _, err := d.rt.StopPodSandbox(ctx, &runtimeapi.StopPodSandboxRequest{PodSandboxId: unknown}); err != nil {
+	if _, err := d.RT.StopPodSandbox(ctx, &runtimeapi.StopPodSandboxRequest{PodSandboxId: unknown}); err != nil {
 		t.Errorf("StopPodSandbox(unknown): %v, want success", err)
 	}
 	// api.proto RemovePodSandbox: "must not return an error if the sandbox has already been removed."
-	if _, err := d.rt.RemovePodSandbox(ctx, &runtimeapi.RemovePodSandboxRequest{PodSandboxId: unknown}); err != nil {
+	if _, err := d.RT.RemovePodSandbox(ctx, &runtimeapi.RemovePodSandboxRequest{PodSandboxId: unknown}); err != nil {
 		t.Errorf("RemovePodSandbox(unknown): %v, want success", err)
 	}
 	// api.proto StopContainer: "must not return an error if the container has already been stopped."
-	if _, err := d.rt.StopContainer(ctx, &runtimeapi.StopContainerRequest{ContainerId: unknown, Timeout: 1}); err != nil {
+	if _, err := d.RT.StopContainer(ctx, &runtimeapi.StopContainerRequest{ContainerId: unknown, Timeout: 1}); err != nil {
 		t.Errorf("StopContainer(unknown): %v, want success", err)
 	}
 	// api.proto RemoveContainer: "must not return an error if the container has already been removed."
-	if _, err := d.rt.RemoveContainer(ctx, &runtimeapi.RemoveContainerRequest{ContainerId: unknown}); err != nil {
+	if _, err := d.RT.RemoveContainer(ctx, &runtimeapi.RemoveContainerRequest{ContainerId: unknown}); err != nil {
 		t.Errorf("RemoveContainer(unknown): %v, want success", err)
 	}
 
 	// api.proto: "If the PodSandbox is not present, returns an error."
-	_, err := d.rt.PodSandboxStatus(ctx, &runtimeapi.PodSandboxStatusRequest{PodSandboxId: unknown})
+	_, err := d.RT.PodSandboxStatus(ctx, &runtimeapi.PodSandboxStatusRequest{PodSandboxId: unknown})
 	wantCode(t, "PodSandboxStatus(unknown)", err, codes.NotFound)
 	// api.proto: "If the container is not present, returns an error."
-	_, err = d.rt.ContainerStatus(ctx, &runtimeapi.ContainerStatusRequest{ContainerId: unknown})
+	_, err = d.RT.ContainerStatus(ctx, &runtimeapi.ContainerStatusRequest{ContainerId: unknown})
 	wantCode(t, "ContainerStatus(unknown)", err, codes.NotFound)
-	_, err = d.rt.StartContainer(ctx, &runtimeapi.StartContainerRequest{ContainerId: unknown})
+	_, err = d.RT.StartContainer(ctx, &runtimeapi.StartContainerRequest{ContainerId: unknown})
 	wantCode(t, "StartContainer(unknown)", err, codes.NotFound)
 
-	_, err = d.rt.PodSandboxStatus(ctx, &runtimeapi.PodSandboxStatusRequest{})
+	_, err = d.RT.PodSandboxStatus(ctx, &runtimeapi.PodSandboxStatusRequest{})
 	wantCode(t, "PodSandboxStatus(\"\")", err, codes.InvalidArgument)
-	_, err = d.rt.ContainerStatus(ctx, &runtimeapi.ContainerStatusRequest{})
+	_, err = d.RT.ContainerStatus(ctx, &runtimeapi.ContainerStatusRequest{})
 	wantCode(t, "ContainerStatus(\"\")", err, codes.InvalidArgument)
-	_, err = d.rt.StartContainer(ctx, &runtimeapi.StartContainerRequest{})
+	_, err = d.RT.StartContainer(ctx, &runtimeapi.StartContainerRequest{})
 	wantCode(t, "StartContainer(\"\")", err, codes.InvalidArgument)
-	_, err = d.rt.StopPodSandbox(ctx, &runtimeapi.StopPodSandboxRequest{})
+	_, err = d.RT.StopPodSandbox(ctx, &runtimeapi.StopPodSandboxRequest{})
 	wantCode(t, "StopPodSandbox(\"\")", err, codes.InvalidArgument)
-	_, err = d.rt.RemoveContainer(ctx, &runtimeapi.RemoveContainerRequest{})
+	_, err = d.RT.RemoveContainer(ctx, &runtimeapi.RemoveContainerRequest{})
 	wantCode(t, "RemoveContainer(\"\")", err, codes.InvalidArgument)
 
 	podCfg := podConfig(t, "errors")
-	_, err = d.rt.CreateContainer(ctx, &runtimeapi.CreateContainerRequest{
+	_, err = d.RT.CreateContainer(ctx, &runtimeapi.CreateContainerRequest{
 		PodSandboxId: unknown, Config: shell("c", "true"), SandboxConfig: podCfg,
 	})
 	wantCode(t, "CreateContainer in an unknown sandbox", err, codes.NotFound)
@@ -65,7 +67,7 @@ func TestNotFoundAndInvalidArgument(t *testing.T) {
 	podID := d.runPod(podCfg)
 	noImage := shell("c", "true")
 	noImage.Image.Image = "berth.test/no-such-image:v1"
-	_, err = d.rt.CreateContainer(ctx, &runtimeapi.CreateContainerRequest{PodSandboxId: podID, Config: noImage, SandboxConfig: podCfg})
+	_, err = d.RT.CreateContainer(ctx, &runtimeapi.CreateContainerRequest{PodSandboxId: podID, Config: noImage, SandboxConfig: podCfg})
 	if msg := wantCode(t, "CreateContainer with an unknown image", err, codes.NotFound); !strings.Contains(msg, "no-such-image") {
 		t.Errorf("CreateContainer with an unknown image: message %q does not name the image", msg)
 	}
@@ -90,7 +92,7 @@ func checkInvalidFields(t *testing.T, d *daemon, podID string, podCfg *runtimeap
 		{"relative log_directory", relativeLogDir, "log_directory"},
 		{"container_port 70000", badPort, "container_port"},
 	} {
-		_, err := d.rt.RunPodSandbox(ctx, &runtimeapi.RunPodSandboxRequest{Config: tc.cfg})
+		_, err := d.RT.RunPodSandbox(ctx, &runtimeapi.RunPodSandboxRequest{Config: tc.cfg})
 		if msg := wantCode(t, "RunPodSandbox with "+tc.name, err, codes.InvalidArgument); err != nil && !strings.Contains(msg, tc.field) {
 			t.Errorf("RunPodSandbox with %s: message %q does not name %s", tc.name, msg, tc.field)
 		}
@@ -110,12 +112,12 @@ func checkInvalidFields(t *testing.T, d *daemon, podID string, podCfg *runtimeap
 		{"log_path escaping the log directory", escLog, "log_path"},
 		{"empty metadata name", noName, "metadata"},
 	} {
-		_, err := d.rt.CreateContainer(ctx, &runtimeapi.CreateContainerRequest{PodSandboxId: podID, Config: tc.cfg, SandboxConfig: podCfg})
+		_, err := d.RT.CreateContainer(ctx, &runtimeapi.CreateContainerRequest{PodSandboxId: podID, Config: tc.cfg, SandboxConfig: podCfg})
 		if msg := wantCode(t, "CreateContainer with "+tc.name, err, codes.InvalidArgument); err != nil && !strings.Contains(msg, tc.field) {
 			t.Errorf("CreateContainer with %s: message %q does not name %s", tc.name, msg, tc.field)
 		}
 	}
-	list, err := d.rt.ListPodSandbox(ctx, &runtimeapi.ListPodSandboxRequest{})
+	list, err := d.RT.ListPodSandbox(ctx, &runtimeapi.ListPodSandboxRequest{})
 	if err != nil || len(list.GetItems()) != 1 {
 		t.Errorf("ListPodSandbox after rejected requests: %d items (%v), want only the valid pod", len(list.GetItems()), err)
 	}
@@ -127,11 +129,11 @@ func TestCreateContainerRollback(t *testing.T) {
 	d := startDaemon(t)
 	podCfg := podConfig(t, "rollback")
 	podID := d.runPod(podCfg)
-	bundlesBefore := dirNames(filepath.Join(d.state, "bundles"))
-	mountsBefore := len(d.mountsLeft())
+	bundlesBefore := dirNames(filepath.Join(d.State, "bundles"))
+	mountsBefore := len(d.MountsLeft())
 
 	bad := containerConfig("app", "/no/such/bin")
-	_, err := d.rt.CreateContainer(d.ctx(), &runtimeapi.CreateContainerRequest{PodSandboxId: podID, Config: bad, SandboxConfig: podCfg})
+	_, err := d.RT.CreateContainer(d.ctx(), &runtimeapi.CreateContainerRequest{PodSandboxId: podID, Config: bad, SandboxConfig: podCfg})
 	if err == nil {
 		t.Fatalf("CreateContainer with command /no/such/bin succeeded, want an error from runc create")
 	}
@@ -139,19 +141,19 @@ func TestCreateContainerRollback(t *testing.T) {
 	if !strings.Contains(err.Error(), "/no/such/bin") {
 		t.Errorf("error %q does not name the missing command", err)
 	}
-	if got := dirNames(filepath.Join(d.state, "bundles")); len(got) != len(bundlesBefore) {
+	if got := dirNames(filepath.Join(d.State, "bundles")); len(got) != len(bundlesBefore) {
 		t.Errorf("bundles after the failed create: %v, want %v", got, bundlesBefore)
 	}
-	if got := d.mountsLeft(); len(got) != mountsBefore {
+	if got := d.MountsLeft(); len(got) != mountsBefore {
 		t.Errorf("mounts after the failed create: %v (had %d before)", got, mountsBefore)
 	}
-	if got := dirNames(filepath.Join(d.root, "containers")); len(got) != 0 {
+	if got := dirNames(filepath.Join(d.Root, "containers")); len(got) != 0 {
 		t.Errorf("container records after the failed create: %v", got)
 	}
-	if ids := d.runcContainers(); len(ids) != 1 || ids[0] != podID {
+	if ids := d.RuncContainers(); len(ids) != 1 || ids[0] != podID {
 		t.Errorf("runc containers after the failed create: %v, want only the sandbox's berth-pause", ids)
 	}
-	ctrs, err := d.rt.ListContainers(d.ctx(), &runtimeapi.ListContainersRequest{})
+	ctrs, err := d.RT.ListContainers(d.ctx(), &runtimeapi.ListContainersRequest{})
 	if err != nil || len(ctrs.GetContainers()) != 0 {
 		t.Errorf("ListContainers after the failed create: %v %v, want none", ctrs.GetContainers(), err)
 	}

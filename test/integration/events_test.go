@@ -15,19 +15,19 @@ type eventWatch struct {
 }
 
 func (d *daemon) watchEvents() *eventWatch {
-	d.t.Helper()
+	d.T.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
-	stream, err := d.rt.GetContainerEvents(ctx, &runtimeapi.GetEventsRequest{})
+	stream, err := d.RT.GetContainerEvents(ctx, &runtimeapi.GetEventsRequest{})
 	if err != nil {
 		cancel()
-		d.t.Fatalf("GetContainerEvents: %v", err)
+		d.T.Fatalf("GetContainerEvents: %v", err)
 	}
 	if _, err := stream.Header(); err != nil { // sent once the daemon subscribed
 		cancel()
-		d.t.Fatalf("GetContainerEvents header: %v", err)
+		d.T.Fatalf("GetContainerEvents header: %v", err)
 	}
 	w := &eventWatch{events: make(chan *runtimeapi.ContainerEventResponse, 100), cancel: cancel}
-	d.t.Cleanup(cancel)
+	d.T.Cleanup(cancel)
 	go func() {
 		defer close(w.events)
 		for {
@@ -108,7 +108,7 @@ func TestContainerEventsFollowTheLifecycle(t *testing.T) {
 	if st := statusOf(ev, ctrID); st.GetState() != runtimeapi.ContainerState_CONTAINER_EXITED || st.GetExitCode() != 7 {
 		t.Errorf("stopped event: container status %v", st)
 	}
-	if _, err := d.rt.RemoveContainer(d.ctx(), &runtimeapi.RemoveContainerRequest{ContainerId: ctrID}); err != nil {
+	if _, err := d.RT.RemoveContainer(d.ctx(), &runtimeapi.RemoveContainerRequest{ContainerId: ctrID}); err != nil {
 		t.Fatalf("RemoveContainer: %v", err)
 	}
 	wantEvent(t, w.next(t, ctrID), runtimeapi.ContainerEventType_CONTAINER_DELETED_EVENT)
@@ -130,7 +130,7 @@ func TestContainerEventsOfStopContainer(t *testing.T) {
 	podID := d.runPod(podCfg)
 	ctrID := d.run(podID, podCfg, shell("long", "sleep 1000"))
 	w := d.watchEvents()
-	if _, err := d.rt.StopContainer(d.ctx(), &runtimeapi.StopContainerRequest{ContainerId: ctrID, Timeout: 1}); err != nil {
+	if _, err := d.RT.StopContainer(d.ctx(), &runtimeapi.StopContainerRequest{ContainerId: ctrID, Timeout: 1}); err != nil {
 		t.Fatalf("StopContainer: %v", err)
 	}
 	wantEvent(t, w.next(t, ctrID), runtimeapi.ContainerEventType_CONTAINER_STOPPED_EVENT)

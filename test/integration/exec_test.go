@@ -23,7 +23,7 @@ func sleeper(name string) *runtimeapi.ContainerConfig {
 
 func (d *daemon) execSync(id string, timeout int64, cmd ...string) (*runtimeapi.ExecSyncResponse, error) {
 	// ExecSync may return 2×16 MiB: more than gRPC's default 4 MiB.
-	return d.rt.ExecSync(d.ctx(), &runtimeapi.ExecSyncRequest{ContainerId: id, Cmd: cmd, Timeout: timeout},
+	return d.RT.ExecSync(d.ctx(), &runtimeapi.ExecSyncRequest{ContainerId: id, Cmd: cmd, Timeout: timeout},
 		grpc.MaxCallRecvMsgSize(40<<20))
 }
 

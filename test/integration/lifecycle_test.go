@@ -11,6 +11,8 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+
+	"github.com/berth-dev/berth/test/harness"
 )
 
 // TestPodLifecycle walks one pod and one container through every state.
@@ -25,8 +27,8 @@ func TestPodLifecycle(t *testing.T) {
 	if sb.GetState() != runtimeapi.PodSandboxState_SANDBOX_READY {
 		t.Fatalf("sandbox state %v, want READY", sb.GetState())
 	}
-	if ip := sb.GetNetwork().GetIp(); !d.net.subnet.Contains(parseIP(ip)) {
-		t.Errorf("sandbox IP %q, want one in %v", ip, d.net.subnet)
+	if ip := sb.GetNetwork().GetIp(); !d.Net.Subnet.Contains(parseIP(ip)) {
+		t.Errorf("sandbox IP %q, want one in %v", ip, d.Net.Subnet)
 	}
 	if sb.GetCreatedAt() < before || sb.GetCreatedAt() > time.Now().UnixNano() {
 		t.Errorf("sandbox CreatedAt %d, want between %d and now", sb.GetCreatedAt(), before)
@@ -58,7 +60,7 @@ func TestPodLifecycle(t *testing.T) {
 	// api.proto: "The runtime must forcibly kill the container after the grace
 	// period is reached."
 	stopStart := time.Now()
-	if _, err := d.rt.StopContainer(d.ctx(), &runtimeapi.StopContainerRequest{ContainerId: ctrID, Timeout: 2}); err != nil {
+	if _, err := d.RT.StopContainer(d.ctx(), &runtimeapi.StopContainerRequest{ContainerId: ctrID, Timeout: 2}); err != nil {
 		t.Fatalf("StopContainer: %v", err)
 	}
 	if took := time.Since(stopStart); took > 15*time.Second {
@@ -76,28 +78,28 @@ func TestPodLifecycle(t *testing.T) {
 	}
 	// api.proto: "This call is idempotent, and must not return an error if the
 	// container has already been stopped."
-	if _, err := d.rt.StopContainer(d.ctx(), &runtimeapi.StopContainerRequest{ContainerId: ctrID, Timeout: 2}); err != nil {
+	if _, err := d.RT.StopContainer(d.ctx(), &runtimeapi.StopContainerRequest{ContainerId: ctrID, Timeout: 2}); err != nil {
 		t.Errorf("second StopContainer: %v", err)
 	}
-	if _, err := d.rt.RemoveContainer(d.ctx(), &runtimeapi.RemoveContainerRequest{ContainerId: ctrID}); err != nil {
+	if _, err := d.RT.RemoveContainer(d.ctx(), &runtimeapi.RemoveContainerRequest{ContainerId: ctrID}); err != nil {
 		t.Fatalf("RemoveContainer: %v", err)
 	}
-	_, err := d.rt.ContainerStatus(d.ctx(), &runtimeapi.ContainerStatusRequest{ContainerId: ctrID})
+	_, err := d.RT.ContainerStatus(d.ctx(), &runtimeapi.ContainerStatusRequest{ContainerId: ctrID})
 	wantCode(t, "ContainerStatus after RemoveContainer", err, codes.NotFound)
 
-	if _, err := d.rt.StopPodSandbox(d.ctx(), &runtimeapi.StopPodSandboxRequest{PodSandboxId: podID}); err != nil {
+	if _, err := d.RT.StopPodSandbox(d.ctx(), &runtimeapi.StopPodSandboxRequest{PodSandboxId: podID}); err != nil {
 		t.Fatalf("StopPodSandbox: %v", err)
 	}
 	if sb := d.sandboxStatus(podID); sb.GetState() != runtimeapi.PodSandboxState_SANDBOX_NOTREADY {
 		t.Errorf("after StopPodSandbox: state %v, want NOTREADY", sb.GetState())
 	}
-	if a := d.net.allocations(); len(a) != 0 {
+	if a := d.Net.Allocations(); len(a) != 0 {
 		t.Errorf("after StopPodSandbox (api.proto: \"reclaims network resources (e.g., IP addresses)\"): IPs still allocated: %v", a)
 	}
-	if _, err := d.rt.RemovePodSandbox(d.ctx(), &runtimeapi.RemovePodSandboxRequest{PodSandboxId: podID}); err != nil {
+	if _, err := d.RT.RemovePodSandbox(d.ctx(), &runtimeapi.RemovePodSandboxRequest{PodSandboxId: podID}); err != nil {
 		t.Fatalf("RemovePodSandbox: %v", err)
 	}
-	list, err := d.rt.ListPodSandbox(d.ctx(), &runtimeapi.ListPodSandboxRequest{})
+	list, err := d.RT.ListPodSandbox(d.ctx(), &runtimeapi.ListPodSandboxRequest{})
 	if err != nil || len(list.GetItems()) != 0 {
 		t.Errorf("ListPodSandbox after removal: %v %v, want empty", list.GetItems(), err)
 	}
@@ -160,7 +162,7 @@ func TestSandboxNameConflict(t *testing.T) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			resp, err := d.rt.RunPodSandbox(d.ctx(), &runtimeapi.RunPodSandboxRequest{Config: cfg})
+			resp, err := d.RT.RunPodSandbox(d.ctx(), &runtimeapi.RunPodSandboxRequest{Config: cfg})
 			ids[i], errs[i] = resp.GetPodSandboxId(), err
 		}()
 	}
@@ -169,7 +171,7 @@ func TestSandboxNameConflict(t *testing.T) {
 	for i, err := range errs {
 		if err == nil {
 			ok++
-			d.knownIDs[ids[i]] = true
+			d.KnownIDs[ids[i]] = true
 			continue
 		}
 		if status.Code(err) != codes.AlreadyExists {
@@ -179,32 +181,32 @@ func TestSandboxNameConflict(t *testing.T) {
 	if ok != 1 {
 		t.Fatalf("%d of 2 RunPodSandbox calls with the same metadata succeeded (%v), want exactly 1", ok, errs)
 	}
-	list, err := d.rt.ListPodSandbox(d.ctx(), &runtimeapi.ListPodSandboxRequest{})
+	list, err := d.RT.ListPodSandbox(d.ctx(), &runtimeapi.ListPodSandboxRequest{})
 	if err != nil || len(list.GetItems()) != 1 {
 		t.Errorf("ListPodSandbox: %d items (%v), want 1", len(list.GetItems()), err)
 	}
-	if a := d.net.allocations(); len(a) != 1 {
+	if a := d.Net.Allocations(); len(a) != 1 {
 		t.Errorf("host-local allocations %v, want exactly the winner's", a)
 	}
 	if n := len(d.monitorProcesses()); n != 1 {
 		t.Errorf("%d berth-monitor processes, want 1 (the winner's)", n)
 	}
-	if p := d.dirEntries(d.state + "/pods"); len(p) != 1 {
+	if p := d.dirEntries(d.State + "/pods"); len(p) != 1 {
 		t.Errorf("pod dirs %v, want only the winner's", p)
 	}
-	if r := d.dirEntries(d.root + "/sandboxes"); len(r) != 1 {
+	if r := d.dirEntries(d.Root + "/sandboxes"); len(r) != 1 {
 		t.Errorf("sandbox records %v, want only the winner's", r)
 	}
-	if ids := d.runcContainers(); len(ids) != 1 {
+	if ids := d.RuncContainers(); len(ids) != 1 {
 		t.Errorf("runc containers %v, want only the winner's berth-pause", ids)
 	}
 }
 
 // monitorProcesses lists the running berth-monitor processes of this daemon.
-func (d *daemon) monitorProcesses() []proc {
-	var out []proc
-	for _, p := range d.processesLeft() {
-		if strings.Contains(p.cmdline, "berth-monitor") {
+func (d *daemon) monitorProcesses() []harness.Proc {
+	var out []harness.Proc
+	for _, p := range d.ProcessesLeft() {
+		if strings.Contains(p.Cmdline, "berth-monitor") {
 			out = append(out, p)
 		}
 	}
@@ -318,7 +320,7 @@ func TestPauseDeathMakesSandboxNotReady(t *testing.T) {
 		NamespaceOptions: &runtimeapi.NamespaceOption{Pid: runtimeapi.NamespaceMode_POD},
 	}
 	id := d.runPod(cfg)
-	resp, err := d.rt.PodSandboxStatus(d.ctx(), &runtimeapi.PodSandboxStatusRequest{PodSandboxId: id, Verbose: true})
+	resp, err := d.RT.PodSandboxStatus(d.ctx(), &runtimeapi.PodSandboxStatusRequest{PodSandboxId: id, Verbose: true})
 	if err != nil {
 		t.Fatalf("PodSandboxStatus: %v", err)
 	}
@@ -336,10 +338,10 @@ func TestPauseDeathMakesSandboxNotReady(t *testing.T) {
 	}) {
 		t.Fatalf("sandbox still %v after berth-pause died", d.sandboxStatus(id).GetState())
 	}
-	if _, err := d.rt.StopPodSandbox(d.ctx(), &runtimeapi.StopPodSandboxRequest{PodSandboxId: id}); err != nil {
+	if _, err := d.RT.StopPodSandbox(d.ctx(), &runtimeapi.StopPodSandboxRequest{PodSandboxId: id}); err != nil {
 		t.Fatalf("StopPodSandbox: %v", err)
 	}
-	if left := d.net.allocations(); len(left) > 0 {
+	if left := d.Net.Allocations(); len(left) > 0 {
 		t.Errorf("IP allocations left after StopPodSandbox of a sandbox whose berth-pause died: %v", left)
 	}
 }

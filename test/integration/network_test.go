@@ -18,16 +18,16 @@ func TestPodsReachEachOther(t *testing.T) {
 	serverCfg := podConfig(t, "server")
 	serverID := d.runPod(serverCfg)
 	serverIP := d.sandboxStatus(serverID).GetNetwork().GetIp()
-	if !d.net.subnet.Contains(parseIP(serverIP)) {
-		t.Fatalf("server pod IP %q, want one in %v", serverIP, d.net.subnet)
+	if !d.Net.Subnet.Contains(parseIP(serverIP)) {
+		t.Fatalf("server pod IP %q, want one in %v", serverIP, d.Net.Subnet)
 	}
 	d.run(serverID, serverCfg, containerConfig("httpd", "busybox", "httpd", "-f", "-p", "8080", "-h", "/etc"))
 
 	clientCfg := podConfig(t, "client")
 	clientID := d.runPod(clientCfg)
 	clientIP := d.sandboxStatus(clientID).GetNetwork().GetIp()
-	if clientIP == serverIP || !d.net.subnet.Contains(parseIP(clientIP)) {
-		t.Fatalf("client pod IP %q (server %q), want another one in %v", clientIP, serverIP, d.net.subnet)
+	if clientIP == serverIP || !d.Net.Subnet.Contains(parseIP(clientIP)) {
+		t.Fatalf("client pod IP %q (server %q), want another one in %v", clientIP, serverIP, d.Net.Subnet)
 	}
 	fetch := shell("wget", fmt.Sprintf(
 		"for i in 1 2 3 4 5 6 7 8 9 10; do wget -qO- http://%s:8080/passwd && exit 0; sleep 0.5; done; exit 1", serverIP))
@@ -53,7 +53,7 @@ func TestCNIFailureRollback(t *testing.T) {
 
 	// api.proto: "NetworkReady means the runtime network is up and ready to
 	// accept containers which require network."
-	resp, err := d.rt.Status(d.ctx(), &runtimeapi.StatusRequest{})
+	resp, err := d.RT.Status(d.ctx(), &runtimeapi.StatusRequest{})
 	if err != nil {
 		t.Fatalf("Status: %v", err)
 	}
@@ -70,7 +70,7 @@ func TestCNIFailureRollback(t *testing.T) {
 	}
 
 	cfg := podConfig(t, "nonet")
-	_, err = d.rt.RunPodSandbox(d.ctx(), &runtimeapi.RunPodSandboxRequest{Config: cfg})
+	_, err = d.RT.RunPodSandbox(d.ctx(), &runtimeapi.RunPodSandboxRequest{Config: cfg})
 	if err == nil {
 		t.Fatalf("RunPodSandbox on a network whose plugin is missing succeeded")
 	}
@@ -78,24 +78,24 @@ func TestCNIFailureRollback(t *testing.T) {
 	if !strings.Contains(err.Error(), "nonexistent") {
 		t.Errorf("RunPodSandbox error %q does not name the missing plugin", err)
 	}
-	if m := d.mountsLeft(); len(m) != 0 {
+	if m := d.MountsLeft(); len(m) != 0 {
 		t.Errorf("mounts (namespace pins) after the failed RunPodSandbox: %v", m)
 	}
-	if p := d.dirEntries(filepath.Join(d.state, "pods")); len(p) != 0 {
+	if p := d.dirEntries(filepath.Join(d.State, "pods")); len(p) != 0 {
 		t.Errorf("pod dirs after the failed RunPodSandbox: %v", p)
 	}
-	if r := d.dirEntries(filepath.Join(d.root, "sandboxes")); len(r) != 0 {
+	if r := d.dirEntries(filepath.Join(d.Root, "sandboxes")); len(r) != 0 {
 		t.Errorf("sandbox records after the failed RunPodSandbox: %v", r)
 	}
 	if m := d.monitorProcesses(); len(m) != 0 {
 		t.Errorf("monitor processes after the failed RunPodSandbox: %v", m)
 	}
-	list, err := d.rt.ListPodSandbox(d.ctx(), &runtimeapi.ListPodSandboxRequest{})
+	list, err := d.RT.ListPodSandbox(d.ctx(), &runtimeapi.ListPodSandboxRequest{})
 	if err != nil || len(list.GetItems()) != 0 {
 		t.Errorf("ListPodSandbox after the failed RunPodSandbox: %v %v, want empty", list.GetItems(), err)
 	}
 	// The name was released: the same pod may be retried (and fails again the same way).
-	_, err = d.rt.RunPodSandbox(d.ctx(), &runtimeapi.RunPodSandboxRequest{Config: cfg})
+	_, err = d.RT.RunPodSandbox(d.ctx(), &runtimeapi.RunPodSandboxRequest{Config: cfg})
 	if err == nil || !strings.Contains(err.Error(), "nonexistent") {
 		t.Errorf("retried RunPodSandbox: %v, want the same network error (not a name conflict)", err)
 	}
@@ -118,10 +118,10 @@ func TestHostNetworkPod(t *testing.T) {
 	if sb.GetState() != runtimeapi.PodSandboxState_SANDBOX_READY {
 		t.Fatalf("host network sandbox state %v, want READY", sb.GetState())
 	}
-	if ip := sb.GetNetwork().GetIp(); ip != "" && d.net.subnet.Contains(parseIP(ip)) {
+	if ip := sb.GetNetwork().GetIp(); ip != "" && d.Net.Subnet.Contains(parseIP(ip)) {
 		t.Errorf("host network sandbox got CNI IP %q", ip)
 	}
-	if a := d.net.allocations(); len(a) != 0 {
+	if a := d.Net.Allocations(); len(a) != 0 {
 		t.Errorf("host network sandbox allocated IPs: %v", a)
 	}
 	ctr := shell("hostname", "hostname")

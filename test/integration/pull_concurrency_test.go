@@ -13,6 +13,7 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
+	"github.com/berth-dev/berth/test/harness"
 	"github.com/berth-dev/berth/test/registry"
 	"github.com/berth-dev/berth/test/testimage"
 )
@@ -24,7 +25,7 @@ func TestConcurrentPullsFetchEachBlobOnce(t *testing.T) {
 	reg := startRegistry(t, registry.Options{})
 	d := startDaemon(t, withHostsDir(t.TempDir()))
 	p, err := reg.PushImage("berth-test/concurrent:v1", testimage.Options{
-		Layers: 8, ExtraFiles: map[string]string{"/etc/concurrent": randomHex(12) + "\n"},
+		Layers: 8, ExtraFiles: map[string]string{"/etc/concurrent": harness.RandomHex(12) + "\n"},
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -133,7 +134,7 @@ func TestRegistryStoppedMidPull(t *testing.T) {
 
 	other := startRegistry(t, registry.Options{})
 	small, err := other.PushImage("berth-test/after:v1", testimage.Options{
-		ExtraFiles: map[string]string{"/etc/after": randomHex(12) + "\n"},
+		ExtraFiles: map[string]string{"/etc/after": harness.RandomHex(12) + "\n"},
 	})
 	if err != nil {
 		t.Fatal(err)

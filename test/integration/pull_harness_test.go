@@ -14,16 +14,17 @@ import (
 
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
+	"github.com/berth-dev/berth/test/harness"
 	"github.com/berth-dev/berth/test/registry"
 )
 
 // withHostsDir points the daemon's [registry] hosts_dir at dir.
 func withHostsDir(dir string) daemonOption {
-	return func(d *daemon) {
-		d.config = filepath.Join(d.t.TempDir(), "config.toml")
+	return func(t *testing.T, o *harness.Options) {
+		o.Config = filepath.Join(t.TempDir(), "config.toml")
 		conf := fmt.Sprintf("[registry]\nhosts_dir = %q\n", dir)
-		if err := os.WriteFile(d.config, []byte(conf), 0o600); err != nil {
-			d.t.Fatalf("berth config: %v", err)
+		if err := os.WriteFile(o.Config, []byte(conf), 0o600); err != nil {
+			t.Fatalf("berth config: %v", err)
 		}
 	}
 }
@@ -51,37 +52,37 @@ func writeHostsFile(t *testing.T, hostsDir, host, content string) {
 func (d *daemon) pull(ref string, auth *runtimeapi.AuthConfig) (*runtimeapi.PullImageResponse, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
-	return d.img.PullImage(ctx, &runtimeapi.PullImageRequest{Image: &runtimeapi.ImageSpec{Image: ref}, Auth: auth})
+	return d.Img.PullImage(ctx, &runtimeapi.PullImageRequest{Image: &runtimeapi.ImageSpec{Image: ref}, Auth: auth})
 }
 
 // mustPull pulls ref and fails the test unless the returned ref is wantID.
 func (d *daemon) mustPull(ref string, auth *runtimeapi.AuthConfig, wantID string) {
-	d.t.Helper()
+	d.T.Helper()
 	resp, err := d.pull(ref, auth)
 	if err != nil {
-		d.t.Fatalf("PullImage %s: %v", ref, err)
+		d.T.Fatalf("PullImage %s: %v", ref, err)
 	}
 	if resp.GetImageRef() != wantID {
-		d.t.Fatalf("PullImage %s: image ref %s, want the image id %s", ref, resp.GetImageRef(), wantID)
+		d.T.Fatalf("PullImage %s: image ref %s, want the image id %s", ref, resp.GetImageRef(), wantID)
 	}
 }
 
 // imageStatus returns the image ref names, or nil.
 func (d *daemon) imageStatus(ref string) *runtimeapi.Image {
-	d.t.Helper()
-	st, err := d.img.ImageStatus(d.ctx(), &runtimeapi.ImageStatusRequest{Image: &runtimeapi.ImageSpec{Image: ref}})
+	d.T.Helper()
+	st, err := d.Img.ImageStatus(d.ctx(), &runtimeapi.ImageStatusRequest{Image: &runtimeapi.ImageSpec{Image: ref}})
 	if err != nil {
-		d.t.Fatalf("ImageStatus %s: %v", ref, err)
+		d.T.Fatalf("ImageStatus %s: %v", ref, err)
 	}
 	return st.GetImage()
 }
 
 // imageIDs lists the ids ListImages returns, sorted.
 func (d *daemon) imageIDs() []string {
-	d.t.Helper()
-	list, err := d.img.ListImages(d.ctx(), &runtimeapi.ListImagesRequest{})
+	d.T.Helper()
+	list, err := d.Img.ListImages(d.ctx(), &runtimeapi.ListImagesRequest{})
 	if err != nil {
-		d.t.Fatalf("ListImages: %v", err)
+		d.T.Fatalf("ListImages: %v", err)
 	}
 	var ids []string
 	for _, img := range list.GetImages() {
@@ -95,8 +96,8 @@ func (d *daemon) imageIDs() []string {
 // <root>/images, temp files included), not descending into unpacked layer
 // trees: what a failed or removed pull must leave as it found it.
 func (d *daemon) storeFiles() []string {
-	d.t.Helper()
-	base := filepath.Join(d.root, "images")
+	d.T.Helper()
+	base := filepath.Join(d.Root, "images")
 	var out []string
 	err := filepath.WalkDir(base, func(path string, e fs.DirEntry, err error) error {
 		if errors.Is(err, fs.ErrNotExist) && path != base {
@@ -116,7 +117,7 @@ func (d *daemon) storeFiles() []string {
 		return nil
 	})
 	if err != nil {
-		d.t.Fatalf("image store files: %v", err)
+		d.T.Fatalf("image store files: %v", err)
 	}
 	slices.Sort(out)
 	return out
@@ -150,8 +151,8 @@ func blobGets(t *testing.T, r *registry.Registry) map[string]int {
 // runImage runs a container of image (its own command) in a new pod and
 // returns its log once it has exited 0.
 func (d *daemon) runImage(name, image string) []logRecord {
-	d.t.Helper()
-	podCfg := podConfig(d.t, name)
+	d.T.Helper()
+	podCfg := podConfig(d.T, name)
 	podID := d.runPod(podCfg)
 	cfg := &runtimeapi.ContainerConfig{
 		Metadata: &runtimeapi.ContainerMetadata{Name: name},
@@ -160,9 +161,9 @@ func (d *daemon) runImage(name, image string) []logRecord {
 	}
 	id := d.run(podID, podCfg, cfg)
 	if st := d.waitExited(id, 20*time.Second); st.GetExitCode() != 0 {
-		d.t.Fatalf("container of %s: exit code %d (%s)", image, st.GetExitCode(), st.GetMessage())
+		d.T.Fatalf("container of %s: exit code %d (%s)", image, st.GetExitCode(), st.GetMessage())
 	}
-	return readLog(d.t, logPath(podCfg, cfg))
+	return readLog(d.T, logPath(podCfg, cfg))
 }
 
 // mentionsAny reports whether msg contains one of the words.

@@ -4,12 +4,14 @@ import (
 	"encoding/base64"
 	"fmt"
 	"net"
+	"slices"
 	"strings"
 	"testing"
 
 	"google.golang.org/grpc/codes"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
+	"github.com/berth-dev/berth/test/harness"
 	"github.com/berth-dev/berth/test/registry"
 	"github.com/berth-dev/berth/test/testimage"
 )
@@ -26,7 +28,7 @@ func TestPullThroughMirror(t *testing.T) {
 	hosts := t.TempDir()
 	d := startDaemon(t, withHostsDir(hosts))
 	p, err := reg.PushImage("mirror/pause:3.10", testimage.Options{
-		Layers: 2, ExtraFiles: map[string]string{"/etc/mirrored": randomHex(12) + "\n"}, Cmd: []string{"true"},
+		Layers: 2, ExtraFiles: map[string]string{"/etc/mirrored": harness.RandomHex(12) + "\n"}, Cmd: []string{"true"},
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -51,7 +53,7 @@ func TestPullThroughMirror(t *testing.T) {
 	// The config is re-read: no restart.
 	d.mustPull(ref, nil, p.ID)
 	img := d.imageStatus(ref)
-	if img == nil || !contains(img.GetRepoTags(), ref) {
+	if img == nil || !slices.Contains(img.GetRepoTags(), ref) {
 		t.Errorf("ImageStatus %s after the mirrored pull: %v, want it tagged %s", ref, img, ref)
 	}
 	if gets := blobGets(t, reg); gets[p.Layers[0]] != 1 {
@@ -64,9 +66,9 @@ func TestPullThroughMirror(t *testing.T) {
 // passwords are refused (FailedPrecondition, "unauthorized"); username and
 // password, or the base64 auth field, succeed.
 func TestPullWithAuth(t *testing.T) {
-	reg := startRegistry(t, registry.Options{Username: "puller", Password: "pw-" + randomHex(8)})
+	reg := startRegistry(t, registry.Options{Username: "puller", Password: "pw-" + harness.RandomHex(8)})
 	d := startDaemon(t, withHostsDir(t.TempDir()))
-	opts := testimage.Options{Layers: 2, ExtraFiles: map[string]string{"/etc/private": randomHex(12) + "\n"}}
+	opts := testimage.Options{Layers: 2, ExtraFiles: map[string]string{"/etc/private": harness.RandomHex(12) + "\n"}}
 	p, err := reg.PushImage("berth-test/private:v1", opts)
 	if err != nil {
 		t.Fatal(err)
@@ -84,12 +86,12 @@ func TestPullWithAuth(t *testing.T) {
 			t.Errorf("PullImage %s %s: message %q does not say unauthorized", p.Ref, c.what, msg)
 		}
 	}
-	if ids := d.imageIDs(); contains(ids, p.ID) {
+	if ids := d.imageIDs(); slices.Contains(ids, p.ID) {
 		t.Errorf("ListImages after refused pulls: %v holds %s", ids, p.ID)
 	}
 	d.mustPull(p.Ref, &runtimeapi.AuthConfig{Username: reg.Username, Password: reg.Password}, p.ID)
 
-	opts.ExtraFiles = map[string]string{"/etc/private": randomHex(12) + "\n"}
+	opts.ExtraFiles = map[string]string{"/etc/private": harness.RandomHex(12) + "\n"}
 	p2, err := reg.PushImage("berth-test/private:v2", opts)
 	if err != nil {
 		t.Fatal(err)
@@ -105,7 +107,7 @@ func TestPullOverTLS(t *testing.T) {
 	hosts := t.TempDir()
 	d := startDaemon(t, withHostsDir(hosts))
 	p, err := reg.PushImage("berth-test/tls:v1", testimage.Options{
-		Layers: 2, ExtraFiles: map[string]string{"/etc/tls": randomHex(12) + "\n"},
+		Layers: 2, ExtraFiles: map[string]string{"/etc/tls": harness.RandomHex(12) + "\n"},
 	})
 	if err != nil {
 		t.Fatal(err)

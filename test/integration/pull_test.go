@@ -10,6 +10,7 @@ import (
 	"google.golang.org/grpc/codes"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
+	"github.com/berth-dev/berth/test/harness"
 	"github.com/berth-dev/berth/test/registry"
 	"github.com/berth-dev/berth/test/testimage"
 )
@@ -20,7 +21,7 @@ import (
 func TestPullByTagAndDigest(t *testing.T) {
 	reg := startRegistry(t, registry.Options{})
 	d := startDaemon(t, withHostsDir(t.TempDir()))
-	marker := "pulled-" + randomHex(12)
+	marker := "pulled-" + harness.RandomHex(12)
 	p, err := reg.PushImage("berth-test/tagged:v1", testimage.Options{
 		Layers: 3, ExtraFiles: map[string]string{"/etc/pulled": marker + "\n"}, Cmd: []string{"cat", "/etc/pulled"},
 	})
@@ -71,7 +72,7 @@ func TestPullMultiArchIndex(t *testing.T) {
 	reg := startRegistry(t, registry.Options{})
 	d := startDaemon(t, withHostsDir(t.TempDir()))
 	m, err := reg.PushMultiArch("berth-test/multi:v1", testimage.Options{
-		Layers: 2, ExtraFiles: map[string]string{"/etc/multi": randomHex(12) + "\n"}, Cmd: []string{"cat", "/etc/multi"},
+		Layers: 2, ExtraFiles: map[string]string{"/etc/multi": harness.RandomHex(12) + "\n"}, Cmd: []string{"cat", "/etc/multi"},
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -114,7 +115,7 @@ func TestRemovePulledImageFreesDisk(t *testing.T) {
 	if usedPulled < usedBefore+size {
 		t.Errorf("ImageFsInfo used bytes %d after pulling %d bytes of layers, want at least %d", usedPulled, size, usedBefore+size)
 	}
-	if _, err := d.img.RemoveImage(d.ctx(), &runtimeapi.RemoveImageRequest{Image: &runtimeapi.ImageSpec{Image: p.Ref}}); err != nil {
+	if _, err := d.Img.RemoveImage(d.ctx(), &runtimeapi.RemoveImageRequest{Image: &runtimeapi.ImageSpec{Image: p.Ref}}); err != nil {
 		t.Fatalf("RemoveImage %s: %v", p.Ref, err)
 	}
 	if usedAfter := imageFsUsed(t, d); usedAfter > usedBefore+64<<10 {

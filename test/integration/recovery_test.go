@@ -43,10 +43,10 @@ func TestKill9Recovery(t *testing.T) {
 	time.Sleep(300 * time.Millisecond)
 
 	killedAt := time.Now()
-	d.kill9()
+	d.Kill9()
 	time.Sleep(4 * time.Second)
 	restartedAt := time.Now()
-	d.start()
+	d.Start()
 
 	for _, p := range pods {
 		if sb := d.sandboxStatus(p.podID); sb.GetState() != runtimeapi.PodSandboxState_SANDBOX_READY || sb.GetNetwork().GetIp() != p.ip {
@@ -102,7 +102,7 @@ func TestKill9DuringRunPodSandbox(t *testing.T) {
 	reported := map[string]bool{}
 	for round, delay := range []time.Duration{30 * time.Millisecond, 80 * time.Millisecond, 150 * time.Millisecond, 250 * time.Millisecond} {
 		var wg sync.WaitGroup
-		rt := d.rt
+		rt := d.RT
 		for i := range 5 {
 			wg.Add(1)
 			go func() {
@@ -112,24 +112,24 @@ func TestKill9DuringRunPodSandbox(t *testing.T) {
 			}()
 		}
 		time.Sleep(delay + time.Duration(rand.IntN(5))*time.Millisecond)
-		d.kill9()
+		d.Kill9()
 		wg.Wait()
-		d.start()
+		d.Start()
 
-		list, err := d.rt.ListPodSandbox(d.ctx(), &runtimeapi.ListPodSandboxRequest{})
+		list, err := d.RT.ListPodSandbox(d.ctx(), &runtimeapi.ListPodSandboxRequest{})
 		if err != nil {
 			t.Fatalf("round %d: ListPodSandbox: %v", round, err)
 		}
 		t.Logf("round %d (kill after %v): %d sandboxes survived", round, delay, len(list.GetItems()))
 		for _, item := range list.GetItems() {
-			d.knownIDs[item.GetId()] = true
+			d.KnownIDs[item.GetId()] = true
 			checkSandboxWorks(t, d, item.GetId())
 		}
 		for _, item := range list.GetItems() {
 			d.stopAndRemovePod(item.GetId())
 		}
-		d.collectIDs()
-		for _, problem := range d.leftovers() {
+		d.CollectIDs()
+		for _, problem := range d.Leftovers() {
 			if !reported[problem] {
 				reported[problem] = true
 				t.Errorf("round %d: leftover after removing every sandbox: %s", round, problem)
@@ -146,8 +146,8 @@ func checkSandboxWorks(t *testing.T, d *daemon, podID string) {
 		t.Errorf("sandbox %s listed after the restart is %v, want READY", podID, sb.GetState())
 		return
 	}
-	if !d.net.subnet.Contains(parseIP(sb.GetNetwork().GetIp())) {
-		t.Errorf("sandbox %s listed after the restart has IP %q, want one in %v", podID, sb.GetNetwork().GetIp(), d.net.subnet)
+	if !d.Net.Subnet.Contains(parseIP(sb.GetNetwork().GetIp())) {
+		t.Errorf("sandbox %s listed after the restart has IP %q, want one in %v", podID, sb.GetNetwork().GetIp(), d.Net.Subnet)
 	}
 	// Only the metadata is known here; the sandbox's own log directory is used.
 	cfg := &runtimeapi.PodSandboxConfig{Metadata: sb.GetMetadata(), Linux: &runtimeapi.LinuxPodSandboxConfig{}}
@@ -170,14 +170,14 @@ func TestSIGTERMLeavesPodsRunning(t *testing.T) {
 	ctrID := d.run(podID, podCfg, containerConfig("sleeper", "sleep", "1000"))
 	pid := d.containerPid(ctrID)
 
-	d.stop()
+	d.Stop()
 	if err := syscall.Kill(pid, 0); err != nil {
 		t.Fatalf("container process %d after the daemon's SIGTERM: %v, want alive", pid, err)
 	}
 	if cmd, _ := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", pid)); !strings.HasPrefix(string(cmd), "sleep") {
 		t.Errorf("pid %d runs %q, want the container's sleep", pid, cmd)
 	}
-	d.start()
+	d.Start()
 	if st := d.containerStatus(ctrID); st.GetState() != runtimeapi.ContainerState_CONTAINER_RUNNING {
 		t.Errorf("container after the restart: %v, want RUNNING", st.GetState())
 	}

@@ -26,7 +26,7 @@ func TestUpdateContainerResources(t *testing.T) {
 
 	want := &runtimeapi.LinuxContainerResources{MemoryLimitInBytes: 96 << 20, CpuShares: 256,
 		CpuPeriod: 100000, CpuQuota: 50000}
-	if _, err := d.rt.UpdateContainerResources(d.ctx(), &runtimeapi.UpdateContainerResourcesRequest{
+	if _, err := d.RT.UpdateContainerResources(d.ctx(), &runtimeapi.UpdateContainerResourcesRequest{
 		ContainerId: id, Linux: want}); err != nil {
 		t.Fatalf("UpdateContainerResources: %v", err)
 	}
@@ -50,13 +50,13 @@ func TestUpdateContainerResources(t *testing.T) {
 	d.waitExited(exited, 10*time.Second)
 	wantCode(t, "update of an exited container", updateErr(d, exited, want), codes.FailedPrecondition)
 
-	if _, err := d.rt.UpdatePodSandboxResources(d.ctx(), &runtimeapi.UpdatePodSandboxResourcesRequest{
+	if _, err := d.RT.UpdatePodSandboxResources(d.ctx(), &runtimeapi.UpdatePodSandboxResourcesRequest{
 		PodSandboxId: podID, Resources: &runtimeapi.LinuxContainerResources{MemoryLimitInBytes: 256 << 20}}); err != nil {
 		t.Errorf("UpdatePodSandboxResources: %v", err)
 	}
-	_, err := d.rt.UpdatePodSandboxResources(d.ctx(), &runtimeapi.UpdatePodSandboxResourcesRequest{PodSandboxId: "0123456789abcdef"})
+	_, err := d.RT.UpdatePodSandboxResources(d.ctx(), &runtimeapi.UpdatePodSandboxResourcesRequest{PodSandboxId: "0123456789abcdef"})
 	wantCode(t, "pod resources of an unknown sandbox", err, codes.NotFound)
-	_, err = d.rt.CheckpointContainer(d.ctx(), &runtimeapi.CheckpointContainerRequest{ContainerId: id})
+	_, err = d.RT.CheckpointContainer(d.ctx(), &runtimeapi.CheckpointContainerRequest{ContainerId: id})
 	if msg := wantCode(t, "checkpoint", err, codes.Unimplemented); !strings.Contains(msg, "CRIU") {
 		t.Errorf("checkpoint error %q does not say why", msg)
 	}
@@ -64,24 +64,24 @@ func TestUpdateContainerResources(t *testing.T) {
 }
 
 func updateErr(d *daemon, id string, linux *runtimeapi.LinuxContainerResources) error {
-	_, err := d.rt.UpdateContainerResources(d.ctx(), &runtimeapi.UpdateContainerResourcesRequest{ContainerId: id, Linux: linux})
+	_, err := d.RT.UpdateContainerResources(d.ctx(), &runtimeapi.UpdateContainerResourcesRequest{ContainerId: id, Linux: linux})
 	return err
 }
 
 // containerCgroupV1 is the container's cgroup path below a v1 hierarchy,
 // read from /proc/<pid>/cgroup.
 func (d *daemon) containerCgroupV1(id string) string {
-	d.t.Helper()
+	d.T.Helper()
 	data, err := os.ReadFile(filepath.Join("/proc", strconv.Itoa(d.containerPid(id)), "cgroup"))
 	if err != nil {
-		d.t.Fatal(err)
+		d.T.Fatal(err)
 	}
 	for _, line := range strings.Split(string(data), "\n") {
 		if parts := strings.SplitN(line, ":", 3); len(parts) == 3 && parts[1] == "memory" {
 			return parts[2]
 		}
 	}
-	d.t.Fatalf("no memory cgroup in %s", data)
+	d.T.Fatalf("no memory cgroup in %s", data)
 	return ""
 }
 

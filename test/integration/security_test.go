@@ -95,7 +95,7 @@ func TestSeccompLocalhostProfileMissing(t *testing.T) {
 	cfg := shell("missing", "true")
 	cfg.Linux = &runtimeapi.LinuxContainerConfig{SecurityContext: &runtimeapi.LinuxContainerSecurityContext{
 		Seccomp: &runtimeapi.SecurityProfile{ProfileType: runtimeapi.SecurityProfile_Localhost, LocalhostRef: missing}}}
-	_, err := d.rt.CreateContainer(d.ctx(), &runtimeapi.CreateContainerRequest{PodSandboxId: podID, Config: cfg, SandboxConfig: podCfg})
+	_, err := d.RT.CreateContainer(d.ctx(), &runtimeapi.CreateContainerRequest{PodSandboxId: podID, Config: cfg, SandboxConfig: podCfg})
 	msg := wantCode(t, "CreateContainer with a missing Localhost profile", err, codes.InvalidArgument)
 	if !strings.Contains(msg, "seccomp.localhost_ref") || !strings.Contains(msg, missing) {
 		t.Errorf("message %q does not name the field and the path", msg)

@@ -8,19 +8,19 @@ import (
 )
 
 func (d *daemon) containerStats(id string) *runtimeapi.ContainerStats {
-	d.t.Helper()
-	resp, err := d.rt.ContainerStats(d.ctx(), &runtimeapi.ContainerStatsRequest{ContainerId: id})
+	d.T.Helper()
+	resp, err := d.RT.ContainerStats(d.ctx(), &runtimeapi.ContainerStatsRequest{ContainerId: id})
 	if err != nil {
-		d.t.Fatalf("ContainerStats %s: %v", id, err)
+		d.T.Fatalf("ContainerStats %s: %v", id, err)
 	}
 	return resp.GetStats()
 }
 
 func (d *daemon) podStats(id string) *runtimeapi.PodSandboxStats {
-	d.t.Helper()
-	resp, err := d.rt.PodSandboxStats(d.ctx(), &runtimeapi.PodSandboxStatsRequest{PodSandboxId: id})
+	d.T.Helper()
+	resp, err := d.RT.PodSandboxStats(d.ctx(), &runtimeapi.PodSandboxStatsRequest{PodSandboxId: id})
 	if err != nil {
-		d.t.Fatalf("PodSandboxStats %s: %v", id, err)
+		d.T.Fatalf("PodSandboxStats %s: %v", id, err)
 	}
 	return resp.GetStats()
 }
@@ -67,7 +67,7 @@ func TestContainerStatsOfBusyContainer(t *testing.T) {
 	if n := len(pod.GetLinux().GetContainers()); n != 2 {
 		t.Errorf("pod stats hold %d containers, want 2", n)
 	}
-	list, err := d.rt.ListContainerStats(d.ctx(), &runtimeapi.ListContainerStatsRequest{
+	list, err := d.RT.ListContainerStats(d.ctx(), &runtimeapi.ListContainerStatsRequest{
 		Filter: &runtimeapi.ContainerStatsFilter{PodSandboxId: podID, Id: writer}})
 	if err != nil || len(list.GetStats()) != 1 || list.GetStats()[0].GetAttributes().GetId() != writer {
 		t.Errorf("ListContainerStats by id: %v, %v", list.GetStats(), err)
@@ -81,7 +81,7 @@ func TestPodStatsNetwork(t *testing.T) {
 	d := startDaemon(t)
 	podCfg := podConfig(t, "netstats")
 	podID := d.runPod(podCfg)
-	gateway := d.net.prefix() + "1"
+	gateway := d.Net.Prefix() + "1"
 	d.run(podID, podCfg, shell("talk", "while :; do wget -q -T 1 -O /dev/null http://"+gateway+":1/; sleep 0.2; done"))
 	var eth0 *runtimeapi.NetworkInterfaceUsage
 	ok := eventually(15*time.Second, func() bool {
@@ -91,7 +91,7 @@ func TestPodStatsNetwork(t *testing.T) {
 	if !ok || eth0.GetName() != "eth0" {
 		t.Errorf("default interface = %v, want eth0 with rx and tx bytes", eth0)
 	}
-	metrics, err := d.rt.ListPodSandboxMetrics(d.ctx(), &runtimeapi.ListPodSandboxMetricsRequest{})
+	metrics, err := d.RT.ListPodSandboxMetrics(d.ctx(), &runtimeapi.ListPodSandboxMetricsRequest{})
 	if err != nil || len(metrics.GetPodMetrics()) != 1 || len(metrics.GetPodMetrics()[0].GetMetrics()) == 0 {
 		t.Errorf("ListPodSandboxMetrics = %v, %v", metrics, err)
 	}

@@ -24,18 +24,18 @@ import (
 // streamExec asks for an exec URL over CRI and runs it with the SPDY
 // executor, as kubectl and crictl do.
 func (d *daemon) streamExec(req *runtimeapi.ExecRequest, opts remotecommand.StreamOptions) error {
-	d.t.Helper()
-	resp, err := d.rt.Exec(d.ctx(), req)
+	d.T.Helper()
+	resp, err := d.RT.Exec(d.ctx(), req)
 	if err != nil {
-		d.t.Fatalf("Exec %v: %v", req.GetCmd(), err)
+		d.T.Fatalf("Exec %v: %v", req.GetCmd(), err)
 	}
 	u, err := url.Parse(resp.GetUrl())
 	if err != nil || u.Hostname() != "127.0.0.1" {
-		d.t.Fatalf("Exec URL %q: not on 127.0.0.1 (%v)", resp.GetUrl(), err)
+		d.T.Fatalf("Exec URL %q: not on 127.0.0.1 (%v)", resp.GetUrl(), err)
 	}
 	exe, err := remotecommand.NewSPDYExecutor(&rest.Config{}, http.MethodPost, u)
 	if err != nil {
-		d.t.Fatal(err)
+		d.T.Fatal(err)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
@@ -58,8 +58,20 @@ func TestStreamingExec(t *testing.T) {
 	podID := d.runPod(podCfg)
 	id := d.run(podID, podCfg, sleeper("sleeper"))
 
+	checkExecStreams(t, id, d.streamExec)
+
+	_, err := d.RT.Exec(d.ctx(), &runtimeapi.ExecRequest{ContainerId: "nosuchcontainer", Cmd: []string{"true"}, Stdout: true})
+	wantCode(t, "Exec of an unknown container", err, codes.NotFound)
+	d.stopAndRemovePod(podID)
+}
+
+// checkExecStreams runs the exec cases every streaming transport must
+// pass, through run: stdin echoed back until the client closes it, stdout,
+// stderr and a non-zero exit code, and a TTY with its window size.
+func checkExecStreams(t *testing.T, id string, run func(*runtimeapi.ExecRequest, remotecommand.StreamOptions) error) {
+	t.Helper()
 	var out, errOut bytes.Buffer
-	err := d.streamExec(&runtimeapi.ExecRequest{ContainerId: id, Cmd: []string{"cat"}, Stdin: true, Stdout: true, Stderr: true},
+	err := run(&runtimeapi.ExecRequest{ContainerId: id, Cmd: []string{"cat"}, Stdin: true, Stdout: true, Stderr: true},
 		remotecommand.StreamOptions{Stdin: strings.NewReader("hello over stdin\n"), Stdout: &out, Stderr: &errOut})
 	if err != nil || out.String() != "hello over stdin\n" {
 		t.Errorf("exec cat: stdout %q, stderr %q, err %v; want the stdin echoed", out.String(), errOut.String(), err)
@@ -67,7 +79,7 @@ func TestStreamingExec(t *testing.T) {
 
 	out.Reset()
 	errOut.Reset()
-	err = d.streamExec(&runtimeapi.ExecRequest{ContainerId: id, Cmd: []string{"sh", "-c", "echo $BERTH_EXEC_TEST; echo oops >&2; exit 7"}, Stdout: true, Stderr: true},
+	err = run(&runtimeapi.ExecRequest{ContainerId: id, Cmd: []string{"sh", "-c", "echo $BERTH_EXEC_TEST; echo oops >&2; exit 7"}, Stdout: true, Stderr: true},
 		remotecommand.StreamOptions{Stdout: &out, Stderr: &errOut})
 	var exitErr utilexec.ExitError
 	if !errors.As(err, &exitErr) || exitErr.ExitStatus() != 7 {
@@ -80,7 +92,7 @@ func TestStreamingExec(t *testing.T) {
 	out.Reset()
 	// The size is sent as the stream opens; sleep so that it has surely
 	// reached the container's terminal before stty reads it.
-	err = d.streamExec(&runtimeapi.ExecRequest{ContainerId: id, Cmd: []string{"sh", "-c", "sleep 1; tty; stty size"}, Stdout: true, Tty: true},
+	err = run(&runtimeapi.ExecRequest{ContainerId: id, Cmd: []string{"sh", "-c", "sleep 1; tty; stty size"}, Stdout: true, Tty: true},
 		remotecommand.StreamOptions{Stdout: &out, Tty: true, TerminalSizeQueue: &fixedSize{}})
 	if err != nil {
 		t.Errorf("exec with tty: %v", err)
@@ -89,9 +101,6 @@ func TestStreamingExec(t *testing.T) {
 		t.Errorf("exec with tty printed %q, want a /dev/pts name and the size 45 123", got)
 	}
 
-	_, err = d.rt.Exec(d.ctx(), &runtimeapi.ExecRequest{ContainerId: "nosuchcontainer", Cmd: []string{"true"}, Stdout: true})
-	wantCode(t, "Exec of an unknown container", err, codes.NotFound)
-	d.stopAndRemovePod(podID)
 }
 
 func TestPortForward(t *testing.T) {
@@ -110,7 +119,7 @@ func TestPortForward(t *testing.T) {
 		t.Fatal("httpd in the pod does not answer on 127.0.0.1:8080")
 	}
 
-	resp, err := d.rt.PortForward(d.ctx(), &runtimeapi.PortForwardRequest{PodSandboxId: podID, Port: []int32{8080}})
+	resp, err := d.RT.PortForward(d.ctx(), &runtimeapi.PortForwardRequest{PodSandboxId: podID, Port: []int32{8080}})
 	if err != nil {
 		t.Fatalf("PortForward: %v", err)
 	}
