@@ -78,6 +78,10 @@ func buildSandboxSpec(in SandboxInput) (*specs.Spec, error) {
 	if clamped {
 		annotations[AnnotationRequestedOOMScoreAdj] = fmt.Sprint(SandboxOOMScoreAdj)
 	}
+	seccomp, err := sandboxSeccomp(sb.Config.GetLinux().GetSecurityContext())
+	if err != nil {
+		return nil, err
+	}
 	return &specs.Spec{
 		Version: SpecVersion,
 		Process: &specs.Process{
@@ -105,8 +109,23 @@ func buildSandboxSpec(in SandboxInput) (*specs.Spec, error) {
 			Devices:       defaultDeviceNodes(),
 			MaskedPaths:   append([]string(nil), DefaultMaskedPaths...),
 			ReadonlyPaths: append([]string(nil), DefaultReadonlyPaths...),
+			Seccomp:       seccomp,
 		},
 	}, nil
+}
+
+// sandboxSeccomp is the pod-level seccomp profile (seccomp, or the legacy
+// seccomp_profile_path), applied to berth-pause as containerd applies it to
+// its pause container; berth-pause holds no capabilities.
+func sandboxSeccomp(psc *runtimeapi.LinuxSandboxSecurityContext) (*specs.LinuxSeccomp, error) {
+	sc := &runtimeapi.LinuxContainerSecurityContext{
+		Seccomp: psc.GetSeccomp(), SeccompProfilePath: psc.GetSeccompProfilePath(),
+	}
+	seccomp, err := containerSeccomp(sc, nil)
+	if err != nil {
+		return nil, fmt.Errorf("pod security context: %w", err)
+	}
+	return seccomp, nil
 }
 
 // sandboxNamespaces: new mount and PID namespaces; network, IPC and UTS

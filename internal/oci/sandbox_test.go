@@ -83,3 +83,27 @@ func TestBuildSandboxSpecHostNamespacesAndClamp(t *testing.T) {
 		t.Errorf("pod network without a pin: err = %v", err)
 	}
 }
+
+func TestBuildSandboxSpecAppliesThePodSeccompProfile(t *testing.T) {
+	sb := testSandbox()
+	spec, err := BuildSandboxSpec(SandboxInput{Sandbox: sb, RootfsPath: "/r"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if spec.Linux.Seccomp != nil {
+		t.Errorf("no pod profile requested: seccomp = %+v, want none", spec.Linux.Seccomp)
+	}
+	sb.Config.Linux.SecurityContext = &runtimeapi.LinuxSandboxSecurityContext{
+		Seccomp: &runtimeapi.SecurityProfile{ProfileType: runtimeapi.SecurityProfile_RuntimeDefault}}
+	if spec, err = BuildSandboxSpec(SandboxInput{Sandbox: sb, RootfsPath: "/r"}); err != nil {
+		t.Fatal(err)
+	}
+	if spec.Linux.Seccomp == nil || spec.Linux.Seccomp.DefaultAction != specs.ActErrno {
+		t.Errorf("RuntimeDefault for the pod: seccomp = %+v, want the default profile", spec.Linux.Seccomp)
+	}
+	sb.Config.Linux.SecurityContext.Seccomp = &runtimeapi.SecurityProfile{
+		ProfileType: runtimeapi.SecurityProfile_Localhost, LocalhostRef: "/nonexistent/profile.json"}
+	if _, err := BuildSandboxSpec(SandboxInput{Sandbox: sb, RootfsPath: "/r"}); err == nil {
+		t.Error("a missing Localhost profile: no error")
+	}
+}

@@ -102,3 +102,32 @@ func TestSeccompLocalhostProfileMissing(t *testing.T) {
 	}
 	d.stopAndRemovePod(podID)
 }
+
+// TestPodSeccompProfileConfinesBerthPause: the pod-level profile applies
+// to the sandbox process, as containerd applies it to its pause container;
+// a container of the pod sees PID 1 (berth-pause) filtered.
+func TestPodSeccompProfileConfinesBerthPause(t *testing.T) {
+	d := startDaemon(t)
+	for _, tc := range []struct {
+		name    string
+		profile *runtimeapi.SecurityProfile
+		want    string
+	}{
+		{"pod-unconfined", nil, "Seccomp:\t0"},
+		{"pod-default", &runtimeapi.SecurityProfile{ProfileType: runtimeapi.SecurityProfile_RuntimeDefault}, "Seccomp:\t2"},
+	} {
+		podCfg := podConfig(t, tc.name)
+		shared := &runtimeapi.NamespaceOption{Pid: runtimeapi.NamespaceMode_POD}
+		podCfg.Linux.SecurityContext = &runtimeapi.LinuxSandboxSecurityContext{NamespaceOptions: shared, Seccomp: tc.profile}
+		podID := d.runPod(podCfg)
+		cfg := sleeper("peek")
+		cfg.Linux = &runtimeapi.LinuxContainerConfig{SecurityContext: &runtimeapi.LinuxContainerSecurityContext{NamespaceOptions: shared}}
+		id := d.run(podID, podCfg, cfg)
+		resp, err := d.execSync(id, 10, "sh", "-c", "cat /proc/1/cmdline; echo; grep Seccomp: /proc/1/status")
+		out := string(resp.GetStdout())
+		if err != nil || !strings.HasPrefix(out, "/berth-pause") || !strings.Contains(out, tc.want+"\n") {
+			t.Errorf("%s: PID 1 of the pod: %q, %v; want berth-pause with %q", tc.name, out, err, tc.want)
+		}
+		d.stopAndRemovePod(podID)
+	}
+}
