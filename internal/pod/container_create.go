@@ -32,9 +32,10 @@ func (s *Service) CreateContainer(ctx context.Context, sandboxID string, cfg *ru
 		return "", err
 	}
 	// The sandbox must stay ready until the container is registered: a
-	// concurrent stop or remove waits, or this create sees it gone.
-	sbEntry.op.Lock()
-	defer sbEntry.op.Unlock()
+	// concurrent stop or remove waits, or this create sees it gone. Creates
+	// in one pod share the lock and run side by side.
+	sbEntry.op.RLock()
+	defer sbEntry.op.RUnlock()
 	sb := sbEntry.snapshot()
 	if !s.sandboxKnown(sbEntry) {
 		return "", fmt.Errorf("pod sandbox %s: %w", sb.ID, errdefs.ErrNotFound)

@@ -74,10 +74,12 @@ type Service struct {
 	cpuRates       cgroupstats.RateTracker
 }
 
-// sandboxEntry holds one sandbox record. op serializes lifecycle operations;
-// mu guards rec and is held only briefly.
+// sandboxEntry holds one sandbox record. op serializes the sandbox's own
+// lifecycle operations (stop, remove: the write side) against the creation
+// of its containers (the read side: creates run side by side); mu guards
+// rec and is held only briefly.
 type sandboxEntry struct {
-	op  sync.Mutex
+	op  sync.RWMutex
 	mu  sync.RWMutex
 	rec Sandbox
 }
