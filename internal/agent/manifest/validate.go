@@ -2,6 +2,7 @@ package manifest
 
 import (
 	"encoding/json"
+	"regexp"
 	"strings"
 
 	v1 "k8s.io/api/core/v1"
@@ -53,7 +54,24 @@ func (b *Bundle) podProblems() []Problem {
 
 func validatePod(pod *v1.Pod) field.ErrorList {
 	errs := validateObjectMeta(&pod.ObjectMeta, field.NewPath("metadata"))
+	errs = append(errs, validatePodUID(string(pod.UID), field.NewPath("metadata", "uid"))...)
 	return append(errs, validatePodSpec(&pod.Spec, field.NewPath("spec"))...)
+}
+
+// podUIDPattern is what a pod UID may look like: it names directories
+// (the pod's volumes, its log directory <ns>_<name>_<uid>).
+var podUIDPattern = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]*$`)
+
+// validatePodUID checks a UID given in the manifest, or derived by
+// SetDefaults (empty only when it could not be derived).
+func validatePodUID(uid string, path *field.Path) field.ErrorList {
+	switch {
+	case uid == "":
+		return field.ErrorList{field.Required(path, "the pod has no UID and none could be derived from it")}
+	case len(uid) > 128 || !podUIDPattern.MatchString(uid):
+		return field.ErrorList{field.Invalid(path, uid, "must be at most 128 letters, digits, '-', '_' or '.', starting with a letter or digit")}
+	}
+	return nil
 }
 
 // validateObjectMeta checks name (a DNS-1123 subdomain), namespace (a
