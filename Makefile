@@ -34,7 +34,7 @@ image: ## build a busybox image from busybox-static and import it as docker.io/l
 	$(GO) run ./test/testimage/cmd/mkimage -o $(BIN)/busybox-oci.tar
 	$(PREFIX)/bin/berth image import --root $(ROOT_DIR) $(BIN)/busybox-oci.tar
 
-test: vet ## unit and root integration tests, all with the race detector (integration tests skip when not root)
+test: vet ## unit, integration, e2e and containerd tests, all with the race detector (the root suites skip when not root)
 	BERTH_TEST_RACE=1 $(GO) test -race -count=1 ./...
 
 test-unit: ## unit tests only
