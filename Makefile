@@ -14,7 +14,7 @@ TEST_PACKAGES    := docker-registry skopeo tar gzip hyperfine containerd
 .PHONY: help build install deps runtime-deps image test test-unit test-integration test-e2e bench vet crictl critest critest-bin clean
 
 help: ## list targets
-	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | sed 's/:.*## /\t/' | sort
+	@grep -E '^[a-z0-9-]+:.*## ' $(MAKEFILE_LIST) | sed 's/:.*## /\t/' | sort
 
 build: ## build berth, berth-monitor and berth-pause into bin/
 	CGO_ENABLED=0 $(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $(BIN)/ ./cmd/berth ./cmd/berth-monitor ./cmd/berth-pause
