@@ -21,38 +21,10 @@ func (s *Service) Attach(ctx context.Context, id string, st ExecStreams) error {
 	if err != nil {
 		return fmt.Errorf("container %s: %w", rec.ID, err)
 	}
-	done := make(chan struct{})
-	defer close(done)
 	req := monitor.AttachRequest{Stdin: st.Stdin != nil, Stdout: st.Stdout != nil, Stderr: st.Stderr != nil, TTY: st.TTY}
-	streams := monitor.AttachStreams{Stdin: st.Stdin, Stdout: st.Stdout, Stderr: st.Stderr, Resize: terminalSizes(st.Resize, done)}
+	streams := monitor.AttachStreams{Stdin: st.Stdin, Stdout: st.Stdout, Stderr: st.Stderr, Resize: st.Resize}
 	if err := monitor.NewClient(sb.snapshot().MonitorSocket).Attach(ctx, rec.ID, req, streams); err != nil {
 		return fmt.Errorf("container %s: %w", rec.ID, err)
 	}
 	return nil
-}
-
-// terminalSizes converts window sizes for the monitor client until done.
-func terminalSizes(in <-chan WindowSize, done <-chan struct{}) <-chan monitor.TerminalSize {
-	if in == nil {
-		return nil
-	}
-	out := make(chan monitor.TerminalSize)
-	go func() {
-		for {
-			select {
-			case <-done:
-				return
-			case size, ok := <-in:
-				if !ok {
-					return
-				}
-				select {
-				case out <- monitor.TerminalSize{Width: size.Width, Height: size.Height}:
-				case <-done:
-					return
-				}
-			}
-		}
-	}()
-	return out
 }

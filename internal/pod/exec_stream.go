@@ -7,14 +7,13 @@ import (
 	"os"
 	"time"
 
+	"github.com/berth-dev/berth/internal/monitor"
 	"github.com/berth-dev/berth/internal/runc"
 )
 
-// WindowSize is a terminal's size in characters.
-type WindowSize struct {
-	Width  uint16
-	Height uint16
-}
+// WindowSize is a terminal's size in characters: the monitor protocol's
+// type, so that attach hands resizes to the monitor client as they come.
+type WindowSize = monitor.TerminalSize
 
 // ExecStreams are the streams of an interactive exec. Nil streams are not
 // attached. With TTY, the terminal's output goes to Stdout and Stderr is

@@ -11,6 +11,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/berth-dev/berth/test/harness"
 )
 
 // daemon is the berth serve critest talks to, with its own directories,
@@ -112,7 +114,7 @@ func (d *daemon) assertClean(t *testing.T) {
 	if out, _ := exec.Command("runc", "--root", filepath.Join(d.state, "runc"), "list", "-q").Output(); strings.TrimSpace(string(out)) != "" {
 		t.Errorf("runc containers left: %s", out)
 	}
-	if mounts := d.mounts(); len(mounts) > 0 {
+	if mounts := harness.MountsUnder(d.root, d.state); len(mounts) > 0 {
 		t.Errorf("mounts left: %s", strings.Join(mounts, "\n"))
 	}
 	if pids := d.processes(); len(pids) > 0 {
@@ -141,29 +143,12 @@ func (d *daemon) forceClean(t *testing.T) {
 			exec.Command("runc", "--root", runcRoot, "delete", "--force", id).Run() //nolint:errcheck // best effort
 		}
 	}
-	mounts := d.mounts()
-	for i := len(mounts) - 1; i >= 0; i-- {
-		syscall.Unmount(mounts[i], syscall.MNT_DETACH) //nolint:errcheck // best effort
+	for _, m := range harness.MountsUnder(d.root, d.state) { // deepest first
+		syscall.Unmount(m, syscall.MNT_DETACH) //nolint:errcheck // best effort
 	}
 	exec.Command("ip", "link", "del", d.bridge).Run() //nolint:errcheck // may not exist
 	os.RemoveAll(d.state)
 	os.RemoveAll(d.root)
-}
-
-// mounts lists the mount points under the daemon's directories.
-func (d *daemon) mounts() []string {
-	data, err := os.ReadFile("/proc/self/mountinfo")
-	if err != nil {
-		return nil
-	}
-	var out []string
-	for _, line := range strings.Split(string(data), "\n") {
-		fields := strings.Fields(line)
-		if len(fields) > 4 && (strings.HasPrefix(fields[4], d.root+"/") || strings.HasPrefix(fields[4], d.state+"/")) {
-			out = append(out, fields[4])
-		}
-	}
-	return out
 }
 
 // processes lists the pids running one of this test's binaries.
