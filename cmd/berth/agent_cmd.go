@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
-	"os"
 	"os/signal"
 	"path/filepath"
 	"syscall"
@@ -15,6 +14,7 @@ import (
 	"github.com/berth-dev/berth/internal/agent"
 	"github.com/berth-dev/berth/internal/agent/backoff"
 	"github.com/berth-dev/berth/internal/config"
+	"github.com/berth-dev/berth/internal/store"
 )
 
 // agentFlags tune the agent, in `berth serve` and `berth agent`.
@@ -91,7 +91,7 @@ func runAgent(ctx context.Context, cfg config.Config, flags *agentFlags, endpoin
 	if err != nil {
 		return fmt.Errorf("agent: runtime %s: %w", endpoint, err)
 	}
-	if err := os.MkdirAll(cfg.StateDir, 0o711); err != nil {
+	if err := store.MkdirPrivate(cfg.StateDir); err != nil {
 		return fmt.Errorf("agent: state directory %s: %w", cfg.StateDir, err)
 	}
 	agentCfg := flags.config(cfg, cri, log)

@@ -14,6 +14,7 @@ import (
 
 	"github.com/berth-dev/berth/internal/agent"
 	"github.com/berth-dev/berth/internal/config"
+	"github.com/berth-dev/berth/internal/store"
 )
 
 // runtimeEndpointFlag is the global --runtime-endpoint: the CRI socket the
@@ -89,7 +90,7 @@ func startDetachedServe(cmd *cobra.Command, cfg config.Config) (string, error) {
 	if err != nil {
 		return "", fmt.Errorf("start berth serve: find own executable: %w", err)
 	}
-	if err := os.MkdirAll(cfg.StateDir, 0o711); err != nil {
+	if err := store.MkdirPrivate(cfg.StateDir); err != nil {
 		return "", fmt.Errorf("start berth serve: state directory %s: %w", cfg.StateDir, err)
 	}
 	logPath := filepath.Join(cfg.StateDir, "berth-serve.log")

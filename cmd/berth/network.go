@@ -7,6 +7,7 @@ import (
 
 	"github.com/berth-dev/berth/internal/config"
 	"github.com/berth-dev/berth/internal/network"
+	"github.com/berth-dev/berth/internal/store"
 )
 
 // networkStatus adapts CNI to the CRI edge: readiness and the pod CIDR.
@@ -19,6 +20,11 @@ type networkStatus struct {
 // newNetworkStatus installs berth's default bridge network when the CNI
 // config directory holds no network, and opens CNI.
 func newNetworkStatus(cfg config.Config, log *slog.Logger) (*networkStatus, error) {
+	// libcni's cache and host-local's allocations: the plugins make what
+	// is below with modes of their own.
+	if err := store.MkdirPrivate(filepath.Join(cfg.RootDir, "cni")); err != nil {
+		return nil, err
+	}
 	path, installed, err := network.InstallDefault(cfg.CNI.ConfDir, network.DefaultNetwork{
 		Name:    cfg.CNI.DefaultNetwork,
 		Bridge:  cfg.CNI.DefaultBridge,

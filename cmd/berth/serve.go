@@ -24,7 +24,9 @@ import (
 	"github.com/berth-dev/berth/internal/network"
 	"github.com/berth-dev/berth/internal/pod"
 	"github.com/berth-dev/berth/internal/runc"
+	"github.com/berth-dev/berth/internal/store"
 	"github.com/berth-dev/berth/internal/stream"
+	"github.com/berth-dev/berth/internal/unixsock"
 )
 
 func newServeCommand(opts *globalOptions) *cobra.Command {
@@ -136,12 +138,16 @@ func runAgentInServe(ctx context.Context, cfg config.Config, opts *agentFlags, l
 	return func() { once.Do(func() { cancel(); wait() }) }
 }
 
-// makeDirs creates the root and state directories and the socket's.
+// makeDirs creates the root and state directories, root-only (berth owns
+// them whole), and the socket's directory when it is missing.
 func makeDirs(cfg config.Config) error {
-	for _, dir := range []string{cfg.RootDir, cfg.StateDir, filepath.Dir(cfg.Socket)} {
-		if err := os.MkdirAll(dir, 0o711); err != nil {
-			return fmt.Errorf("directory %s: %w", dir, err)
+	for _, dir := range []string{cfg.RootDir, cfg.StateDir} {
+		if err := store.MkdirPrivate(dir); err != nil {
+			return err
 		}
+	}
+	if err := os.MkdirAll(filepath.Dir(cfg.Socket), store.PrivateDirMode); err != nil {
+		return fmt.Errorf("directory %s: %w", filepath.Dir(cfg.Socket), err)
 	}
 	return nil
 }
@@ -219,17 +225,7 @@ func listen(path string) (net.Listener, error) {
 	if err := os.Remove(path); err != nil && !errors.Is(err, os.ErrNotExist) {
 		return nil, fmt.Errorf("socket %s: remove stale: %w", path, err)
 	}
-	old := unix.Umask(0o117)
-	lis, err := net.Listen("unix", path)
-	unix.Umask(old)
-	if err != nil {
-		return nil, fmt.Errorf("socket %s: %w", path, err)
-	}
-	if err := os.Chmod(path, 0o660); err != nil {
-		lis.Close()
-		return nil, fmt.Errorf("socket %s: %w", path, err)
-	}
-	return lis, nil
+	return unixsock.Listen(path, 0o660)
 }
 
 // lockStateDir makes sure only one daemon uses a state directory.

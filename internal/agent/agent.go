@@ -16,6 +16,7 @@ import (
 	"github.com/berth-dev/berth/internal/agent/podspec"
 	"github.com/berth-dev/berth/internal/agent/probe"
 	"github.com/berth-dev/berth/internal/agent/volume"
+	"github.com/berth-dev/berth/internal/store"
 )
 
 // Config configures an Agent. Zero durations take the defaults below.
@@ -97,6 +98,10 @@ func New(cfg Config) (*Agent, error) {
 	}
 	if cfg.RootDir == "" {
 		return nil, errors.New("agent: RootDir is required")
+	}
+	// Pod volumes (emptyDirs a container writes to) live below it.
+	if err := store.MkdirPrivate(cfg.RootDir); err != nil {
+		return nil, fmt.Errorf("agent: %w", err)
 	}
 	if cfg.PodLogDir == "" {
 		cfg.PodLogDir = DefaultPodLogDir

@@ -17,6 +17,7 @@ import (
 	v1 "k8s.io/api/core/v1"
 
 	"github.com/berth-dev/berth/internal/errdefs"
+	"github.com/berth-dev/berth/internal/unixsock"
 )
 
 // PodService is what the API serves; *Agent implements it.
@@ -45,13 +46,9 @@ func ListenAPI(path string, svc PodService, log *slog.Logger) (*APIServer, error
 	if err := os.Remove(path); err != nil && !errors.Is(err, os.ErrNotExist) {
 		return nil, fmt.Errorf("agent socket %s: remove stale: %w", path, err)
 	}
-	lis, err := net.Listen("unix", path)
+	lis, err := unixsock.Listen(path, 0o600)
 	if err != nil {
-		return nil, fmt.Errorf("agent socket %s: %w", path, err)
-	}
-	if err := os.Chmod(path, 0o600); err != nil {
-		lis.Close()
-		return nil, fmt.Errorf("agent socket %s: %w", path, err)
+		return nil, fmt.Errorf("agent: %w", err)
 	}
 	s := &APIServer{svc: svc, log: log, lis: lis}
 	mux := http.NewServeMux()

@@ -228,10 +228,11 @@ func containerObject(pod *v1.Pod, name string) string {
 }
 
 // ensureLogDirectory creates the pod's log directory, as the kubelet does
-// before it asks for a sandbox.
+// before it asks for a sandbox; root-only, unlike the kubelet's 0755: logs
+// may hold what a container prints of its secrets.
 func ensureLogDirectory(cfg *runtimeapi.PodSandboxConfig) error {
 	if dir := cfg.GetLogDirectory(); dir != "" {
-		if err := os.MkdirAll(dir, 0o755); err != nil {
+		if err := os.MkdirAll(dir, 0o700); err != nil {
 			return fmt.Errorf("pod log directory %s: %w", dir, err)
 		}
 	}

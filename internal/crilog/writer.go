@@ -43,7 +43,7 @@ func Open(path string) (*Writer, error) {
 	if path == "" {
 		return nil, fmt.Errorf("container log: path: empty")
 	}
-	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
 		return nil, fmt.Errorf("container log %s: parent directory: %w", path, err)
 	}
 	f, err := openLog(path)

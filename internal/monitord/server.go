@@ -20,6 +20,7 @@ import (
 	"github.com/berth-dev/berth/internal/errdefs"
 	"github.com/berth-dev/berth/internal/monitor"
 	"github.com/berth-dev/berth/internal/runc"
+	"github.com/berth-dev/berth/internal/unixsock"
 )
 
 const (
@@ -116,15 +117,7 @@ func listen(path string) (net.Listener, error) {
 	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
 		return nil, fmt.Errorf("socket %s: directory: %w", path, err)
 	}
-	l, err := net.Listen("unix", path)
-	if err != nil {
-		return nil, fmt.Errorf("socket %s: %w", path, err)
-	}
-	if err := os.Chmod(path, 0o600); err != nil {
-		l.Close()
-		return nil, fmt.Errorf("socket %s: mode: %w", path, err)
-	}
-	return l, nil
+	return unixsock.Listen(path, 0o600)
 }
 
 func (s *Server) waitForStop() {

@@ -140,7 +140,7 @@ func (s *Service) prepareBundle(rec *Container, sb *Sandbox, img image.Image, rb
 		return fmt.Errorf("image %s: layers: %w", img.ID, err)
 	}
 	rb.add("remove bundle", func(context.Context) error { return os.RemoveAll(rec.Bundle) })
-	if err := os.MkdirAll(rec.Bundle, 0o711); err != nil {
+	if err := os.MkdirAll(rec.Bundle, store.PrivateDirMode); err != nil {
 		return fmt.Errorf("bundle: %w", err)
 	}
 	rb.add("unmount rootfs", func(context.Context) error { return image.UnmountRootfs(rec.Rootfs) })

@@ -80,7 +80,7 @@ func (s *Service) setUpSandbox(ctx context.Context, rec *Sandbox, rb *rollback) 
 	cfg := rec.Config
 	dir := s.podDir(rec.ID)
 	rb.add("remove pod dir", func(context.Context) error { return os.RemoveAll(dir) })
-	if err := os.MkdirAll(dir, 0o711); err != nil {
+	if err := os.MkdirAll(dir, store.PrivateDirMode); err != nil {
 		return fmt.Errorf("pod sandbox %s: pod dir: %w", rec.ID, err)
 	}
 	pinned := s.phase(opRunSandbox, "pin_namespaces")

@@ -124,8 +124,8 @@ func New(cfg Config) (*Service, error) {
 		oomScoreAdjMin: ownOOMScoreAdj(),
 	}
 	for _, dir := range []string{s.sandboxesDir(), s.containersDir(), s.podsDir(), s.bundlesDir(), s.exitsDir(), s.monitorsDir(), cfg.RuncRoot} {
-		if err := os.MkdirAll(dir, 0o711); err != nil {
-			return nil, fmt.Errorf("pod service: directory %s: %w", dir, err)
+		if err := store.MkdirPrivate(dir); err != nil {
+			return nil, fmt.Errorf("pod service: %w", err)
 		}
 	}
 	return s, nil
@@ -167,7 +167,7 @@ func (s *Service) saveSandbox(rec *Sandbox) error {
 	}
 	rec.RawConfig = raw
 	path := s.sandboxRecordPath(rec.ID)
-	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+	if err := os.MkdirAll(filepath.Dir(path), store.PrivateDirMode); err != nil {
 		return fmt.Errorf("sandbox %s: record dir: %w", rec.ID, err)
 	}
 	return store.SaveJSON(path, rec)
@@ -182,7 +182,7 @@ func (s *Service) saveContainer(rec *Container) error {
 	}
 	rec.RawConfig = raw
 	path := s.containerRecordPath(rec.ID)
-	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+	if err := os.MkdirAll(filepath.Dir(path), store.PrivateDirMode); err != nil {
 		return fmt.Errorf("container %s: record dir: %w", rec.ID, err)
 	}
 	return store.SaveJSON(path, rec)
