@@ -20,6 +20,7 @@ import (
 
 	"github.com/berth-dev/berth/internal/config"
 	"github.com/berth-dev/berth/internal/criserver"
+	"github.com/berth-dev/berth/internal/hostcgroup"
 	"github.com/berth-dev/berth/internal/image"
 	"github.com/berth-dev/berth/internal/network"
 	"github.com/berth-dev/berth/internal/pod"
@@ -113,7 +114,7 @@ func startCRI(ctx context.Context, cfg config.Config, deps *dependencies, stream
 		Sandboxes: deps.pods, Containers: deps.pods, Images: deps.images, Network: deps.network,
 		Version: version, Logger: log,
 		Stats: deps.pods, Events: deps.pods, Exec: deps.pods, Streaming: streams,
-		RPCs: obs.rpcs, RecursiveReadOnlyMounts: runcSupports(ctx, cfg, "rro", log),
+		RPCs: obs.rpcs, RecursiveReadOnlyMounts: runcSupports(ctx, cfg, "rro", log), Host: deps.pods,
 	})
 	lis, err := listen(cfg.Socket)
 	if err != nil {
@@ -198,8 +199,14 @@ func wire(cfg config.Config, log *slog.Logger, phases pod.PhaseObserver) (*depen
 	if err != nil {
 		return nil, err
 	}
+	controllers, err := hostcgroup.Detect()
+	if err != nil {
+		log.Warn("cgroup controllers unknown: resource settings go to runc as kubelet sends them", "error", err)
+		controllers = hostcgroup.All()
+	}
+	log.Debug("cgroup controllers", "unified", controllers.Unified, "controllers", controllers.Names())
 	pods, err := pod.New(pod.Config{
-		RootDir: cfg.RootDir, StateDir: cfg.StateDir,
+		RootDir: cfg.RootDir, StateDir: cfg.StateDir, Controllers: controllers,
 		RuncPath: runcPath, RuncRoot: cfg.RuncRoot,
 		MonitorPath: monitorPath, PausePath: pausePath,
 		Images: images, Network: netStatus.cni, Logger: log, Phases: phases,

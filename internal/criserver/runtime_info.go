@@ -2,6 +2,7 @@ package criserver
 
 import (
 	"context"
+	"encoding/json"
 
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 )
@@ -38,9 +39,30 @@ func (s *Server) Status(_ context.Context, req *runtimeapi.StatusRequest) (*runt
 	}
 	resp.Features = &runtimeapi.RuntimeFeatures{SupplementalGroupsPolicy: true}
 	if req.GetVerbose() {
-		resp.Info = map[string]string{"runtime": `{"name":"berth","ociRuntime":"runc","cgroupDriver":"cgroupfs"}`}
+		resp.Info = map[string]string{"runtime": s.runtimeInfo()}
 	}
 	return resp, nil
+}
+
+// runtimeInfo is the "runtime" entry of Status verbose info.
+func (s *Server) runtimeInfo() string {
+	info := struct {
+		Name              string   `json:"name"`
+		OCIRuntime        string   `json:"ociRuntime"`
+		CgroupDriver      string   `json:"cgroupDriver"`
+		CgroupControllers []string `json:"cgroupControllers,omitempty"`
+		// DroppedResources are settings left out of specs since the start:
+		// the host has no controller for them.
+		DroppedResources []string `json:"droppedResources,omitempty"`
+	}{Name: RuntimeName, OCIRuntime: "runc", CgroupDriver: "cgroupfs"}
+	if s.host != nil {
+		info.CgroupControllers, info.DroppedResources = s.host.CgroupControllers(), s.host.DroppedResources()
+	}
+	data, err := json.Marshal(info)
+	if err != nil { // cannot happen: strings only
+		return "{}"
+	}
+	return string(data)
 }
 
 // RuntimeConfig reports the cgroup driver berth uses.

@@ -58,6 +58,14 @@ type RPCObserver interface {
 	Observe(method string, code codes.Code, d time.Duration)
 }
 
+// HostResources says which cgroup controllers the host has and which
+// resource settings were left out of specs for want of one (Status verbose
+// info).
+type HostResources interface {
+	CgroupControllers() []string
+	DroppedResources() []string
+}
+
 // Network reports CNI readiness and takes the pod CIDR.
 type Network interface {
 	Ready() error
@@ -85,6 +93,9 @@ type Config struct {
 	// RPCs, when set, observes every unary call.
 	RPCs RPCObserver
 
+	// Host, when set, is reported in Status verbose info.
+	Host HostResources
+
 	// RecursiveReadOnlyMounts says the OCI runtime can make bind mounts
 	// read-only recursively (runc's "rro"); Status advertises it.
 	RecursiveReadOnlyMounts bool
@@ -104,6 +115,7 @@ type Server struct {
 	exec       Exec
 	streaming  Streaming
 	rpcs       RPCObserver
+	host       HostResources
 	version    string
 	rro        bool
 	log        *slog.Logger
@@ -120,6 +132,7 @@ func New(cfg Config) *Server {
 		network: cfg.Network, version: cfg.Version, log: cfg.Logger,
 		stats: cfg.Stats, events: cfg.Events,
 		exec: cfg.Exec, streaming: cfg.Streaming, rpcs: cfg.RPCs, rro: cfg.RecursiveReadOnlyMounts,
+		host: cfg.Host,
 	}
 }
 

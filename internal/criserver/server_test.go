@@ -165,6 +165,31 @@ func TestStatusReportsNetworkReason(t *testing.T) {
 	}
 }
 
+type fakeHost struct{ controllers, dropped []string }
+
+func (h fakeHost) CgroupControllers() []string { return h.controllers }
+func (h fakeHost) DroppedResources() []string  { return h.dropped }
+
+func TestStatusVerboseInfoSaysWhatTheHostLacks(t *testing.T) {
+	for _, tc := range []struct {
+		host HostResources
+		want string
+	}{
+		{nil, `{"name":"berth","ociRuntime":"runc","cgroupDriver":"cgroupfs"}`},
+		{fakeHost{[]string{"cpu", "memory"}, []string{"hugepage_limits (hugetlb)"}},
+			`{"name":"berth","ociRuntime":"runc","cgroupDriver":"cgroupfs","cgroupControllers":["cpu","memory"],"droppedResources":["hugepage_limits (hugetlb)"]}`},
+	} {
+		s := New(Config{Sandboxes: &fakePods{}, Containers: &fakePods{}, Images: &fakeImages{}, Network: fakeNetwork{}, Host: tc.host})
+		resp, err := s.Status(context.Background(), &runtimeapi.StatusRequest{Verbose: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := resp.GetInfo()["runtime"]; got != tc.want {
+			t.Errorf("runtime info %s, want %s", got, tc.want)
+		}
+	}
+}
+
 func TestListContainersFilters(t *testing.T) {
 	now := time.Now()
 	mk := func(id, sb string, st pod.ContainerState, labels map[string]string) pod.Container {

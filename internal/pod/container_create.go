@@ -169,6 +169,7 @@ func (s *Service) prepareBundle(rec *Container, sb *Sandbox, img image.Image, rb
 		return fmt.Errorf("spec: %w", err)
 	}
 	s.noteOOMClamp(rec.Config.GetLinux().GetResources().GetOomScoreAdj())
+	s.fitResources(spec.Linux.Resources, "container "+rec.ID)
 	rec.CgroupPath = spec.Linux.CgroupsPath
 	if spec.Process != nil {
 		uid, gid := int64(spec.Process.User.UID), int64(spec.Process.User.GID)

@@ -36,6 +36,7 @@ func (s *Service) startPause(ctx context.Context, rec *Sandbox, rb *rollback) er
 	if err != nil {
 		return fmt.Errorf("pod sandbox %s: %w", rec.ID, err)
 	}
+	s.fitResources(spec.Linux.Resources, "pod sandbox "+rec.ID)
 	spec.Mounts = append(spec.Mounts, specs.Mount{
 		Destination: oci.PauseBinary, Type: "bind", Source: s.cfg.PausePath,
 		Options: []string{"rbind", "ro", "nosuid", "nodev"},

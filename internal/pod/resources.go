@@ -22,6 +22,7 @@ func (s *Service) UpdateContainerResources(ctx context.Context, id string, res *
 	if err != nil {
 		return fmt.Errorf("container %s: %w", id, err)
 	}
+	s.fitResources(spec, "container "+id)
 	data, err := json.Marshal(spec)
 	if err != nil {
 		return fmt.Errorf("container %s: resources: %w", id, err)

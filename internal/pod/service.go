@@ -13,6 +13,7 @@ import (
 
 	"github.com/berth-dev/berth/internal/cgroupstats"
 	"github.com/berth-dev/berth/internal/errdefs"
+	"github.com/berth-dev/berth/internal/hostcgroup"
 	"github.com/berth-dev/berth/internal/image"
 	"github.com/berth-dev/berth/internal/network"
 	"github.com/berth-dev/berth/internal/runc"
@@ -46,6 +47,9 @@ type Config struct {
 	HostResolvConf string
 	// Phases, when set, observes the steps of sandbox and container starts.
 	Phases PhaseObserver
+	// Controllers are the host's usable cgroup controllers; settings of
+	// others are left out of specs. The zero value has them all.
+	Controllers hostcgroup.Controllers
 }
 
 // Service runs sandboxes and containers. Create it with New, then call Recover
@@ -72,6 +76,7 @@ type Service struct {
 	events         EventBroker
 	starts         eventOrder
 	cpuRates       cgroupstats.RateTracker
+	dropped        droppedResources
 }
 
 // sandboxEntry holds one sandbox record. op serializes the sandbox's own
