@@ -56,10 +56,13 @@ const (
 	DefaultWatchInterval = 10 * time.Second
 )
 
-// volumeManager materializes pods' volumes on the host; Teardown removes
-// the whole pod directory (<RootDir>/pods/<uid>).
+// volumeManager materializes pods' volumes on the host; MountSubPath
+// gives a volumeMount's subPath its own mount under the pod directory;
+// Teardown removes the whole pod directory (<RootDir>/pods/<uid>), those
+// mounts included.
 type volumeManager interface {
 	Setup(ctx context.Context, pod *v1.Pod, sources podspec.Sources, downward podspec.Downward) (podspec.VolumePaths, error)
+	MountSubPath(req podspec.SubPathMount) (string, error)
 	Teardown(uid string) error
 	TeardownOrphans(keep map[string]bool) error
 }

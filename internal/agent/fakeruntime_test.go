@@ -389,6 +389,11 @@ func (v *fakeVolumes) Teardown(uid string) error {
 
 func (v *fakeVolumes) TeardownOrphans(map[string]bool) error { return nil }
 
+// MountSubPath joins by name: the fake runtime mounts nothing.
+func (v *fakeVolumes) MountSubPath(req podspec.SubPathMount) (string, error) {
+	return filepath.Join(req.VolumePath, req.SubPath), nil
+}
+
 // setUpWith returns the sources a pod's volumes were last set up with.
 func (v *fakeVolumes) setUpWith(uid string) podspec.Sources {
 	v.mu.Lock()

@@ -15,7 +15,6 @@ import (
 	"github.com/berth-dev/berth/internal/agent/podspec"
 	"github.com/berth-dev/berth/internal/agent/podstatus"
 	"github.com/berth-dev/berth/internal/agent/probe"
-	"github.com/berth-dev/berth/internal/agent/volume"
 )
 
 // sandboxInfo is the sandbox containers are started in.
@@ -186,7 +185,7 @@ func (w *podWorker) containerConfig(d desiredPod, sb sandboxInfo, spec *v1.Conta
 		Seccomp:                    w.a.seccomp(),
 		TerminationMessageHostPath: msgPath,
 		ImageUser:                  img.user,
-		ResolveSubPath:             volume.SafeSubPath,
+		ResolveSubPath:             w.a.volumes.MountSubPath,
 	}, volumes)
 }
 

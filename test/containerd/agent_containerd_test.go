@@ -16,7 +16,8 @@ import (
 
 // appManifest is a ConfigMap and a pod that uses kubelet features the
 // agent implements on its side of CRI: an init container writing into an
-// emptyDir, $(VAR) expansion, a configMap volume, an exec readiness probe
+// emptyDir, $(VAR) expansion, a configMap volume and a subPath of it (a
+// bind mount the agent makes on the host), an exec readiness probe
 // (which passes once the test has created /work/ready with berth exec).
 const appManifest = `
 apiVersion: v1
@@ -50,6 +51,7 @@ spec:
     volumeMounts:
     - {name: work, mountPath: /work}
     - {name: config, mountPath: /config, readOnly: true}
+    - {name: config, mountPath: /etc/greeting, subPath: greeting, readOnly: true}
     readinessProbe:
       exec: {command: [cat, /work/ready]}
       periodSeconds: 1
@@ -154,7 +156,7 @@ func checkApp(t *testing.T, e *env) {
 // checkLogsAndExec: berth logs reads containerd's CRI log files (main's
 // output shows the init container's file, $(VAR) expansion and the
 // configMap), berth exec runs through containerd's streaming server and
-// passes the command's exit code on.
+// passes the command's exit code on; the subPath mount shows the key.
 func checkLogsAndExec(t *testing.T, e *env) {
 	if got := e.mustBerth(t, "logs", "app"); got != appLog {
 		t.Errorf("berth logs app = %q; want %q", got, appLog)
@@ -162,8 +164,8 @@ func checkLogsAndExec(t *testing.T, e *env) {
 	if got := e.mustBerth(t, "logs", "app", "-c", "prepare"); got != "init-ran\n" {
 		t.Errorf("berth logs app -c prepare = %q; want %q", got, "init-ran\n")
 	}
-	got := e.mustBerth(t, "exec", "app", "-c", "main", "--", "sh", "-c", `echo "$GREETING"; cat /config/greeting; echo; cat /work/state; hostname`)
-	if want := "hello world\nhello from the configmap\nprepared-by-init\napp\n"; got != want {
+	got := e.mustBerth(t, "exec", "app", "-c", "main", "--", "sh", "-c", `echo "$GREETING"; cat /config/greeting; echo; cat /etc/greeting; echo; cat /work/state; hostname`)
+	if want := "hello world\nhello from the configmap\nhello from the configmap\nprepared-by-init\napp\n"; got != want {
 		t.Errorf("berth exec output %q; want %q", got, want)
 	}
 	_, _, err := e.berth("exec", "app", "--", "sh", "-c", "exit 3")

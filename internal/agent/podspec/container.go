@@ -27,10 +27,14 @@ type ContainerOptions struct {
 	// run_as_user (numeric) or run_as_username when the pod sets no
 	// runAsUser, as the kubelet does.
 	ImageUser string
-	// ResolveSubPath joins a volume's host path and a mount's subPath; the
-	// agent passes volume.SafeSubPath so symlinks cannot lead out of the
-	// volume. Nil joins lexically.
-	ResolveSubPath func(volumePath, subPath string) (string, error)
+	// ResolveSubPath gives the host path to mount for a volumeMount with a
+	// subPath. The agent passes volume.Manager.MountSubPath, which opens the
+	// subPath beneath the volume on descriptors and bind-mounts what it
+	// opened on a per-container path, so neither symlinks nor a container
+	// swapping a directory for one can lead the mount out of the volume.
+	// It may have effects on the host; it is called once per such mount
+	// and container instance. Nil joins the paths lexically.
+	ResolveSubPath func(SubPathMount) (string, error)
 	// RecursiveReadOnlySupported says whether the runtime can make mounts
 	// recursively read-only.
 	RecursiveReadOnlySupported bool

@@ -125,21 +125,26 @@ func TestContainerMounts(t *testing.T) {
 
 func TestContainerMountsUseResolver(t *testing.T) {
 	pod := mountPod()
-	var calls []string
+	var calls []SubPathMount
 	refuse := errors.New("escapes")
-	opts := ContainerOptions{ResolveSubPath: func(volumePath, subPath string) (string, error) {
-		calls = append(calls, subPath)
-		if subPath == "logs/web" {
+	opts := ContainerOptions{ResolveSubPath: func(m SubPathMount) (string, error) {
+		calls = append(calls, m)
+		if m.SubPath == "logs/web" {
 			return "", refuse
 		}
-		return filepath.Join(volumePath, "resolved", subPath), nil
+		return filepath.Join(m.VolumePath, "resolved", m.SubPath), nil
 	}}
 	_, err := ContainerConfig(pod, &pod.Spec.Containers[0], ContainerTypeRegular, 0, opts, mountPaths)
 	if !errors.Is(err, refuse) || !strings.Contains(err.Error(), `volumeMount "data" at /expr`) {
 		t.Errorf("error %v should wrap the resolver's and name the mount", err)
 	}
-	if !slices.Equal(calls, []string{"a/b", "logs/web"}) {
-		t.Errorf("resolver calls %v", calls)
+	data := mountPaths["data"]
+	want := []SubPathMount{
+		{PodUID: string(pod.UID), Container: "app", MountIndex: 1, Volume: "data", VolumePath: data, SubPath: "a/b"},
+		{PodUID: string(pod.UID), Container: "app", MountIndex: 2, Volume: "data", VolumePath: data, SubPath: "logs/web"},
+	}
+	if !slices.Equal(calls, want) {
+		t.Errorf("resolver calls\n got %+v\nwant %+v", calls, want)
 	}
 }
 

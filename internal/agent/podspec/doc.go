@@ -2,8 +2,9 @@
 // sends to the runtime, with the kubelet's semantics, and reads the agent's
 // state back from the labels and annotations it put on them. It is pure: no
 // I/O, no clock; whatever depends on the machine (the host's resolv.conf,
-// allocatable resources, pod IPs, the termination-message file) comes in
-// through SandboxOptions / ContainerOptions.
+// allocatable resources, pod IPs, the termination-message file, the host
+// path a subPath is mounted from) comes in through SandboxOptions /
+// ContainerOptions.
 //
 // It owns:
 //

@@ -14,12 +14,25 @@ import (
 // (package volume sets them up and returns this).
 type VolumePaths map[string]string
 
+// SubPathMount is one volumeMount with a subPath, as a ResolveSubPath hook
+// sees it: the pod and container it is for, its index in the container's
+// volumeMounts, the volume's name and host path, and the subPath (a
+// subPathExpr already expanded, checked relative and free of "..").
+type SubPathMount struct {
+	PodUID     string
+	Container  string
+	MountIndex int
+	Volume     string
+	VolumePath string
+	SubPath    string
+}
+
 // containerMounts turns the container's volumeMounts into CRI mounts and
 // adds its termination-message file.
 func containerMounts(pod *v1.Pod, c *v1.Container, env Env, paths VolumePaths, opts ContainerOptions) ([]*runtimeapi.Mount, error) {
 	mounts := make([]*runtimeapi.Mount, 0, len(c.VolumeMounts)+1)
-	for _, vm := range c.VolumeMounts {
-		m, err := volumeMount(pod, c, vm, env, paths, opts)
+	for i, vm := range c.VolumeMounts {
+		m, err := volumeMount(pod, c, i, vm, env, paths, opts)
 		if err != nil {
 			return nil, fmt.Errorf("container %q: volumeMount %q at %s: %w", c.Name, vm.Name, vm.MountPath, err)
 		}
@@ -34,7 +47,7 @@ func containerMounts(pod *v1.Pod, c *v1.Container, env Env, paths VolumePaths, o
 	return mounts, nil
 }
 
-func volumeMount(pod *v1.Pod, c *v1.Container, vm v1.VolumeMount, env Env, paths VolumePaths, opts ContainerOptions) (*runtimeapi.Mount, error) {
+func volumeMount(pod *v1.Pod, c *v1.Container, index int, vm v1.VolumeMount, env Env, paths VolumePaths, opts ContainerOptions) (*runtimeapi.Mount, error) {
 	hostPath, ok := paths[vm.Name]
 	if !ok {
 		return nil, fmt.Errorf("volume %q is not set up", vm.Name)
@@ -48,7 +61,11 @@ func volumeMount(pod *v1.Pod, c *v1.Container, vm v1.VolumeMount, env Env, paths
 		if resolve == nil {
 			resolve = joinSubPath
 		}
-		if hostPath, err = resolve(hostPath, subPath); err != nil {
+		req := SubPathMount{
+			PodUID: string(pod.UID), Container: c.Name, MountIndex: index,
+			Volume: vm.Name, VolumePath: hostPath, SubPath: subPath,
+		}
+		if hostPath, err = resolve(req); err != nil {
 			return nil, fmt.Errorf("subPath %q: %w", subPath, err)
 		}
 	}
@@ -101,8 +118,8 @@ func mountSubPath(vm v1.VolumeMount, env Env) (string, error) {
 
 // joinSubPath is the lexical join used when the caller gives no resolver
 // that checks symlinks on the host.
-func joinSubPath(volumePath, subPath string) (string, error) {
-	return filepath.Join(volumePath, subPath), nil
+func joinSubPath(m SubPathMount) (string, error) {
+	return filepath.Join(m.VolumePath, m.SubPath), nil
 }
 
 // volumeAlwaysReadOnly reports volumes the kubelet always mounts read-only:

@@ -23,8 +23,20 @@
 // projections write nothing (there is no API server to issue tokens), and
 // clusterTrustBundle / podCertificate projections are refused.
 //
-// SafeSubPath resolves a volumeMount's subPath and refuses one that leads
-// out of the volume through symlinks; the agent hands it to
-// podspec.ContainerOptions.ResolveSubPath. Teardown unmounts and removes a
-// pod's directory; TeardownOrphans does it for every pod not kept.
+// Manager.MountSubPath is the agent's podspec.ContainerOptions.ResolveSubPath
+// (subpath*.go). A volumeMount's subPath is resolved by name with the
+// kernel's rules, so symlinks that stay inside the volume work and one that
+// leads out is refused; then the result is walked again on descriptors from
+// the volume's (openat2 with RESOLVE_BENEATH and RESOLVE_NO_SYMLINKS),
+// missing directories are made with mkdirat and given the volume's mode
+// with fchmod, and the target's O_PATH descriptor is bind-mounted through
+// /proc/self/fd on <pod>/volume-subpaths/<volume>/<container>/<mount index>,
+// which the runtime then mounts into the container. A container that
+// swaps a directory of the volume for a symlink meanwhile makes this fail;
+// it cannot make the mount, a new directory or a mode change land outside
+// the volume. A later instance of the container replaces its mounts there.
+//
+// Teardown unmounts everything under a pod's directory (tmpfs volumes and
+// subPath mounts) and removes it; TeardownOrphans does it for every pod not
+// kept.
 package volume

@@ -14,47 +14,54 @@ import (
 // kernel bounds its own walk.
 const maxSymlinks = 40
 
-// SafeSubPath resolves subPath inside the volume at volumePath the way the
-// kernel would (following every symlink, an absolute one from the host's
-// root) and returns the resulting path, free of symlinks. It fails when
-// subPath is absolute or has a ".." component, or when the resolved path
-// lies outside the volume, so a symlink planted in a volume cannot make a
-// container mount the host. Missing directories at the end are created with
-// the volume's permissions, as the kubelet does.
-//
-// The check happens before the runtime mounts the path: a container that can
-// write to the volume and swaps a directory for a symlink in between is not
-// stopped (the kubelet pins the path with an open file for that; berth's
-// runtime mounts by path).
-func SafeSubPath(volumePath, subPath string) (string, error) {
+// subPathTarget is a subPath resolved by name inside its volume: base is
+// the volume's path with symlinks resolved, existing the deepest existing
+// path reached (relative to base, free of symlinks, "." for base itself),
+// missing the components after it still to be created.
+type subPathTarget struct {
+	base, existing string
+	missing        []string
+}
+
+// path is where the target is by name, for messages.
+func (t subPathTarget) path() string {
+	return filepath.Join(append([]string{t.base, t.existing}, t.missing...)...)
+}
+
+// resolveSubPath resolves subPath inside the volume at volumePath the way
+// the kernel would (following every symlink, an absolute one from the
+// host's root), so that symlinks which stay inside the volume keep working.
+// It fails when subPath is absolute or has a ".." component, or when the
+// resolved path lies outside the volume. The result is only a plan:
+// openSubPath then walks it on descriptors, refusing any symlink, so a
+// container changing the volume in between makes the open fail rather than
+// escape.
+func resolveSubPath(volumePath, subPath string) (subPathTarget, error) {
 	if subPath == "" || filepath.IsAbs(subPath) {
-		return "", fmt.Errorf("subPath %q: must be a non-empty relative path", subPath)
+		return subPathTarget{}, fmt.Errorf("subPath %q: must be a non-empty relative path", subPath)
 	}
 	if slices.Contains(strings.Split(subPath, "/"), "..") {
-		return "", fmt.Errorf("subPath %q: must not contain '..'", subPath)
+		return subPathTarget{}, fmt.Errorf("subPath %q: must not contain '..'", subPath)
 	}
 	base, err := filepath.EvalSymlinks(volumePath)
 	if err != nil {
-		return "", fmt.Errorf("subPath %q: volume: %w", subPath, err)
+		return subPathTarget{}, fmt.Errorf("subPath %q: volume: %w", subPath, err)
 	}
 	existing, missing, err := resolveExisting(base, subPath)
 	if err != nil {
-		return "", fmt.Errorf("subPath %q: %w", subPath, err)
+		return subPathTarget{}, fmt.Errorf("subPath %q: %w", subPath, err)
 	}
 	if !within(base, existing) {
-		return "", fmt.Errorf("subPath %q: resolves to %s, outside the volume", subPath, existing)
-	}
-	if len(missing) == 0 {
-		return existing, nil
+		return subPathTarget{}, fmt.Errorf("subPath %q: resolves to %s, outside the volume", subPath, existing)
 	}
 	if slices.Contains(missing, "..") {
-		return "", fmt.Errorf("subPath %q: %s does not exist", subPath, filepath.Join(existing, missing[0]))
+		return subPathTarget{}, fmt.Errorf("subPath %q: %s does not exist", subPath, filepath.Join(existing, missing[0]))
 	}
-	created, err := makeDirs(base, existing, missing)
+	rel, err := filepath.Rel(base, existing)
 	if err != nil {
-		return "", fmt.Errorf("subPath %q: %w", subPath, err)
+		return subPathTarget{}, fmt.Errorf("subPath %q: %w", subPath, err)
 	}
-	return created, nil
+	return subPathTarget{base: base, existing: rel, missing: missing}, nil
 }
 
 // resolveExisting walks subPath from base with the kernel's rules and
@@ -99,37 +106,6 @@ func resolveExisting(base, subPath string) (string, []string, error) {
 		pending = append(strings.Split(target, "/"), pending...)
 	}
 	return current, nil, nil
-}
-
-// makeDirs creates the missing directories below existing, refusing to go
-// through anything that turns out not to be a plain directory.
-func makeDirs(base, existing string, missing []string) (string, error) {
-	info, err := os.Stat(base)
-	if err != nil {
-		return "", err
-	}
-	perm := info.Mode().Perm()
-	current := existing
-	for _, part := range missing {
-		if part == "" || part == "." {
-			continue
-		}
-		current = filepath.Join(current, part)
-		if err := os.Mkdir(current, perm); err != nil && !errors.Is(err, fs.ErrExist) {
-			return "", err
-		}
-		info, err := os.Lstat(current)
-		if err != nil {
-			return "", err
-		}
-		if !info.IsDir() {
-			return "", fmt.Errorf("%s: not a directory", current)
-		}
-		if err := os.Chmod(current, perm); err != nil {
-			return "", err
-		}
-	}
-	return current, nil
 }
 
 func within(base, path string) bool {

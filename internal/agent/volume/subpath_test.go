@@ -3,9 +3,11 @@ package volume
 import (
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 
+	"golang.org/x/sys/unix"
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
@@ -50,7 +52,20 @@ func subPathFixture(t *testing.T) (vol, outside string) {
 	return vol, outside
 }
 
-func TestSafeSubPath(t *testing.T) {
+// sameFile reports whether the open file and path are the same inode.
+func sameFile(t *testing.T, f *os.File, path string) bool {
+	t.Helper()
+	var a, b unix.Stat_t
+	if err := unix.Fstat(int(f.Fd()), &a); err != nil {
+		t.Fatal(err)
+	}
+	if err := unix.Stat(path, &b); err != nil {
+		t.Fatal(err)
+	}
+	return a.Dev == b.Dev && a.Ino == b.Ino
+}
+
+func TestOpenSubPath(t *testing.T) {
 	vol, outside := subPathFixture(t)
 	ok := map[string]string{
 		"data":                 filepath.Join(vol, "data"),
@@ -64,13 +79,20 @@ func TestSafeSubPath(t *testing.T) {
 		"inside-rel/new-child": filepath.Join(vol, "data", "deep", "new-child"),
 	}
 	for sub, want := range ok {
-		got, err := SafeSubPath(vol, sub)
+		f, got, err := openSubPath(vol, sub)
 		if err != nil || got != want {
 			t.Errorf("%s: %q %v, want %q", sub, got, err, want)
+			continue
 		}
+		if !sameFile(t, f, want) {
+			t.Errorf("%s: the descriptor is not %s", sub, want)
+		}
+		f.Close()
 	}
-	if got := modeOf(t, filepath.Join(vol, "new", "dirs")); got != 0o770 {
-		t.Errorf("created subPath dir mode %v, want the volume's 0770", got)
+	for _, dir := range []string{"new", "new/dirs", "data/deep/new-child"} {
+		if got := modeOf(t, filepath.Join(vol, dir)); got != 0o770 {
+			t.Errorf("created subPath dir %s: mode %v, want the volume's 0770", dir, got)
+		}
 	}
 	bad := map[string]string{
 		"escape-rel":        "outside the volume",
@@ -86,9 +108,12 @@ func TestSafeSubPath(t *testing.T) {
 		"data/deep/f/under": "not a directory",
 	}
 	for sub, want := range bad {
-		got, err := SafeSubPath(vol, sub)
-		if err == nil || !strings.Contains(err.Error(), want) {
-			t.Errorf("%s: %q %v, want error %q", sub, got, err, want)
+		f, got, err := openSubPath(vol, sub)
+		if err == nil || !strings.Contains(err.Error(), want) || !strings.Contains(err.Error(), strconv.Quote(sub)) {
+			t.Errorf("%s: %q %v, want error %q naming the subPath", sub, got, err, want)
+		}
+		if f != nil {
+			f.Close()
 		}
 	}
 	if entries, _ := os.ReadDir(outside); len(entries) != 0 {
@@ -96,18 +121,60 @@ func TestSafeSubPath(t *testing.T) {
 	}
 }
 
-func TestSafeSubPathIntoConfigMapKey(t *testing.T) {
+// TestOpenSubPathRefusesSymlinkPlantedAfterResolving is the race's outcome
+// made deterministic: the plan resolveSubPath made by name no longer
+// matches the volume, and the walk on descriptors fails instead of
+// following the symlink now in its way: to an existing target, and to
+// directories still to be made.
+func TestOpenSubPathRefusesSymlinkPlantedAfterResolving(t *testing.T) {
+	vol, outside := subPathFixture(t)
+	if err := os.MkdirAll(filepath.Join(vol, "swap", "sub"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for _, sub := range []string{"swap/sub", "swap/new", "fresh/new"} {
+		target, err := resolveSubPath(vol, sub)
+		if err != nil {
+			t.Fatal(err)
+		}
+		first := strings.Split(sub, "/")[0]
+		if err := os.RemoveAll(filepath.Join(vol, first)); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Symlink(outside, filepath.Join(vol, first)); err != nil {
+			t.Fatal(err)
+		}
+		f, _, err := openTarget(target, sub)
+		if err == nil {
+			f.Close()
+			t.Errorf("%s: opened through the symlink planted after resolving", sub)
+		} else if !strings.Contains(err.Error(), "a symlink appeared") {
+			t.Errorf("%s: error %v, want it to say a symlink appeared", sub, err)
+		}
+		if err := os.Remove(filepath.Join(vol, first)); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.MkdirAll(filepath.Join(vol, "swap", "sub"), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if entries, _ := os.ReadDir(outside); len(entries) != 0 {
+		t.Errorf("something was created outside the volume: %v", entries)
+	}
+}
+
+func TestOpenSubPathIntoConfigMapKey(t *testing.T) {
 	m := newManager(t)
 	pod := podWith("u-subpath", v1.Volume{Name: "cfg", VolumeSource: v1.VolumeSource{ConfigMap: &v1.ConfigMapVolumeSource{
 		LocalObjectReference: v1.LocalObjectReference{Name: "cfg"}}}})
 	srcs := podspec.Sources{ConfigMaps: []v1.ConfigMap{{ObjectMeta: metav1.ObjectMeta{Name: "cfg"}, Data: map[string]string{"k": "v"}}}}
 	dir := setup(t, m, pod, srcs)["cfg"]
-	got, err := SafeSubPath(dir, "k")
+	f, got, err := openSubPath(dir, "k")
 	if err != nil {
 		t.Fatal(err)
 	}
+	defer f.Close()
 	version, _ := currentVersion(dir)
-	if got != filepath.Join(dir, version, "k") {
-		t.Errorf("resolved %s, want the file in the current version %s", got, version)
+	if want := filepath.Join(dir, version, "k"); got != want || !sameFile(t, f, want) {
+		t.Errorf("opened %s, want the file in the current version %s", got, version)
 	}
 }
