@@ -71,7 +71,11 @@
 // context, DNS, restart policies, sidecars) plus the checks berth needs to
 // run a pod on one machine: references to ConfigMaps, Secrets and their keys
 // must resolve inside the bundle unless marked optional, host ports must not
-// collide across pods, mount and hostPath paths must be absolute, named probe
+// collide across pods, labels and annotations must not use the keys berth
+// sets on sandboxes and containers itself (berth.dev/ and its subdomains,
+// io.kubernetes.pod., io.kubernetes.container., io.kubernetes.cri.,
+// kubernetes.io/config.: podspec.ReservedKey), mount and hostPath paths must
+// be absolute, named probe
 // ports must exist, and only volume types the agent can build (emptyDir,
 // hostPath, configMap, secret, downwardAPI, projected configMap / secret /
 // downwardAPI) and Linux pods are accepted. Every problem of the bundle is

@@ -3,7 +3,6 @@ package podspec
 import (
 	"encoding/json"
 	"fmt"
-	"maps"
 	"strconv"
 	"time"
 
@@ -121,12 +120,10 @@ func parsePodRef(labels map[string]string) (PodRef, error) {
 	return ref, nil
 }
 
-// sandboxLabels are the pod's labels plus the agent's.
+// sandboxLabels are the pod's labels (berth's own keys left out) plus
+// the agent's.
 func sandboxLabels(pod *v1.Pod) map[string]string {
-	labels := maps.Clone(pod.Labels)
-	if labels == nil {
-		labels = map[string]string{}
-	}
+	labels := withoutReservedKeys(pod.Labels)
 	labels[LabelPodName] = pod.Name
 	labels[LabelPodNamespace] = pod.Namespace
 	labels[LabelPodUID] = string(pod.UID)
@@ -134,7 +131,8 @@ func sandboxLabels(pod *v1.Pod) map[string]string {
 	return labels
 }
 
-// sandboxAnnotations are the pod's annotations plus the agent's state.
+// sandboxAnnotations are the pod's annotations (berth's own keys left
+// out) plus the agent's state.
 func sandboxAnnotations(pod *v1.Pod, sources Sources, opts SandboxOptions) (map[string]string, error) {
 	podJSON, err := json.Marshal(pod)
 	if err != nil {
@@ -144,10 +142,7 @@ func sandboxAnnotations(pod *v1.Pod, sources Sources, opts SandboxOptions) (map[
 	if err != nil {
 		return nil, fmt.Errorf("encode sources: %w", err)
 	}
-	annotations := maps.Clone(pod.Annotations)
-	if annotations == nil {
-		annotations = map[string]string{}
-	}
+	annotations := withoutReservedKeys(pod.Annotations)
 	annotations[AnnotationPod] = string(podJSON)
 	annotations[AnnotationSources] = string(sourcesJSON)
 	annotations[AnnotationConfigSource] = opts.ConfigSource

@@ -113,3 +113,26 @@ func TestParseMetaErrors(t *testing.T) {
 		}
 	}
 }
+
+// A pod carrying berth's own keys (validation refuses them) does not get
+// them into the sandbox: the agent would read them back as its own.
+func TestSandboxMetaLeavesOutReservedKeys(t *testing.T) {
+	pod := newPod(newContainer("a"))
+	pod.Labels = map[string]string{"app": "web", "berth.dev/agent": "false", "io.kubernetes.pod.uid": "other", "x.berth.dev/y": "z"}
+	pod.Annotations = map[string]string{"note": "kept", "berth.dev/watch-dir": "/tmp", "Berth.dev/Sources": "{}", "kubernetes.io/config.hash": "h"}
+	cfg, err := SandboxConfig(pod, 0, Sources{}, SandboxOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cfg.Labels["app"] != "web" || cfg.Annotations["note"] != "kept" {
+		t.Errorf("the pod's own keys are lost: %v %v", cfg.Labels, cfg.Annotations)
+	}
+	if cfg.Labels[LabelAgent] != "true" || cfg.Labels[LabelPodUID] != "uid-1" || cfg.Labels["x.berth.dev/y"] != "" {
+		t.Errorf("labels %v", cfg.Labels)
+	}
+	for _, key := range []string{"berth.dev/watch-dir", "Berth.dev/Sources", "kubernetes.io/config.hash"} {
+		if v, found := cfg.Annotations[key]; found {
+			t.Errorf("annotation %s = %q copied from the pod", key, v)
+		}
+	}
+}
