@@ -11,7 +11,8 @@
 //   - the desired state (desired.go): pods by uid, the pod a name stands
 //     for, and the ConfigMaps and Secrets pods refer to. Pods come from
 //     Apply (a validated manifest bundle) or from watched directories
-//     (watchdir.go, manifest.Watch): a pod whose manifest changed has a new
+//     (watchdir.go, manifest.Watch; only directories no one but root can
+//     change, manifest.CheckTrustedDir): a pod whose manifest changed has a new
 //     uid (package manifest derives it from the file and the content) and
 //     replaces the old one; a ConfigMap or Secret change reaches the pods'
 //     volumes in place;
@@ -51,7 +52,8 @@
 //     it lists the sandboxes labelled berth.dev/agent=true and reads each
 //     pod back from the newest sandbox's annotations (the pod as applied,
 //     its ConfigMaps and Secrets, the watched directory it came from, which
-//     it watches again). Restart counts come from the container annotations;
+//     it watches again unless manifest.CheckTrustedDir refuses it: then it
+//     is logged and not watched, and its pods are left as they are). Restart counts come from the container annotations;
 //     back-off starts afresh. A sandbox whose pod cannot be read back is
 //     removed. The relist adopts sandboxes that appear without a worker the
 //     same way.

@@ -56,6 +56,10 @@ func (a *Agent) recoverPods(ctx context.Context) error {
 		}
 	}
 	for dir := range dirs {
+		if err := manifest.CheckTrustedDir(dir); err != nil {
+			a.log.Warn("recover: watched directory refused: not watched again; its pods are left as they are", "dir", dir, "error", err)
+			continue
+		}
 		a.startWatchLocked(dir)
 	}
 	// Directories of pods that are gone (a termination cut short).
