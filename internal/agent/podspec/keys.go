@@ -22,8 +22,13 @@ const (
 const (
 	// AnnotationPod holds the Pod as applied (defaults set), JSON.
 	AnnotationPod = "berth.dev/pod"
-	// AnnotationSources holds the ConfigMaps and Secrets the pod refers to,
-	// JSON of Sources.
+	// AnnotationSourceRefs names the ConfigMaps and Secrets the pod refers
+	// to, with a digest of each (JSON of SourceRefs); their contents are in
+	// the agent's store, never in CRI metadata.
+	AnnotationSourceRefs = "berth.dev/source-refs"
+	// AnnotationSources held the ConfigMaps and Secrets themselves (JSON of
+	// Sources) on sandboxes made before the agent kept them in its store:
+	// read back once, at recovery, never written.
 	AnnotationSources = "berth.dev/sources"
 	// AnnotationConfigSource names where the pod came from ("file", "api").
 	AnnotationConfigSource = "kubernetes.io/config.source"
