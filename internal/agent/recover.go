@@ -26,9 +26,10 @@ const orphanGrace = 2
 // recoverPods rebuilds the desired state from the runtime and the source
 // store: every sandbox labelled as the agent's carries the pod as applied
 // and refs to the ConfigMaps and Secrets it refers to, which the store
-// holds; the store's records of pods that are gone are removed. Restart counts come back from the container
-// annotations; back-off starts afresh. Watched directories are watched
-// again.
+// holds; the store's records of pods that are gone are removed. Restart
+// counts come back from the container annotations; back-off starts
+// afresh. Watched directories are watched again if they still pass
+// manifest.CheckTrustedDir.
 func (a *Agent) recoverPods(ctx context.Context) error {
 	sandboxes, err := a.cfg.Runtime.ListPodSandbox(ctx, map[string]string{podspec.LabelAgent: "true"})
 	if err != nil {
