@@ -19,6 +19,7 @@ import (
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
 	"github.com/berth-dev/berth/internal/config"
+	"github.com/berth-dev/berth/internal/criserver"
 	"github.com/berth-dev/berth/internal/errdefs"
 	"github.com/berth-dev/berth/internal/image"
 	"github.com/berth-dev/berth/internal/pod"
@@ -68,7 +69,8 @@ func daemonListening(socket string) bool {
 
 // addCRIUsers asks the daemon for its containers, waiting while it recovers.
 func addCRIUsers(ctx context.Context, socket string, users imageUsers) error {
-	conn, err := grpc.NewClient("unix://"+socket, grpc.WithTransportCredentials(insecure.NewCredentials()))
+	conn, err := grpc.NewClient("unix://"+socket, grpc.WithTransportCredentials(insecure.NewCredentials()),
+		grpc.WithDefaultCallOptions(grpc.MaxCallRecvMsgSize(criserver.MaxMessageSize)))
 	if err != nil {
 		return fmt.Errorf("daemon socket %s: %w", socket, err)
 	}

@@ -120,7 +120,7 @@ func startCRI(ctx context.Context, cfg config.Config, deps *dependencies, stream
 	if err != nil {
 		return nil, nil, nil, err
 	}
-	g := grpc.NewServer(grpc.UnaryInterceptor(srv.UnaryInterceptor), grpc.StreamInterceptor(srv.StreamInterceptor))
+	g := grpc.NewServer(srv.GRPCOptions()...)
 	srv.Register(g)
 	served := make(chan error, 1)
 	go func() { served <- g.Serve(lis) }()

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 	"time"
@@ -15,6 +16,7 @@ import (
 	"github.com/berth-dev/berth/internal/agent/backoff"
 	"github.com/berth-dev/berth/internal/agent/podspec"
 	"github.com/berth-dev/berth/internal/agent/probe"
+	"github.com/berth-dev/berth/internal/agent/sourcestore"
 	"github.com/berth-dev/berth/internal/agent/volume"
 	"github.com/berth-dev/berth/internal/store"
 )
@@ -27,7 +29,8 @@ type Config struct {
 	// "containerd"): container IDs in statuses read "<name>://<id>".
 	RuntimeName string
 	// RootDir holds the agent's per-pod directories (volumes):
-	// <RootDir>/pods/<uid>/volumes/...
+	// <RootDir>/pods/<uid>/volumes/..., and the pods' ConfigMaps and
+	// Secrets: <RootDir>/sources/<uid>.json (package sourcestore).
 	RootDir string
 	// PodLogDir is the root of the pods' log directories (kubelet's
 	// /var/log/pods).
@@ -69,14 +72,16 @@ type volumeManager interface {
 
 // Agent runs pods from Kubernetes manifests on a CRI runtime: one worker
 // per pod uid reconciles what the runtime holds with what the pod asks
-// for. It keeps no state of its own: the runtime's sandboxes carry the
-// pods as applied (see podspec), and Run recovers them.
+// for. The runtime's sandboxes carry the pods as applied (see podspec),
+// the agent's source store their ConfigMaps and Secrets, and Run recovers
+// them.
 type Agent struct {
 	cfg            Config
 	log            *slog.Logger
 	now            func() time.Time
 	node           node
 	volumes        volumeManager
+	sourceStore    *sourcestore.Store // the pods' ConfigMaps and Secrets
 	probes         *probe.Manager
 	crashBackoff   *backoff.Backoff
 	pullBackoff    *backoff.Backoff
@@ -125,10 +130,15 @@ func New(cfg Config) (*Agent, error) {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
+	sourceStore, err := sourcestore.Open(filepath.Join(cfg.RootDir, "sources"))
+	if err != nil {
+		return nil, fmt.Errorf("agent: %w", err)
+	}
 	a := &Agent{
 		cfg: cfg, log: cfg.Logger.With("component", "agent"), now: time.Now,
 		node:           readNode(),
 		volumes:        &volume.Manager{Root: cfg.RootDir},
+		sourceStore:    sourceStore,
 		crashBackoff:   backoff.New(cfg.Backoff),
 		pullBackoff:    backoff.New(cfg.Backoff),
 		relistRequests: make(chan struct{}, 1),

@@ -25,7 +25,13 @@ type testAgent struct {
 
 func startTestAgent(t *testing.T, rt *fakeRuntime) *testAgent {
 	t.Helper()
-	dir := t.TempDir()
+	return startTestAgentIn(t, rt, t.TempDir())
+}
+
+// startTestAgentIn runs an agent whose root and log directories are under
+// dir: a second agent started in the same dir finds the first's store.
+func startTestAgentIn(t *testing.T, rt *fakeRuntime, dir string) *testAgent {
+	t.Helper()
 	a, err := New(Config{
 		Runtime: rt, Images: rt, RootDir: dir + "/root", PodLogDir: dir + "/logs", NodeName: "node-1",
 		Backoff:      backoff.Config{Initial: 100 * time.Millisecond, Max: 400 * time.Millisecond},

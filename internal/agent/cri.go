@@ -74,6 +74,11 @@ func SocketPath(endpoint string) (string, error) {
 	return path, nil
 }
 
+// MaxCRIMessageSize bounds what the agent sends to and accepts from the
+// runtime, as the kubelet's CRI client does (16 MiB; gRPC's default
+// receive limit is 4 MiB).
+const MaxCRIMessageSize = 16 << 20
+
 // Dial connects to a CRI runtime's unix socket. The connection is lazy:
 // calls fail until the runtime listens.
 func Dial(endpoint string) (*CRIClient, error) {
@@ -83,7 +88,7 @@ func Dial(endpoint string) (*CRIClient, error) {
 	}
 	conn, err := grpc.NewClient("unix://"+path,
 		grpc.WithTransportCredentials(insecure.NewCredentials()),
-		grpc.WithDefaultCallOptions(grpc.MaxCallRecvMsgSize(16<<20)))
+		grpc.WithDefaultCallOptions(grpc.MaxCallRecvMsgSize(MaxCRIMessageSize), grpc.MaxCallSendMsgSize(MaxCRIMessageSize)))
 	if err != nil {
 		return nil, fmt.Errorf("runtime endpoint %s: %w", endpoint, err)
 	}

@@ -30,6 +30,10 @@ type desiredPod struct {
 	// sourcesVersion counts the changes of sources: the volumes are set up
 	// again when it moves.
 	sourcesVersion int
+	// sourcesMissing names the sources recovery did not find in the
+	// agent's store ("ConfigMap cfg"): until they are applied again, the
+	// pod is left as it is.
+	sourcesMissing []string
 }
 
 func (d desiredPod) key() string { return d.pod.Namespace + "/" + d.pod.Name }
@@ -198,6 +202,7 @@ func (a *Agent) refreshSourcesLocked() {
 			w.setDesired(func(d *desiredPod) {
 				d.sources = fresh
 				d.sourcesVersion++
+				d.sourcesMissing = nil
 			})
 		}
 	}

@@ -11,7 +11,8 @@
 //   - the desired state (desired.go): pods by uid, the pod a name stands
 //     for, and the ConfigMaps and Secrets pods refer to. Pods come from
 //     Apply (a validated manifest bundle) or from watched directories
-//     (watchdir.go, manifest.Watch): a pod whose manifest changed has a new
+//     (watchdir.go, manifest.Watch; only directories no one but root can
+//     change, manifest.CheckTrustedDir): a pod whose manifest changed has a new
 //     uid (package manifest derives it from the file and the content) and
 //     replaces the old one; a ConfigMap or Secret change reaches the pods'
 //     volumes in place;
@@ -47,11 +48,19 @@
 //     Created, Started, Killing, BackOff, Unhealthy, FailedPostStartHook,
 //     FailedPreStopHook, FailedCreatePodSandBox, FailedMount, ...) kept per
 //     pod in memory, bounded, repeats counted, for `berth describe`;
-//   - recovery (recover.go): the agent keeps no state of its own. On start
-//     it lists the sandboxes labelled berth.dev/agent=true and reads each
-//     pod back from the newest sandbox's annotations (the pod as applied,
-//     its ConfigMaps and Secrets, the watched directory it came from, which
-//     it watches again). Restart counts come from the container annotations;
+//   - the pods' ConfigMaps and Secrets (package sourcestore): kept in a
+//     root-only store of the agent's, <RootDir>/sources/<uid>.json, saved
+//     before a pod's sandbox is made and whenever they change, removed with
+//     the pod; the sandbox carries only their names and keyed digests
+//     (podspec.SourceRefs), never their contents;
+//   - recovery (recover.go): on start the agent lists the sandboxes
+//     labelled berth.dev/agent=true and reads each pod back from the newest
+//     sandbox's annotations (the pod as applied, the refs to its ConfigMaps
+//     and Secrets, which come back from the store — one missing is
+//     reported and the pod left as it is until applied again —, the
+//     watched directory it came from, which
+//     it watches again unless manifest.CheckTrustedDir refuses it: then it
+//     is logged and not watched, and its pods are left as they are). Restart counts come from the container annotations;
 //     back-off starts afresh. A sandbox whose pod cannot be read back is
 //     removed. The relist adopts sandboxes that appear without a worker the
 //     same way.
@@ -66,9 +75,10 @@
 //     file, or `berth delete -f DIR` to stop the watch);
 //   - a deletion cut short by an agent crash is not resumed: the restarted
 //     agent finds the pod in the runtime and runs it again;
-//   - ConfigMaps and Secrets changed while the agent ran are kept in memory;
-//     after a restart a pod's copy in its sandbox annotation is used until
-//     the manifests are applied again (a watched directory is reread);
+//   - ConfigMaps and Secrets live on the node only as the pods using them
+//     need them: after a restart, each pod's copy in the agent's store is
+//     used until the manifests are applied again (a watched directory is
+//     reread);
 //   - no ephemeral containers (there is no API to add them) and no mirror
 //     pods, API server or node status.
 package agent

@@ -12,6 +12,7 @@ import (
 
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/proto"
 	v1 "k8s.io/api/core/v1"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
@@ -88,7 +89,14 @@ func (f *fakeRuntime) publish(id string, typ runtimeapi.ContainerEventType) {
 	}
 }
 
+// grpcDefaultMaxMessage is the message size gRPC refuses past unless told
+// otherwise: the fake refuses configs that big, as a runtime would.
+const grpcDefaultMaxMessage = 4 << 20
+
 func (f *fakeRuntime) RunPodSandbox(_ context.Context, cfg *runtimeapi.PodSandboxConfig) (string, error) {
+	if size := proto.Size(&runtimeapi.RunPodSandboxRequest{Config: cfg}); size > grpcDefaultMaxMessage {
+		return "", status.Errorf(codes.ResourceExhausted, "grpc: received message larger than max (%d vs. %d)", size, grpcDefaultMaxMessage)
+	}
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	id := f.newID()
@@ -411,4 +419,23 @@ func (f *fakeRuntime) eventCalls() (subscribes, lists int) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	return f.subscribes, f.lists
+}
+
+// metadata is every label and annotation of every sandbox and container,
+// by "sandbox <name>" or "container <name>".
+func (f *fakeRuntime) metadata() map[string]map[string]string {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	out := map[string]map[string]string{}
+	for id, sb := range f.sandboxes {
+		m := maps.Clone(sb.config.GetLabels())
+		maps.Copy(m, sb.config.GetAnnotations())
+		out["sandbox "+sb.config.GetMetadata().GetName()+" "+id[60:]] = m
+	}
+	for id, c := range f.containers {
+		m := maps.Clone(c.config.GetLabels())
+		maps.Copy(m, c.config.GetAnnotations())
+		out["container "+c.config.GetMetadata().GetName()+" "+id[60:]] = m
+	}
+	return out
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"sort"
+	"strings"
 
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -22,11 +23,13 @@ const AnnotationWatchDir = "berth.dev/watch-dir"
 // cannot be read back: it is stopped and removed.
 const orphanGrace = 2
 
-// recoverPods rebuilds the desired state from the runtime: every sandbox
-// labelled as the agent's carries the pod as applied and the ConfigMaps
-// and Secrets it refers to. Restart counts come back from the container
-// annotations; back-off starts afresh. Watched directories are watched
-// again.
+// recoverPods rebuilds the desired state from the runtime and the source
+// store: every sandbox labelled as the agent's carries the pod as applied
+// and refs to the ConfigMaps and Secrets it refers to, which the store
+// holds; the store's records of pods that are gone are removed. Restart
+// counts come back from the container annotations; back-off starts
+// afresh. Watched directories are watched again if they still pass
+// manifest.CheckTrustedDir.
 func (a *Agent) recoverPods(ctx context.Context) error {
 	sandboxes, err := a.cfg.Runtime.ListPodSandbox(ctx, map[string]string{podspec.LabelAgent: "true"})
 	if err != nil {
@@ -50,12 +53,20 @@ func (a *Agent) recoverPods(ctx context.Context) error {
 			w.beginTermination(nil, "Killing", "replaced by a newer version of the pod")
 			continue
 		}
-		a.startWorkerLocked(d)
+		w := a.startWorkerLocked(d)
+		if len(d.sourcesMissing) > 0 {
+			w.record(EventWarning, "SourcesNotFound", "", "The agent's store lacks "+strings.Join(d.sourcesMissing, ", ")+
+				": the pod is left as it is until its manifests are applied again")
+		}
 		if d.watchDir != "" {
 			dirs[d.watchDir] = true
 		}
 	}
 	for dir := range dirs {
+		if err := manifest.CheckTrustedDir(dir); err != nil {
+			a.log.Warn("recover: watched directory refused: not watched again; its pods are left as they are", "dir", dir, "error", err)
+			continue
+		}
 		a.startWatchLocked(dir)
 	}
 	// Directories of pods that are gone (a termination cut short).
@@ -65,6 +76,9 @@ func (a *Agent) recoverPods(ctx context.Context) error {
 	}
 	if err := a.volumes.TeardownOrphans(keep); err != nil {
 		a.log.Warn("recover: tear down the volumes of pods that are gone", "error", err)
+	}
+	if err := a.sourceStore.RemoveExcept(keep); err != nil {
+		a.log.Warn("recover: remove the sources of pods that are gone", "error", err)
 	}
 	a.ready = true
 	a.log.Info("agent ready", "pods", len(recovered), "watched directories", len(dirs))
@@ -102,15 +116,16 @@ func (a *Agent) desiredFromSandboxLocked(sb *runtimeapi.PodSandbox) desiredPod {
 		a.log.Warn("recover: sandbox of the agent without a readable pod; removing it", "sandbox", sb.GetId(), "error", err)
 		return orphan(sb)
 	}
-	for i := range meta.Sources.ConfigMaps {
-		cm := meta.Sources.ConfigMaps[i]
+	sources, missing := a.recoverSources(meta)
+	for i := range sources.ConfigMaps {
+		cm := sources.ConfigMaps[i]
 		key := manifest.ObjectKey(cm.Namespace, cm.Name)
 		if a.configMaps[key] == nil {
 			a.configMaps[key] = &configMapEntry{obj: cm, source: "recovered"}
 		}
 	}
-	for i := range meta.Sources.Secrets {
-		s := meta.Sources.Secrets[i]
+	for i := range sources.Secrets {
+		s := sources.Secrets[i]
 		key := manifest.ObjectKey(s.Namespace, s.Name)
 		if a.secrets[key] == nil {
 			a.secrets[key] = &secretEntry{obj: s, source: "recovered"}
@@ -120,7 +135,56 @@ func (a *Agent) desiredFromSandboxLocked(sb *runtimeapi.PodSandbox) desiredPod {
 	if pod.CreationTimestamp.IsZero() {
 		pod.CreationTimestamp = metav1.NewTime(fromNanos(sb.GetCreatedAt()))
 	}
-	return desiredPod{pod: pod, sources: meta.Sources, source: "recovered", watchDir: sb.GetAnnotations()[AnnotationWatchDir]}
+	return desiredPod{
+		pod: pod, sources: sources, sourcesMissing: missing,
+		source: "recovered", watchDir: sb.GetAnnotations()[AnnotationWatchDir],
+	}
+}
+
+// recoverSources reads a pod's ConfigMaps and Secrets back from the
+// agent's store and checks them against the refs its sandbox carries. A
+// sandbox made by an older agent carries the sources themselves. What the
+// store lacks is reported and returned as missing: the pod is then left
+// as it is (nothing is removed) until its manifests are applied again.
+func (a *Agent) recoverSources(meta podspec.SandboxMeta) (podspec.Sources, []string) {
+	pod := meta.Namespace + "/" + meta.Name
+	held, err := a.sourceStore.Load(meta.UID)
+	switch {
+	case err != nil && !meta.LegacySources.Empty():
+		a.log.Info("recover: sources read from the sandbox (made by an older agent); kept in the agent's store from now on", "pod", pod)
+		return meta.LegacySources, nil
+	case err != nil && meta.SourceRefs.Empty():
+		return podspec.Sources{}, nil
+	case err != nil:
+		missing := refNames(meta.SourceRefs)
+		a.log.Warn("recover: the agent's store lacks the pod's sources; the pod is left as it is until its manifests are applied again",
+			"pod", pod, "sources", missing, "error", err)
+		return podspec.Sources{}, missing
+	}
+	diff, err := a.sourceStore.Compare(meta.SourceRefs, held)
+	if err != nil {
+		a.log.Warn("recover: cannot check the pod's sources", "pod", pod, "error", err)
+	}
+	if len(diff.Changed) > 0 {
+		a.log.Info("recover: sources changed since the pod's sandbox was made; the store's newer copy is used", "pod", pod, "sources", diff.Changed)
+	}
+	if len(diff.Missing) > 0 {
+		a.log.Warn("recover: the agent's store lacks some of the pod's sources; the pod is left as it is until its manifests are applied again",
+			"pod", pod, "sources", diff.Missing)
+	}
+	return held, diff.Missing
+}
+
+// refNames names every source of refs ("ConfigMap cfg").
+func refNames(refs podspec.SourceRefs) []string {
+	var names []string
+	for _, r := range refs.ConfigMaps {
+		names = append(names, "ConfigMap "+r.Name)
+	}
+	for _, r := range refs.Secrets {
+		names = append(names, "Secret "+r.Name)
+	}
+	return names
 }
 
 // orphan is a deleted stand-in pod for a sandbox that cannot be read back.

@@ -73,7 +73,11 @@ func sandboxFromStatus(id string, cfg *runtimeapi.PodSandboxConfig, st *runtimea
 
 // sandboxConfig is the pod's CRI sandbox config for a given attempt.
 func (w *podWorker) sandboxConfig(d desiredPod, attempt uint32) (*runtimeapi.PodSandboxConfig, error) {
-	cfg, err := podspec.SandboxConfig(d.pod, attempt, d.sources, podspec.SandboxOptions{
+	refs, err := w.a.sourceStore.Refs(d.sources)
+	if err != nil {
+		return nil, err
+	}
+	cfg, err := podspec.SandboxConfig(d.pod, attempt, refs, podspec.SandboxOptions{
 		LogRoot:      w.a.cfg.PodLogDir,
 		HostDNS:      w.a.node.dns,
 		Seccomp:      w.a.seccomp(),

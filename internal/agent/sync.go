@@ -2,6 +2,8 @@ package agent
 
 import (
 	"context"
+	"fmt"
+	"strings"
 	"time"
 
 	v1 "k8s.io/api/core/v1"
@@ -56,14 +58,23 @@ func acted(acts plan.Actions) bool {
 
 // ensureVolumes sets the pod's volumes up before its first sandbox, and
 // again when its ConfigMaps or Secrets changed (their files are updated
-// atomically in place). A change that arrives during the setup moves the
-// version again, so the next sync sets up once more.
+// atomically in place); the sources go into the agent's store first, so a
+// sandbox never refers to sources the store lacks. A change that arrives
+// during the setup moves the version again, so the next sync sets up once
+// more. A pod whose sources recovery could not find is left as it is.
 func (w *podWorker) ensureVolumes(ctx context.Context, d desiredPod) error {
 	w.mu.Lock()
 	done := w.volumesVersion == d.sourcesVersion
 	w.mu.Unlock()
 	if done {
 		return nil
+	}
+	if len(d.sourcesMissing) > 0 {
+		return fmt.Errorf("the agent's store lacks %s of this pod (found at recovery): its volumes and containers are left as they are until its manifests are applied again",
+			strings.Join(d.sourcesMissing, ", "))
+	}
+	if err := w.a.sourceStore.Save(w.uid, d.sources); err != nil {
+		return fmt.Errorf("keep the pod's ConfigMaps and Secrets: %w", err)
 	}
 	paths, err := w.a.volumes.Setup(ctx, d.pod, d.sources, w.a.downward(nil))
 	if err != nil {

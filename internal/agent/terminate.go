@@ -77,10 +77,13 @@ func (w *podWorker) removeSandboxes(ctx context.Context, d desiredPod, obs obser
 }
 
 // cleanUpHost removes what the agent made on the host for the pod: its
-// directory with the volumes (unmounted first), its log directory and its
-// cgroup.
+// directory with the volumes (unmounted first), its sources in the store,
+// its log directory and its cgroup.
 func (w *podWorker) cleanUpHost(d desiredPod) error {
 	if err := w.a.volumes.Teardown(w.uid); err != nil {
+		return err
+	}
+	if err := w.a.sourceStore.Remove(w.uid); err != nil {
 		return err
 	}
 	if safeName(d.pod.Namespace) && safeName(d.pod.Name) && safeName(w.uid) {

@@ -19,7 +19,10 @@ func (a *Agent) watchDirectory(dir string) (ApplyResponse, error) {
 	if !filepath.IsAbs(dir) {
 		return ApplyResponse{}, fmt.Errorf("watchDir %q: want an absolute path: %w", dir, errdefs.ErrInvalidArgument)
 	}
-	dir = filepath.Clean(dir)
+	dir, err := trustedWatchDir(dir)
+	if err != nil {
+		return ApplyResponse{}, fmt.Errorf("watch %s: %w: %w", dir, errdefs.ErrInvalidArgument, err)
+	}
 	b, err := manifest.Load(dir, nil)
 	if err == nil {
 		err = b.Validate()
@@ -32,6 +35,18 @@ func (a *Agent) watchDirectory(dir string) (ApplyResponse, error) {
 	results := a.applyDirLocked(dir, b, nil)
 	a.startWatchLocked(dir)
 	return ApplyResponse{Objects: results}, nil
+}
+
+// trustedWatchDir resolves a directory to its real path (the one the
+// watch then keys on and rereads) and checks that no one but root can
+// change it or a directory above it (manifest.CheckTrustedDir).
+func trustedWatchDir(dir string) (string, error) {
+	dir = filepath.Clean(dir)
+	real, err := filepath.EvalSymlinks(dir)
+	if err != nil {
+		return dir, err
+	}
+	return real, manifest.CheckTrustedDir(real)
 }
 
 // startWatchLocked starts watching dir unless it is watched already.
@@ -110,14 +125,19 @@ func (a *Agent) Unwatch(_ context.Context, dir string) (DeleteResponse, error) {
 		return DeleteResponse{}, err
 	}
 	dir = filepath.Clean(dir)
+	if real, err := filepath.EvalSymlinks(dir); err == nil {
+		dir = real // the watch keys on the real path
+	}
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	stop, watched := a.watches[dir]
-	if !watched {
+	if !watched && !a.hasPodsFromLocked(dir) {
 		return DeleteResponse{}, fmt.Errorf("directory %s is not watched: %w", dir, errdefs.ErrNotFound)
 	}
-	stop()
-	delete(a.watches, dir)
+	if watched { // else refused at recovery: its pods still go
+		stop()
+		delete(a.watches, dir)
+	}
 	resp := DeleteResponse{Pods: []ApplyResult{}}
 	for _, w := range a.workers {
 		d := w.snapshot()
@@ -131,4 +151,14 @@ func (a *Agent) Unwatch(_ context.Context, dir string) (DeleteResponse, error) {
 		resp.Pods = append(resp.Pods, ApplyResult{Kind: KindPod, Namespace: d.pod.Namespace, Name: d.pod.Name, UID: w.uid, Outcome: OutcomeDeleted})
 	}
 	return resp, nil
+}
+
+// hasPodsFromLocked reports whether a pod came from the directory.
+func (a *Agent) hasPodsFromLocked(dir string) bool {
+	for _, w := range a.workers {
+		if w.snapshot().watchDir == dir {
+			return true
+		}
+	}
+	return false
 }

@@ -6,6 +6,7 @@ import (
 
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/proto"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
 	"github.com/berth-dev/berth/internal/pod"
@@ -210,12 +211,33 @@ func containerStatus(c *pod.Container) *runtimeapi.ContainerStatus {
 	return st
 }
 
-// containerInfo is the verbose status: berth's own view as JSON.
+// containerInfo is the verbose status: berth's own view as JSON. Env
+// values are redacted from the config (containerd echoes them in the OCI
+// spec; berth does not): they may come from Secrets, and the status is no
+// place to read them back.
 func containerInfo(c *pod.Container) string {
 	info := map[string]any{
 		"id": c.ID, "sandboxID": c.SandboxID, "pid": c.Pid, "state": c.State, "bundle": c.Bundle,
-		"rootfs": c.Rootfs, "cgroupPath": c.CgroupPath, "logPath": c.LogPath, "config": c.Config,
+		"rootfs": c.Rootfs, "cgroupPath": c.CgroupPath, "logPath": c.LogPath, "config": redactedConfig(c.Config),
 	}
 	b, _ := json.Marshal(info)
 	return string(b)
+}
+
+// redactedEnvValue stands for every env value in a verbose status.
+const redactedEnvValue = "<redacted>"
+
+// redactedConfig is a copy of a container config with every env value
+// replaced by redactedEnvValue (the names stay).
+func redactedConfig(cfg *runtimeapi.ContainerConfig) *runtimeapi.ContainerConfig {
+	if cfg == nil {
+		return nil
+	}
+	out := proto.Clone(cfg).(*runtimeapi.ContainerConfig)
+	for _, env := range out.GetEnvs() {
+		if env != nil {
+			env.Value = redactedEnvValue
+		}
+	}
+	return out
 }

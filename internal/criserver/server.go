@@ -136,6 +136,20 @@ func New(cfg Config) *Server {
 	}
 }
 
+// MaxMessageSize bounds a CRI request and a CRI answer, as containerd's
+// server does (16 MiB; gRPC's default is 4 MiB) and the kubelet's client
+// expects.
+const MaxMessageSize = 16 << 20
+
+// GRPCOptions are the options of the gRPC server the CRI services are
+// registered on: the interceptors and the message limits.
+func (s *Server) GRPCOptions() []grpc.ServerOption {
+	return []grpc.ServerOption{
+		grpc.UnaryInterceptor(s.UnaryInterceptor), grpc.StreamInterceptor(s.StreamInterceptor),
+		grpc.MaxRecvMsgSize(MaxMessageSize), grpc.MaxSendMsgSize(MaxMessageSize),
+	}
+}
+
 // Register adds both CRI services to a gRPC server.
 func (s *Server) Register(g *grpc.Server) {
 	runtimeapi.RegisterRuntimeServiceServer(g, s)

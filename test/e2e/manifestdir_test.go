@@ -95,3 +95,53 @@ func waitGone(t *testing.T, n *node, name string) {
 		time.Sleep(100 * time.Millisecond)
 	}
 }
+
+// Whoever can write a watched directory runs pods as root: the agent
+// watches only directories no one but root can change, refuses berth's
+// own annotations in manifests (a pod's berth.dev/watch-dir used to make a
+// restarted agent watch any directory), and after a restart does not
+// watch again a directory that others can now write.
+func TestWatchedDirectoryMustBeRootOnly(t *testing.T) {
+	n := startNode(t)
+	open := t.TempDir()
+	if err := os.Chmod(open, 0o777); err != nil {
+		t.Fatal(err)
+	}
+	writeFile(t, filepath.Join(open, "a.yaml"), dirPod("a", "one"))
+	if _, errOut, err := n.berth("run", "-d", "-f", open); err == nil || !strings.Contains(errOut, "writable by group or others") {
+		t.Errorf("run -f of a world-writable directory: %v, %q; want a refusal", err, errOut)
+	}
+	annotated := strings.Replace(dirPod("x", "one"), "metadata: {name: x}", "metadata: {name: x, annotations: {berth.dev/watch-dir: "+open+"}}", 1)
+	if _, errOut, err := n.berth("apply", "-f", n.write("x.yaml", annotated)); err == nil ||
+		!strings.Contains(errOut, "metadata.annotations[berth.dev/watch-dir]: Invalid value") {
+		t.Errorf("apply of a pod with berth's annotation: %v, %q; want a refusal naming the field", err, errOut)
+	}
+
+	dir := t.TempDir()
+	if err := os.Chmod(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	n.watched = append(n.watched, dir)
+	writeFile(t, filepath.Join(dir, "a.yaml"), dirPod("a", "one"))
+	n.must("run", "-d", "-f", dir)
+	first := n.waitPod("a", "a runs", running("app"))
+	n.Kill9()
+	if err := os.Chmod(dir, 0o777); err != nil {
+		t.Fatal(err)
+	}
+	n.Start()
+	n.waitAgent()
+	if p := n.waitPod("a", "a runs under the new agent", running("app")); p.UID != first.UID {
+		t.Errorf("a was replaced: %s → %s", first.UID, p.UID)
+	}
+	writeFile(t, filepath.Join(dir, "b.yaml"), dirPod("b", "two"))
+	time.Sleep(1500 * time.Millisecond) // three rescans
+	if _, err := n.client.DescribePod(context.Background(), "default", "b"); err == nil {
+		t.Error("a pod dropped into the refused directory runs")
+	}
+	if !strings.Contains(n.LogTail(200), "watched directory refused") {
+		t.Error("the daemon's log does not say why the directory is not watched")
+	}
+	n.must("delete", "-f", dir)
+	waitGone(t, n, "a")
+}

@@ -71,10 +71,13 @@
 // context, DNS, restart policies, sidecars) plus the checks berth needs to
 // run a pod on one machine: references to ConfigMaps, Secrets and their keys
 // must resolve inside the bundle unless marked optional, host ports must not
-// collide across pods, mount and hostPath paths must be absolute, named probe
-// ports must exist, and only volume types the agent can build (emptyDir,
-// hostPath, configMap, secret, downwardAPI, projected configMap / secret /
-// downwardAPI) and Linux pods are accepted. Every problem of the bundle is
+// collide across pods, labels and annotations must not use the keys berth
+// sets on sandboxes and containers itself (berth.dev/ and its subdomains,
+// io.kubernetes.pod., io.kubernetes.container., io.kubernetes.cri.,
+// kubernetes.io/config.: podspec.ReservedKey), mount and hostPath paths must
+// be absolute, named probe ports must exist, and only volume types the
+// agent can build (emptyDir, hostPath, configMap, secret, downwardAPI,
+// projected configMap / secret / downwardAPI) and Linux pods are accepted. Every problem of the bundle is
 // collected into one *InvalidError; each names the source, the object and the
 // field path:
 //
@@ -92,5 +95,12 @@
 // contributes nothing; the bundle holds every other file's objects, and the
 // error (an *InvalidError) names the files left out, so a caller can keep what
 // it runs from them. A nil bundle means the directory itself could not be
-// read.
+// read, or was refused: whoever can change a watched directory decides what
+// runs as root, so every scan first checks it with
+//
+//	func CheckTrustedDir(dir string) error
+//
+// (the directory and every one above it owned by root, or the caller, and
+// writable by no one else; a sticky directory above it, as /tmp, may be
+// world-writable; no symbolic link on the path).
 package manifest

@@ -10,6 +10,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/apimachinery/pkg/util/validation/field"
+
+	"github.com/berth-dev/berth/internal/agent/podspec"
 )
 
 // Validate checks every object of b as the API server checks it on create,
@@ -103,6 +105,7 @@ func validateLabelMap(labels map[string]string, path *field.Path) field.ErrorLis
 	var errs field.ErrorList
 	for _, key := range sortedKeys(labels) {
 		errs = append(errs, invalidEach(path, key, validation.IsQualifiedName(key))...)
+		errs = append(errs, reservedKey(path, key)...)
 		errs = append(errs, invalidEach(path, labels[key], validation.IsValidLabelValue(labels[key]))...)
 	}
 	return errs
@@ -112,11 +115,23 @@ func validateAnnotations(annotations map[string]string, path *field.Path) field.
 	var errs field.ErrorList
 	for _, key := range sortedKeys(annotations) {
 		errs = append(errs, invalidEach(path, key, validation.IsQualifiedName(strings.ToLower(key)))...)
+		errs = append(errs, reservedKey(path, key)...)
 	}
 	if err := apivalidation.ValidateAnnotationsSize(annotations); err != nil {
 		errs = append(errs, field.TooLong(path, "", apivalidation.TotalAnnotationSizeLimitB))
 	}
 	return errs
+}
+
+// reservedKey refuses a label or annotation key berth sets itself on
+// sandboxes and containers (berth.dev/, the kubelet's keys): the agent
+// would read it back as its own.
+func reservedKey(path *field.Path, key string) field.ErrorList {
+	if !podspec.ReservedKey(key) {
+		return nil
+	}
+	return field.ErrorList{field.Invalid(path.Key(key), key,
+		"reserved: berth sets berth.dev/, io.kubernetes.pod., io.kubernetes.container., io.kubernetes.cri. and kubernetes.io/config. keys itself")}
 }
 
 func validateConfigMap(cm *v1.ConfigMap) field.ErrorList {

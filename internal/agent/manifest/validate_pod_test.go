@@ -91,6 +91,17 @@ func TestValidateMetadata(t *testing.T) {
 		{"label value", "", func(p *v1.Pod) { p.Labels["tier"] = "not valid!" }, `metadata.labels: Invalid value: "not valid!"`},
 		{"prefixed label", "", func(p *v1.Pod) { p.Labels["app.kubernetes.io/name"] = "web" }, ""},
 		{"annotation key", "", func(p *v1.Pod) { p.Annotations = map[string]string{"bad key": "x"} }, `metadata.annotations: Invalid value: "bad key"`},
+		{"berth's annotation", "", func(p *v1.Pod) { p.Annotations = map[string]string{"berth.dev/watch-dir": "/tmp"} },
+			`pod.yaml: Pod default/web: metadata.annotations[berth.dev/watch-dir]: Invalid value: "berth.dev/watch-dir": reserved`},
+		{"berth's annotation in other case", "", func(p *v1.Pod) { p.Annotations = map[string]string{"Berth.dev/pod": "{}"} }, `metadata.annotations[Berth.dev/pod]: Invalid value`},
+		{"berth subdomain label", "", func(p *v1.Pod) { p.Labels["x.berth.dev/agent"] = "true" }, `metadata.labels[x.berth.dev/agent]: Invalid value`},
+		{"berth's label", "", func(p *v1.Pod) { p.Labels["berth.dev/agent"] = "true" }, `metadata.labels[berth.dev/agent]: Invalid value`},
+		{"kubelet's pod label", "", func(p *v1.Pod) { p.Labels["io.kubernetes.pod.uid"] = "x" }, `metadata.labels[io.kubernetes.pod.uid]: Invalid value`},
+		{"kubelet's container annotation", "", func(p *v1.Pod) {
+			p.Annotations = map[string]string{"io.kubernetes.container.restartCount": "9"}
+		}, `metadata.annotations[io.kubernetes.container.restartCount]: Invalid value`},
+		{"kubelet's config annotation", "", func(p *v1.Pod) { p.Annotations = map[string]string{"kubernetes.io/config.source": "api"} }, `metadata.annotations[kubernetes.io/config.source]: Invalid value`},
+		{"a domain ending in berth.dev is not berth's", "", func(p *v1.Pod) { p.Labels["myberth.dev/x"] = "y" }, ""},
 		{"annotation value is free text", "", func(p *v1.Pod) { p.Annotations = map[string]string{"example.com/note": "any text!"} }, ""},
 	})
 }
@@ -179,6 +190,8 @@ func TestValidateConfigObjects(t *testing.T) {
 	}{
 		{"ConfigMap key", "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: c\ndata:\n  a/b: x\n", `ConfigMap default/c: data[a/b]: Invalid value: "a/b"`},
 		{"ConfigMap key in both data and binaryData", "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: c\ndata:\n  k: x\nbinaryData:\n  k: eA==\n", "data[k]: Invalid value: \"k\": duplicate of key present in binaryData"},
+		{"ConfigMap with berth's annotation", "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: c\n  annotations:\n    berth.dev/sources: x\n",
+			`ConfigMap default/c: metadata.annotations[berth.dev/sources]: Invalid value`},
 		{"ConfigMap name", "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: C\n", `ConfigMap default/C: metadata.name: Invalid value: "C"`},
 		{"valid ConfigMap", "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: c\ndata:\n  app.properties: x\n  .env: z\n", ""},
 		{"Secret key", "apiVersion: v1\nkind: Secret\nmetadata:\n  name: s\nstringData:\n  a b: x\n", `Secret default/s: data[a b]: Invalid value: "a b"`},

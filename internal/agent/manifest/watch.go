@@ -31,7 +31,8 @@ const (
 // defaulted and validated together; err is nil or an *InvalidError naming
 // the files left out and why (see the package documentation). A nil bundle
 // means the directory could not be read (err says why), for instance while
-// it does not exist; Watch keeps trying. onChange runs on Watch's goroutine,
+// it does not exist, or was refused: every scan checks it with
+// CheckTrustedDir first. Watch keeps trying. onChange runs on Watch's goroutine,
 // one call at a time.
 func Watch(ctx context.Context, dir string, interval time.Duration, onChange func(*Bundle, error)) {
 	if interval <= 0 {
@@ -78,7 +79,11 @@ type dirScanner struct {
 }
 
 func (s *dirScanner) scan(onChange func(*Bundle, error)) {
-	files, err := readManifestDir(s.dir)
+	err := CheckTrustedDir(s.dir)
+	var files []manifestFile
+	if err == nil {
+		files, err = readManifestDir(s.dir)
+	}
 	fingerprint := ""
 	if err != nil {
 		fingerprint = "error: " + err.Error()

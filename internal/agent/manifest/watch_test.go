@@ -3,6 +3,7 @@ package manifest
 import (
 	"context"
 	"errors"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"slices"
@@ -181,7 +182,7 @@ func TestWatchLeavesOutPodsOfInvalidConfigMaps(t *testing.T) {
 func TestWatchWaitsForTheDirectory(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "manifests")
 	updates := startWatch(t, dir, 50*time.Millisecond)
-	if u := nextUpdate(t, updates); u.bundle != nil || !os.IsNotExist(u.err) {
+	if u := nextUpdate(t, updates); u.bundle != nil || !errors.Is(u.err, fs.ErrNotExist) {
 		t.Fatalf("missing directory: bundle %v, err %v; want no bundle and a not-exist error", u.bundle, u.err)
 	}
 	if err := os.Mkdir(dir, 0o755); err != nil {
@@ -200,5 +201,29 @@ func TestWatchWaitsForTheDirectory(t *testing.T) {
 	writeFile(t, dir, "b.yaml", podYAML("b", "busybox"))
 	if u := nextUpdate(t, updates); podNames(u.bundle) != "a,b" {
 		t.Fatalf("after adding b.yaml: pods %s, want a,b", podNames(u.bundle))
+	}
+}
+
+// A directory that becomes writable by others is refused on the next scan
+// (nil bundle: the agent leaves its pods as they are), and taken back when
+// it is fixed.
+func TestWatchRefusesAnUntrustedDirectory(t *testing.T) {
+	dir := trustedBase(t)
+	writeFile(t, dir, "a.yaml", podYAML("a", "busybox"))
+	updates := startWatch(t, dir, 50*time.Millisecond)
+	if u := nextUpdate(t, updates); podNames(u.bundle) != "a" {
+		t.Fatalf("pods %s, err %v; want a", podNames(u.bundle), u.err)
+	}
+	if err := os.Chmod(dir, 0o777); err != nil {
+		t.Fatal(err)
+	}
+	if u := nextUpdate(t, updates); u.bundle != nil || u.err == nil || !strings.Contains(u.err.Error(), "writable by group or others") {
+		t.Fatalf("world-writable: pods %s, err %v; want no bundle and the refusal", podNames(u.bundle), u.err)
+	}
+	if err := os.Chmod(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if u := nextUpdate(t, updates); podNames(u.bundle) != "a" {
+		t.Fatalf("fixed: pods %s, err %v; want a", podNames(u.bundle), u.err)
 	}
 }

@@ -8,8 +8,11 @@
 //
 // It owns:
 //
-//   - the label and annotation keys (keys.go) and their parsing back into
-//     SandboxMeta / ContainerMeta (meta.go), ContainerType, ContainerHash;
+//   - the label and annotation keys (keys.go; ReservedKey: berth's own,
+//     which a pod may not carry and is never copied from one) and their
+//     parsing back into SandboxMeta / ContainerMeta (meta.go), ContainerType,
+//     ContainerHash; a sandbox carries SourceRefs (names and digests), never
+//     the ConfigMaps and Secrets themselves;
 //   - SandboxConfig: metadata, hostname, log directory, DNS (DNSConfig,
 //     ParseResolvConf: there is no cluster DNS, every policy but None starts
 //     from the host's resolv.conf), port mappings, the pod cgroup layout

@@ -1,6 +1,8 @@
 package podspec
 
 import (
+	"strings"
+
 	v1 "k8s.io/api/core/v1"
 )
 
@@ -20,8 +22,13 @@ const (
 const (
 	// AnnotationPod holds the Pod as applied (defaults set), JSON.
 	AnnotationPod = "berth.dev/pod"
-	// AnnotationSources holds the ConfigMaps and Secrets the pod refers to,
-	// JSON of Sources.
+	// AnnotationSourceRefs names the ConfigMaps and Secrets the pod refers
+	// to, with a digest of each (JSON of SourceRefs); their contents are in
+	// the agent's store, never in CRI metadata.
+	AnnotationSourceRefs = "berth.dev/source-refs"
+	// AnnotationSources held the ConfigMaps and Secrets themselves (JSON of
+	// Sources) on sandboxes made before the agent kept them in its store:
+	// read back once, at recovery, never written.
 	AnnotationSources = "berth.dev/sources"
 	// AnnotationConfigSource names where the pod came from ("file", "api").
 	AnnotationConfigSource = "kubernetes.io/config.source"
@@ -98,4 +105,44 @@ func FindContainer(pod *v1.Pod, name string) (*v1.Container, ContainerType, bool
 		}
 	}
 	return nil, "", false
+}
+
+// reservedKeyPrefixes are the label and annotation key prefixes berth
+// sets on sandboxes and containers itself (its own berth.dev/ keys, the
+// kubelet's io.kubernetes.pod./io.kubernetes.container. labels and
+// annotations, the runtime's io.kubernetes.cri. OCI annotations and the
+// kubelet's kubernetes.io/config. annotations). A pod may not carry them:
+// the agent would read them back as its own.
+var reservedKeyPrefixes = []string{
+	"berth.dev/",
+	"io.kubernetes.pod.",
+	"io.kubernetes.container.",
+	"io.kubernetes.cri.",
+	"kubernetes.io/config.",
+}
+
+// ReservedKey reports whether a label or annotation key is berth's own
+// (see reservedKeyPrefixes); subdomains of berth.dev count too. Keys are
+// compared case-insensitively, as annotation keys are validated.
+func ReservedKey(key string) bool {
+	key = strings.ToLower(key)
+	for _, prefix := range reservedKeyPrefixes {
+		if strings.HasPrefix(key, prefix) {
+			return true
+		}
+	}
+	domain, _, found := strings.Cut(key, "/")
+	return found && strings.HasSuffix(domain, ".berth.dev")
+}
+
+// withoutReservedKeys copies a pod's labels or annotations, leaving out
+// berth's own keys (validation refuses them; this is the second line).
+func withoutReservedKeys(m map[string]string) map[string]string {
+	out := make(map[string]string, len(m)+8)
+	for k, v := range m {
+		if !ReservedKey(k) {
+			out[k] = v
+		}
+	}
+	return out
 }

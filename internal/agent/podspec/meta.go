@@ -3,7 +3,6 @@ package podspec
 import (
 	"encoding/json"
 	"fmt"
-	"maps"
 	"strconv"
 	"time"
 
@@ -21,9 +20,13 @@ type SandboxMeta struct {
 	PodRef
 	// Pod is the pod as applied.
 	Pod *v1.Pod
-	// Sources are the ConfigMaps and Secrets the pod referred to (may be empty).
-	Sources      Sources
-	ConfigSource string
+	// SourceRefs name the ConfigMaps and Secrets the pod referred to when
+	// the sandbox was made, with their digests (may be empty).
+	SourceRefs SourceRefs
+	// LegacySources are the ConfigMaps and Secrets themselves, from a
+	// sandbox made before the agent kept them in its store (else empty).
+	LegacySources Sources
+	ConfigSource  string
 	// ConfigSeen is zero when the annotation is absent.
 	ConfigSeen time.Time
 }
@@ -66,9 +69,11 @@ func ParseSandboxMeta(labels, annotations map[string]string) (SandboxMeta, error
 		return SandboxMeta{}, fmt.Errorf("sandbox of pod %s/%s: annotation %s has uid %q, label %s has %q",
 			ref.Namespace, ref.Name, AnnotationPod, meta.Pod.UID, LabelPodUID, ref.UID)
 	}
-	if s, ok := annotations[AnnotationSources]; ok {
-		if err := json.Unmarshal([]byte(s), &meta.Sources); err != nil {
-			return SandboxMeta{}, fmt.Errorf("sandbox of pod %s/%s: annotation %s: %w", ref.Namespace, ref.Name, AnnotationSources, err)
+	for key, into := range map[string]any{AnnotationSourceRefs: &meta.SourceRefs, AnnotationSources: &meta.LegacySources} {
+		if s, ok := annotations[key]; ok {
+			if err := json.Unmarshal([]byte(s), into); err != nil {
+				return SandboxMeta{}, fmt.Errorf("sandbox of pod %s/%s: annotation %s: %w", ref.Namespace, ref.Name, key, err)
+			}
 		}
 	}
 	if s, ok := annotations[AnnotationConfigSeen]; ok {
@@ -121,12 +126,10 @@ func parsePodRef(labels map[string]string) (PodRef, error) {
 	return ref, nil
 }
 
-// sandboxLabels are the pod's labels plus the agent's.
+// sandboxLabels are the pod's labels (berth's own keys left out) plus
+// the agent's.
 func sandboxLabels(pod *v1.Pod) map[string]string {
-	labels := maps.Clone(pod.Labels)
-	if labels == nil {
-		labels = map[string]string{}
-	}
+	labels := withoutReservedKeys(pod.Labels)
 	labels[LabelPodName] = pod.Name
 	labels[LabelPodNamespace] = pod.Namespace
 	labels[LabelPodUID] = string(pod.UID)
@@ -134,22 +137,20 @@ func sandboxLabels(pod *v1.Pod) map[string]string {
 	return labels
 }
 
-// sandboxAnnotations are the pod's annotations plus the agent's state.
-func sandboxAnnotations(pod *v1.Pod, sources Sources, opts SandboxOptions) (map[string]string, error) {
+// sandboxAnnotations are the pod's annotations (berth's own keys left
+// out) plus the agent's state.
+func sandboxAnnotations(pod *v1.Pod, refs SourceRefs, opts SandboxOptions) (map[string]string, error) {
 	podJSON, err := json.Marshal(pod)
 	if err != nil {
 		return nil, fmt.Errorf("encode pod: %w", err)
 	}
-	sourcesJSON, err := json.Marshal(sources)
+	refsJSON, err := json.Marshal(refs)
 	if err != nil {
-		return nil, fmt.Errorf("encode sources: %w", err)
+		return nil, fmt.Errorf("encode source refs: %w", err)
 	}
-	annotations := maps.Clone(pod.Annotations)
-	if annotations == nil {
-		annotations = map[string]string{}
-	}
+	annotations := withoutReservedKeys(pod.Annotations)
 	annotations[AnnotationPod] = string(podJSON)
-	annotations[AnnotationSources] = string(sourcesJSON)
+	annotations[AnnotationSourceRefs] = string(refsJSON)
 	annotations[AnnotationConfigSource] = opts.ConfigSource
 	if annotations[AnnotationConfigSource] == "" {
 		annotations[AnnotationConfigSource] = "file"

@@ -1,6 +1,7 @@
 package podspec
 
 import (
+	"encoding/json"
 	"reflect"
 	"strings"
 	"testing"
@@ -11,9 +12,9 @@ import (
 
 func TestSandboxMetaRoundTrip(t *testing.T) {
 	pod := newPod(newContainer("a"))
-	sources := testSources()
+	refs := SourceRefs{ConfigMaps: []SourceRef{{Name: "cfg", Digest: "d1"}}, Secrets: []SourceRef{{Name: "creds", Digest: "d2"}}}
 	seen := time.Date(2025, 3, 4, 5, 6, 7, 890, time.UTC)
-	cfg, err := SandboxConfig(pod, 2, sources, SandboxOptions{ConfigSeen: seen})
+	cfg, err := SandboxConfig(pod, 2, refs, SandboxOptions{ConfigSeen: seen})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -30,8 +31,11 @@ func TestSandboxMetaRoundTrip(t *testing.T) {
 	if !reflect.DeepEqual(meta.Pod, pod) {
 		t.Errorf("pod did not round-trip:\n%+v\n%+v", meta.Pod, pod)
 	}
-	if !reflect.DeepEqual(meta.Sources, sources) {
-		t.Errorf("sources did not round-trip: %+v", meta.Sources)
+	if !reflect.DeepEqual(meta.SourceRefs, refs) {
+		t.Errorf("source refs did not round-trip: %+v", meta.SourceRefs)
+	}
+	if _, found := cfg.Annotations[AnnotationSources]; found {
+		t.Errorf("the sandbox carries the sources themselves")
 	}
 	if !meta.ConfigSeen.Equal(seen) || meta.ConfigSource != "file" {
 		t.Errorf("seen %v source %q", meta.ConfigSeen, meta.ConfigSource)
@@ -65,7 +69,7 @@ func TestContainerMetaRoundTrip(t *testing.T) {
 
 func TestParseMetaErrors(t *testing.T) {
 	pod := newPod(newContainer("app"))
-	sb, _ := SandboxConfig(pod, 0, Sources{}, SandboxOptions{})
+	sb, _ := SandboxConfig(pod, 0, SourceRefs{}, SandboxOptions{})
 	ctr, _ := ContainerConfig(pod, &pod.Spec.Containers[0], ContainerTypeRegular, 0, ContainerOptions{}, nil)
 	without := func(m map[string]string, key string) map[string]string {
 		out := map[string]string{}
@@ -111,5 +115,54 @@ func TestParseMetaErrors(t *testing.T) {
 		if err == nil || !strings.Contains(err.Error(), strings.Fields(name)[0]) {
 			t.Errorf("container %s: error %v should name it", name, err)
 		}
+	}
+}
+
+// A pod carrying berth's own keys (validation refuses them) does not get
+// them into the sandbox: the agent would read them back as its own.
+func TestSandboxMetaLeavesOutReservedKeys(t *testing.T) {
+	pod := newPod(newContainer("a"))
+	pod.Labels = map[string]string{"app": "web", "berth.dev/agent": "false", "io.kubernetes.pod.uid": "other", "x.berth.dev/y": "z"}
+	pod.Annotations = map[string]string{"note": "kept", "berth.dev/watch-dir": "/tmp", "Berth.dev/Sources": "{}", "kubernetes.io/config.hash": "h"}
+	cfg, err := SandboxConfig(pod, 0, SourceRefs{}, SandboxOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cfg.Labels["app"] != "web" || cfg.Annotations["note"] != "kept" {
+		t.Errorf("the pod's own keys are lost: %v %v", cfg.Labels, cfg.Annotations)
+	}
+	if cfg.Labels[LabelAgent] != "true" || cfg.Labels[LabelPodUID] != "uid-1" || cfg.Labels["x.berth.dev/y"] != "" {
+		t.Errorf("labels %v", cfg.Labels)
+	}
+	for _, key := range []string{"berth.dev/watch-dir", "Berth.dev/Sources", "kubernetes.io/config.hash"} {
+		if v, found := cfg.Annotations[key]; found {
+			t.Errorf("annotation %s = %q copied from the pod", key, v)
+		}
+	}
+}
+
+// A sandbox made before the agent kept the sources in its store carries
+// them in AnnotationSources: they are read back once, at recovery.
+func TestSandboxMetaReadsLegacySources(t *testing.T) {
+	pod := newPod(newContainer("a"))
+	cfg, err := SandboxConfig(pod, 0, SourceRefs{}, SandboxOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	legacy, err := json.Marshal(testSources())
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.Annotations[AnnotationSources] = string(legacy)
+	meta, err := ParseSandboxMeta(cfg.Labels, cfg.Annotations)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(meta.LegacySources, testSources()) {
+		t.Errorf("legacy sources %+v", meta.LegacySources)
+	}
+	cfg.Annotations[AnnotationSourceRefs] = "{"
+	if _, err := ParseSandboxMeta(cfg.Labels, cfg.Annotations); err == nil || !strings.Contains(err.Error(), AnnotationSourceRefs) {
+		t.Errorf("malformed refs: %v", err)
 	}
 }

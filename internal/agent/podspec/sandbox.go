@@ -38,8 +38,9 @@ type SandboxOptions struct {
 
 // SandboxConfig is the CRI config of the pod's sandbox, as the kubelet
 // builds it, attempt being the number of sandboxes created for this pod uid
-// before. sources are stored in AnnotationSources.
-func SandboxConfig(pod *v1.Pod, attempt uint32, sources Sources, opts SandboxOptions) (*runtimeapi.PodSandboxConfig, error) {
+// before. refs go into AnnotationSourceRefs: the ConfigMaps and Secrets
+// themselves never go into CRI metadata.
+func SandboxConfig(pod *v1.Pod, attempt uint32, refs SourceRefs, opts SandboxOptions) (*runtimeapi.PodSandboxConfig, error) {
 	if err := checkPodIdentity(pod); err != nil {
 		return nil, err
 	}
@@ -54,7 +55,7 @@ func SandboxConfig(pod *v1.Pod, attempt uint32, sources Sources, opts SandboxOpt
 	if err != nil {
 		return nil, fmt.Errorf("pod %s/%s: %w", pod.Namespace, pod.Name, err)
 	}
-	annotations, err := sandboxAnnotations(pod, sources, opts)
+	annotations, err := sandboxAnnotations(pod, refs, opts)
 	if err != nil {
 		return nil, fmt.Errorf("pod %s/%s: %w", pod.Namespace, pod.Name, err)
 	}

@@ -22,7 +22,7 @@ func TestSandboxConfig(t *testing.T) {
 		Sysctls: []v1.Sysctl{{Name: "net.ipv4.ip_unprivileged_port_start", Value: "0"}},
 	}
 	pod.Spec.Overhead = v1.ResourceList{}
-	cfg, err := SandboxConfig(pod, 3, Sources{}, SandboxOptions{LogRoot: "/logs", HostDNS: hostDNS, CgroupParent: "/custom"})
+	cfg, err := SandboxConfig(pod, 3, SourceRefs{}, SandboxOptions{LogRoot: "/logs", HostDNS: hostDNS, CgroupParent: "/custom"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -71,7 +71,7 @@ func TestSandboxPrivilegedAndOverhead(t *testing.T) {
 	pod := newPod(newContainer("app"))
 	pod.Spec.InitContainers = []v1.Container{side}
 	pod.Spec.Overhead = resources("", "", "100m", "32Mi").Limits
-	cfg, err := SandboxConfig(pod, 0, Sources{}, SandboxOptions{})
+	cfg, err := SandboxConfig(pod, 0, SourceRefs{}, SandboxOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -126,7 +126,7 @@ func TestSandboxConfigRefusals(t *testing.T) {
 	slash := newPod(newContainer("a"))
 	slash.Name = "a/b"
 	for name, pod := range map[string]*v1.Pod{"hostUsers false": userns, "no uid": noUID, "slash in name": slash} {
-		if _, err := SandboxConfig(pod, 0, Sources{}, SandboxOptions{}); err == nil {
+		if _, err := SandboxConfig(pod, 0, SourceRefs{}, SandboxOptions{}); err == nil {
 			t.Errorf("%s accepted", name)
 		}
 	}

@@ -7,12 +7,30 @@ import (
 )
 
 // Sources are the ConfigMaps and Secrets a pod refers to, all in the pod's
-// namespace. The agent keeps them in the sandbox's AnnotationSources so it can
-// recreate containers after a restart without the original files.
+// namespace. The agent keeps them in its own store (package sourcestore)
+// so it can recreate containers after a restart without the original
+// files; the sandbox carries only their SourceRefs.
 type Sources struct {
 	ConfigMaps []v1.ConfigMap `json:"configMaps,omitempty"`
 	Secrets    []v1.Secret    `json:"secrets,omitempty"`
 }
+
+// SourceRefs name a pod's Sources, each with a digest of its content,
+// for AnnotationSourceRefs: what recovery needs to find the sources again
+// and check them, and nothing of their content.
+type SourceRefs struct {
+	ConfigMaps []SourceRef `json:"configMaps,omitempty"`
+	Secrets    []SourceRef `json:"secrets,omitempty"`
+}
+
+// SourceRef is one ConfigMap or Secret of a pod.
+type SourceRef struct {
+	Name   string `json:"name"`
+	Digest string `json:"digest"`
+}
+
+// Empty reports whether the pod refers to no ConfigMap or Secret.
+func (r SourceRefs) Empty() bool { return len(r.ConfigMaps)+len(r.Secrets) == 0 }
 
 // ConfigMap returns the ConfigMap with this name.
 func (s Sources) ConfigMap(name string) (*v1.ConfigMap, bool) {
@@ -163,3 +181,6 @@ func namespaceOrDefault(ns string) string {
 	}
 	return ns
 }
+
+// Empty reports whether s holds no ConfigMap or Secret.
+func (s Sources) Empty() bool { return len(s.ConfigMaps)+len(s.Secrets) == 0 }

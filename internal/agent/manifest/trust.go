@@ -1,0 +1,70 @@
+package manifest
+
+import (
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"syscall"
+)
+
+// CheckTrustedDir checks that a directory the agent is to watch can be
+// changed by no one but root: whoever can write a watched directory, or
+// replace one of the directories above it, runs pods as root (hostPath:
+// /, privileged). dir must be absolute and clean; every component, from /
+// down, must be a directory (not a symbolic link: give the real path)
+// owned by root (or by the user the agent runs as) and not writable by
+// group or others, as sshd's StrictModes asks of a user's ~/.ssh. One
+// exception: a directory above dir may be world-writable when it is
+// sticky and owned by root (/tmp), since then no one else can rename or
+// remove what root made in it.
+func CheckTrustedDir(dir string) error {
+	if !filepath.IsAbs(dir) || filepath.Clean(dir) != dir {
+		return fmt.Errorf("watched directory %q: want an absolute, clean path", dir)
+	}
+	var paths []string // dir, its parent, ..., "/"
+	for p := dir; ; p = filepath.Dir(p) {
+		paths = append(paths, p)
+		if p == "/" {
+			break
+		}
+	}
+	for i := len(paths) - 1; i >= 0; i-- {
+		if err := checkTrustedComponent(paths[i], i == 0); err != nil {
+			return fmt.Errorf("watched directory %s: %w", dir, err)
+		}
+	}
+	return nil
+}
+
+// checkTrustedComponent checks one directory of the path; last is the
+// watched directory itself.
+func checkTrustedComponent(path string, last bool) error {
+	info, err := os.Lstat(path)
+	if err != nil {
+		return err
+	}
+	if info.Mode()&fs.ModeSymlink != 0 {
+		target, _ := filepath.EvalSymlinks(path)
+		return fmt.Errorf("%s is a symbolic link (to %s): give the directory's real path", path, target)
+	}
+	if !info.IsDir() {
+		return fmt.Errorf("%s is not a directory", path)
+	}
+	st, ok := info.Sys().(*syscall.Stat_t)
+	if !ok {
+		return fmt.Errorf("%s: no owner information", path)
+	}
+	trustedOwner := st.Uid == 0 || int(st.Uid) == os.Geteuid()
+	if !trustedOwner {
+		return fmt.Errorf("%s is owned by uid %d, not root: anyone who can change it decides which pods run as root", path, st.Uid)
+	}
+	perm := info.Mode().Perm()
+	if perm&0o022 == 0 {
+		return nil
+	}
+	if !last && info.Mode()&fs.ModeSticky != 0 {
+		return nil
+	}
+	return fmt.Errorf("%s has mode %04o: writable by group or others, who would decide which pods run as root (chmod go-w)", path, perm)
+}
