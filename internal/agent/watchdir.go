@@ -23,7 +23,7 @@ func (a *Agent) watchDirectory(dir string) (ApplyResponse, error) {
 	if err != nil {
 		return ApplyResponse{}, fmt.Errorf("watch %s: %w: %w", dir, errdefs.ErrInvalidArgument, err)
 	}
-	b, err := manifest.Load(dir, nil)
+	b, err := manifest.LoadTrustedDir(dir)
 	if err == nil {
 		err = b.Validate()
 	}

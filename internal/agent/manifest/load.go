@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
@@ -36,7 +37,22 @@ func Load(path string, stdin io.Reader) (*Bundle, error) {
 		}
 		return decodeSource(data, path)
 	}
-	files, err := readManifestDir(path)
+	return loadDir(path, false)
+}
+
+// LoadTrustedDir is Load of a directory the agent watches: the directory
+// must pass CheckTrustedDir, and each manifest file (a symlink's target
+// too) must be a regular file no one but root can change; a file that is
+// not is a problem of that file.
+func LoadTrustedDir(dir string) (*Bundle, error) {
+	if err := CheckTrustedDir(dir); err != nil {
+		return nil, err
+	}
+	return loadDir(dir, true)
+}
+
+func loadDir(path string, trusted bool) (*Bundle, error) {
+	files, err := readManifestDir(path, trusted)
 	if err != nil {
 		return nil, err
 	}
@@ -44,7 +60,11 @@ func Load(path string, stdin io.Reader) (*Bundle, error) {
 	b.ensureMaps()
 	var problems []Problem
 	for _, f := range files {
-		fileBundle, err := decodeSource(f.data, f.path)
+		err := f.err
+		var fileBundle *Bundle
+		if err == nil {
+			fileBundle, err = decodeSource(f.data, f.path)
+		}
 		if err == nil {
 			err = b.Merge(fileBundle)
 		}
@@ -60,12 +80,14 @@ func Load(path string, stdin io.Reader) (*Bundle, error) {
 type manifestFile struct {
 	path string
 	data []byte
+	err  error // the file cannot be used (trusted reads only)
 }
 
 // readManifestDir reads the manifest files of dir in name order. Symbolic
 // links to regular files count; files that vanish while being read are
-// skipped (an editor's save in progress).
-func readManifestDir(dir string) ([]manifestFile, error) {
+// skipped (an editor's save in progress). trusted reads each file with
+// readTrustedFile.
+func readManifestDir(dir string, trusted bool) ([]manifestFile, error) {
 	entries, err := os.ReadDir(dir) // sorted by name
 	if err != nil {
 		return nil, err
@@ -76,6 +98,14 @@ func readManifestDir(dir string) ([]manifestFile, error) {
 			continue
 		}
 		path := filepath.Join(dir, entry.Name())
+		if trusted {
+			data, err := readTrustedFile(path)
+			if errors.Is(err, fs.ErrNotExist) {
+				continue
+			}
+			files = append(files, manifestFile{path: path, data: data, err: err})
+			continue
+		}
 		info, err := os.Stat(path)
 		if err != nil || !info.Mode().IsRegular() {
 			continue

@@ -2,6 +2,7 @@ package manifest
 
 import (
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -67,4 +68,39 @@ func checkTrustedComponent(path string, last bool) error {
 		return nil
 	}
 	return fmt.Errorf("%s has mode %04o: writable by group or others, who would decide which pods run as root (chmod go-w)", path, perm)
+}
+
+// readTrustedFile reads a manifest file of a watched directory: through a
+// symbolic link only to a directory CheckTrustedDir accepts, and only a
+// regular file owned by root (or the agent's user) and not writable by
+// group or others — checked on the descriptor it then reads.
+func readTrustedFile(path string) ([]byte, error) {
+	real, err := filepath.EvalSymlinks(path)
+	if err != nil {
+		return nil, err
+	}
+	if real != path {
+		if err := CheckTrustedDir(filepath.Dir(real)); err != nil {
+			return nil, fmt.Errorf("symbolic link to %s: %w", real, err)
+		}
+	}
+	f, err := os.OpenFile(real, os.O_RDONLY|syscall.O_NOFOLLOW|syscall.O_NONBLOCK, 0)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	info, err := f.Stat()
+	if err != nil {
+		return nil, err
+	}
+	st, ok := info.Sys().(*syscall.Stat_t)
+	switch {
+	case !info.Mode().IsRegular():
+		return nil, fmt.Errorf("%s is not a regular file", real)
+	case !ok || (st.Uid != 0 && int(st.Uid) != os.Geteuid()):
+		return nil, fmt.Errorf("%s is not owned by root: its owner decides which pods run as root", real)
+	case info.Mode().Perm()&0o022 != 0:
+		return nil, fmt.Errorf("%s has mode %04o: writable by group or others, who would decide which pods run as root (chmod go-w)", real, info.Mode().Perm())
+	}
+	return io.ReadAll(f)
 }

@@ -1,8 +1,10 @@
 package manifest
 
 import (
+	"errors"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -90,5 +92,67 @@ func TestCheckTrustedDirOwner(t *testing.T) {
 	}
 	if err := CheckTrustedDir(dir); err == nil || !strings.Contains(err.Error(), "owned by uid 65534, not root") {
 		t.Errorf("got %v", err)
+	}
+}
+
+const trustedPod = `apiVersion: v1
+kind: Pod
+metadata: {name: NAME}
+spec:
+  containers: [{name: c, image: busybox}]
+`
+
+func TestLoadTrustedDirRefusesFilesOthersCanChange(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("needs root to give files away")
+	}
+	dir := t.TempDir()
+	elsewhere := t.TempDir()
+	if err := os.Chmod(elsewhere, 0o777); err != nil {
+		t.Fatal(err)
+	}
+	write := func(path, name string, mode os.FileMode, uid int) {
+		t.Helper()
+		if err := os.WriteFile(path, []byte(strings.ReplaceAll(trustedPod, "NAME", name)), mode); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Chmod(path, mode); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Chown(path, uid, 0); err != nil {
+			t.Fatal(err)
+		}
+	}
+	write(filepath.Join(dir, "a-good.yaml"), "good", 0o644, 0)
+	write(filepath.Join(dir, "b-world-writable.yaml"), "writable", 0o666, 0)
+	write(filepath.Join(dir, "c-users.yaml"), "users", 0o644, 65534)
+	write(filepath.Join(elsewhere, "target.yaml"), "linked", 0o644, 0)
+	if err := os.Symlink(filepath.Join(elsewhere, "target.yaml"), filepath.Join(dir, "d-link.yaml")); err != nil {
+		t.Fatal(err)
+	}
+	_, err := LoadTrustedDir(dir)
+	var inv *InvalidError
+	if !errors.As(err, &inv) {
+		t.Fatalf("LoadTrustedDir: %v, want the files' problems", err)
+	}
+	var bad []string
+	for _, p := range inv.Problems {
+		bad = append(bad, filepath.Base(p.Source))
+	}
+	if want := []string{"b-world-writable.yaml", "c-users.yaml", "d-link.yaml"}; !slices.Equal(bad, want) {
+		t.Errorf("problems of %v, want %v: %v", bad, want, err)
+	}
+
+	// A watch keeps the good file's pod and reports the others.
+	scanner := &dirScanner{dir: dir}
+	var got *Bundle
+	scanner.scan(func(b *Bundle, err error) {
+		got = b
+		if !errors.As(err, &inv) || len(inv.Problems) != 3 {
+			t.Errorf("scan: %v, want 3 problems", err)
+		}
+	})
+	if got == nil || len(got.Pods) != 1 {
+		t.Fatalf("scan kept %v, want the good pod only", got)
 	}
 }

@@ -82,7 +82,7 @@ func (s *dirScanner) scan(onChange func(*Bundle, error)) {
 	err := CheckTrustedDir(s.dir)
 	var files []manifestFile
 	if err == nil {
-		files, err = readManifestDir(s.dir)
+		files, err = readManifestDir(s.dir, true)
 	}
 	fingerprint := ""
 	if err != nil {
@@ -108,6 +108,9 @@ func fingerprintFiles(files []manifestFile) string {
 		hash.Write([]byte(filepath.Base(f.path)))
 		hash.Write(binary.AppendUvarint([]byte{0}, uint64(len(f.data))))
 		hash.Write(f.data)
+		if f.err != nil {
+			hash.Write([]byte(f.err.Error()))
+		}
 	}
 	return hex.EncodeToString(hash.Sum(nil))
 }
@@ -125,7 +128,11 @@ func loadValidFiles(files []manifestFile) (*Bundle, error) {
 	var problems []Problem
 	var decoded []decodedFile
 	for _, f := range files {
-		b, err := decodeSource(f.data, f.path)
+		err := f.err
+		var b *Bundle
+		if err == nil {
+			b, err = decodeSource(f.data, f.path)
+		}
 		if err != nil {
 			problems = append(problems, problemsOf(err, f.path)...)
 			continue
