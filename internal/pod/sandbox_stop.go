@@ -19,12 +19,16 @@ import (
 // releases the pod's network (CNI DEL, netns pin). It is idempotent: an
 // unknown or already stopped sandbox is not an error (api.proto: "must not
 // return an error if all relevant resources have already been reclaimed").
+// A sandbox a quarantined container names is refused (FailedPrecondition).
 func (s *Service) StopSandbox(ctx context.Context, id string) error {
 	e, unlock, err := s.lockSandboxIfKnown(id)
 	if e == nil {
 		return err
 	}
 	defer unlock()
+	if err := s.refuseIfQuarantinedUsers(e.snapshot().ID); err != nil {
+		return err
+	}
 	return s.stopSandboxLocked(ctx, e)
 }
 
@@ -88,6 +92,9 @@ func (s *Service) RemoveSandbox(ctx context.Context, id string) error {
 		return err
 	}
 	defer unlock()
+	if err := s.refuseIfQuarantinedUsers(e.snapshot().ID); err != nil {
+		return err
+	}
 	if err := s.stopSandboxLocked(ctx, e); err != nil {
 		return err
 	}
