@@ -64,6 +64,12 @@ type Network interface {
 	UpdatePodCIDR(cidr string) error
 }
 
+// Quarantine lists the records recovery set aside (pod.Service.Quarantined);
+// Status reports them in its verbose info.
+type Quarantine interface {
+	Quarantined() []pod.QuarantinedRecord
+}
+
 // Config wires a Server.
 type Config struct {
 	Sandboxes  Sandboxes
@@ -85,6 +91,9 @@ type Config struct {
 	// RPCs, when set, observes every unary call.
 	RPCs RPCObserver
 
+	// Quarantine, when set, lists the quarantined records in Status.
+	Quarantine Quarantine
+
 	// RecursiveReadOnlyMounts says the OCI runtime can make bind mounts
 	// read-only recursively (runc's "rro"); Status advertises it.
 	RecursiveReadOnlyMounts bool
@@ -104,6 +113,7 @@ type Server struct {
 	exec       Exec
 	streaming  Streaming
 	rpcs       RPCObserver
+	quarantine Quarantine
 	version    string
 	rro        bool
 	log        *slog.Logger
@@ -120,6 +130,7 @@ func New(cfg Config) *Server {
 		network: cfg.Network, version: cfg.Version, log: cfg.Logger,
 		stats: cfg.Stats, events: cfg.Events,
 		exec: cfg.Exec, streaming: cfg.Streaming, rpcs: cfg.RPCs, rro: cfg.RecursiveReadOnlyMounts,
+		quarantine: cfg.Quarantine,
 	}
 }
 
