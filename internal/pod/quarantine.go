@@ -37,12 +37,12 @@ type QuarantinedRecord struct {
 	ImageID   string `json:"imageId,omitempty"`
 }
 
-const (
-	// quarantineSuffix is appended to the name of a quarantined record file.
-	quarantineSuffix = ".quarantined"
-	// quarantineNote is the file beside it that says why and what to do.
-	quarantineNote = "QUARANTINED"
-)
+// QuarantineSuffix is appended to the name of a quarantined record file.
+const QuarantineSuffix = ".quarantined"
+
+// quarantineNote is the file beside a quarantined record that says why and
+// what to do.
+const quarantineNote = "QUARANTINED"
 
 // quarantineSet holds the quarantined records by kind and id.
 type quarantineSet struct {
@@ -93,7 +93,7 @@ func (s *Service) Quarantined() []QuarantinedRecord { return s.quarantine.list(n
 // earlier start stays so. A record that is simply absent is not quarantined:
 // it reports false.
 func (s *Service) quarantineRecord(kind, id, path string, loadErr error) bool {
-	moved := path + quarantineSuffix
+	moved := path + QuarantineSuffix
 	if errdefs.IsNotFound(loadErr) {
 		if _, err := os.Lstat(moved); err != nil {
 			return false
@@ -164,14 +164,14 @@ anything of this %[1]s, and does not report it to kubelet.
 To restore: repair %[4]s%[5]s, rename it back to %[4]s, delete this
 file and restart berth. To drop it: clean up by hand what it owned, then
 delete this directory (docs/architecture.md, "Crash safety and recovery").
-`, kind, at.UTC().Format(time.RFC3339), strings.ReplaceAll(reason, "\n", " "), name, quarantineSuffix)
+`, kind, at.UTC().Format(time.RFC3339), strings.ReplaceAll(reason, "\n", " "), name, QuarantineSuffix)
 }
 
 // noteReason returns the reason line of the note in dir.
 func noteReason(dir string) string {
 	data, err := os.ReadFile(filepath.Join(dir, quarantineNote))
 	if err != nil {
-		return "see the " + quarantineSuffix + " file"
+		return "see the " + QuarantineSuffix + " file"
 	}
 	for _, line := range strings.Split(string(data), "\n") {
 		if r, ok := strings.CutPrefix(line, "reason: "); ok {

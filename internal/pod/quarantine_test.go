@@ -171,8 +171,8 @@ func TestRecoveryQuarantinesBadRecords(t *testing.T) {
 	// A person repairs the future-version sandbox: it loads again, and the
 	// container that names it holds a stop.
 	path := s.sandboxRecordPath(future)
-	setVersion(t, path+quarantineSuffix, recordVersion)
-	if err := os.Rename(path+quarantineSuffix, path); err != nil {
+	setVersion(t, path+QuarantineSuffix, recordVersion)
+	if err := os.Rename(path+QuarantineSuffix, path); err != nil {
 		t.Fatal(err)
 	}
 	s3 := newServiceOn(t, root, state, net)
@@ -270,14 +270,14 @@ func checkOnlyRenamed(t *testing.T, before, after map[string]string) {
 	for path, data := range before {
 		got, ok := after[path]
 		if !ok {
-			got, ok = after[path+quarantineSuffix]
+			got, ok = after[path+QuarantineSuffix]
 		}
 		if !ok || got != data {
 			t.Errorf("%s changed or removed", path)
 		}
 	}
 	for path := range after {
-		_, was := before[strings.TrimSuffix(path, quarantineSuffix)]
+		_, was := before[strings.TrimSuffix(path, QuarantineSuffix)]
 		if !was && filepath.Base(path) != quarantineNote {
 			t.Errorf("%s appeared", path)
 		}
