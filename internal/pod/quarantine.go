@@ -99,9 +99,11 @@ func (s *Service) quarantineRecord(kind, id, path string, loadErr error) bool {
 			return false
 		}
 		loadErr = fmt.Errorf("quarantined by an earlier start: %s", noteReason(filepath.Dir(path)))
-	} else if err := moveAside(path, moved, kind, loadErr.Error()); err != nil {
+	} else if err := unix.Renameat2(unix.AT_FDCWD, path, unix.AT_FDCWD, moved, unix.RENAME_NOREPLACE); err != nil {
 		s.log.Error("recovery: cannot move a quarantined record aside; it stays in place", "kind", kind, "path", path, "error", err)
 		moved = path
+	} else if err := writeQuarantineNote(path, kind, loadErr.Error()); err != nil {
+		s.log.Error("recovery: quarantine note", "kind", kind, "path", path, "error", err)
 	}
 	r := QuarantinedRecord{Kind: kind, ID: id, Path: moved, Reason: loadErr.Error()}
 	r.SandboxID, r.ImageID = recordHints(moved)
@@ -139,17 +141,10 @@ func recordHints(path string) (sandboxID, imageID string) {
 	return h.SandboxID, h.ImageID
 }
 
-// moveAside renames a record file that cannot be used to moved (never over
-// an existing file) and writes the note that explains it.
-func moveAside(path, moved, kind, reason string) error {
-	if err := unix.Renameat2(unix.AT_FDCWD, path, unix.AT_FDCWD, moved, unix.RENAME_NOREPLACE); err != nil {
-		return fmt.Errorf("rename %s to %s: %w", path, moved, err)
-	}
+// writeQuarantineNote writes the note beside the record that was at path.
+func writeQuarantineNote(path, kind, reason string) error {
 	note := quarantineNoteText(kind, filepath.Base(path), reason, time.Now())
-	if err := store.WriteFileAtomic(filepath.Join(filepath.Dir(path), quarantineNote), []byte(note), 0o600); err != nil {
-		return fmt.Errorf("quarantine note: %w", err)
-	}
-	return nil
+	return store.WriteFileAtomic(filepath.Join(filepath.Dir(path), quarantineNote), []byte(note), 0o600)
 }
 
 // quarantineNoteText is the note beside a quarantined record, for a person.
