@@ -98,8 +98,9 @@ func addCRIUsers(ctx context.Context, socket string, users imageUsers) error {
 	}
 }
 
-// addRecordUsers reads the durable container records. A record removed
-// meanwhile is skipped silently, a corrupt one with a warning.
+// addRecordUsers reads the durable container records, quarantined ones
+// too. A record removed meanwhile is skipped silently, a corrupt one with a
+// warning.
 func addRecordUsers(dir string, users imageUsers, warn io.Writer) error {
 	entries, err := os.ReadDir(dir)
 	if errors.Is(err, os.ErrNotExist) {
@@ -113,7 +114,13 @@ func addRecordUsers(dir string, users imageUsers, warn io.Writer) error {
 			continue
 		}
 		var rec pod.Container
-		err := store.LoadJSON(filepath.Join(dir, e.Name(), "container.json"), &rec)
+		path := filepath.Join(dir, e.Name(), "container.json")
+		err := store.LoadJSON(path, &rec)
+		if errdefs.IsNotFound(err) {
+			// A record the daemon quarantined may still name its image.
+			err = store.LoadJSON(path+pod.QuarantineSuffix, &rec)
+			rec.ID = e.Name()
+		}
 		if errdefs.IsNotFound(err) {
 			continue
 		}

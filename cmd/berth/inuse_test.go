@@ -17,6 +17,7 @@ import (
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
 	"github.com/berth-dev/berth/internal/config"
+	"github.com/berth-dev/berth/internal/pod"
 )
 
 // fakeRuntime answers ListContainers, Unavailable for its first calls (a
@@ -59,13 +60,18 @@ func TestFindImageUsersAsksTheDaemonAndReadsRecords(t *testing.T) {
 	c := &cli{t: t, root: root}
 	c.writeContainerRecord("c1", hexID('a'))      // known to both
 	c.writeContainerRecord("stopped", hexID('e')) // only on disk
+	c.writeContainerRecord("quarantined", hexID('d'))
+	quarantined := filepath.Join(root, "containers", "quarantined", "container.json")
+	if err := os.Rename(quarantined, quarantined+pod.QuarantineSuffix); err != nil {
+		t.Fatal(err)
+	}
 	writeFile(t, filepath.Join(root, "containers", "bad", "container.json"), "{not json")
 	var warn strings.Builder
 	users, err := findImageUsers(context.Background(), cfg, &warn)
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := imageUsers{hexID('a'): {"c1", "c2"}, hexID('b'): {"c3"}, hexID('e'): {"stopped"}}
+	want := imageUsers{hexID('a'): {"c1", "c2"}, hexID('b'): {"c3"}, hexID('d'): {"quarantined"}, hexID('e'): {"stopped"}}
 	if !reflect.DeepEqual(users, want) {
 		t.Errorf("users = %v, want %v", users, want)
 	}

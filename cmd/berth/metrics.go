@@ -33,6 +33,7 @@ func serveMetrics(cfg config.Config, obs observers, pods *pod.Service, log *slog
 	}
 	obs.metrics.TrackStates(func() map[string]int { return sandboxStates(pods) },
 		func() map[string]int { return containerStates(pods) })
+	obs.metrics.TrackQuarantined(func() map[string]int { return quarantinedKinds(pods) })
 	srv, err := metrics.Listen(cfg.Metrics.Address, obs.metrics)
 	if err != nil {
 		return nil, err
@@ -58,6 +59,16 @@ func containerStates(pods *pod.Service) map[string]int {
 	n := map[string]int{}
 	for _, c := range pods.Containers() {
 		n[string(c.State)]++
+	}
+	return n
+}
+
+// quarantinedKinds counts the quarantined records by kind, both kinds always
+// present so that an alert on them has a series to watch.
+func quarantinedKinds(pods *pod.Service) map[string]int {
+	n := map[string]int{pod.KindSandbox: 0, pod.KindContainer: 0}
+	for _, q := range pods.Quarantined() {
+		n[q.Kind]++
 	}
 	return n
 }

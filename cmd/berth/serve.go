@@ -114,7 +114,8 @@ func startCRI(ctx context.Context, cfg config.Config, deps *dependencies, stream
 		Sandboxes: deps.pods, Containers: deps.pods, Images: deps.images, Network: deps.network,
 		Version: version, Logger: log,
 		Stats: deps.pods, Events: deps.pods, Exec: deps.pods, Streaming: streams,
-		RPCs: obs.rpcs, RecursiveReadOnlyMounts: runcSupports(ctx, cfg, "rro", log), Host: deps.pods,
+		RPCs: obs.rpcs, Quarantine: deps.pods, Host: deps.pods,
+		RecursiveReadOnlyMounts: runcSupports(ctx, cfg, "rro", log),
 	})
 	lis, err := listen(cfg.Socket)
 	if err != nil {

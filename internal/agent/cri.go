@@ -2,6 +2,7 @@ package agent
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"strings"
@@ -119,6 +120,27 @@ func (c *CRIClient) WaitReady(ctx context.Context) (string, error) {
 		case <-time.After(100 * time.Millisecond):
 		}
 	}
+}
+
+// QuarantinedRecords counts the records the runtime set aside because it
+// could not read them: berth lists them in its verbose Status under
+// "quarantinedRecords"; a runtime that does not is taken to have none.
+func (c *CRIClient) QuarantinedRecords(ctx context.Context) (int, error) {
+	ctx, cancel := context.WithTimeout(ctx, callTimeout)
+	defer cancel()
+	resp, err := c.runtime.Status(ctx, &runtimeapi.StatusRequest{Verbose: true})
+	if err != nil {
+		return 0, fmt.Errorf("runtime status: %w", err)
+	}
+	info, ok := resp.GetInfo()["quarantinedRecords"]
+	if !ok {
+		return 0, nil
+	}
+	var recs []json.RawMessage
+	if err := json.Unmarshal([]byte(info), &recs); err != nil {
+		return 0, fmt.Errorf("runtime status: quarantinedRecords: %w", err)
+	}
+	return len(recs), nil
 }
 
 func (c *CRIClient) RunPodSandbox(ctx context.Context, config *runtimeapi.PodSandboxConfig) (string, error) {

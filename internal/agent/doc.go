@@ -62,8 +62,10 @@
 //     it watches again unless manifest.CheckTrustedDir refuses it: then it
 //     is logged and not watched, and its pods are left as they are). Restart counts come from the container annotations;
 //     back-off starts afresh. A sandbox whose pod cannot be read back is
-//     removed. The relist adopts sandboxes that appear without a worker the
-//     same way.
+//     removed. The volumes of pods no sandbox carries are torn down, unless
+//     the runtime quarantined records (berth's verbose Status): a pod it no
+//     longer lists may then still run on them. The relist adopts sandboxes
+//     that appear without a worker the same way.
 //
 // Deliberate differences from the kubelet:
 //

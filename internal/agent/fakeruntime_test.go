@@ -35,6 +35,14 @@ type fakeRuntime struct {
 	subscribes int   // ContainerEvents calls
 	lists      int   // ListPodSandbox calls
 	execResult func(id string, cmd []string) int32
+	// quarantined is what QuarantinedRecords reports.
+	quarantined int
+}
+
+func (f *fakeRuntime) QuarantinedRecords(context.Context) (int, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.quarantined, nil
 }
 
 type fakeSandbox struct {
@@ -367,6 +375,7 @@ type fakeVolumes struct {
 	root     string
 	mu       sync.Mutex
 	torndown []string
+	sweeps   int                        // TeardownOrphans calls
 	sources  map[string]podspec.Sources // by pod uid, as last set up
 }
 
@@ -395,7 +404,18 @@ func (v *fakeVolumes) Teardown(uid string) error {
 	return os.RemoveAll(filepath.Join(v.root, "pods", uid))
 }
 
-func (v *fakeVolumes) TeardownOrphans(map[string]bool) error { return nil }
+func (v *fakeVolumes) TeardownOrphans(map[string]bool) error {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	v.sweeps++
+	return nil
+}
+
+func (v *fakeVolumes) orphanSweeps() int {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	return v.sweeps
+}
 
 // MountSubPath joins by name: the fake runtime mounts nothing.
 func (v *fakeVolumes) MountSubPath(req podspec.SubPathMount) (string, error) {

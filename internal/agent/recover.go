@@ -74,15 +74,36 @@ func (a *Agent) recoverPods(ctx context.Context) error {
 	for _, d := range recovered {
 		keep[string(d.pod.UID)] = true
 	}
+	a.teardownOrphans(ctx, keep)
+	a.ready = true
+	a.log.Info("agent ready", "pods", len(recovered), "watched directories", len(dirs))
+	return nil
+}
+
+// quarantineReporter is a runtime that says how many of its records it set
+// aside unread (CRIClient asks berth's Status).
+type quarantineReporter interface {
+	QuarantinedRecords(ctx context.Context) (int, error)
+}
+
+// teardownOrphans tears down the volumes and removes the stored sources of
+// pods that are gone, unless the runtime quarantined records: a pod it no
+// longer lists may then still run, on these volumes.
+func (a *Agent) teardownOrphans(ctx context.Context, keep map[string]bool) {
+	if q, ok := a.cfg.Runtime.(quarantineReporter); ok {
+		n, err := q.QuarantinedRecords(ctx)
+		if err != nil || n > 0 {
+			a.log.Warn("recover: volumes and sources of pods the runtime does not list are kept: it quarantined records of pods that may still run",
+				"quarantined", n, "error", err)
+			return
+		}
+	}
 	if err := a.volumes.TeardownOrphans(keep); err != nil {
 		a.log.Warn("recover: tear down the volumes of pods that are gone", "error", err)
 	}
 	if err := a.sourceStore.RemoveExcept(keep); err != nil {
 		a.log.Warn("recover: remove the sources of pods that are gone", "error", err)
 	}
-	a.ready = true
-	a.log.Info("agent ready", "pods", len(recovered), "watched directories", len(dirs))
-	return nil
 }
 
 // recoverSandboxes reads the desired pods back from the newest sandbox of

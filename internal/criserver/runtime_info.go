@@ -3,8 +3,11 @@ package criserver
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+
+	"github.com/berth-dev/berth/internal/pod"
 )
 
 // RuntimeName is what Version reports.
@@ -21,7 +24,8 @@ func (s *Server) Version(context.Context, *runtimeapi.VersionRequest) (*runtimea
 }
 
 // Status reports RuntimeReady (always, once recovery is done) and
-// NetworkReady with CNI's exact reason when it is not.
+// NetworkReady with CNI's exact reason when it is not. Its verbose info
+// lists the quarantined records under "quarantinedRecords".
 func (s *Server) Status(_ context.Context, req *runtimeapi.StatusRequest) (*runtimeapi.StatusResponse, error) {
 	netCond := &runtimeapi.RuntimeCondition{Type: runtimeapi.NetworkReady, Status: true}
 	if err := s.network.Ready(); err != nil {
@@ -39,7 +43,10 @@ func (s *Server) Status(_ context.Context, req *runtimeapi.StatusRequest) (*runt
 	}
 	resp.Features = &runtimeapi.RuntimeFeatures{SupplementalGroupsPolicy: true}
 	if req.GetVerbose() {
-		resp.Info = map[string]string{"runtime": s.runtimeInfo()}
+		resp.Info = map[string]string{
+			"runtime":            s.runtimeInfo(),
+			"quarantinedRecords": s.quarantinedInfo(),
+		}
 	}
 	return resp, nil
 }
@@ -63,6 +70,21 @@ func (s *Server) runtimeInfo() string {
 		return "{}"
 	}
 	return string(data)
+}
+
+// quarantinedInfo is the JSON list of the records recovery set aside: a
+// person's to repair or remove (docs/architecture.md, "Crash safety and
+// recovery").
+func (s *Server) quarantinedInfo() string {
+	recs := []pod.QuarantinedRecord{}
+	if s.quarantine != nil {
+		recs = append(recs, s.quarantine.Quarantined()...)
+	}
+	b, err := json.Marshal(recs)
+	if err != nil {
+		return fmt.Sprintf("%q", err.Error())
+	}
+	return string(b)
 }
 
 // RuntimeConfig reports the cgroup driver berth uses.

@@ -72,6 +72,12 @@ type Network interface {
 	UpdatePodCIDR(cidr string) error
 }
 
+// Quarantine lists the records recovery set aside (pod.Service.Quarantined);
+// Status reports them in its verbose info.
+type Quarantine interface {
+	Quarantined() []pod.QuarantinedRecord
+}
+
 // Config wires a Server.
 type Config struct {
 	Sandboxes  Sandboxes
@@ -95,6 +101,8 @@ type Config struct {
 
 	// Host, when set, is reported in Status verbose info.
 	Host HostResources
+	// Quarantine, when set, lists the quarantined records in Status.
+	Quarantine Quarantine
 
 	// RecursiveReadOnlyMounts says the OCI runtime can make bind mounts
 	// read-only recursively (runc's "rro"); Status advertises it.
@@ -116,6 +124,7 @@ type Server struct {
 	streaming  Streaming
 	rpcs       RPCObserver
 	host       HostResources
+	quarantine Quarantine
 	version    string
 	rro        bool
 	log        *slog.Logger
@@ -132,7 +141,7 @@ func New(cfg Config) *Server {
 		network: cfg.Network, version: cfg.Version, log: cfg.Logger,
 		stats: cfg.Stats, events: cfg.Events,
 		exec: cfg.Exec, streaming: cfg.Streaming, rpcs: cfg.RPCs, rro: cfg.RecursiveReadOnlyMounts,
-		host: cfg.Host,
+		host: cfg.Host, quarantine: cfg.Quarantine,
 	}
 }
 

@@ -190,6 +190,31 @@ func TestStatusVerboseInfoSaysWhatTheHostLacks(t *testing.T) {
 	}
 }
 
+type fakeQuarantine []pod.QuarantinedRecord
+
+func (f fakeQuarantine) Quarantined() []pod.QuarantinedRecord { return f }
+
+func TestStatusVerboseListsQuarantinedRecords(t *testing.T) {
+	rec := pod.QuarantinedRecord{Kind: pod.KindSandbox, ID: "abc", Path: "/var/lib/berth/sandboxes/abc/sandbox.json.quarantined",
+		Reason: "record version 2 is newer"}
+	for _, tc := range []struct {
+		q    Quarantine
+		want string
+	}{
+		{nil, `[]`},
+		{fakeQuarantine{rec}, `[{"kind":"sandbox","id":"abc","path":"/var/lib/berth/sandboxes/abc/sandbox.json.quarantined","reason":"record version 2 is newer"}]`},
+	} {
+		s := New(Config{Sandboxes: &fakePods{}, Containers: &fakePods{}, Images: &fakeImages{}, Network: fakeNetwork{}, Quarantine: tc.q})
+		resp, err := s.Status(context.Background(), &runtimeapi.StatusRequest{Verbose: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := resp.GetInfo()["quarantinedRecords"]; got != tc.want {
+			t.Errorf("quarantinedRecords = %s, want %s", got, tc.want)
+		}
+	}
+}
+
 func TestListContainersFilters(t *testing.T) {
 	now := time.Now()
 	mk := func(id, sb string, st pod.ContainerState, labels map[string]string) pod.Container {

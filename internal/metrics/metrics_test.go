@@ -67,11 +67,23 @@ func TestStatesAreCountedAtScrape(t *testing.T) {
 	assertContains(t, body, `berth_sandboxes{state="ready"} 1`, `berth_sandboxes{state="notready"} 1`)
 }
 
+func TestQuarantinedRecordsAreCountedAtScrape(t *testing.T) {
+	m := New()
+	counts := map[string]int{"sandbox": 0, "container": 0}
+	m.TrackQuarantined(func() map[string]int { return counts })
+	assertContains(t, scrape(t, m.Handler()),
+		`berth_quarantined_records{kind="sandbox"} 0`, `berth_quarantined_records{kind="container"} 0`)
+	counts = map[string]int{"sandbox": 1, "container": 2}
+	assertContains(t, scrape(t, m.Handler()),
+		`berth_quarantined_records{kind="sandbox"} 1`, `berth_quarantined_records{kind="container"} 2`)
+}
+
 func TestNilMetricsIsANoOp(t *testing.T) {
 	var m *Metrics
 	m.Observe("/x/Y", codes.OK, time.Millisecond)
 	m.ObservePhase("run_sandbox", "cni", time.Millisecond)
 	m.TrackStates(nil, nil)
+	m.TrackQuarantined(nil)
 }
 
 func TestServerServesMetricsOnly(t *testing.T) {

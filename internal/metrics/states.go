@@ -2,14 +2,26 @@ package metrics
 
 import "github.com/prometheus/client_golang/prometheus"
 
-// StateCounts returns how many objects are in each state.
+// StateCounts returns how many objects there are per label value.
 type StateCounts func() map[string]int
 
-// stateCollector reports the sandbox and container counts by state when
-// scraped, so nothing has to keep gauges in step with state changes.
-type stateCollector struct {
-	sandboxes, containers         StateCounts
-	sandboxesDesc, containersDesc *prometheus.Desc
+// countsCollector reports one gauge per label value, computed by counts at
+// each scrape, so nothing has to keep gauges in step with state changes.
+type countsCollector struct {
+	desc   *prometheus.Desc
+	counts StateCounts
+}
+
+func newCountsCollector(name, help, label string, counts StateCounts) *countsCollector {
+	return &countsCollector{desc: prometheus.NewDesc(name, help, []string{label}, nil), counts: counts}
+}
+
+func (c *countsCollector) Describe(ch chan<- *prometheus.Desc) { ch <- c.desc }
+
+func (c *countsCollector) Collect(ch chan<- prometheus.Metric) {
+	for value, n := range c.counts() {
+		ch <- prometheus.MustNewConstMetric(c.desc, prometheus.GaugeValue, float64(n), value)
+	}
 }
 
 // TrackStates exports berth_sandboxes{state} and berth_containers{state},
@@ -18,24 +30,18 @@ func (m *Metrics) TrackStates(sandboxes, containers StateCounts) {
 	if m == nil {
 		return
 	}
-	m.registry.MustRegister(&stateCollector{
-		sandboxes:      sandboxes,
-		containers:     containers,
-		sandboxesDesc:  prometheus.NewDesc("berth_sandboxes", "Pod sandboxes by state.", []string{"state"}, nil),
-		containersDesc: prometheus.NewDesc("berth_containers", "Containers by state.", []string{"state"}, nil),
-	})
+	m.registry.MustRegister(
+		newCountsCollector("berth_sandboxes", "Pod sandboxes by state.", "state", sandboxes),
+		newCountsCollector("berth_containers", "Containers by state.", "state", containers))
 }
 
-func (c *stateCollector) Describe(ch chan<- *prometheus.Desc) {
-	ch <- c.sandboxesDesc
-	ch <- c.containersDesc
-}
-
-func (c *stateCollector) Collect(ch chan<- prometheus.Metric) {
-	for state, n := range c.sandboxes() {
-		ch <- prometheus.MustNewConstMetric(c.sandboxesDesc, prometheus.GaugeValue, float64(n), state)
+// TrackQuarantined exports berth_quarantined_records{kind}: the sandbox and
+// container records recovery set aside, computed by counts at each scrape.
+// Call it at most once.
+func (m *Metrics) TrackQuarantined(counts StateCounts) {
+	if m == nil {
+		return
 	}
-	for state, n := range c.containers() {
-		ch <- prometheus.MustNewConstMetric(c.containersDesc, prometheus.GaugeValue, float64(n), state)
-	}
+	m.registry.MustRegister(newCountsCollector("berth_quarantined_records",
+		"Records recovery quarantined (left alone, with what depends on them) by kind.", "kind", counts))
 }

@@ -17,7 +17,9 @@
 // Every record is written durably (internal/store) before the side effect it
 // describes: a record in "creating" or "removing" tells recovery that side
 // effects may exist half-made, and recovery undoes them. All undo steps are
-// idempotent, so running one twice is harmless.
+// idempotent, so running one twice is harmless. A record recovery cannot use
+// (unreadable, unknown version, failed checks) is quarantined (quarantine.go):
+// renamed aside and reported, and nothing that depends on it is touched.
 //
 // The package takes CRI messages as input (like containerd's CRI service) and
 // returns copies of its records; the gRPC edge converts them to CRI statuses.

@@ -52,7 +52,8 @@ func (s *Service) Containers() []Container {
 }
 
 // ContainersUsingImage lists the ids of containers created from an image:
-// its layers must stay while they exist.
+// its layers must stay while they exist. Quarantined containers count, and
+// one whose image is unknown holds every image.
 func (s *Service) ContainersUsingImage(imageID string) []string {
 	s.mu.RLock()
 	defer s.mu.RUnlock()
@@ -65,7 +66,7 @@ func (s *Service) ContainersUsingImage(imageID string) []string {
 	if n := s.imagesInUse[imageID]; n > 0 && len(ids) == 0 {
 		ids = append(ids, "(being created)")
 	}
-	return ids
+	return append(ids, s.quarantinedImageUsers(imageID)...)
 }
 
 // holdImage marks an image as used by a create in flight, whose rootfs may

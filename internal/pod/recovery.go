@@ -9,13 +9,10 @@ import (
 	"sync"
 	"time"
 
-	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
-
 	"github.com/berth-dev/berth/internal/errdefs"
 	"github.com/berth-dev/berth/internal/image"
 	"github.com/berth-dev/berth/internal/monitor"
 	"github.com/berth-dev/berth/internal/network"
-	"github.com/berth-dev/berth/internal/store"
 )
 
 // Recover rebuilds the in-memory view from the durable records after a
@@ -27,7 +24,10 @@ import (
 //     lost to a reboot and is not ready; its containers are exited;
 //   - monitors outlive the daemon and write exit files into one directory, so
 //     an exit that happened while the daemon was down is found there;
-//   - one bad record is logged and skipped; it never stops recovery.
+//   - a record that cannot be used (unreadable, of an unknown version, fields
+//     that fail their checks) is quarantined with everything that depends on
+//     it: renamed aside, logged, reported, never acted on; it never stops
+//     recovery.
 //
 // Recover must finish before the server answers requests.
 func (s *Service) Recover(ctx context.Context) error {
@@ -64,10 +64,14 @@ func (s *Service) loadSandboxes(ctx context.Context) int {
 	n := 0
 	for _, id := range recordIDs(s.sandboxesDir()) {
 		var rec Sandbox
-		if err := s.loadSandboxRecord(id, &rec); err != nil {
-			s.log.Error("recovery: sandbox record skipped", "id", id, "error", err)
+		path := s.sandboxRecordPath(id)
+		if err := readSandboxRecord(path, id, &rec); err != nil {
+			if !s.quarantineRecord(KindSandbox, id, path, err) {
+				s.log.Error("recovery: sandbox directory without record skipped", "id", id, "error", err)
+			}
 			continue
 		}
+		s.clearQuarantineNote(filepath.Dir(path))
 		if rec.State == SandboxCreating || rec.State == SandboxRemoving {
 			s.log.Info("recovery: removing half-made sandbox", "id", id, "state", rec.State)
 			wctx, cancel := context.WithTimeout(ctx, 10*time.Second)
@@ -91,20 +95,6 @@ func (s *Service) loadSandboxes(ctx context.Context) int {
 		n++
 	}
 	return n
-}
-
-func (s *Service) loadSandboxRecord(id string, rec *Sandbox) error {
-	if err := store.LoadJSON(s.sandboxRecordPath(id), rec); err != nil {
-		return err
-	}
-	if rec.ID != id || !validID(id) {
-		return fmt.Errorf("record id %q does not match its directory %q", rec.ID, id)
-	}
-	if rec.Version > recordVersion {
-		return fmt.Errorf("record version %d is newer than %d", rec.Version, recordVersion)
-	}
-	rec.Config = &runtimeapi.PodSandboxConfig{}
-	return decodeConfig(rec.RawConfig, rec.Config)
 }
 
 // sandboxLost reports a ready sandbox that lost its namespaces or its
@@ -138,19 +128,6 @@ func (s *Service) sandboxLost(ctx context.Context, rec *Sandbox) bool {
 	return false
 }
 
-// validID reports whether id has the shape of the ids berth generates.
-func validID(id string) bool {
-	if len(id) != 64 {
-		return false
-	}
-	for _, c := range id {
-		if (c < '0' || c > '9') && (c < 'a' || c > 'f') {
-			return false
-		}
-	}
-	return true
-}
-
 func (s *Service) loadContainers(ctx context.Context) int {
 	var (
 		wg    sync.WaitGroup
@@ -175,11 +152,16 @@ func (s *Service) loadContainers(ctx context.Context) int {
 }
 
 // loadContainer restores one container record; it reports whether the
-// container was kept.
+// container was kept. A record that cannot be used is quarantined, and so is
+// one whose sandbox is: nothing of theirs is touched.
 func (s *Service) loadContainer(ctx context.Context, id string) bool {
 	var rec Container
-	if err := store.LoadJSON(s.containerRecordPath(id), &rec); err != nil {
-		if errdefs.IsNotFound(err) && validID(id) {
+	path := s.containerRecordPath(id)
+	if err := readContainerRecord(path, id, &rec); err != nil {
+		if s.quarantineRecord(KindContainer, id, path, err) {
+			return false
+		}
+		if validID(id) {
 			// Removal deletes the record last: its data went first.
 			s.log.Info("recovery: removing container directory without record", "id", id)
 			_ = image.UnmountRootfs(filepath.Join(s.bundlesDir(), id, "rootfs"))
@@ -187,16 +169,12 @@ func (s *Service) loadContainer(ctx context.Context, id string) bool {
 			_ = os.RemoveAll(filepath.Join(s.containersDir(), id))
 			return false
 		}
-		s.log.Error("recovery: container record skipped", "id", id, "error", err)
+		s.log.Error("recovery: container directory without record skipped", "id", id, "error", err)
 		return false
 	}
-	if rec.ID != id || !validID(id) {
-		s.log.Error("recovery: container record skipped", "id", id, "error", fmt.Sprintf("record id %q does not match its directory", rec.ID))
-		return false
-	}
-	rec.Config = &runtimeapi.ContainerConfig{}
-	if err := decodeConfig(rec.RawConfig, rec.Config); err != nil {
-		s.log.Error("recovery: container record skipped", "id", id, "error", err)
+	s.clearQuarantineNote(filepath.Dir(path))
+	if s.quarantine.has(KindSandbox, rec.SandboxID) {
+		s.holdContainer(path, &rec)
 		return false
 	}
 	_, sbErr := s.findSandbox(rec.SandboxID)
@@ -251,7 +229,8 @@ func (s *Service) reconcileContainer(ctx context.Context, rec *Container) {
 }
 
 // removeOrphanDirs removes bundles and pod dirs that no record owns: they can
-// only be leftovers of work that never wrote its intent.
+// only be leftovers of work that never wrote its intent. Those of quarantined
+// records are owned.
 func (s *Service) removeOrphanDirs(ctx context.Context) {
 	known := map[string]bool{}
 	for _, sb := range s.Sandboxes() {
@@ -259,6 +238,9 @@ func (s *Service) removeOrphanDirs(ctx context.Context) {
 	}
 	for _, c := range s.Containers() {
 		known[c.ID] = true
+	}
+	for _, q := range s.Quarantined() {
+		known[q.ID] = true
 	}
 	for _, dir := range []string{s.bundlesDir(), s.podsDir()} {
 		for _, id := range recordIDs(dir) {

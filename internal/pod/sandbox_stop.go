@@ -19,12 +19,16 @@ import (
 // releases the pod's network (CNI DEL, netns pin). It is idempotent: an
 // unknown or already stopped sandbox is not an error (api.proto: "must not
 // return an error if all relevant resources have already been reclaimed").
+// A sandbox a quarantined container names is refused (FailedPrecondition).
 func (s *Service) StopSandbox(ctx context.Context, id string) error {
 	e, unlock, err := s.lockSandboxIfKnown(id)
 	if e == nil {
 		return err
 	}
 	defer unlock()
+	if err := s.refuseIfQuarantinedUsers(e.snapshot().ID); err != nil {
+		return err
+	}
 	return s.stopSandboxLocked(ctx, e)
 }
 
@@ -88,6 +92,9 @@ func (s *Service) RemoveSandbox(ctx context.Context, id string) error {
 		return err
 	}
 	defer unlock()
+	if err := s.refuseIfQuarantinedUsers(e.snapshot().ID); err != nil {
+		return err
+	}
 	if err := s.stopSandboxLocked(ctx, e); err != nil {
 		return err
 	}
@@ -152,13 +159,14 @@ func (s *Service) forgetSandbox(rec *Sandbox) {
 	s.sandboxNames.ReleaseByKey(rec.ID)
 }
 
-// stopMonitor asks a pod monitor to exit and, if it does not answer, kills it
-// by pid after checking that the pid still is that monitor.
+// stopMonitor asks a pod monitor to exit and waits until it has; if it does
+// not answer or stay, it kills it by pid after checking that the pid still
+// is that monitor.
 func (s *Service) stopMonitor(ctx context.Context, socket string, pid int) error {
 	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
 	err := monitor.NewClient(socket).Shutdown(ctx)
-	if err == nil || pid == 0 {
+	if pid == 0 || (err == nil && monitorGone(ctx, pid, socket)) {
 		_ = os.Remove(socket)
 		return nil
 	}
@@ -169,6 +177,21 @@ func (s *Service) stopMonitor(ctx context.Context, socket string, pid int) error
 	}
 	_ = os.Remove(socket)
 	return nil
+}
+
+// monitorGone waits until the monitor that answered Shutdown has exited (it
+// answers first), or ctx ends; it reports whether it exited.
+func monitorGone(ctx context.Context, pid int, socket string) bool {
+	tick := time.NewTicker(5 * time.Millisecond)
+	defer tick.Stop()
+	for isMonitorProcess(pid, socket) {
+		select {
+		case <-ctx.Done():
+			return false
+		case <-tick.C:
+		}
+	}
+	return true
 }
 
 // isMonitorProcess guards against pid reuse: the process must be a

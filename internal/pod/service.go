@@ -73,6 +73,7 @@ type Service struct {
 	oomScoreAdjMin int
 	oomClampLogged atomic.Bool
 	exitWatcher    *exitWatcher
+	quarantine     quarantineSet
 	events         EventBroker
 	starts         eventOrder
 	cpuRates       cgroupstats.RateTracker

@@ -7,7 +7,9 @@
 //     content or the new, never a torn file, and a failed write leaves the old
 //     content in place and no temporary file behind.
 //   - Records are versioned: the caller's struct carries a `Version int` field
-//     so a future berth can migrate what an older one wrote.
+//     so a future berth can migrate what an older one wrote. LoadVersionedJSON
+//     checks the version before decoding anything else: a record of a newer
+//     berth (a downgrade) is ErrUnknownVersion, never misread.
 //   - A missing record is errdefs.ErrNotFound; a corrupt one is an error that
 //     names the file.
 //   - Registrar and IDIndex are in-memory and safe for concurrent use; callers
