@@ -239,7 +239,10 @@ func (x *extractor) openParent(rel string) (int, error) {
 	return fd, nil
 }
 
-// finishDirs sets directory times, deepest last-created first.
+// finishDirs sets directory times, deepest last-created first. A dir that
+// a later entry replaced was dropped from the list (forgetDirs); one that
+// no longer resolves to a directory any other way (reached through a
+// symlink that was replaced) is skipped: times never land on another entry.
 func (x *extractor) finishDirs() error {
 	for i := len(x.dirs) - 1; i >= 0; i-- {
 		d := x.dirs[i]
@@ -248,14 +251,32 @@ func (x *extractor) finishDirs() error {
 			parent, base = ".", "."
 		}
 		pfd, err := x.openBeneath(parent)
+		if err == unix.ENOENT || err == unix.ENOTDIR {
+			continue
+		}
 		if err != nil {
 			return fmt.Errorf("dir %q: times: %w", d.rel, err)
 		}
-		err = unix.UtimesNanoAt(pfd, base, d.times, unix.AT_SYMLINK_NOFOLLOW)
+		err = setDirTimes(pfd, base, d.times)
 		unix.Close(pfd)
 		if err != nil {
 			return fmt.Errorf("dir %q: times: %w", d.rel, err)
 		}
 	}
 	return nil
+}
+
+// setDirTimes sets the times of name in pfd if it is still a directory.
+func setDirTimes(pfd int, name string, times []unix.Timespec) error {
+	var st unix.Stat_t
+	if err := unix.Fstatat(pfd, name, &st, unix.AT_SYMLINK_NOFOLLOW); err != nil {
+		if err == unix.ENOENT {
+			return nil
+		}
+		return err
+	}
+	if st.Mode&unix.S_IFMT != unix.S_IFDIR {
+		return nil
+	}
+	return unix.UtimesNanoAt(pfd, name, times, unix.AT_SYMLINK_NOFOLLOW)
 }
