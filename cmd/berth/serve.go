@@ -187,6 +187,7 @@ func wire(cfg config.Config, log *slog.Logger, phases pod.PhaseObserver) (*depen
 	if err != nil {
 		return nil, err
 	}
+	images.SetLogger(log)
 	images.ConfigurePull(pullConfig(cfg))
 	netStatus, err := newNetworkStatus(cfg, log)
 	if err != nil {
