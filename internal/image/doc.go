@@ -36,6 +36,11 @@
 //   - The extractor (extract*.go) treats archives as hostile: every path is
 //     resolved with openat2(RESOLVE_IN_ROOT|RESOLVE_NO_MAGICLINKS) beneath the
 //     layer dir, final components are never followed, sizes are bounded.
+//   - Unpacking is bounded (limits.go, SetLimits): per file, per layer, per
+//     image (the uncompressed bytes one pull or import unpacks for it, its
+//     layers counted together as they unpack in parallel) and by a reserve
+//     of free space on the store's filesystem, checked before each layer
+//     and every 16 MiB during it. Errors name the limit's config key.
 //   - Layers are unpacked one by one, each into its own directory: an entry
 //     whose parent is a symlink that lives in a lower layer becomes a real
 //     directory in this layer (the per-layer apply model).

@@ -35,10 +35,10 @@ func (x *extractor) apply(hdr *tar.Header, r io.Reader) error {
 		return err
 	}
 	if hdr.Size < 0 || hdr.Size > x.lim.MaxEntrySize {
-		return fmt.Errorf("size %d: over the %d byte limit: %w", hdr.Size, x.lim.MaxEntrySize, errdefs.ErrInvalidArgument)
+		return fmt.Errorf("size %d: over the %d byte limit (max_file_size): %w", hdr.Size, x.lim.MaxEntrySize, errdefs.ErrInvalidArgument)
 	}
 	if x.written += hdr.Size; x.written > x.lim.MaxLayerSize {
-		return fmt.Errorf("layer content: over the %d byte limit: %w", x.lim.MaxLayerSize, errdefs.ErrInvalidArgument)
+		return fmt.Errorf("layer content: over the %d byte limit (max_layer_size): %w", x.lim.MaxLayerSize, errdefs.ErrInvalidArgument)
 	}
 	parent, base := splitRel(rel)
 	if rel == "." {

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
+	"golang.org/x/sys/unix"
 
 	"github.com/berth-dev/berth/internal/errdefs"
 )
@@ -55,6 +56,8 @@ type Store struct {
 	skipped    []QuarantinedRecord // bad records of the cached index, not yet set aside
 	reported   map[string]string   // index path → reason of bad records already logged
 	log        atomic.Pointer[slog.Logger]
+	lim        atomic.Pointer[Limits]             // unpack limits; nil: DefaultLimits
+	statfs     func(string, *unix.Statfs_t) error // nil: unix.Statfs (tests replace it)
 	usageGen   string
 	usageBytes uint64
 	usageInos  uint64
