@@ -42,6 +42,7 @@ func readLayer(blobPath, diffID string, u layerUnpack, consume func(io.Reader) e
 		return fmt.Errorf("layer blob: %w", err)
 	}
 	defer f.Close()
+	// The blob's size is a floor for what unpacking it writes.
 	if fi, err := f.Stat(); err == nil {
 		if err := u.space.ensure(fi.Size()); err != nil {
 			return err

@@ -49,9 +49,9 @@ func parseRecord(hex string, data []byte) (record, error) {
 		return record{}, fmt.Errorf("image id %q does not match the file name", rec.Image.ID)
 	}
 	for i, l := range rec.Image.Layers {
-		for field, d := range map[string]string{"digest": l.Digest, "diffID": l.DiffID, "chainID": l.ChainID} {
+		for _, d := range []string{l.Digest, l.DiffID, l.ChainID} {
 			if _, err := digestHex(d); err != nil {
-				return record{}, fmt.Errorf("layer %d: %s: %v", i, field, err)
+				return record{}, fmt.Errorf("layer %d: %v", i, err)
 			}
 		}
 	}

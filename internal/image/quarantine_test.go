@@ -129,3 +129,23 @@ func TestGCKeepsOnlyWhatQuarantinedRecordNames(t *testing.T) {
 		t.Errorf("the removed image's own layer was kept: %v", err)
 	}
 }
+
+// A record that cannot be read at all (here a directory in its place) is
+// skipped and left where it is, and garbage collection deletes nothing
+// while it is there.
+func TestUnreadableRecordIsLeftInPlace(t *testing.T) {
+	s, keep, bad := importTwo(t)
+	must(t, os.Remove(recordPath(s, bad)))
+	must(t, os.Mkdir(recordPath(s, bad), 0o700))
+	must(t, s.bumpGeneration())
+	must(t, s.Remove(keep.ID))
+	q, err := s.Quarantined()
+	if err != nil || len(q) != 1 || q[0].Path != recordPath(s, bad) || !strings.Contains(q[0].Reason, "read") {
+		t.Fatalf("Quarantined = %+v, %v; want the unreadable record, in index/", q, err)
+	}
+	if fi, err := os.Stat(recordPath(s, bad)); err != nil || !fi.IsDir() {
+		t.Fatalf("unreadable record was moved: %v", err)
+	}
+	assertStored(t, s, keep)
+	assertStored(t, s, bad)
+}
