@@ -2,12 +2,9 @@ package main
 
 import (
 	"fmt"
-	"path/filepath"
 	"strings"
 
 	"github.com/spf13/cobra"
-
-	"github.com/berth-dev/berth/internal/image"
 )
 
 func newImageCommand(opts *globalOptions) *cobra.Command {
@@ -24,7 +21,7 @@ Works while 'berth serve' runs: the store is shared safely.`,
 			if err != nil {
 				return err
 			}
-			store, err := image.Open(filepath.Join(cfg.RootDir, "images"))
+			store, err := openImageStore(cfg)
 			if err != nil {
 				return err
 			}

@@ -11,6 +11,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/berth-dev/berth/internal/config"
 	"github.com/berth-dev/berth/internal/errdefs"
 	"github.com/berth-dev/berth/internal/image"
 	"github.com/berth-dev/berth/internal/progress"
@@ -58,7 +59,30 @@ func openStore(cmd *cobra.Command, opts *globalOptions) (*image.Store, error) {
 	if err != nil {
 		return nil, err
 	}
-	return image.Open(filepath.Join(cfg.RootDir, "images"))
+	return openImageStore(cfg)
+}
+
+// openImageStore opens the image store under the configured root, with
+// the [images] unpack limits.
+func openImageStore(cfg config.Config) (*image.Store, error) {
+	store, err := image.Open(filepath.Join(cfg.RootDir, "images"))
+	if err != nil {
+		return nil, err
+	}
+	store.SetLimits(imageLimits(cfg))
+	return store, nil
+}
+
+// imageLimits is the image store's view of the [images] section.
+func imageLimits(cfg config.Config) image.Limits {
+	l := cfg.Images.Limits()
+	return image.Limits{
+		MaxEntrySize: l.MaxFileSize,
+		MaxLayerSize: l.MaxLayerSize,
+		MaxImageSize: l.MaxImageSize,
+		MaxEntries:   l.MaxLayerEntries,
+		MinFree:      image.Reserve{Bytes: l.MinFreeBytes, Percent: l.MinFreePercent},
+	}
 }
 
 // writeImages prints imgs in the format lo asks for.

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/berth-dev/berth/internal/config"
 	"github.com/berth-dev/berth/internal/errdefs"
 	"github.com/berth-dev/berth/internal/image"
 )
@@ -147,5 +148,12 @@ func TestPruneCandidates(t *testing.T) {
 	remove, _ = pruneCandidates(fakeImages(), users, true)
 	if ids(remove) != "acf" {
 		t.Errorf("prune -a: removes %q; want every image but b, which ctr1 uses", ids(remove))
+	}
+}
+
+// The [images] defaults of the config file are the store's own defaults.
+func TestImageLimitsDefaultsAgree(t *testing.T) {
+	if got := imageLimits(config.Default()); got != image.DefaultLimits {
+		t.Errorf("limits from the default config = %+v, image.DefaultLimits = %+v", got, image.DefaultLimits)
 	}
 }

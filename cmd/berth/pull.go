@@ -7,7 +7,6 @@ import (
 	"io"
 	"os"
 	"os/signal"
-	"path/filepath"
 	"strings"
 	"syscall"
 	"time"
@@ -165,7 +164,7 @@ func openPullStore(cmd *cobra.Command, opts *globalOptions) (*image.Store, error
 	if err != nil {
 		return nil, err
 	}
-	store, err := image.Open(filepath.Join(cfg.RootDir, "images"))
+	store, err := openImageStore(cfg)
 	if err != nil {
 		return nil, err
 	}

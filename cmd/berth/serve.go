@@ -191,10 +191,11 @@ func wire(cfg config.Config, log *slog.Logger, phases pod.PhaseObserver) (*depen
 	if err != nil {
 		return nil, err
 	}
-	images, err := image.Open(filepath.Join(cfg.RootDir, "images"))
+	images, err := openImageStore(cfg)
 	if err != nil {
 		return nil, err
 	}
+	images.SetLogger(log)
 	images.ConfigurePull(pullConfig(cfg))
 	netStatus, err := newNetworkStatus(cfg, log)
 	if err != nil {

@@ -58,6 +58,7 @@ type Config struct {
 	CgroupDriver string   `toml:"cgroup_driver"` // only "cgroupfs" is supported; default cgroupfs
 	CNI          CNI      `toml:"cni"`
 	Registry     Registry `toml:"registry"`
+	Images       Images   `toml:"images"`
 	Stream       Stream   `toml:"stream"`
 	Metrics      Metrics  `toml:"metrics"`
 }
@@ -129,6 +130,7 @@ func (c *Config) ApplyDefaults() {
 		c.Registry.MinThroughput = DefaultMinThroughput
 	}
 	setDefault(&c.Registry.StallWindow, DefaultStallWindow)
+	c.Images.applyDefaults()
 	setDefault(&c.Stream.Address, DefaultStreamAddress)
 }
 

@@ -47,6 +47,13 @@ func TestDefault(t *testing.T) {
 			MinThroughput:          1024,
 			StallWindow:            "60s",
 		},
+		Images: Images{
+			MaxFileSize:     "16GiB",
+			MaxLayerSize:    "64GiB",
+			MaxImageSize:    "128GiB",
+			MaxLayerEntries: 1 << 20,
+			MinFreeSpace:    "1GiB",
+		},
 		Stream: Stream{Address: "127.0.0.1:0"},
 	}
 	if !reflect.DeepEqual(c, want) {

@@ -39,6 +39,7 @@ func (c Config) Validate() error {
 		subnet(c.CNI.DefaultSubnet),
 		absolutePath("registry.hosts_dir", c.Registry.HostsDir),
 		registry(c.Registry),
+		images(c.Images),
 		streamAddress(c.Stream.Address),
 		metricsAddress(c.Metrics.Address),
 	}

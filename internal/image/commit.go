@@ -36,7 +36,7 @@ func (s *Store) commit(st *staging, recs []record) (err error) {
 	if err := syncDir(s.layersDir()); err != nil {
 		return err
 	}
-	all, err := s.readRecords()
+	all, _, err := s.lockedRecords()
 	if err != nil {
 		return err
 	}

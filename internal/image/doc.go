@@ -14,7 +14,11 @@
 //	layers/<chainid-hex>/    one unpacked layer tree per chain id, an overlay
 //	                         lowerdir; whiteouts are 0/0 char devices and opaque
 //	                         dirs carry trusted.overlay.opaque=y
-//	index/<id-hex>.json      one record per image (atomic: temp+fsync+rename)
+//	index/<id-hex>.json      one record per image (atomic: temp+fsync+rename),
+//	                         versioned (recordVersion)
+//	quarantine/              records the store could not read, set aside as
+//	                         <time>-<id-hex>.json beside a .reason file; never
+//	                         deleted by berth
 //	tmp/                     private staging dirs, each flock(2)ed by its owner
 //	                         (imports, pulls, layer downloads); an unheld dir
 //	                         older than a minute is a dead writer's and removed
@@ -25,9 +29,18 @@
 //     then are they renamed into place, and records are written last.
 //   - Two processes may use one store: writers serialize on the flock, readers
 //     take no lock and rely on atomic renames plus the generation counter.
+//   - A bad record never disables the store: readers skip it (Quarantined
+//     reports it), the next writer moves it to quarantine/ under the flock
+//     (quarantine.go). Garbage collection keeps every blob and layer a
+//     set-aside record names, and deletes nothing while one is not JSON.
 //   - The extractor (extract*.go) treats archives as hostile: every path is
 //     resolved with openat2(RESOLVE_IN_ROOT|RESOLVE_NO_MAGICLINKS) beneath the
 //     layer dir, final components are never followed, sizes are bounded.
+//   - Unpacking is bounded (limits.go, SetLimits): per file, per layer, per
+//     image (the uncompressed bytes one pull or import unpacks for it, its
+//     layers counted together as they unpack in parallel) and by a reserve
+//     of free space on the store's filesystem, checked before each layer
+//     and every 16 MiB during it. Errors name the limit's config key.
 //   - Layers are unpacked one by one, each into its own directory: an entry
 //     whose parent is a symlink that lives in a lower layer becomes a real
 //     directory in this layer (the per-layer apply model).

@@ -20,45 +20,41 @@ import (
 	"github.com/berth-dev/berth/internal/errdefs"
 )
 
-// Limits bound what one layer may unpack to; they guard against
-// decompression bombs and absurd size headers.
-type Limits struct {
-	MaxEntrySize int64 // bytes of one file (logical size, sparse files count fully)
-	MaxLayerSize int64 // bytes of the uncompressed tar stream, and of all files together
-	MaxEntries   int   // tar entries in one layer
-}
-
-// DefaultLimits are the limits Import applies.
-var DefaultLimits = Limits{MaxEntrySize: 16 << 30, MaxLayerSize: 64 << 30, MaxEntries: 1 << 20}
-
 var errEscape = errors.New("path escapes layer root")
 
 // unpackLayer decompresses the blob at blobPath, unpacks it into dst (an
 // existing empty dir) and checks the uncompressed stream against diffID.
-func unpackLayer(blobPath, dst, diffID string, lim Limits) error {
-	return readLayer(blobPath, diffID, lim, func(r io.Reader) error { return applyTar(r, dst, lim) })
+func unpackLayer(blobPath, dst, diffID string, u layerUnpack) error {
+	return readLayer(blobPath, diffID, u, func(r io.Reader) error { return applyTar(r, dst, u.lim) })
 }
 
 // verifyDiffID decompresses the blob at blobPath only to check its diff id.
-func verifyDiffID(blobPath, diffID string, lim Limits) error {
-	return readLayer(blobPath, diffID, lim, func(io.Reader) error { return nil })
+func verifyDiffID(blobPath, diffID string, u layerUnpack) error {
+	u.space = nil // nothing is written
+	return readLayer(blobPath, diffID, u, func(io.Reader) error { return nil })
 }
 
 // readLayer opens the blob, hands the uncompressed stream to consume, drains
 // the rest and compares the stream's digest with diffID.
-func readLayer(blobPath, diffID string, lim Limits, consume func(io.Reader) error) error {
+func readLayer(blobPath, diffID string, u layerUnpack, consume func(io.Reader) error) error {
 	f, err := os.Open(blobPath)
 	if err != nil {
 		return fmt.Errorf("layer blob: %w", err)
 	}
 	defer f.Close()
+	// The blob's size is a floor for what unpacking it writes.
+	if fi, err := f.Stat(); err == nil {
+		if err := u.space.ensure(fi.Size()); err != nil {
+			return err
+		}
+	}
 	stream, closeStream, err := decompress(f)
 	if err != nil {
 		return err
 	}
 	defer closeStream()
 	h := sha256.New()
-	r := io.TeeReader(newBoundedReader(stream, lim.MaxLayerSize), h)
+	r := io.TeeReader(u.meter(stream), h)
 	if err := consume(r); err != nil {
 		return err
 	}
@@ -154,7 +150,7 @@ func applyTar(r io.Reader, dst string, lim Limits) error {
 			return fmt.Errorf("layer tar: %v: %w", err, errdefs.ErrInvalidArgument)
 		}
 		if n >= lim.MaxEntries {
-			return fmt.Errorf("layer tar: more than %d entries: %w", lim.MaxEntries, errdefs.ErrInvalidArgument)
+			return fmt.Errorf("layer tar: more than %d entries (limit max_layer_entries): %w", lim.MaxEntries, errdefs.ErrInvalidArgument)
 		}
 		if err := x.apply(hdr, tr); err != nil {
 			return fmt.Errorf("layer tar: entry %q: %w", hdr.Name, err)
@@ -239,7 +235,10 @@ func (x *extractor) openParent(rel string) (int, error) {
 	return fd, nil
 }
 
-// finishDirs sets directory times, deepest last-created first.
+// finishDirs sets directory times, deepest last-created first. A dir that
+// a later entry replaced was dropped from the list (forgetDirs); one that
+// no longer resolves to a directory any other way (reached through a
+// symlink that was replaced) is skipped: times never land on another entry.
 func (x *extractor) finishDirs() error {
 	for i := len(x.dirs) - 1; i >= 0; i-- {
 		d := x.dirs[i]
@@ -248,14 +247,32 @@ func (x *extractor) finishDirs() error {
 			parent, base = ".", "."
 		}
 		pfd, err := x.openBeneath(parent)
+		if err == unix.ENOENT || err == unix.ENOTDIR {
+			continue
+		}
 		if err != nil {
 			return fmt.Errorf("dir %q: times: %w", d.rel, err)
 		}
-		err = unix.UtimesNanoAt(pfd, base, d.times, unix.AT_SYMLINK_NOFOLLOW)
+		err = setDirTimes(pfd, base, d.times)
 		unix.Close(pfd)
 		if err != nil {
 			return fmt.Errorf("dir %q: times: %w", d.rel, err)
 		}
 	}
 	return nil
+}
+
+// setDirTimes sets the times of name in pfd if it is still a directory.
+func setDirTimes(pfd int, name string, times []unix.Timespec) error {
+	var st unix.Stat_t
+	if err := unix.Fstatat(pfd, name, &st, unix.AT_SYMLINK_NOFOLLOW); err != nil {
+		if err == unix.ENOENT {
+			return nil
+		}
+		return err
+	}
+	if st.Mode&unix.S_IFMT != unix.S_IFDIR {
+		return nil
+	}
+	return unix.UtimesNanoAt(pfd, name, times, unix.AT_SYMLINK_NOFOLLOW)
 }

@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -33,10 +35,10 @@ func (x *extractor) apply(hdr *tar.Header, r io.Reader) error {
 		return err
 	}
 	if hdr.Size < 0 || hdr.Size > x.lim.MaxEntrySize {
-		return fmt.Errorf("size %d: over the %d byte limit: %w", hdr.Size, x.lim.MaxEntrySize, errdefs.ErrInvalidArgument)
+		return fmt.Errorf("size %d: over the %d byte limit (max_file_size): %w", hdr.Size, x.lim.MaxEntrySize, errdefs.ErrInvalidArgument)
 	}
 	if x.written += hdr.Size; x.written > x.lim.MaxLayerSize {
-		return fmt.Errorf("layer content: over the %d byte limit: %w", x.lim.MaxLayerSize, errdefs.ErrInvalidArgument)
+		return fmt.Errorf("layer content: over the %d byte limit (max_layer_size): %w", x.lim.MaxLayerSize, errdefs.ErrInvalidArgument)
 	}
 	parent, base := splitRel(rel)
 	if rel == "." {
@@ -57,22 +59,24 @@ func (x *extractor) apply(hdr *tar.Header, r io.Reader) error {
 	case tar.TypeDir:
 		return x.mkdir(pfd, rel, base, hdr)
 	case tar.TypeReg, tar.TypeRegA, tar.TypeGNUSparse:
-		return x.writeFile(pfd, base, hdr, r)
+		return x.writeFile(pfd, rel, base, hdr, r)
 	case tar.TypeSymlink:
-		return x.symlink(pfd, base, hdr)
+		return x.symlink(pfd, rel, base, hdr)
 	case tar.TypeLink:
 		return x.hardlink(pfd, rel, base, hdr)
 	case tar.TypeChar, tar.TypeBlock, tar.TypeFifo:
-		return x.mknod(pfd, base, hdr)
+		return x.mknod(pfd, rel, base, hdr)
 	case tar.TypeXGlobalHeader:
 		return nil
 	}
 	return fmt.Errorf("tar type %q: unsupported: %w", hdr.Typeflag, errdefs.ErrInvalidArgument)
 }
 
-// removeExisting clears name in dir so a new entry can take its place; an
-// existing directory is kept when keepDir (tar merges directories).
-func removeExisting(pfd int, name string, keepDir bool) (kept bool, err error) {
+// removeExisting clears name (the entry rel) in dir so a new entry can
+// take its place; an existing directory is kept when keepDir (tar merges
+// directories). A removed directory's pending times are dropped with it:
+// the last entry wins, and what replaced the tree must not get its times.
+func (x *extractor) removeExisting(pfd int, rel, name string, keepDir bool) (kept bool, err error) {
 	var st unix.Stat_t
 	if err := unix.Fstatat(pfd, name, &st, unix.AT_SYMLINK_NOFOLLOW); err != nil {
 		if err == unix.ENOENT {
@@ -94,11 +98,19 @@ func removeExisting(pfd int, name string, keepDir bool) (kept bool, err error) {
 	if err := os.RemoveAll("/proc/self/fd/" + strconv.Itoa(pfd) + "/" + name); err != nil {
 		return false, fmt.Errorf("existing dir %q: %w", name, err)
 	}
+	x.forgetDirs(rel)
 	return false, nil
 }
 
+// forgetDirs drops the pending times of rel and of every dir beneath it.
+func (x *extractor) forgetDirs(rel string) {
+	x.dirs = slices.DeleteFunc(x.dirs, func(d dirTimes) bool {
+		return d.rel == rel || strings.HasPrefix(d.rel, rel+"/")
+	})
+}
+
 func (x *extractor) mkdir(pfd int, rel, base string, hdr *tar.Header) error {
-	kept, err := removeExisting(pfd, base, true)
+	kept, err := x.removeExisting(pfd, rel, base, true)
 	if err != nil {
 		return err
 	}
@@ -118,8 +130,8 @@ func (x *extractor) mkdir(pfd int, rel, base string, hdr *tar.Header) error {
 	return nil
 }
 
-func (x *extractor) writeFile(pfd int, base string, hdr *tar.Header, r io.Reader) error {
-	if _, err := removeExisting(pfd, base, false); err != nil {
+func (x *extractor) writeFile(pfd int, rel, base string, hdr *tar.Header, r io.Reader) error {
+	if _, err := x.removeExisting(pfd, rel, base, false); err != nil {
 		return err
 	}
 	fd, err := unix.Openat(pfd, base, unix.O_WRONLY|unix.O_CREAT|unix.O_EXCL|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0o600)
@@ -137,11 +149,11 @@ func (x *extractor) writeFile(pfd int, base string, hdr *tar.Header, r io.Reader
 	return unix.UtimesNanoAt(pfd, base, entryTimes(hdr), unix.AT_SYMLINK_NOFOLLOW)
 }
 
-func (x *extractor) symlink(pfd int, base string, hdr *tar.Header) error {
+func (x *extractor) symlink(pfd int, rel, base string, hdr *tar.Header) error {
 	if hdr.Linkname == "" || strings.IndexByte(hdr.Linkname, 0) >= 0 {
 		return fmt.Errorf("symlink target: empty or NUL: %w", errdefs.ErrInvalidArgument)
 	}
-	if _, err := removeExisting(pfd, base, false); err != nil {
+	if _, err := x.removeExisting(pfd, rel, base, false); err != nil {
 		return err
 	}
 	if err := unix.Symlinkat(hdr.Linkname, pfd, base); err != nil {
@@ -179,7 +191,7 @@ func (x *extractor) hardlink(pfd int, rel, base string, hdr *tar.Header) error {
 	if st.Mode&unix.S_IFMT == unix.S_IFDIR {
 		return fmt.Errorf("hard link target %q: is a directory: %w", hdr.Linkname, errdefs.ErrInvalidArgument)
 	}
-	if _, err := removeExisting(pfd, base, false); err != nil {
+	if _, err := x.removeExisting(pfd, rel, base, false); err != nil {
 		return err
 	}
 	if err := unix.Linkat(tpfd, tbase, pfd, base, 0); err != nil {
@@ -188,7 +200,7 @@ func (x *extractor) hardlink(pfd int, rel, base string, hdr *tar.Header) error {
 	return nil
 }
 
-func (x *extractor) mknod(pfd int, base string, hdr *tar.Header) error {
+func (x *extractor) mknod(pfd int, rel, base string, hdr *tar.Header) error {
 	mode := uint32(unix.S_IFIFO)
 	switch hdr.Typeflag {
 	case tar.TypeChar:
@@ -199,7 +211,7 @@ func (x *extractor) mknod(pfd int, base string, hdr *tar.Header) error {
 	if mode != unix.S_IFIFO && !x.isRoot {
 		return nil // device nodes need root; skipped like containerd in a user namespace
 	}
-	if _, err := removeExisting(pfd, base, false); err != nil {
+	if _, err := x.removeExisting(pfd, rel, base, false); err != nil {
 		return err
 	}
 	dev := unix.Mkdev(uint32(hdr.Devmajor), uint32(hdr.Devminor))
@@ -240,7 +252,7 @@ func (x *extractor) whiteout(parent, base string) error {
 	if name == "" || name == "." || name == ".." {
 		return fmt.Errorf("whiteout of %q: %w", name, errdefs.ErrInvalidArgument)
 	}
-	if _, err := removeExisting(pfd, name, false); err != nil {
+	if _, err := x.removeExisting(pfd, path.Join(parent, name), name, false); err != nil {
 		return err
 	}
 	if err := unix.Mknodat(pfd, name, unix.S_IFCHR, 0); err != nil {

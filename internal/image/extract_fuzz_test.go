@@ -22,6 +22,9 @@ func FuzzExtract(f *testing.F) {
 		{{Typeflag: tar.TypeChar, Name: "dev/null", Devmajor: 1, Devminor: 3}},
 		{{Typeflag: tar.TypeFifo, Name: "fifo"}},
 	}
+	for _, s := range replaceArchives() {
+		seeds = append(seeds, s)
+	}
 	for _, s := range seeds {
 		f.Add(tarOf(f, s...))
 	}

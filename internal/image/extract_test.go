@@ -246,7 +246,7 @@ func TestExtractBoundsDecompressedSize(t *testing.T) {
 		t.Fatal(err)
 	}
 	lim := Limits{MaxEntrySize: 8 << 20, MaxLayerSize: 1 << 20, MaxEntries: 10}
-	err := unpackLayer(blob, sb.layer, "sha256:"+sha256HexOf(data), lim)
+	err := unpackLayer(blob, sb.layer, "sha256:"+sha256HexOf(data), layerUnpack{lim: lim})
 	if err == nil {
 		t.Fatal("unpackLayer accepted a layer over the size limit")
 	}
@@ -262,12 +262,12 @@ func TestUnpackLayerChecksDiffID(t *testing.T) {
 	blob := filepath.Join(sb.top, "blob")
 	os.WriteFile(blob, gzipBytes(t, data), 0o600)
 	defer os.Remove(blob)
-	if err := unpackLayer(blob, sb.layer, "sha256:"+sha256HexOf(data), testLimits); err != nil {
+	if err := unpackLayer(blob, sb.layer, "sha256:"+sha256HexOf(data), layerUnpack{lim: testLimits}); err != nil {
 		t.Fatalf("good diff id rejected: %v", err)
 	}
 	other := newSandbox(t)
 	wrong := "sha256:" + sha256HexOf([]byte("other"))
-	if err := unpackLayer(blob, other.layer, wrong, testLimits); err == nil {
+	if err := unpackLayer(blob, other.layer, wrong, layerUnpack{lim: testLimits}); err == nil {
 		t.Fatal("wrong diff id accepted")
 	}
 }

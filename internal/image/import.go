@@ -32,7 +32,7 @@ func (s *Store) Import(ctx context.Context, path string) ([]Image, error) {
 	if err := s.clearTmp(); err != nil {
 		return nil, err
 	}
-	st, err := newStaging(s, DefaultLimits)
+	st, err := newStaging(s)
 	if err != nil {
 		return nil, err
 	}
@@ -117,11 +117,12 @@ func (st *staging) processCandidate(c candidate) (record, error) {
 		return record{}, fmt.Errorf("config %s: %d diff ids for %d layers: %w", cfgDigest, len(cfg.RootFS.DiffIDs), len(c.layers), errdefs.ErrInvalidArgument)
 	}
 	img := Image{ID: cfgDigest, Config: cfg}
+	st.budget = newImageBudget(st.lim)
 	chain := ""
 	for i, ref := range c.layers {
 		l, err := st.processLayer(ref, cfg.RootFS.DiffIDs[i].String(), chain)
 		if err != nil {
-			return record{}, fmt.Errorf("layer %d: %w", i, err)
+			return record{}, fmt.Errorf("image %s: layer %d: %w", candidateName(c, cfgDigest), i, err)
 		}
 		chain = l.ChainID
 		img.Layers = append(img.Layers, l)
@@ -170,7 +171,7 @@ func (st *staging) processLayer(ref blobRef, diffID, parentChain string) (Layer,
 	}
 	if st.haveLayer(chainHex) {
 		if fresh {
-			err = verifyDiffID(path, diffID, st.lim)
+			err = verifyDiffID(path, diffID, st.layerUnpack(""))
 		}
 		return l, err
 	}
@@ -178,11 +179,20 @@ func (st *staging) processLayer(ref blobRef, diffID, parentChain string) (Layer,
 	if err := os.Mkdir(dst, 0o755); err != nil {
 		return Layer{}, fmt.Errorf("layer %s: staging: %w", chainID, err)
 	}
-	if err := unpackLayer(path, dst, diffID, st.lim); err != nil {
+	if err := unpackLayer(path, dst, diffID, st.layerUnpack(dst)); err != nil {
 		return Layer{}, fmt.Errorf("layer %s: %w", digest, err)
 	}
 	st.layers[chainHex] = true
 	return l, nil
+}
+
+// candidateName names an image being imported in errors: its first name,
+// else its id.
+func candidateName(c candidate, id string) string {
+	if len(c.names) > 0 {
+		return fmt.Sprintf("%q (%s)", c.names[0], id)
+	}
+	return id
 }
 
 // sniffLayerType names the media type of a layer blob from its magic.

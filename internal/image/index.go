@@ -59,6 +59,7 @@ func (s *Store) writeRecord(rec record) error {
 	if err != nil {
 		return err
 	}
+	rec.Version = recordVersion
 	data, err := json.Marshal(rec)
 	if err != nil {
 		return fmt.Errorf("image %s: record: %w", rec.Image.ID, err)

@@ -17,7 +17,7 @@ func (s *Store) Prune(inUse map[string]bool) ([]string, error) {
 	if err := s.clearTmp(); err != nil {
 		return nil, err
 	}
-	recs, err := s.readRecords()
+	recs, _, err := s.lockedRecords()
 	if err != nil {
 		return nil, err
 	}

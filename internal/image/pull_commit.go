@@ -12,11 +12,12 @@ import (
 // commitPull stages the manifests and config, brings each layer's blob and
 // unpacked dir into the pull's staging (unless the store has them), and
 // commits under the store lock. Downloads never hold the lock.
-func (s *Store) commitPull(res *registry.Resolved, rec record, layers []pulledLayer) error {
-	st, err := newStaging(s, DefaultLimits)
+func (s *Store) commitPull(res *registry.Resolved, rec record, layers []pulledLayer, budget *imageBudget) error {
+	st, err := newStaging(s)
 	if err != nil {
 		return err
 	}
+	st.budget = budget
 	defer st.cleanup()
 	for _, m := range res.Manifests {
 		if _, err := st.stageData(m.Raw); err != nil {
@@ -77,7 +78,7 @@ func (st *staging) adoptLayer(l pulledLayer) error {
 	if err := os.Mkdir(dst, 0o755); err != nil {
 		return fmt.Errorf("unpacked dir: stage: %w", err)
 	}
-	if err := unpackLayer(l.staged.blobPath(), dst, l.DiffID, st.lim); err != nil {
+	if err := unpackLayer(l.staged.blobPath(), dst, l.DiffID, st.layerUnpack(dst)); err != nil {
 		return err
 	}
 	st.layers[chainHex] = true

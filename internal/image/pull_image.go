@@ -49,14 +49,15 @@ func (s *Store) pullImage(ctx context.Context, ref string, parsed name.Reference
 		total += d.Size
 	}
 	hub.emit(PullProgress{Ref: ref, State: PullDownloading, Total: total})
-	job := layerJob{res: res, cfg: cfg, slots: slots, auth: authKey(opts)}
+	budget := newImageBudget(s.limits())
+	job := layerJob{res: res, cfg: cfg, slots: slots, auth: authKey(opts), budget: budget}
 	layers, release, err := s.pullLayers(ctx, ref, planned, job, hub)
 	defer release()
 	if err != nil {
 		return Image{}, fmt.Errorf("image %q: %w", ref, err)
 	}
 	rec := pulledRecord(ref, parsed, res, ocicfg, layers)
-	if err := s.commitPull(res, rec, layers); err != nil {
+	if err := s.commitPull(res, rec, layers, budget); err != nil {
 		return Image{}, fmt.Errorf("image %q: commit: %w", ref, err)
 	}
 	hub.emit(PullProgress{Ref: ref, State: PullDone, Done: total, Total: total})
@@ -111,7 +112,7 @@ func (s *Store) pullLayers(ctx context.Context, ref string, planned []pulledLaye
 		f, leave := s.joinLayer(ref, job.res.Manifest.Layers[i], job, hub)
 		leaves = append(leaves, leave)
 		go func(i int) {
-			errs <- s.awaitLayer(ctx, ref, f, &out[i], hub)
+			errs <- s.awaitLayer(ctx, ref, f, &out[i], job.budget, hub)
 		}(i)
 	}
 	release := func() {
@@ -149,9 +150,15 @@ func (s *Store) joinLayer(ref string, desc v1.Descriptor, job layerJob, hub *pro
 }
 
 // awaitLayer waits for a layer flight and checks its diff id against the
-// config of this image.
-func (s *Store) awaitLayer(ctx context.Context, ref string, f *flight[*stagedLayer], l *pulledLayer, hub *progressHub) error {
+// config of this image. A flight another pull started charged that pull's
+// image budget as it unpacked; its bytes count against this one's now.
+func (s *Store) awaitLayer(ctx context.Context, ref string, f *flight[*stagedLayer], l *pulledLayer, budget *imageBudget, hub *progressHub) error {
 	staged, err := f.wait(ctx)
+	if err == nil && staged.budget != budget {
+		if err = budget.charge(staged.unpacked); err != nil {
+			err = fmt.Errorf("layer %s: %w", l.Digest, err)
+		}
+	}
 	if err != nil {
 		hub.emit(PullProgress{Ref: ref, Layer: l.Digest, State: PullFailed, Total: l.Size})
 		return err

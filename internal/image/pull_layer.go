@@ -27,6 +27,9 @@ type stagedLayer struct {
 	diffID  string // digest of the uncompressed stream, as read
 	size    int64
 
+	budget   *imageBudget // the image budget charged while unpacking
+	unpacked int64        // bytes of the uncompressed stream
+
 	mu      sync.Mutex
 	claimed bool // the unpacked dir was moved into a pull's staging
 }
@@ -53,6 +56,13 @@ type layerJob struct {
 	slots chan struct{}
 	hub   *progressHub
 	auth  string // authKey of the pull: layer flights are per credentials
+
+	budget *imageBudget // of the pull that starts the flight
+}
+
+// unpack bounds the unpack of l into its staging dir.
+func (s *Store) unpack(job layerJob, l *stagedLayer) layerUnpack {
+	return layerUnpack{lim: l.st.lim, image: job.budget, space: s.spaceGuard()}
 }
 
 // fetchLayer stages one layer: from the store's blob when it is there
@@ -81,11 +91,11 @@ func (s *Store) fetchLayer(ctx context.Context, job layerJob) (*stagedLayer, err
 // the dir is removed.
 func (s *Store) stageLayer(job layerJob, hexSum string, fill func(*stagedLayer) error) (*stagedLayer, error) {
 	digest := job.desc.Digest.String()
-	st, err := newStaging(s, DefaultLimits)
+	st, err := newStaging(s)
 	if err != nil {
 		return nil, fmt.Errorf("layer %s: %w", digest, err)
 	}
-	l := &stagedLayer{st: st, digest: digest, blobHex: hexSum, size: job.desc.Size}
+	l := &stagedLayer{st: st, digest: digest, blobHex: hexSum, size: job.desc.Size, budget: job.budget}
 	if err := os.Mkdir(l.layerPath(), 0o755); err != nil {
 		st.cleanup()
 		return nil, fmt.Errorf("layer %s: staging: %w", digest, err)
@@ -104,10 +114,11 @@ func (s *Store) unpackStoredBlob(l *stagedLayer, stored string, job layerJob) er
 		return fmt.Errorf("blob: %w", err)
 	}
 	defer f.Close()
-	diffID, err := unpackStream(f, l.layerPath(), DefaultLimits)
+	diffID, n, err := unpackStream(f, l.layerPath(), s.unpack(job, l), 0)
 	if err != nil {
 		return err
 	}
+	l.unpacked = n
 	if err := os.Link(stored, l.blobPath()); err != nil {
 		return fmt.Errorf("blob: stage: %w", err)
 	}
@@ -133,7 +144,7 @@ func (s *Store) downloadLayer(ctx context.Context, l *stagedLayer, job layerJob)
 	}
 	defer body.Close()
 	m.r = io.LimitReader(body, l.size+1)
-	return stallCause(dctx, s.streamBlob(m, l))
+	return stallCause(dctx, s.streamBlob(m, l, s.unpack(job, l)))
 }
 
 // stallCause returns the stall watchdog's error (which says why) in place
@@ -147,7 +158,7 @@ func stallCause(ctx context.Context, err error) error {
 
 // streamBlob writes the compressed stream to the staged blob while it is
 // unpacked, then checks size, digest and (by returning it) the diff id.
-func (s *Store) streamBlob(r io.Reader, l *stagedLayer) error {
+func (s *Store) streamBlob(r io.Reader, l *stagedLayer, u layerUnpack) error {
 	out, err := os.OpenFile(l.blobPath(), os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
 	if err != nil {
 		return fmt.Errorf("blob: stage: %w", err)
@@ -156,12 +167,12 @@ func (s *Store) streamBlob(r io.Reader, l *stagedLayer) error {
 	h := sha256.New()
 	counted := &countingWriter{}
 	tee := io.TeeReader(r, io.MultiWriter(out, h, counted))
-	diffID, unpackErr := unpackStream(tee, l.layerPath(), DefaultLimits)
+	diffID, n, unpackErr := unpackStream(tee, l.layerPath(), u, l.size)
 	_, drainErr := io.Copy(io.Discard, tee) // the rest, so the digest covers every byte
 	if err := checkDownload(l, counted.n, h, unpackErr, drainErr); err != nil {
 		return err
 	}
-	l.diffID = diffID
+	l.diffID, l.unpacked = diffID, n
 	return nil
 }
 
@@ -204,20 +215,25 @@ type countingWriter struct{ n int64 }
 func (c *countingWriter) Write(p []byte) (int, error) { c.n += int64(len(p)); return len(p), nil }
 
 // unpackStream decompresses r (gzip, zstd or plain tar), unpacks it into
-// dst and returns the digest of the uncompressed stream.
-func unpackStream(r io.Reader, dst string, lim Limits) (string, error) {
+// dst and returns the digest and size of the uncompressed stream. need is
+// what is written besides (the blob) for the free-space check before.
+func unpackStream(r io.Reader, dst string, u layerUnpack, need int64) (string, int64, error) {
+	if err := u.space.ensure(need); err != nil {
+		return "", 0, err
+	}
 	stream, closeStream, err := decompress(r)
 	if err != nil {
-		return "", err
+		return "", 0, err
 	}
 	defer closeStream()
 	h := sha256.New()
-	ur := io.TeeReader(newBoundedReader(stream, lim.MaxLayerSize), h)
-	if err := applyTar(ur, dst, lim); err != nil {
-		return "", err
+	m := u.meter(stream)
+	ur := io.TeeReader(m, h)
+	if err := applyTar(ur, dst, u.lim); err != nil {
+		return "", 0, err
 	}
 	if _, err := io.Copy(io.Discard, ur); err != nil {
-		return "", fmt.Errorf("layer stream: %w", err)
+		return "", 0, fmt.Errorf("layer stream: %w", err)
 	}
-	return digestPrefix + hex.EncodeToString(h.Sum(nil)), nil
+	return digestPrefix + hex.EncodeToString(h.Sum(nil)), m.read, nil
 }

@@ -16,7 +16,7 @@ func (s *Store) Remove(ref string) error {
 		return err
 	}
 	defer unlock()
-	recs, err := s.readRecords()
+	recs, _, err := s.lockedRecords()
 	if err != nil {
 		return err
 	}
@@ -34,14 +34,28 @@ func (s *Store) Remove(ref string) error {
 }
 
 // gc deletes blobs and layer dirs no record references. Layer dirs in use
-// as a lowerdir of a live overlay mount are kept for a later pass. The
-// caller holds the lock.
+// as a lowerdir of a live overlay mount are kept for a later pass. What a
+// set-aside record names is kept; while a record's references cannot be
+// known at all (not JSON, or unreadable), nothing is deleted: the store
+// never destroys what it does not understand. The caller holds the lock.
 func (s *Store) gc() error {
-	recs, err := s.readRecords()
+	recs, unread, err := s.lockedRecords()
 	if err != nil {
 		return err
 	}
 	blobs, layers := map[string]bool{}, map[string]bool{}
+	quarantined := map[string]bool{}
+	complete, err := s.quarantineKeeps(quarantined)
+	if err != nil {
+		return err
+	}
+	if !complete || unread > 0 {
+		s.logger().Warn("image gc skipped: an image record that cannot be parsed may reference any blob or layer; see the quarantined records")
+		return nil
+	}
+	for hex := range quarantined {
+		blobs[hex], layers[hex] = true, true
+	}
 	for _, rec := range recs {
 		markDigest(blobs, rec.Image.ID)
 		for _, m := range rec.Manifests {

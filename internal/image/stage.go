@@ -23,12 +23,14 @@ type staging struct {
 	s      *Store
 	dir    string
 	lim    Limits
+	budget *imageBudget    // of the image being staged; nil: none
 	blobs  map[string]bool // hex of blobs staged in dir/blobs
 	layers map[string]bool // chain id hex of layers staged in dir/layers
 	held   *os.File        // flock on dir: clearTmp leaves held dirs alone
 }
 
-func newStaging(s *Store, lim Limits) (*staging, error) {
+func newStaging(s *Store) (*staging, error) {
+	lim := s.limits()
 	dir, err := os.MkdirTemp(s.tmpDir(), "import-")
 	if err != nil {
 		return nil, fmt.Errorf("import staging: %w", err)
@@ -65,6 +67,16 @@ func (st *staging) cleanup() error {
 	err := removeTree(st.dir)
 	st.held.Close()
 	return err
+}
+
+// layerUnpack bounds the unpack of one layer of the image being staged
+// into dst ("": nothing is written, only decompressed).
+func (st *staging) layerUnpack(dst string) layerUnpack {
+	u := layerUnpack{lim: st.lim, image: st.budget}
+	if dst != "" {
+		u.space = st.s.spaceGuard()
+	}
+	return u
 }
 
 func (st *staging) stagedBlob(hex string) string  { return filepath.Join(st.dir, "blobs", hex) }

@@ -4,13 +4,17 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"sort"
 	"strings"
 	"sync"
+	"sync/atomic"
+	"time"
 
 	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
+	"golang.org/x/sys/unix"
 
 	"github.com/berth-dev/berth/internal/errdefs"
 )
@@ -36,6 +40,7 @@ type Image struct {
 
 // record is the JSON stored per image in index/<id-hex>.json.
 type record struct {
+	Version   int      `json:"version,omitempty"` // recordVersion when written; 0 in records older than the field
 	Image     Image    `json:"image"`
 	Manifests []string `json:"manifests"` // manifest and index blobs kept for this image
 }
@@ -47,7 +52,12 @@ type Store struct {
 
 	mu         sync.Mutex
 	cacheGen   string
-	cache      map[string]record // by id hex
+	cache      map[string]record   // by id hex
+	skipped    []QuarantinedRecord // bad records of the cached index, not yet set aside
+	reported   map[string]string   // index path → reason of bad records already logged
+	log        atomic.Pointer[slog.Logger]
+	lim        atomic.Pointer[Limits]             // unpack limits; nil: DefaultLimits
+	statfs     func(string, *unix.Statfs_t) error // nil: unix.Statfs (tests replace it)
 	usageGen   string
 	usageBytes uint64
 	usageInos  uint64
@@ -100,21 +110,43 @@ func (s *Store) records() (map[string]record, error) {
 	if s.cache != nil && gen == s.cacheGen {
 		return s.cache, nil
 	}
-	recs, err := s.readRecords()
+	recs, bad, err := s.readIndex()
 	if err != nil {
 		return nil, err
 	}
 	s.cache, s.cacheGen = recs, gen
+	s.noteSkipped(bad)
 	return recs, nil
 }
 
-// readRecords reads every record file in the index directory.
-func (s *Store) readRecords() (map[string]record, error) {
+// noteSkipped keeps the bad records a reader skipped for Quarantined and
+// logs each one once. The caller holds s.mu.
+func (s *Store) noteSkipped(bad []badRecord) {
+	now := time.Now().UTC()
+	s.skipped = s.skipped[:0]
+	seen := map[string]string{}
+	for _, b := range bad {
+		p := filepath.Join(s.indexDir(), b.name)
+		s.skipped = append(s.skipped, QuarantinedRecord{Path: p, Source: p, Reason: b.reason, Time: now})
+		seen[p] = b.reason
+		if s.reported[p] != b.reason {
+			s.logger().Error("image record skipped: the store cannot read it; its image is not listed until the record is set aside by the next store write",
+				"record", p, "reason", b.reason)
+		}
+	}
+	s.reported = seen
+}
+
+// readIndex reads every record file in the index directory. A record that
+// cannot be read or fails its checks is returned in bad instead; only a
+// failure to read the directory itself fails the index.
+func (s *Store) readIndex() (map[string]record, []badRecord, error) {
 	entries, err := os.ReadDir(s.indexDir())
 	if err != nil {
-		return nil, fmt.Errorf("image index: %w", err)
+		return nil, nil, fmt.Errorf("image index: %w", err)
 	}
 	recs := make(map[string]record, len(entries))
+	var bad []badRecord
 	for _, e := range entries {
 		hex, ok := strings.CutSuffix(e.Name(), ".json")
 		if !ok || !sha256Hex.MatchString(hex) {
@@ -125,15 +157,28 @@ func (s *Store) readRecords() (map[string]record, error) {
 			continue // removed since ReadDir
 		}
 		if err != nil {
-			return nil, fmt.Errorf("image index: record %s: %w", hex, err)
+			bad = append(bad, badRecord{name: e.Name(), reason: "read: " + err.Error(), unread: true})
+			continue
 		}
-		var rec record
-		if err := json.Unmarshal(data, &rec); err != nil {
-			return nil, fmt.Errorf("image index: record %s: %w", hex, err)
+		rec, err := parseRecord(hex, data)
+		if err != nil {
+			bad = append(bad, badRecord{name: e.Name(), reason: err.Error()})
+			continue
 		}
 		recs[hex] = rec
 	}
-	return recs, nil
+	return recs, bad, nil
+}
+
+// SetLogger sets where the store logs records it sets aside; the default
+// is slog.Default().
+func (s *Store) SetLogger(log *slog.Logger) { s.log.Store(log) }
+
+func (s *Store) logger() *slog.Logger {
+	if log := s.log.Load(); log != nil {
+		return log
+	}
+	return slog.Default()
 }
 
 // List returns every image, ordered by id.
