@@ -27,13 +27,13 @@ func newObservers(cfg config.Config) observers {
 
 // serveMetrics serves /metrics on [metrics] address when it is set; the
 // returned func stops it.
-func serveMetrics(cfg config.Config, obs observers, pods *pod.Service, log *slog.Logger) (func(), error) {
+func serveMetrics(cfg config.Config, obs observers, pods *pod.Service, quarantined quarantine, log *slog.Logger) (func(), error) {
 	if obs.metrics == nil {
 		return func() {}, nil
 	}
 	obs.metrics.TrackStates(func() map[string]int { return sandboxStates(pods) },
 		func() map[string]int { return containerStates(pods) })
-	obs.metrics.TrackQuarantined(func() map[string]int { return quarantinedKinds(pods) })
+	obs.metrics.TrackQuarantined(quarantined.kinds)
 	srv, err := metrics.Listen(cfg.Metrics.Address, obs.metrics)
 	if err != nil {
 		return nil, err
@@ -59,16 +59,6 @@ func containerStates(pods *pod.Service) map[string]int {
 	n := map[string]int{}
 	for _, c := range pods.Containers() {
 		n[string(c.State)]++
-	}
-	return n
-}
-
-// quarantinedKinds counts the quarantined records by kind, both kinds always
-// present so that an alert on them has a series to watch.
-func quarantinedKinds(pods *pod.Service) map[string]int {
-	n := map[string]int{pod.KindSandbox: 0, pod.KindContainer: 0}
-	for _, q := range pods.Quarantined() {
-		n[q.Kind]++
 	}
 	return n
 }

@@ -72,7 +72,7 @@ func serve(ctx context.Context, cfg config.Config, agentOpts *agentFlags) error 
 		return err
 	}
 	defer deps.pods.Close()
-	stopMetrics, err := serveMetrics(cfg, obs, deps.pods, log)
+	stopMetrics, err := serveMetrics(cfg, obs, deps.pods, quarantine{deps.pods, deps.images}, log)
 	if err != nil {
 		return err
 	}
@@ -114,7 +114,7 @@ func startCRI(ctx context.Context, cfg config.Config, deps *dependencies, stream
 		Sandboxes: deps.pods, Containers: deps.pods, Images: deps.images, Network: deps.network,
 		Version: version, Logger: log,
 		Stats: deps.pods, Events: deps.pods, Exec: deps.pods, Streaming: streams,
-		RPCs: obs.rpcs, Quarantine: deps.pods, Host: deps.pods,
+		RPCs: obs.rpcs, Quarantine: quarantine{deps.pods, deps.images}, Host: deps.pods,
 		RecursiveReadOnlyMounts: runcSupports(ctx, cfg, "rro", log),
 	})
 	lis, err := listen(cfg.Socket)
