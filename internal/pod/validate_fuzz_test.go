@@ -7,6 +7,7 @@ import (
 	"path"
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 
 	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
@@ -160,7 +161,7 @@ func readsHostFiles(cfg *runtimeapi.ContainerConfig) bool {
 	sc := cfg.GetLinux().GetSecurityContext()
 	return sc.GetPrivileged() || len(cfg.GetDevices()) > 0 ||
 		sc.GetSeccomp().GetProfileType() == runtimeapi.SecurityProfile_Localhost ||
-		(sc.GetSeccomp() == nil && len(sc.GetSeccompProfilePath()) >= len("localhost/") && sc.GetSeccompProfilePath()[:len("localhost/")] == "localhost/")
+		(sc.GetSeccomp() == nil && strings.HasPrefix(sc.GetSeccompProfilePath(), "localhost/"))
 }
 
 type criFuzzSeed struct {
