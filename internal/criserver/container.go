@@ -236,7 +236,7 @@ func redactedConfig(cfg *runtimeapi.ContainerConfig) *runtimeapi.ContainerConfig
 	out := proto.Clone(cfg).(*runtimeapi.ContainerConfig)
 	for _, env := range out.GetEnvs() {
 		if env != nil {
-			env.Value = redactedEnvValue
+			env.Value = []byte(redactedEnvValue)
 		}
 	}
 	return out

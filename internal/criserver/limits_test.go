@@ -52,7 +52,7 @@ func TestServerMessageLimit(t *testing.T) {
 func TestVerboseContainerStatusRedactsEnvValues(t *testing.T) {
 	cfg := &runtimeapi.ContainerConfig{
 		Metadata: &runtimeapi.ContainerMetadata{Name: "app"},
-		Envs:     []*runtimeapi.KeyValue{{Key: "PASSWORD", Value: "s3cr3t-value"}, nil},
+		Envs:     []*runtimeapi.KeyValue{{Key: "PASSWORD", Value: []byte("s3cr3t-value")}, nil},
 	}
 	p := &fakePods{containers: []pod.Container{{ID: "c1", SandboxID: "sb", State: pod.ContainerRunning, Config: cfg}}}
 	s := newTestServer(p, &fakeImages{}, nil)
@@ -68,10 +68,10 @@ func TestVerboseContainerStatusRedactsEnvValues(t *testing.T) {
 		t.Fatal(err)
 	}
 	envs := decoded.Config.Envs
-	if strings.Contains(info, "s3cr3t") || len(envs) == 0 || envs[0].Key != "PASSWORD" || envs[0].Value != redactedEnvValue {
+	if strings.Contains(info, "s3cr3t") || len(envs) == 0 || envs[0].Key != "PASSWORD" || string(envs[0].Value) != redactedEnvValue {
 		t.Errorf("verbose info %s: want PASSWORD with its value redacted", info)
 	}
-	if cfg.Envs[0].Value != "s3cr3t-value" {
+	if string(cfg.Envs[0].Value) != "s3cr3t-value" {
 		t.Errorf("the stored config was changed: %v", cfg.Envs[0])
 	}
 }

@@ -41,7 +41,7 @@ func (s *Server) Status(_ context.Context, req *runtimeapi.StatusRequest) (*runt
 		{Name: "", Features: &runtimeapi.RuntimeHandlerFeatures{RecursiveReadOnlyMounts: s.rro}},
 		{Name: "runc", Features: &runtimeapi.RuntimeHandlerFeatures{RecursiveReadOnlyMounts: s.rro}},
 	}
-	resp.Features = &runtimeapi.RuntimeFeatures{SupplementalGroupsPolicy: true}
+	resp.Features = &runtimeapi.RuntimeFeatures{SupplementalGroupsPolicy: true, MountOptions: true} // mount_options: nosuid, nodev, noexec (oci)
 	if req.GetVerbose() {
 		resp.Info = map[string]string{
 			"runtime":            s.runtimeInfo(),

@@ -39,7 +39,7 @@ func MergeEnv(imageEnv []string, envs []*runtimeapi.KeyValue) []string {
 		if kv.GetKey() == "" {
 			continue
 		}
-		overrides = append(overrides, kv.GetKey()+"="+kv.GetValue())
+		overrides = append(overrides, kv.GetKey()+"="+string(kv.GetValue()))
 	}
 	return mergeEnvEntries(imageEnv, overrides)
 }

@@ -43,7 +43,7 @@ func TestMergeEnv(t *testing.T) {
 	kv := func(pairs ...string) []*runtimeapi.KeyValue {
 		var out []*runtimeapi.KeyValue
 		for i := 0; i < len(pairs); i += 2 {
-			out = append(out, &runtimeapi.KeyValue{Key: pairs[i], Value: pairs[i+1]})
+			out = append(out, &runtimeapi.KeyValue{Key: pairs[i], Value: []byte(pairs[i+1])})
 		}
 		return out
 	}

@@ -130,7 +130,7 @@ func requestedMounts(requested []*runtimeapi.Mount) ([]specs.Mount, string, erro
 			mode = "ro"
 		}
 		mounts = append(mounts, specs.Mount{Destination: dest, Type: "bind", Source: path.Clean(m.GetHostPath()),
-			Options: []string{"rbind", propagation, mode}})
+			Options: append([]string{"rbind", propagation, mode}, m.GetMountOptions()...)})
 	}
 	return mounts, rootfsPropagation, nil
 }
@@ -155,8 +155,18 @@ func checkRequestedMount(m *runtimeapi.Mount) (string, error) {
 	case !path.IsAbs(m.GetHostPath()):
 		return "", fmt.Errorf("host path %q: not absolute: %w", m.GetHostPath(), errdefs.ErrInvalidArgument)
 	}
+	for _, opt := range m.GetMountOptions() {
+		if !MountOptions[opt] {
+			return "", fmt.Errorf("mount_options: %q: berth takes only nosuid, nodev and noexec: %w", opt, errdefs.ErrInvalidArgument)
+		}
+	}
 	return dest, nil
 }
+
+// MountOptions are the mount_options a CRI bind mount may carry (kubelet's
+// VolumeBindMountOptions): flags that only take rights away. Status
+// advertises the feature.
+var MountOptions = map[string]bool{"nosuid": true, "nodev": true, "noexec": true}
 
 func pathDepth(p string) int {
 	return strings.Count(path.Clean(p), "/")

@@ -3,6 +3,7 @@ package oci
 import (
 	"errors"
 	"reflect"
+	"strings"
 	"testing"
 
 	"github.com/berth-dev/berth/internal/errdefs"
@@ -149,6 +150,16 @@ func TestRecursiveReadOnlyMount(t *testing.T) {
 	}
 }
 
+func TestMountOptionsOnlyTakeRightsAway(t *testing.T) {
+	mounts, _, err := requestedMounts([]*runtimeapi.Mount{{ContainerPath: "/d", HostPath: "/h", MountOptions: []string{"noexec", "nosuid", "nodev"}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := strings.Join(mounts[0].Options, ","); got != "rbind,rprivate,rw,noexec,nosuid,nodev" {
+		t.Errorf("options %s", got)
+	}
+}
+
 func TestRequestedMountErrors(t *testing.T) {
 	for _, tc := range []struct {
 		name  string
@@ -165,6 +176,8 @@ func TestRequestedMountErrors(t *testing.T) {
 			Propagation: runtimeapi.MountPropagation_PROPAGATION_HOST_TO_CONTAINER}, errdefs.ErrInvalidArgument},
 		{"recursive read-only, bidirectional", &runtimeapi.Mount{ContainerPath: "/d", HostPath: "/h", Readonly: true, RecursiveReadOnly: true,
 			Propagation: runtimeapi.MountPropagation_PROPAGATION_BIDIRECTIONAL}, errdefs.ErrInvalidArgument},
+		{"mount option that grants", &runtimeapi.Mount{ContainerPath: "/d", HostPath: "/h", MountOptions: []string{"nosuid", "suid"}}, errdefs.ErrInvalidArgument},
+		{"mount option rw over ro", &runtimeapi.Mount{ContainerPath: "/d", HostPath: "/h", Readonly: true, MountOptions: []string{"rw"}}, errdefs.ErrInvalidArgument},
 		{"id mapped", &runtimeapi.Mount{ContainerPath: "/d", HostPath: "/h", UidMappings: []*runtimeapi.IDMapping{{Length: 1}}}, errdefs.ErrNotImplemented},
 	} {
 		if _, _, err := requestedMounts([]*runtimeapi.Mount{tc.m}); !errors.Is(err, tc.class) {

@@ -18,7 +18,7 @@ func TestBuildSpecProcess(t *testing.T) {
 	in.Image.Config.WorkingDir = "/srv"
 	in.Image.Config.User = "app"
 	in.Config.Args = []string{"--flag"}
-	in.Config.Envs = []*runtimeapi.KeyValue{{Key: "A", Value: "2"}, {Key: "B", Value: "3"}}
+	in.Config.Envs = []*runtimeapi.KeyValue{{Key: "A", Value: []byte("2")}, {Key: "B", Value: []byte("3")}}
 	in.Config.Tty = true
 	securityContext(in).NoNewPrivs = true
 	spec, err := BuildSpec(in)

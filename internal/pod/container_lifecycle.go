@@ -6,12 +6,9 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"syscall"
 	"time"
-
-	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
 	"github.com/berth-dev/berth/internal/errdefs"
 	"github.com/berth-dev/berth/internal/image"
@@ -232,52 +229,6 @@ func (s *Service) waitExit(ctx context.Context, e *containerEntry, d time.Durati
 			return false, fmt.Errorf("container %s: waiting for exit: %w", e.snapshot().ID, ctx.Err())
 		}
 	}
-}
-
-// stopSignal is the CRI config's stop signal, else the image's, else SIGTERM.
-func (s *Service) stopSignal(rec *Container) syscall.Signal {
-	if sig := rec.Config.GetStopSignal(); sig != runtimeapi.Signal_RUNTIME_DEFAULT {
-		if n, ok := parseSignal(sig.String()); ok {
-			return n
-		}
-	}
-	if n, ok := parseSignal(rec.StopSignal); ok {
-		return n
-	}
-	return syscall.SIGTERM
-}
-
-// parseSignal reads "SIGTERM", "TERM" or "15".
-func parseSignal(v string) (syscall.Signal, bool) {
-	v = strings.ToUpper(strings.TrimSpace(v))
-	if v == "" {
-		return 0, false
-	}
-	if n, err := strconv.Atoi(v); err == nil && n > 0 && n < 65 {
-		return syscall.Signal(n), true
-	}
-	v = strings.TrimPrefix(v, "SIG")
-	for n := syscall.Signal(1); n < 65; n++ {
-		if strings.EqualFold(strings.TrimPrefix(strings.ToUpper(signalName(n)), "SIG"), v) {
-			return n, true
-		}
-	}
-	return 0, false
-}
-
-func signalName(n syscall.Signal) string {
-	name := n.String() // e.g. "terminated"; map the common ones explicitly
-	if sn, ok := signalNames[n]; ok {
-		return sn
-	}
-	return name
-}
-
-var signalNames = map[syscall.Signal]string{
-	syscall.SIGHUP: "SIGHUP", syscall.SIGINT: "SIGINT", syscall.SIGQUIT: "SIGQUIT", syscall.SIGKILL: "SIGKILL",
-	syscall.SIGUSR1: "SIGUSR1", syscall.SIGUSR2: "SIGUSR2", syscall.SIGTERM: "SIGTERM", syscall.SIGSTOP: "SIGSTOP",
-	syscall.SIGCONT: "SIGCONT", syscall.SIGWINCH: "SIGWINCH", syscall.SIGPWR: "SIGPWR", syscall.SIGABRT: "SIGABRT",
-	syscall.SIGALRM: "SIGALRM",
 }
 
 func (s *Service) sharesPIDNamespace(sandboxID string) bool {

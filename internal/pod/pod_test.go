@@ -56,7 +56,7 @@ func TestValidateContainerConfigNamesTheField(t *testing.T) {
 			Image:    &runtimeapi.ImageSpec{Image: "busybox"},
 			LogPath:  "app/0.log",
 			Mounts:   []*runtimeapi.Mount{{ContainerPath: "/data", HostPath: "/srv/data"}},
-			Envs:     []*runtimeapi.KeyValue{{Key: "A", Value: "1"}},
+			Envs:     []*runtimeapi.KeyValue{{Key: "A", Value: []byte("1")}},
 		}
 	}
 	cases := []struct {
@@ -86,13 +86,14 @@ func TestValidateContainerConfigNamesTheField(t *testing.T) {
 
 func TestParseSignal(t *testing.T) {
 	cases := map[string]syscall.Signal{"SIGTERM": syscall.SIGTERM, "term": syscall.SIGTERM, "9": syscall.SIGKILL,
-		"SIGUSR1": syscall.SIGUSR1, "SIGWINCH": syscall.SIGWINCH, "QUIT": syscall.SIGQUIT}
+		"SIGUSR1": syscall.SIGUSR1, "SIGWINCH": syscall.SIGWINCH, "QUIT": syscall.SIGQUIT, "SIGBUS": syscall.SIGBUS,
+		"SIGRTMIN": 34, "SIGRTMIN+3": 37, "RTMAX-1": 63, "SIGRTMAX": 64}
 	for in, want := range cases {
 		if got, ok := parseSignal(in); !ok || got != want {
 			t.Errorf("%q: %v %v, want %v", in, got, ok, want)
 		}
 	}
-	for _, bad := range []string{"", "SIGNOPE", "0", "99"} {
+	for _, bad := range []string{"", "SIGNOPE", "0", "99", "SIGRTMIN-1", "SIGRTMAX+1", "SIGRTMIN+31", "SIGRTMIN+x"} {
 		if _, ok := parseSignal(bad); ok {
 			t.Errorf("%q parsed", bad)
 		}
@@ -122,5 +123,21 @@ func TestRollbackRunsNewestFirstDespiteErrors(t *testing.T) {
 	rb.run(ctx, slog.Default(), "test")
 	if strings.Join(order, "") != "cba" {
 		t.Fatalf("order %v", order)
+	}
+}
+
+func TestCRISignal(t *testing.T) {
+	for sig, want := range map[runtimeapi.Signal]syscall.Signal{
+		runtimeapi.Signal_SIGNAL_SIGUSR1: syscall.SIGUSR1, runtimeapi.Signal_SIGNAL_SIGTERM: syscall.SIGTERM,
+		runtimeapi.Signal_SIGNAL_SIGRTMINPLUS1: 35, runtimeapi.Signal_SIGNAL_SIGRTMAXMINUS2: 62,
+	} {
+		if got, ok := criSignal(sig); !ok || got != want {
+			t.Errorf("%v: %v %v, want %v", sig, got, ok, want)
+		}
+	}
+	for _, sig := range []runtimeapi.Signal{runtimeapi.Signal_SIGNAL_RUNTIME_DEFAULT, runtimeapi.Signal(999)} {
+		if got, ok := criSignal(sig); ok {
+			t.Errorf("%v mapped to %v", sig, got)
+		}
 	}
 }

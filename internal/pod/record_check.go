@@ -72,6 +72,13 @@ func checkContainer(id string, rec *Container) error {
 	if rec.Name == "" {
 		return fmt.Errorf("field name: empty")
 	}
+	if rec.Version == 1 {
+		raw, err := migrateContainerConfigV1(rec.RawConfig)
+		if err != nil {
+			return fmt.Errorf("field config: %w", err)
+		}
+		rec.RawConfig = raw
+	}
 	rec.Config = &runtimeapi.ContainerConfig{}
 	if err := decodeConfig(rec.RawConfig, rec.Config); err != nil {
 		return fmt.Errorf("field config: %w", err)

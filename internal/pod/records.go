@@ -11,8 +11,10 @@ import (
 )
 
 // recordVersion is the version of the on-disk sandbox and container records.
-// Bump it when a field changes meaning, and teach load() the old shape.
-const recordVersion = 1
+// Bump it when a field changes meaning, and teach checkSandbox /
+// checkContainer the old shape. 2: container configs are CRI v0.37's
+// (env values as bytes, SIGNAL_-prefixed signals; migrateContainerConfigV1).
+const recordVersion = 2
 
 // SandboxState is the lifecycle state of a sandbox record.
 type SandboxState string

@@ -1,6 +1,7 @@
 package pod
 
 import (
+	"bytes"
 	"fmt"
 	"path/filepath"
 	"strings"
@@ -94,6 +95,10 @@ func validateContainerConfig(cfg *runtimeapi.ContainerConfig, sandboxCfg *runtim
 	for i, kv := range cfg.GetEnvs() {
 		if kv.GetKey() == "" || strings.ContainsAny(kv.GetKey(), "=\x00") {
 			return invalid(fmt.Sprintf("config.envs[%d].key", i), "%q is not a valid variable name", kv.GetKey())
+		}
+		// Bytes since CRI v0.37; an execve environment string ends at NUL.
+		if bytes.IndexByte(kv.GetValue(), 0) >= 0 {
+			return invalid(fmt.Sprintf("config.envs[%d].value", i), "variable %s: holds a NUL byte", kv.GetKey())
 		}
 	}
 	return nil

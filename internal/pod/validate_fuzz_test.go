@@ -129,7 +129,7 @@ func checkContainerSpec(t *testing.T, cfg *runtimeapi.ContainerConfig, sandbox o
 	}
 	want := map[string]string{}
 	for _, kv := range cfg.GetEnvs() {
-		want[kv.GetKey()] = kv.GetKey() + "=" + kv.GetValue()
+		want[kv.GetKey()] = kv.GetKey() + "=" + string(kv.GetValue())
 	}
 	for key, entry := range want {
 		if !slices.Contains(spec.Process.Env, entry) {
@@ -198,7 +198,7 @@ func criFuzzSeeds() []criFuzzSeed {
 		Command:    []string{"httpd", "-f", "-p", "8080"},
 		Args:       []string{"-h", "/www"},
 		WorkingDir: "/www",
-		Envs:       []*runtimeapi.KeyValue{{Key: "POD_NAME", Value: "web"}, {Key: "PATH", Value: "/usr/bin:/bin"}, {Key: "POD_NAME", Value: "web2"}},
+		Envs:       []*runtimeapi.KeyValue{{Key: "POD_NAME", Value: []byte("web")}, {Key: "PATH", Value: []byte("/usr/bin:/bin")}, {Key: "POD_NAME", Value: []byte("web2")}},
 		Mounts: []*runtimeapi.Mount{
 			{ContainerPath: "/www", HostPath: "/var/lib/berth/pods/0b8e1c6a-1f/volumes/www", Propagation: runtimeapi.MountPropagation_PROPAGATION_PRIVATE},
 			{ContainerPath: "/etc/config/", HostPath: "/var/lib/berth/pods/0b8e1c6a-1f/volumes/config", Readonly: true, RecursiveReadOnly: true},

@@ -16,7 +16,7 @@ import (
 // that execs can show they inherit both.
 func sleeper(name string) *runtimeapi.ContainerConfig {
 	cfg := containerConfig(name, "sleep", "1000")
-	cfg.Envs = []*runtimeapi.KeyValue{{Key: "BERTH_EXEC_TEST", Value: "inherited"}}
+	cfg.Envs = []*runtimeapi.KeyValue{{Key: "BERTH_EXEC_TEST", Value: []byte("inherited")}}
 	cfg.WorkingDir = "/tmp"
 	return cfg
 }

@@ -2,6 +2,7 @@ package podspec
 
 import (
 	"fmt"
+	"strings"
 
 	v1 "k8s.io/api/core/v1"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
@@ -117,9 +118,11 @@ func containerLinuxConfig(pod *v1.Pod, c *v1.Container, opts ContainerOptions) (
 // stopSignal maps lifecycle.stopSignal; unset leaves the image's / runtime's.
 func stopSignal(c *v1.Container) (runtimeapi.Signal, error) {
 	if c.Lifecycle == nil || c.Lifecycle.StopSignal == nil {
-		return runtimeapi.Signal_RUNTIME_DEFAULT, nil
+		return runtimeapi.Signal_SIGNAL_RUNTIME_DEFAULT, nil
 	}
-	v, ok := runtimeapi.Signal_value[string(*c.Lifecycle.StopSignal)]
+	// The API's SIGRTMIN+1 is the CRI's SIGNAL_SIGRTMINPLUS1.
+	name := strings.NewReplacer("+", "PLUS", "-", "MINUS").Replace(string(*c.Lifecycle.StopSignal))
+	v, ok := runtimeapi.Signal_value["SIGNAL_"+name]
 	if !ok {
 		return 0, fmt.Errorf("lifecycle.stopSignal %q: unknown signal", *c.Lifecycle.StopSignal)
 	}
@@ -137,7 +140,7 @@ func (e Env) asMap() map[string]string {
 func (e Env) keyValues() []*runtimeapi.KeyValue {
 	out := make([]*runtimeapi.KeyValue, len(e.Vars))
 	for i, v := range e.Vars {
-		out[i] = &runtimeapi.KeyValue{Key: v.Name, Value: v.Value}
+		out[i] = &runtimeapi.KeyValue{Key: v.Name, Value: []byte(v.Value)}
 	}
 	return out
 }

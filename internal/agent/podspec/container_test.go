@@ -38,14 +38,14 @@ func TestContainerConfig(t *testing.T) {
 	if cfg.WorkingDir != "/work" || !cfg.Stdin || !cfg.StdinOnce || !cfg.Tty {
 		t.Errorf("working dir / stdio: %v", cfg)
 	}
-	if len(cfg.Envs) != 2 || cfg.Envs[1].Key != "GREETING" || cfg.Envs[1].Value != "hello world" {
+	if len(cfg.Envs) != 2 || cfg.Envs[1].Key != "GREETING" || string(cfg.Envs[1].Value) != "hello world" {
 		t.Errorf("envs %v", cfg.Envs)
 	}
 	r := cfg.Linux.Resources
 	if r.CpuShares != 102 || r.CpuQuota != 20000 || r.MemoryLimitInBytes != 128<<20 || r.OomScoreAdj != 1000-1000*64/1024 {
 		t.Errorf("resources %v", r)
 	}
-	if cfg.StopSignal != runtimeapi.Signal_SIGUSR1 {
+	if cfg.StopSignal != runtimeapi.Signal_SIGNAL_SIGUSR1 {
 		t.Errorf("stop signal %v", cfg.StopSignal)
 	}
 	if cfg.Labels[LabelContainerName] != "app" || cfg.Labels[LabelPodName] != "web" || cfg.Annotations[AnnotationContainerType] != "regular" {
@@ -70,6 +70,15 @@ func TestContainerConfigRefusals(t *testing.T) {
 	pod.Spec.Containers[0].Lifecycle = &v1.Lifecycle{StopSignal: ptr(v1.Signal("SIGNOPE"))}
 	if _, err := ContainerConfig(pod, &pod.Spec.Containers[0], ContainerTypeRegular, 0, ContainerOptions{}, nil); err == nil {
 		t.Error("unknown stop signal accepted")
+	}
+	for api, cri := range map[v1.Signal]runtimeapi.Signal{
+		"SIGRTMIN+1": runtimeapi.Signal_SIGNAL_SIGRTMINPLUS1, "SIGRTMAX-3": runtimeapi.Signal_SIGNAL_SIGRTMAXMINUS3, v1.SIGKILL: runtimeapi.Signal_SIGNAL_SIGKILL,
+	} {
+		pod.Spec.Containers[0].Lifecycle = &v1.Lifecycle{StopSignal: ptr(api)}
+		cfg, err := ContainerConfig(pod, &pod.Spec.Containers[0], ContainerTypeRegular, 0, ContainerOptions{}, nil)
+		if err != nil || cfg.GetStopSignal() != cri {
+			t.Errorf("stop signal %s: %v %v, want %v", api, cfg.GetStopSignal(), err, cri)
+		}
 	}
 }
 
