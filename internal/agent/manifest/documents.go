@@ -98,7 +98,9 @@ func isDocumentSeparator(line []byte) (bool, error) {
 	if rest[0] != ' ' && rest[0] != '\t' {
 		return false, nil // "----" or "---x": ordinary content
 	}
-	if rest = bytes.TrimSpace(rest); rest[0] == '#' {
+	// Only YAML's blanks, as trimmed above: TrimSpace would also take a
+	// vertical tab or form feed and could leave nothing to look at.
+	if rest = bytes.TrimLeft(rest, " \t"); rest[0] == '#' {
 		return true, nil
 	}
 	return false, errors.New(`content after the document separator "---": start the document on the next line`)
