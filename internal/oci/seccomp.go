@@ -3,11 +3,13 @@ package oci
 import (
 	"encoding/json"
 	"fmt"
+	"io"
 	"os"
 	"path"
 	"runtime"
 	"strconv"
 	"strings"
+	"syscall"
 
 	"github.com/berth-dev/berth/internal/errdefs"
 	specs "github.com/opencontainers/runtime-spec/specs-go"
@@ -76,7 +78,7 @@ func LoadSeccompProfile(field, file string, caps []string) (*specs.LinuxSeccomp,
 	if file == "" || !path.IsAbs(file) {
 		return nil, fmt.Errorf("security context: %s: seccomp profile %q: not an absolute path: %w", field, file, errdefs.ErrInvalidArgument)
 	}
-	data, err := os.ReadFile(file)
+	data, err := readProfileFile(file)
 	if err != nil {
 		return nil, fmt.Errorf("security context: %s: seccomp profile %q: %v: %w", field, file, err, errdefs.ErrInvalidArgument)
 	}
@@ -85,6 +87,36 @@ func LoadSeccompProfile(field, file string, caps []string) (*specs.LinuxSeccomp,
 		return nil, fmt.Errorf("security context: %s: seccomp profile %q: %w", field, file, err)
 	}
 	return profile, nil
+}
+
+// maxProfileBytes bounds a seccomp profile file; Docker's default profile
+// is about 20 KiB.
+const maxProfileBytes = 1 << 20
+
+// readProfileFile reads a profile the CRI request names on the host: a
+// regular file (not a FIFO or a device, which could block or never end)
+// of at most maxProfileBytes.
+func readProfileFile(file string) ([]byte, error) {
+	f, err := os.OpenFile(file, os.O_RDONLY|syscall.O_NONBLOCK, 0)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	info, err := f.Stat()
+	if err != nil {
+		return nil, err
+	}
+	if !info.Mode().IsRegular() {
+		return nil, fmt.Errorf("not a regular file (%v)", info.Mode().Type())
+	}
+	data, err := io.ReadAll(io.LimitReader(f, maxProfileBytes+1))
+	if err != nil {
+		return nil, err
+	}
+	if len(data) > maxProfileBytes {
+		return nil, fmt.Errorf("larger than %d bytes", maxProfileBytes)
+	}
+	return data, nil
 }
 
 // seccompProfileFile is the Docker seccomp profile format; an OCI

@@ -7,7 +7,9 @@ import (
 	"reflect"
 	"runtime"
 	"strings"
+	"syscall"
 	"testing"
+	"time"
 
 	"github.com/berth-dev/berth/internal/errdefs"
 	specs "github.com/opencontainers/runtime-spec/specs-go"
@@ -304,5 +306,31 @@ func TestBuildSpecSeccomp(t *testing.T) {
 	securityContext(in).Seccomp = &runtimeapi.SecurityProfile{ProfileType: runtimeapi.SecurityProfile_Localhost, LocalhostRef: "/no/such/profile.json"}
 	if _, err := BuildSpec(in); !errors.Is(err, errdefs.ErrInvalidArgument) {
 		t.Fatalf("missing Localhost profile: err = %v, want InvalidArgument", err)
+	}
+}
+
+// A profile path the CRI request names must be a bounded regular file: a
+// FIFO would block CreateContainer, /dev/zero would never end.
+func TestSeccompProfileFileMustBeABoundedRegularFile(t *testing.T) {
+	dir := t.TempDir()
+	fifo := filepath.Join(dir, "fifo")
+	if err := syscall.Mkfifo(fifo, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	big := filepath.Join(dir, "big.json")
+	if err := os.WriteFile(big, make([]byte, maxProfileBytes+1), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, file := range []string{fifo, "/dev/zero", dir, big} {
+		done := make(chan error, 1)
+		go func() { _, err := LoadSeccompProfile("seccomp", file, nil); done <- err }()
+		select {
+		case err := <-done:
+			if !errors.Is(err, errdefs.ErrInvalidArgument) {
+				t.Errorf("%s: %v, want InvalidArgument", file, err)
+			}
+		case <-time.After(10 * time.Second):
+			t.Fatalf("%s: still reading after 10 s", file)
+		}
 	}
 }
