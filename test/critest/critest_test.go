@@ -141,13 +141,15 @@ func localName(ref string) string {
 	return path
 }
 
-// writeHosts writes berth's hosts.toml files: registry.k8s.io is served by
-// the local registry as is, gcr.io through a rewrite of its repositories.
+// writeHosts writes berth's hosts.toml files: registry.k8s.io and
+// k8s.gcr.io are served by the local registry as they are, gcr.io through a
+// rewrite of its repositories.
 func writeHosts(t *testing.T, tmp, host string) string {
 	t.Helper()
 	dir := mkdir(t, tmp, "hosts")
 	files := map[string]string{
 		"registry.k8s.io": fmt.Sprintf("server = %q\n", "http://"+host),
+		"k8s.gcr.io":      fmt.Sprintf("server = %q\n", "http://"+host),
 		"gcr.io": fmt.Sprintf("server = %q\n\n[rewrite]\n  %q = %q\n", "http://"+host,
 			"^k8s-staging-cri-tools/(.*)$", RewrittenCRITools+"$1"),
 	}

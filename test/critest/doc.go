@@ -1,14 +1,14 @@
 // Package critest runs the CRI validation suite of sigs.k8s.io/cri-tools
-// (critest v1.34, built by `make critest` from the pinned tools module)
+// (critest v1.36, built by `make critest` from the pinned tools module)
 // against a live `berth serve`, offline.
 //
-// critest pulls its images from registry.k8s.io and gcr.io. This package
+// critest pulls its images from registry.k8s.io, k8s.gcr.io and gcr.io. This package
 // builds equivalents of them without network, from Debian's busybox (the
 // dynamic build, whose applets are separate processes: the masked-paths spec
 // needs that) with glibc, a few host tools the specs call (pgrep, ipcs) and
 // two tiny Go programs (cmd/fakenginx, cmd/nonewprivs); pushes them into
 // Debian's docker-registry on 127.0.0.1; and lets berth's hosts.toml serve
-// the original names from it — registry.k8s.io by a server override,
+// the original names from it — registry.k8s.io and k8s.gcr.io by a server override,
 // gcr.io's repositories through a `rewrite` table. critest therefore pulls
 // and checks the very names it knows.
 //

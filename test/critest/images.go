@@ -54,6 +54,10 @@ func Images() []Image {
 	withNginx := func(l layerFiles, p Programs) error { return l.addHostFile("usr/sbin/nginx", p.FakeNginx, 0o755) }
 	return []Image{
 		{Names: []string{e2eRepo + "busybox:1.29-2"}, Config: sh},
+		// One image under two registries' names (the same digest): a pause
+		// that exits on SIGTERM, as the real one does.
+		{Names: []string{"registry.k8s.io/pause:3.9", "k8s.gcr.io/pause:3.9"}, Variant: "pause",
+			Config: v1.Config{Env: defaultEnv, Cmd: []string{"sh", "-c", "trap 'exit 0' TERM; sleep 3600 & wait"}}},
 		{Names: []string{e2eRepo + "nginx:1.14-2"}, Config: nginx, Extra: withNginx},
 		{Names: []string{criToolsRepo + "hostnet-nginx-" + runtime.GOARCH + ":latest"}, Config: hostNginx, Extra: withNginx},
 		{Names: []string{e2eRepo + "httpd:2.4.39-4"}, Config: v1.Config{Env: defaultEnv,
