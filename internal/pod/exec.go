@@ -16,9 +16,12 @@ import (
 	"github.com/berth-dev/berth/internal/runc"
 )
 
-// MaxExecOutput bounds what ExecSync keeps of each of stdout and stderr
-// (api.proto: 16 MiB); the rest is read and dropped.
-const MaxExecOutput = 16 << 20
+// MaxExecOutput bounds what ExecSync keeps of stdout and stderr together;
+// the rest is read and dropped. api.proto allows 16 MiB a stream, but the
+// answer must fit in one CRI message, and kubelet's client (like berth's
+// server) takes 16 MiB at most: the two streams share one budget a little
+// below that.
+const MaxExecOutput = 16<<20 - 64<<10
 
 // execDrainTimeout bounds how long output is read after the exec'd process
 // ended: a background child that keeps the pipes open must not hold the
@@ -45,7 +48,7 @@ func (s *Service) ExecSync(ctx context.Context, id string, cmd []string, timeout
 	if err != nil {
 		return ExecResult{}, err
 	}
-	stdout, stderr := newBoundedBuffer(MaxExecOutput), newBoundedBuffer(MaxExecOutput)
+	stdout, stderr := newBoundedBuffers(MaxExecOutput)
 	pipes, err := newOutputPipes(stdout, stderr)
 	if err != nil {
 		return ExecResult{}, fmt.Errorf("container %s: exec: %w", rec.ID, err)
@@ -197,28 +200,40 @@ func (p *outputPipes) drain(timeout time.Duration) {
 	<-done
 }
 
-// boundedBuffer keeps the first max bytes written to it and drops the rest,
-// without ever failing a write (the writer must keep draining its pipe).
+// boundedBuffer keeps what is written to it while its budget (shared with
+// its sibling) lasts and drops the rest, without ever failing a write (the
+// writer must keep draining its pipe).
 type boundedBuffer struct {
-	mu  sync.Mutex
-	buf []byte
-	max int
+	budget *outputBudget
+	buf    []byte
 }
 
-func newBoundedBuffer(max int) *boundedBuffer { return &boundedBuffer{max: max} }
+// outputBudget is the bytes two boundedBuffers may still keep; its mutex
+// guards both buffers.
+type outputBudget struct {
+	mu   sync.Mutex
+	left int
+}
+
+// newBoundedBuffers returns two buffers that keep max bytes between them.
+func newBoundedBuffers(max int) (*boundedBuffer, *boundedBuffer) {
+	budget := &outputBudget{left: max}
+	return &boundedBuffer{budget: budget}, &boundedBuffer{budget: budget}
+}
 
 func (b *boundedBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	if room := b.max - len(b.buf); room > 0 {
-		b.buf = append(b.buf, p[:min(room, len(p))]...)
+	b.budget.mu.Lock()
+	defer b.budget.mu.Unlock()
+	if keep := min(b.budget.left, len(p)); keep > 0 {
+		b.buf = append(b.buf, p[:keep]...)
+		b.budget.left -= keep
 	}
 	return len(p), nil
 }
 
 // Bytes returns a copy of what was kept.
 func (b *boundedBuffer) Bytes() []byte {
-	b.mu.Lock()
-	defer b.mu.Unlock()
+	b.budget.mu.Lock()
+	defer b.budget.mu.Unlock()
 	return append([]byte(nil), b.buf...)
 }

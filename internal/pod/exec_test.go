@@ -12,15 +12,18 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-func TestBoundedBufferKeepsTheFirstBytes(t *testing.T) {
-	b := newBoundedBuffer(5)
-	for _, chunk := range []string{"abc", "defg", "hij"} {
-		if n, err := b.Write([]byte(chunk)); n != len(chunk) || err != nil {
-			t.Fatalf("Write(%q) = %d, %v; want every byte accepted", chunk, n, err)
+func TestBoundedBuffersShareOneBudget(t *testing.T) {
+	out, errOut := newBoundedBuffers(7)
+	for _, w := range []struct {
+		b     *boundedBuffer
+		chunk string
+	}{{out, "abc"}, {errOut, "XY"}, {out, "defg"}, {errOut, "Z"}} {
+		if n, err := w.b.Write([]byte(w.chunk)); n != len(w.chunk) || err != nil {
+			t.Fatalf("Write(%q) = %d, %v; want every byte accepted", w.chunk, n, err)
 		}
 	}
-	if got := string(b.Bytes()); got != "abcde" {
-		t.Errorf("kept %q, want abcde", got)
+	if got, gotErr := string(out.Bytes()), string(errOut.Bytes()); got != "abcde" || gotErr != "XY" {
+		t.Errorf("kept %q and %q, want abcde and XY (7 bytes between them)", got, gotErr)
 	}
 }
 

@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/berth-dev/berth/internal/pod"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
@@ -47,13 +48,13 @@ func TestExecSync(t *testing.T) {
 		t.Errorf("exit code = %d, want 3", resp.GetExitCode())
 	}
 
-	// Output beyond 16 MiB is dropped, not an error.
+	// Output beyond what fits in one CRI answer is dropped, not an error.
 	resp, err = d.execSync(id, 30, "sh", "-c", "head -c 17000000 /dev/zero")
 	if err != nil {
 		t.Fatalf("ExecSync of 17 MB: %v", err)
 	}
-	if len(resp.GetStdout()) != 16<<20 || resp.GetExitCode() != 0 {
-		t.Errorf("17 MB of output: kept %d bytes, exit %d; want 16 MiB, 0", len(resp.GetStdout()), resp.GetExitCode())
+	if len(resp.GetStdout()) != pod.MaxExecOutput || resp.GetExitCode() != 0 {
+		t.Errorf("17 MB of output: kept %d bytes, exit %d; want %d, 0", len(resp.GetStdout()), resp.GetExitCode(), pod.MaxExecOutput)
 	}
 
 	wantCode(t, "ExecSync of an unknown container", func() error {
