@@ -35,7 +35,8 @@ func Listen(path string, mode os.FileMode) (net.Listener, error) {
 	return &listener{UnixListener: l, path: path}, nil
 }
 
-// listener removes its path once, on the first Close.
+// listener removes its path once, on the first Close, before it stops
+// accepting: whoever is refused finds no socket left behind.
 type listener struct {
 	*net.UnixListener
 	path string
@@ -43,13 +44,16 @@ type listener struct {
 }
 
 func (l *listener) Close() error {
-	err := l.UnixListener.Close()
+	var rmErr error
 	l.once.Do(func() {
-		if rmErr := os.Remove(l.path); rmErr != nil && !errors.Is(rmErr, os.ErrNotExist) && err == nil {
-			err = rmErr
+		if err := os.Remove(l.path); err != nil && !errors.Is(err, os.ErrNotExist) {
+			rmErr = err
 		}
 	})
-	return err
+	if err := l.UnixListener.Close(); err != nil {
+		return err
+	}
+	return rmErr
 }
 
 // Addr reports the socket's final path, not the private one it was bound
