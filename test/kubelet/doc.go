@@ -4,7 +4,10 @@
 // containers run, an exiting container is restarted, a removed static pod
 // leaves nothing in berth. The tests skip unless BERTH_KUBELET names a
 // kubelet binary (`make test-kubelet KUBE_VERSION=1.37` builds one and sets
-// it). BERTH_KUBELET_LOG=FILE keeps a copy of kubelet's log.
+// it). BERTH_KUBELET_LOG=FILE keeps a copy of kubelet's log,
+// BERTH_KUBELET_FEATURE_GATES (e.g. CRIListStreaming=true) is passed to
+// --feature-gates; the test logs kubelet's lines about CRI calls berth
+// does not implement.
 //
 // Everything kubelet changes on the host is put back: the test stops the
 // kubelet it started by pid, removes the kubepods cgroups it made in every

@@ -131,8 +131,12 @@ func (k *kubelet) start(socket string) {
 		t.Fatal(err)
 	}
 	defer logFile.Close()
-	k.cmd = exec.Command(k.bin, "--config", cfg, "--root-dir", k.rootDir,
-		"--cert-dir", filepath.Join(k.dir, "pki"), "--hostname-override", k.nodeName, "--v", "2")
+	args := []string{"--config", cfg, "--root-dir", k.rootDir,
+		"--cert-dir", filepath.Join(k.dir, "pki"), "--hostname-override", k.nodeName, "--v", "2"}
+	if gates := os.Getenv("BERTH_KUBELET_FEATURE_GATES"); gates != "" {
+		args = append(args, "--feature-gates", gates) // e.g. CRIListStreaming=true
+	}
+	k.cmd = exec.Command(k.bin, args...)
 	k.cmd.Stdout, k.cmd.Stderr = logFile, logFile
 	k.cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	if err := k.cmd.Start(); err != nil {
@@ -195,7 +199,8 @@ func (k *kubelet) logUnimplemented() {
 	b, _ := os.ReadFile(k.logPath)
 	seen := map[string]bool{}
 	for _, line := range strings.Split(string(b), "\n") {
-		if !strings.Contains(line, "Unimplemented") && !strings.Contains(line, "unknown method") {
+		if !strings.Contains(line, "Unimplemented") && !strings.Contains(line, "unknown method") &&
+			!strings.Contains(line, "not implemented") {
 			continue
 		}
 		key := line
