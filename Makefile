@@ -11,6 +11,10 @@ CRITEST_DEPS := $(BIN)/critest-deps
 KUBE_VERSION ?= 1.37
 KUBE_BIN     := $(BIN)/kube-$(KUBE_VERSION)
 KUBE_CMDS    := kubelet kubectl kube-apiserver kube-controller-manager kube-scheduler
+KUBE_FULL     = $(shell awk '$$1 == "require" && $$2 == "k8s.io/kubernetes" {print $$3}' tools/kube$(KUBE_VERSION)/go.mod)
+KUBE_VERSION_PKG := k8s.io/component-base/version
+KUBE_LDFLAGS  = -s -w -X $(KUBE_VERSION_PKG).gitVersion=$(KUBE_FULL) -X $(KUBE_VERSION_PKG).gitTreeState=clean \
+	-X $(KUBE_VERSION_PKG).gitMajor=$(word 1,$(subst ., ,$(KUBE_VERSION))) -X $(KUBE_VERSION_PKG).gitMinor=$(word 2,$(subst ., ,$(KUBE_VERSION)))
 # What berth needs to run; what its tests and benchmarks need on top (a registry to pull from,
 # skopeo for the pull floor, hyperfine).
 RUNTIME_PACKAGES := runc containernetworking-plugins busybox-static iptables iproute2 util-linux
@@ -88,12 +92,12 @@ critest: critest-bin $(CRITEST_DEPS)/busybox ## run critest offline against a be
 
 kube-bin: ## build kubelet, kubectl, kube-apiserver, kube-controller-manager, kube-scheduler $(KUBE_VERSION) (tools/kube$(KUBE_VERSION)) into bin/kube-<version>/
 	mkdir -p $(KUBE_BIN)
-	cd tools/kube$(KUBE_VERSION) && GOSUMDB=off GOFLAGS=-mod=mod CGO_ENABLED=0 $(GO) build -trimpath -ldflags '-s -w' \
+	cd tools/kube$(KUBE_VERSION) && GOSUMDB=off GOFLAGS=-mod=mod CGO_ENABLED=0 $(GO) build -trimpath -ldflags '$(KUBE_LDFLAGS)' \
 		-o $(abspath $(KUBE_BIN))/ $(addprefix k8s.io/kubernetes/cmd/,$(KUBE_CMDS))
 
 kubelet-bin: ## build only kubelet $(KUBE_VERSION) into bin/kube-<version>/
 	mkdir -p $(KUBE_BIN)
-	cd tools/kube$(KUBE_VERSION) && GOSUMDB=off GOFLAGS=-mod=mod CGO_ENABLED=0 $(GO) build -trimpath -ldflags '-s -w' \
+	cd tools/kube$(KUBE_VERSION) && GOSUMDB=off GOFLAGS=-mod=mod CGO_ENABLED=0 $(GO) build -trimpath -ldflags '$(KUBE_LDFLAGS)' \
 		-o $(abspath $(KUBE_BIN))/kubelet k8s.io/kubernetes/cmd/kubelet
 
 etcd-bin: ## build etcd 3.6 (go.etcd.io/etcd/server/v3, pinned in tools/etcd) into bin/
