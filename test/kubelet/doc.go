@@ -1,7 +1,8 @@
 // Package kubelet runs an upstream kubelet in standalone mode (static
 // pods, no API server) against a berth serve of its own, and checks through
 // CRI that berth does what kubelet asks: an init container then two
-// containers run, an exiting container is restarted, a removed static pod
+// containers run, an exiting container is restarted, a restarted kubelet
+// adopts the running pods, a removed static pod
 // leaves nothing in berth. The tests skip unless BERTH_KUBELET names a
 // kubelet binary (`make test-kubelet KUBE_VERSION=1.37` builds one and sets
 // it). BERTH_KUBELET_LOG=FILE keeps a copy of kubelet's log,

@@ -30,6 +30,8 @@ type kubelet struct {
 	exited     chan struct{}
 	sysctls    map[string]string // kernel settings before kubelet touched them
 	logDirSeen bool              // /var/log/containers existed before the test
+
+	stopRegistered bool
 }
 
 // kubeletSysctls are the kernel settings kubelet sets (setupKernelTunables);
@@ -126,7 +128,7 @@ func (k *kubelet) start(socket string) {
 	port := freePort(t)
 	k.healthz = fmt.Sprintf("http://127.0.0.1:%d/healthz", port)
 	cfg := k.writeFile("kubelet.yaml", k.config(socket, port))
-	logFile, err := os.Create(k.logPath)
+	logFile, err := os.OpenFile(k.logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -144,7 +146,10 @@ func (k *kubelet) start(socket string) {
 	}
 	k.exited = make(chan struct{})
 	go func() { k.cmd.Wait(); close(k.exited) }() //nolint:errcheck // seen via exited
-	t.Cleanup(k.stop)
+	if !k.stopRegistered {
+		t.Cleanup(k.stop)
+		k.stopRegistered = true
+	}
 	t.Logf("kubelet pid %d, log %s", k.cmd.Process.Pid, k.logPath)
 	k.waitFor("kubelet healthz", time.Minute, k.healthy)
 }
@@ -164,24 +169,9 @@ func (k *kubelet) healthy() bool {
 	return resp.StatusCode == http.StatusOK
 }
 
-// stop ends the kubelet this test started, by pid: SIGTERM, then SIGKILL.
+// stop ends the kubelet this test started and reports on its log.
 func (k *kubelet) stop() {
-	if k.cmd == nil {
-		return
-	}
-	select {
-	case <-k.exited:
-		k.t.Errorf("kubelet exited before the end of the test: %v", k.cmd.ProcessState)
-	default:
-		k.cmd.Process.Signal(syscall.SIGTERM) //nolint:errcheck // our own child
-		select {
-		case <-k.exited:
-		case <-time.After(20 * time.Second):
-			k.t.Errorf("kubelet did not exit 20s after SIGTERM; killing it")
-			k.cmd.Process.Kill() //nolint:errcheck // our own child
-			<-k.exited
-		}
-	}
+	k.terminate()
 	if k.t.Failed() {
 		k.t.Logf("kubelet log %s:\n%s", k.logPath, k.logTail(120))
 	}
@@ -190,6 +180,29 @@ func (k *kubelet) stop() {
 		if b, err := os.ReadFile(k.logPath); err == nil {
 			_ = os.WriteFile(keep, b, 0o644)
 		}
+	}
+}
+
+// terminate ends the kubelet this test started, by pid: SIGTERM, then
+// SIGKILL.
+func (k *kubelet) terminate() {
+	if k.cmd == nil {
+		return
+	}
+	defer func() { k.cmd = nil }()
+	select {
+	case <-k.exited:
+		k.t.Errorf("kubelet exited on its own: %v", k.cmd.ProcessState)
+		return
+	default:
+	}
+	k.cmd.Process.Signal(syscall.SIGTERM) //nolint:errcheck // our own child
+	select {
+	case <-k.exited:
+	case <-time.After(20 * time.Second):
+		k.t.Errorf("kubelet did not exit 20s after SIGTERM; killing it")
+		k.cmd.Process.Kill() //nolint:errcheck // our own child
+		<-k.exited
 	}
 }
 

@@ -2,6 +2,7 @@ package kubelet
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
 	"testing"
@@ -86,6 +87,7 @@ func TestStandaloneKubelet(t *testing.T) {
 	crash := "crash-" + k.nodeName
 	k.waitFor("kubelet to restart crash twice", 3*time.Minute, func() bool { return c.maxAttempt(crash, "crash") >= 2 })
 	t.Logf("crash restarted %d times", c.maxAttempt(crash, "crash"))
+	c.restartKubelet(web, crash)
 	uids := c.podUIDs()
 
 	for _, f := range []string{"web.yaml", "crash.yaml"} {
@@ -96,6 +98,46 @@ func TestStandaloneKubelet(t *testing.T) {
 	k.waitFor("kubelet to remove every sandbox and container from berth", 3*time.Minute, c.empty)
 	k.waitFor("kubelet to remove the pod cgroups", time.Minute, func() bool { return len(podCgroups(uids)) == 0 })
 	t.Logf("kubelet removed both pods and their cgroups")
+}
+
+// restartKubelet stops kubelet and starts it again: it must adopt the pods
+// berth runs (same sandbox, containers not recreated) and go on restarting
+// the crashing one.
+func (c cri) restartKubelet(web, crash string) {
+	t := c.k.t
+	sandbox := c.sandboxID(web)
+	c.k.terminate()
+	before := c.maxAttempt(crash, "crash")
+	c.k.start(c.d.Socket)
+	c.k.waitFor("the restarted kubelet to restart crash", 2*time.Minute, func() bool {
+		return c.maxAttempt(crash, "crash") > before
+	})
+	if id := c.sandboxID(web); id != sandbox {
+		t.Errorf("after kubelet's restart %s runs in sandbox %q, want %q", web, id, sandbox)
+	}
+	for _, name := range []string{"a", "b"} {
+		if n, st := c.attempts(web, name), c.state(web, name); n != 1 || st != running {
+			t.Errorf("after kubelet's restart container %s of %s: %d attempts, state %d; want 1, running", name, web, n, st)
+		}
+	}
+	t.Logf("restarted kubelet adopted %s and restarted crash (attempt %d)", web, c.maxAttempt(crash, "crash"))
+}
+
+// sandboxID is the id of the ready sandbox of the pod named pod, or "".
+func (c cri) sandboxID(pod string) string {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	resp, err := c.d.RT.ListPodSandbox(ctx, &runtimeapi.ListPodSandboxRequest{Filter: &runtimeapi.PodSandboxFilter{
+		State:         &runtimeapi.PodSandboxStateValue{State: runtimeapi.PodSandboxState_SANDBOX_READY},
+		LabelSelector: map[string]string{"io.kubernetes.pod.name": pod},
+	}})
+	if err != nil {
+		c.k.t.Fatalf("ListPodSandbox: %v", err)
+	}
+	if len(resp.GetItems()) != 1 {
+		return fmt.Sprintf("(%d ready sandboxes)", len(resp.GetItems()))
+	}
+	return resp.GetItems()[0].GetId()
 }
 
 func (k *kubelet) writeManifest(name, content string) {
