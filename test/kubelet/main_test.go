@@ -2,6 +2,7 @@ package kubelet
 
 import (
 	"fmt"
+	"os"
 	"path/filepath"
 	"testing"
 
@@ -17,7 +18,15 @@ var (
 	offlineConfig string // berth config: registries served by a dead loopback port
 )
 
-func TestMain(m *testing.M) { harness.Main(m, "test/kubelet", prepare) }
+// TestMain skips the package, before building anything, unless
+// BERTH_KUBELET names a kubelet.
+func TestMain(m *testing.M) {
+	if os.Getenv("BERTH_KUBELET") == "" {
+		fmt.Println("test/kubelet: skipping all tests: BERTH_KUBELET is not set (`make test-kubelet` builds kubelet and sets it)")
+		os.Exit(0)
+	}
+	harness.Main(m, "test/kubelet", prepare)
+}
 
 // prepare builds the binaries and the busybox image into tmp.
 func prepare(tmp string) error {

@@ -62,11 +62,7 @@ spec:
 // TestStandaloneKubelet drives berth serve with an upstream kubelet that
 // reads static pods from a directory.
 func TestStandaloneKubelet(t *testing.T) {
-	bin := os.Getenv("BERTH_KUBELET")
-	if bin == "" {
-		t.Skip("BERTH_KUBELET is not set (`make test-kubelet` builds kubelet and sets it)")
-	}
-	k := newKubelet(t, bin)
+	k := newKubelet(t, os.Getenv("BERTH_KUBELET")) // set: TestMain checked
 	d := harness.Start(t, harness.Options{
 		BinDir: binDir, Config: offlineConfig, Layouts: []string{busyboxLayout},
 		ServeArgs: []string{"--agent=false"},
