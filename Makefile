@@ -90,21 +90,23 @@ critest: critest-bin $(CRITEST_DEPS)/busybox ## run critest offline against a be
 	BERTH_CRITEST=$(abspath $(BIN)/critest) BERTH_CRITEST_BUSYBOX=$(abspath $(CRITEST_DEPS)/busybox) \
 	BERTH_CRITEST_FOCUS='$(CRITEST_FOCUS)' $(GO) test -count=1 -v -timeout 40m ./test/critest/
 
-kube-bin: ## build kubelet, kubectl, kube-apiserver, kube-controller-manager, kube-scheduler $(KUBE_VERSION) (tools/kube$(KUBE_VERSION)) into bin/kube-<version>/
-	mkdir -p $(KUBE_BIN)
-	cd tools/kube$(KUBE_VERSION) && GOSUMDB=off GOFLAGS=-mod=mod CGO_ENABLED=0 $(GO) build -trimpath -ldflags '$(KUBE_LDFLAGS)' \
-		-o $(abspath $(KUBE_BIN))/ $(addprefix k8s.io/kubernetes/cmd/,$(KUBE_CMDS))
+# $(call kube_build,OUTPUT,COMMANDS): go build in tools/kube$(KUBE_VERSION).
+kube_build = cd tools/kube$(KUBE_VERSION) && GOSUMDB=off GOFLAGS=-mod=mod CGO_ENABLED=0 \
+	$(GO) build -trimpath -ldflags '$(KUBE_LDFLAGS)' -o $(1) $(addprefix k8s.io/kubernetes/cmd/,$(2))
 
-kubelet-bin: ## build only kubelet $(KUBE_VERSION) into bin/kube-<version>/
+kube-bin: ## build kubelet, kubectl, kube-apiserver, kube-controller-manager, kube-scheduler into bin/kube-<version>/ (KUBE_VERSION=1.37 or 1.34, tools/kube<version>)
 	mkdir -p $(KUBE_BIN)
-	cd tools/kube$(KUBE_VERSION) && GOSUMDB=off GOFLAGS=-mod=mod CGO_ENABLED=0 $(GO) build -trimpath -ldflags '$(KUBE_LDFLAGS)' \
-		-o $(abspath $(KUBE_BIN))/kubelet k8s.io/kubernetes/cmd/kubelet
+	$(call kube_build,$(abspath $(KUBE_BIN))/,$(KUBE_CMDS))
+
+kubelet-bin: ## build only kubelet into bin/kube-<version>/ (KUBE_VERSION=1.37 or 1.34)
+	mkdir -p $(KUBE_BIN)
+	$(call kube_build,$(abspath $(KUBE_BIN))/kubelet,kubelet)
 
 etcd-bin: ## build etcd 3.6 (go.etcd.io/etcd/server/v3, pinned in tools/etcd) into bin/
 	cd tools/etcd && GOSUMDB=off GOFLAGS=-mod=mod CGO_ENABLED=0 $(GO) build -trimpath -ldflags '-s -w' \
 		-o $(abspath $(BIN))/etcd go.etcd.io/etcd/server/v3
 
-test-kubelet: kubelet-bin ## run an upstream kubelet $(KUBE_VERSION) in standalone mode against a berth serve of its own (root)
+test-kubelet: kubelet-bin ## run an upstream kubelet (KUBE_VERSION=1.37 or 1.34) in standalone mode against a berth serve of its own (root)
 	BERTH_KUBELET=$(abspath $(KUBE_BIN))/kubelet $(GO) test -count=1 -v -timeout 15m ./test/kubelet/
 
 clean: ## remove build output
