@@ -6,12 +6,21 @@ VERSION  ?= $(shell git describe --always --dirty 2>/dev/null || echo dev)
 LDFLAGS  := -s -w -X main.version=$(VERSION)
 ROOT_DIR ?= /var/lib/berth
 CRITEST_DEPS := $(BIN)/critest-deps
+# Upstream Kubernetes and etcd, built from the module proxy through the wrapper
+# modules in tools/kube<version> and tools/etcd (docs/kubernetes.md).
+KUBE_VERSION ?= 1.37
+KUBE_BIN     := $(BIN)/kube-$(KUBE_VERSION)
+KUBE_CMDS    := kubelet kubectl kube-apiserver kube-controller-manager kube-scheduler
+KUBE_FULL     = $(shell awk '$$1 == "require" && $$2 == "k8s.io/kubernetes" {print $$3}' tools/kube$(KUBE_VERSION)/go.mod)
+KUBE_VERSION_PKG := k8s.io/component-base/version
+KUBE_LDFLAGS  = -s -w -X $(KUBE_VERSION_PKG).gitVersion=$(KUBE_FULL) -X $(KUBE_VERSION_PKG).gitTreeState=clean \
+	-X $(KUBE_VERSION_PKG).gitMajor=$(word 1,$(subst ., ,$(KUBE_VERSION))) -X $(KUBE_VERSION_PKG).gitMinor=$(word 2,$(subst ., ,$(KUBE_VERSION)))
 # What berth needs to run; what its tests and benchmarks need on top (a registry to pull from,
 # skopeo for the pull floor, hyperfine).
 RUNTIME_PACKAGES := runc containernetworking-plugins busybox-static iptables iproute2 util-linux
 TEST_PACKAGES    := docker-registry skopeo tar gzip hyperfine containerd
 
-.PHONY: help build install deps runtime-deps image test test-unit test-integration test-e2e fuzz bench vet crictl critest critest-bin clean
+.PHONY: help build install deps runtime-deps image test test-unit test-integration test-e2e fuzz bench vet crictl critest critest-bin kube-bin kubelet-bin etcd-bin test-kubelet clean
 
 help: ## list targets
 	@grep -E '^[a-z0-9-]+:.*## ' $(MAKEFILE_LIST) | sed 's/:.*## /\t/' | sort
@@ -99,6 +108,25 @@ CRITEST_FOCUS ?=
 critest: critest-bin $(CRITEST_DEPS)/busybox ## run critest offline against a berth serve of its own (root; CRITEST_FOCUS=regexp narrows it)
 	BERTH_CRITEST=$(abspath $(BIN)/critest) BERTH_CRITEST_BUSYBOX=$(abspath $(CRITEST_DEPS)/busybox) \
 	BERTH_CRITEST_FOCUS='$(CRITEST_FOCUS)' $(GO) test -count=1 -v -timeout 40m ./test/critest/
+
+# $(call kube_build,OUTPUT,COMMANDS): go build in tools/kube$(KUBE_VERSION).
+kube_build = cd tools/kube$(KUBE_VERSION) && GOSUMDB=off GOFLAGS=-mod=mod CGO_ENABLED=0 \
+	$(GO) build -trimpath -ldflags '$(KUBE_LDFLAGS)' -o $(1) $(addprefix k8s.io/kubernetes/cmd/,$(2))
+
+kube-bin: ## build kubelet, kubectl, kube-apiserver, kube-controller-manager, kube-scheduler into bin/kube-<version>/ (KUBE_VERSION=1.37 or 1.34, tools/kube<version>)
+	mkdir -p $(KUBE_BIN)
+	$(call kube_build,$(abspath $(KUBE_BIN))/,$(KUBE_CMDS))
+
+kubelet-bin: ## build only kubelet into bin/kube-<version>/ (KUBE_VERSION=1.37 or 1.34)
+	mkdir -p $(KUBE_BIN)
+	$(call kube_build,$(abspath $(KUBE_BIN))/kubelet,kubelet)
+
+etcd-bin: ## build etcd 3.6 (go.etcd.io/etcd/server/v3, pinned in tools/etcd) into bin/
+	cd tools/etcd && GOSUMDB=off GOFLAGS=-mod=mod CGO_ENABLED=0 $(GO) build -trimpath -ldflags '-s -w' \
+		-o $(abspath $(BIN))/etcd go.etcd.io/etcd/server/v3
+
+test-kubelet: kubelet-bin ## run an upstream kubelet (KUBE_VERSION=1.37 or 1.34) in standalone mode against a berth serve of its own (root)
+	BERTH_KUBELET=$(abspath $(KUBE_BIN))/kubelet $(GO) test -count=1 -v -timeout 15m ./test/kubelet/
 
 clean: ## remove build output
 	rm -rf $(BIN)
