@@ -3,12 +3,9 @@ package kubelet
 import (
 	"fmt"
 	"os"
-	"path/filepath"
 	"testing"
 
-	"github.com/berth-dev/berth/internal/image"
 	"github.com/berth-dev/berth/test/harness"
-	"github.com/berth-dev/berth/test/testimage"
 )
 
 // Built once by TestMain.
@@ -30,20 +27,7 @@ func TestMain(m *testing.M) {
 
 // prepare builds the binaries and the busybox image into tmp.
 func prepare(tmp string) error {
-	binDir = filepath.Join(tmp, "bin")
-	if err := harness.BuildBinaries(filepath.Join("..", ".."), binDir); err != nil {
-		return err
-	}
-	ref, err := image.NormalizeRef("busybox:latest")
-	if err != nil {
-		return err
-	}
-	if offlineConfig, err = harness.WriteOfflineConfig(tmp, ref); err != nil {
-		return err
-	}
-	busyboxLayout = filepath.Join(tmp, "layout")
-	if err := testimage.WriteLayout(busyboxLayout, testimage.Options{Name: ref}); err != nil {
-		return fmt.Errorf("test image: %w", err)
-	}
-	return nil
+	b, err := harness.PrepareBusybox(tmp)
+	binDir, offlineConfig, busyboxLayout = b.BinDir, b.Config, b.Layout
+	return err
 }
