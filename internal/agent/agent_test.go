@@ -344,10 +344,8 @@ spec:
 	waitFor(t, "remote runs once the registry answers", func() bool { return ctrStatus(a.pod(t, "remote"), "app").State.Running != nil })
 }
 
-func TestChangedConfigMapReachesTheVolumesInPlace(t *testing.T) {
-	rt := newFakeRuntime()
-	a := startTestAgent(t, rt)
-	manifest := `
+// configMapReader is a ConfigMap (k: one) and a pod "reader" that mounts it.
+const configMapReader = `
 apiVersion: v1
 kind: ConfigMap
 metadata: {name: cfg}
@@ -361,6 +359,11 @@ spec:
   containers:
   - {name: app, image: busybox, imagePullPolicy: IfNotPresent, command: [sleep, "1000"], volumeMounts: [{name: cfg, mountPath: /cfg}]}
 `
+
+func TestChangedConfigMapReachesTheVolumesInPlace(t *testing.T) {
+	rt := newFakeRuntime()
+	a := startTestAgent(t, rt)
+	manifest := configMapReader
 	uid := a.apply(t, manifest).Pods()[0].UID
 	waitFor(t, "reader runs", func() bool { return a.pod(t, "reader").Status.Phase == v1.PodRunning })
 	resp := a.apply(t, strings.Replace(manifest, "k: one", "k: two", 1))

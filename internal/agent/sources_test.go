@@ -109,20 +109,7 @@ func TestRecoveryWithoutTheStoredSourcesLeavesThePodAlone(t *testing.T) {
 	rt := newFakeRuntime()
 	dir := t.TempDir()
 	first := startTestAgentIn(t, rt, dir)
-	manifest := `
-apiVersion: v1
-kind: ConfigMap
-metadata: {name: cfg}
-data: {k: one}
----
-apiVersion: v1
-kind: Pod
-metadata: {name: reader}
-spec:
-  volumes: [{name: cfg, configMap: {name: cfg}}]
-  containers:
-  - {name: app, image: busybox, imagePullPolicy: IfNotPresent, command: [sleep, "1000"], volumeMounts: [{name: cfg, mountPath: /cfg}]}
-`
+	manifest := configMapReader
 	uid := first.apply(t, manifest).Pods()[0].UID
 	waitFor(t, "reader runs", func() bool { return first.pod(t, "reader").Status.Phase == v1.PodRunning })
 	first.stop()

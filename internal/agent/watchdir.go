@@ -19,11 +19,14 @@ func (a *Agent) watchDirectory(dir string) (ApplyResponse, error) {
 	if !filepath.IsAbs(dir) {
 		return ApplyResponse{}, fmt.Errorf("watchDir %q: want an absolute path: %w", dir, errdefs.ErrInvalidArgument)
 	}
-	dir, err := trustedWatchDir(dir)
-	if err != nil {
-		return ApplyResponse{}, fmt.Errorf("watch %s: %w: %w", dir, errdefs.ErrInvalidArgument, err)
+	// The real path is the one the watch keys on and rereads;
+	// LoadTrustedDir checks that no one but root can change it.
+	real, err := filepath.EvalSymlinks(filepath.Clean(dir))
+	var b *manifest.Bundle
+	if err == nil {
+		dir = real
+		b, err = manifest.LoadTrustedDir(dir)
 	}
-	b, err := manifest.LoadTrustedDir(dir)
 	if err == nil {
 		err = b.Validate()
 	}
@@ -35,18 +38,6 @@ func (a *Agent) watchDirectory(dir string) (ApplyResponse, error) {
 	results := a.applyDirLocked(dir, b, nil)
 	a.startWatchLocked(dir)
 	return ApplyResponse{Objects: results}, nil
-}
-
-// trustedWatchDir resolves a directory to its real path (the one the
-// watch then keys on and rereads) and checks that no one but root can
-// change it or a directory above it (manifest.CheckTrustedDir).
-func trustedWatchDir(dir string) (string, error) {
-	dir = filepath.Clean(dir)
-	real, err := filepath.EvalSymlinks(dir)
-	if err != nil {
-		return dir, err
-	}
-	return real, manifest.CheckTrustedDir(real)
 }
 
 // startWatchLocked starts watching dir unless it is watched already.
