@@ -20,7 +20,7 @@ KUBE_LDFLAGS  = -s -w -X $(KUBE_VERSION_PKG).gitVersion=$(KUBE_FULL) -X $(KUBE_V
 RUNTIME_PACKAGES := runc containernetworking-plugins busybox-static iptables iproute2 util-linux
 TEST_PACKAGES    := docker-registry skopeo tar gzip hyperfine containerd
 
-.PHONY: help build install deps runtime-deps image test test-unit test-integration test-e2e fuzz bench vet crictl critest critest-bin kube-bin kubelet-bin etcd-bin test-kubelet clean
+.PHONY: help build install deps runtime-deps image test test-unit test-integration test-e2e fuzz bench vet crictl critest critest-bin kube-bin kubelet-bin etcd-bin test-kubelet test-cluster clean
 
 help: ## list targets
 	@grep -E '^[a-z0-9-]+:.*## ' $(MAKEFILE_LIST) | sed 's/:.*## /\t/' | sort
@@ -127,6 +127,9 @@ etcd-bin: ## build etcd 3.6 (go.etcd.io/etcd/server/v3, pinned in tools/etcd) in
 
 test-kubelet: kubelet-bin ## run an upstream kubelet (KUBE_VERSION=1.37 or 1.34) in standalone mode against a berth serve of its own (root)
 	BERTH_KUBELET=$(abspath $(KUBE_BIN))/kubelet $(GO) test -count=1 -v -timeout 15m ./test/kubelet/
+
+test-cluster: kube-bin etcd-bin ## run a one-node Kubernetes cluster (etcd, API server, controllers, scheduler, kubelet KUBE_VERSION) on a berth serve of its own and drive it with kubectl (root)
+	BERTH_KUBE_BIN=$(abspath $(KUBE_BIN)) BERTH_ETCD=$(abspath $(BIN))/etcd $(GO) test -count=1 -v -timeout 30m ./test/cluster/
 
 clean: ## remove build output
 	rm -rf $(BIN)

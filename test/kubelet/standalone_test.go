@@ -11,6 +11,7 @@ import (
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
 	"github.com/berth-dev/berth/test/harness"
+	"github.com/berth-dev/berth/test/kube"
 )
 
 // webPod has an init container that leaves a file in an emptyDir and two
@@ -62,37 +63,37 @@ spec:
 // TestStandaloneKubelet drives berth serve with an upstream kubelet that
 // reads static pods from a directory.
 func TestStandaloneKubelet(t *testing.T) {
-	k := newKubelet(t, os.Getenv("BERTH_KUBELET")) // set: TestMain checked
+	k := kube.NewKubelet(t, kube.KubeletOptions{Bin: os.Getenv("BERTH_KUBELET")}) // set: TestMain checked
 	d := harness.Start(t, harness.Options{
 		BinDir: binDir, Config: offlineConfig, Layouts: []string{busyboxLayout},
 		ServeArgs: []string{"--agent=false"},
 	})
-	k.start(d.Socket)
+	k.Start(d.Socket)
 	c := cri{k: k, d: d}
 
-	k.writeManifest("web.yaml", webPod)
-	k.writeManifest("crash.yaml", crashPod)
-	web := "web-" + k.nodeName
-	k.waitFor("web's init container to exit 0 and a, b to run", 2*time.Minute, func() bool {
+	k.WriteManifest("web.yaml", webPod)
+	k.WriteManifest("crash.yaml", crashPod)
+	web := "web-" + k.NodeName
+	k.WaitFor("web's init container to exit 0 and a, b to run", 2*time.Minute, func() bool {
 		return c.state(web, "init") == exited0 && c.state(web, "a") == running && c.state(web, "b") == running
 	})
 	if n := c.attempts(web, "a"); n != 1 {
 		t.Errorf("container a of %s was created %d times, want once (did it run before the init container?)", web, n)
 	}
 	t.Logf("%s: init exited 0, a and b run", web)
-	crash := "crash-" + k.nodeName
-	k.waitFor("kubelet to restart crash twice", 3*time.Minute, func() bool { return c.maxAttempt(crash, "crash") >= 2 })
+	crash := "crash-" + k.NodeName
+	k.WaitFor("kubelet to restart crash twice", 3*time.Minute, func() bool { return c.maxAttempt(crash, "crash") >= 2 })
 	t.Logf("crash restarted %d times", c.maxAttempt(crash, "crash"))
 	c.restartKubelet(web, crash)
 	uids := c.podUIDs()
 
 	for _, f := range []string{"web.yaml", "crash.yaml"} {
-		if err := os.Remove(filepath.Join(k.manifests, f)); err != nil {
+		if err := os.Remove(filepath.Join(k.Manifests, f)); err != nil {
 			t.Fatal(err)
 		}
 	}
-	k.waitFor("kubelet to remove every sandbox and container from berth", 3*time.Minute, c.empty)
-	k.waitFor("kubelet to remove the pod cgroups", time.Minute, func() bool { return len(podCgroups(uids)) == 0 })
+	k.WaitFor("kubelet to remove every sandbox and container from berth", 3*time.Minute, c.empty)
+	k.WaitFor("kubelet to remove the pod cgroups", time.Minute, func() bool { return len(podCgroups(uids)) == 0 })
 	t.Logf("kubelet removed both pods and their cgroups")
 }
 
@@ -100,12 +101,12 @@ func TestStandaloneKubelet(t *testing.T) {
 // berth runs (same sandbox, containers not recreated) and go on restarting
 // the crashing one.
 func (c cri) restartKubelet(web, crash string) {
-	t := c.k.t
+	t := c.k.T
 	sandbox := c.sandboxID(web)
-	c.k.terminate()
+	c.k.Terminate()
 	before := c.maxAttempt(crash, "crash")
-	c.k.start(c.d.Socket)
-	c.k.waitFor("the restarted kubelet to restart crash", 2*time.Minute, func() bool {
+	c.k.Start(c.d.Socket)
+	c.k.WaitFor("the restarted kubelet to restart crash", 2*time.Minute, func() bool {
 		return c.maxAttempt(crash, "crash") > before
 	})
 	if id := c.sandboxID(web); id != sandbox {
@@ -128,22 +129,12 @@ func (c cri) sandboxID(pod string) string {
 		LabelSelector: map[string]string{"io.kubernetes.pod.name": pod},
 	}})
 	if err != nil {
-		c.k.t.Fatalf("ListPodSandbox: %v", err)
+		c.k.T.Fatalf("ListPodSandbox: %v", err)
 	}
 	if len(resp.GetItems()) != 1 {
 		return fmt.Sprintf("(%d ready sandboxes)", len(resp.GetItems()))
 	}
 	return resp.GetItems()[0].GetId()
-}
-
-func (k *kubelet) writeManifest(name, content string) {
-	tmp := filepath.Join(k.dir, name)
-	if err := os.WriteFile(tmp, []byte(content), 0o644); err != nil {
-		k.t.Fatal(err)
-	}
-	if err := os.Rename(tmp, filepath.Join(k.manifests, name)); err != nil {
-		k.t.Fatal(err)
-	}
 }
 
 // podCgroups lists the cgroups of the pods with these uids that exist in
@@ -161,7 +152,7 @@ func podCgroups(uids []string) []string {
 
 // cri looks at berth through the harness's CRI client.
 type cri struct {
-	k *kubelet
+	k *kube.Kubelet
 	d *harness.Daemon
 }
 
@@ -184,7 +175,7 @@ func (c cri) containers(pod, name string) []*runtimeapi.Container {
 		LabelSelector: map[string]string{"io.kubernetes.pod.name": pod, "io.kubernetes.container.name": name},
 	}})
 	if err != nil {
-		c.k.t.Fatalf("ListContainers: %v", err)
+		c.k.T.Fatalf("ListContainers: %v", err)
 	}
 	return resp.GetContainers()
 }
@@ -240,7 +231,7 @@ func (c cri) podUIDs() []string {
 	defer cancel()
 	resp, err := c.d.RT.ListPodSandbox(ctx, &runtimeapi.ListPodSandboxRequest{})
 	if err != nil {
-		c.k.t.Fatalf("ListPodSandbox: %v", err)
+		c.k.T.Fatalf("ListPodSandbox: %v", err)
 	}
 	var uids []string
 	for _, sb := range resp.GetItems() {
@@ -256,11 +247,11 @@ func (c cri) empty() bool {
 	defer cancel()
 	sbs, err := c.d.RT.ListPodSandbox(ctx, &runtimeapi.ListPodSandboxRequest{})
 	if err != nil {
-		c.k.t.Fatalf("ListPodSandbox: %v", err)
+		c.k.T.Fatalf("ListPodSandbox: %v", err)
 	}
 	ctrs, err := c.d.RT.ListContainers(ctx, &runtimeapi.ListContainersRequest{})
 	if err != nil {
-		c.k.t.Fatalf("ListContainers: %v", err)
+		c.k.T.Fatalf("ListContainers: %v", err)
 	}
 	return len(sbs.GetItems()) == 0 && len(ctrs.GetContainers()) == 0
 }

@@ -1,4 +1,4 @@
-package kubelet
+package kube
 
 import (
 	"os"
@@ -23,8 +23,8 @@ func kubepodsCgroups() []string {
 // cgroups (kubelet never removes them), its links in /var/log/containers,
 // the kernel settings it tuned and the bind mount of its root directory.
 // It fails the test for what cannot be removed.
-func (k *kubelet) restoreHost() {
-	t := k.t
+func (k *Kubelet) restoreHost() {
+	t := k.T
 	for _, c := range kubepodsCgroups() {
 		harness.RemoveCgroupTree(c)
 	}
@@ -43,26 +43,26 @@ func (k *kubelet) restoreHost() {
 // unmountRoot removes the bind mount kubelet makes of its root directory
 // (MakeRShared: it needs shared propagation under it) and fails the test
 // for any other mount left under the kubelet's directories.
-func (k *kubelet) unmountRoot() {
-	for _, m := range harness.MountsUnder(k.dir) { // deepest first
-		if m != k.rootDir {
-			k.t.Errorf("mount left under kubelet's directories: %s", m)
+func (k *Kubelet) unmountRoot() {
+	for _, m := range harness.MountsUnder(k.Dir) { // deepest first
+		if m != k.RootDir {
+			k.T.Errorf("mount left under kubelet's directories: %s", m)
 		}
 		if err := syscall.Unmount(m, syscall.MNT_DETACH); err != nil {
-			k.t.Errorf("unmount %s: %v", m, err)
+			k.T.Errorf("unmount %s: %v", m, err)
 		}
 	}
 }
 
 // removeLogLinks removes the links kubelet made in /var/log/containers to
 // this test's pod logs, and the directory when the test created it.
-func (k *kubelet) removeLogLinks() {
+func (k *Kubelet) removeLogLinks() {
 	entries, _ := os.ReadDir(legacyLogDir)
 	for _, e := range entries {
 		p := filepath.Join(legacyLogDir, e.Name())
-		if target, err := os.Readlink(p); err == nil && strings.HasPrefix(target, k.podLogs+"/") {
+		if target, err := os.Readlink(p); err == nil && strings.HasPrefix(target, k.PodLogs+"/") {
 			if err := os.Remove(p); err != nil {
-				k.t.Errorf("remove log link: %v", err)
+				k.T.Errorf("remove log link: %v", err)
 			}
 		}
 	}

@@ -1,0 +1,169 @@
+package cluster
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+
+	"github.com/berth-dev/berth/test/harness"
+	"github.com/berth-dev/berth/test/kube"
+)
+
+// cluster is the control plane, the node's kubelet and berth under it.
+type cluster struct {
+	t          *testing.T
+	cp         *kube.ControlPlane
+	kubelet    *kube.Kubelet
+	berth      *harness.Daemon
+	kubectlBin string
+}
+
+// kubeletConfig is added to the node kubelet's configuration: small log
+// files, checked often, so that a test sees kubelet rotate them.
+const kubeletConfig = `containerLogMaxSize: 1Mi
+containerLogMaxFiles: 20
+containerLogMonitorInterval: 3s
+`
+
+// startCluster starts berth, the control plane and a kubelet registered as
+// node "localhost", and waits until the node is Ready and the default
+// service account exists.
+func startCluster(t *testing.T) *cluster {
+	bin := os.Getenv("BERTH_KUBE_BIN") // set: TestMain checked
+	cp := kube.StartControlPlane(t, bin, os.Getenv("BERTH_ETCD"))
+	k := kube.NewKubelet(t, kube.KubeletOptions{Bin: filepath.Join(bin, "kubelet"), ControlPlane: cp, Config: kubeletConfig})
+	d := harness.Start(t, harness.Options{
+		BinDir: binDir, Config: offlineConfig, Layouts: []string{busyboxLayout},
+		ServeArgs: []string{"--agent=false"},
+	})
+	c := &cluster{t: t, cp: cp, kubelet: k, berth: d, kubectlBin: filepath.Join(bin, "kubectl")}
+	k.Start(d.Socket)
+	c.waitFor("node localhost to be Ready", 2*time.Minute, func() bool {
+		out, _ := c.try("get", "node", "localhost", "-o", `jsonpath={.status.conditions[?(@.type=="Ready")].status}`)
+		return out == "True"
+	})
+	c.waitFor("the default service account", time.Minute, func() bool {
+		_, err := c.try("get", "serviceaccount", "default")
+		return err == nil
+	})
+	return c
+}
+
+// TestCluster runs a one-node cluster on berth and drives it with kubectl.
+func TestCluster(t *testing.T) {
+	c := startCluster(t)
+	t.Run("node", c.testNode)
+	t.Run("deployment", c.testDeployment)
+	t.Run("job", c.testJob)
+	t.Run("lifecycle", c.testLifecycle)
+	c.teardown()
+}
+
+// testNode checks what the node reports of berth.
+func (c *cluster) testNode(t *testing.T) {
+	info := c.kubectlT(t, "get", "node", "localhost", "-o", "jsonpath={.status.nodeInfo.containerRuntimeVersion}")
+	if !strings.HasPrefix(info, "berth://") {
+		t.Errorf("node's containerRuntimeVersion = %q, want berth://<version>", info)
+	}
+}
+
+// teardown deletes every namespace's workloads and waits until kubelet
+// has removed every sandbox and container from berth.
+func (c *cluster) teardown() {
+	c.kubectl("delete", "deployments,jobs,pods", "--all", "--all-namespaces", "--wait=false")
+	c.waitFor("kubelet to remove every sandbox and container from berth", 3*time.Minute, c.berthEmpty)
+}
+
+// berthEmpty reports whether berth lists no sandbox and no container.
+func (c *cluster) berthEmpty() bool {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	sbs, err := c.berth.RT.ListPodSandbox(ctx, &runtimeapi.ListPodSandboxRequest{})
+	if err != nil {
+		c.t.Fatalf("ListPodSandbox: %v", err)
+	}
+	for _, sb := range sbs.GetItems() {
+		c.berth.KnownPodUIDs[sb.GetMetadata().GetUid()] = true
+	}
+	ctrs, err := c.berth.RT.ListContainers(ctx, &runtimeapi.ListContainersRequest{})
+	if err != nil {
+		c.t.Fatalf("ListContainers: %v", err)
+	}
+	return len(sbs.GetItems()) == 0 && len(ctrs.GetContainers()) == 0
+}
+
+// try runs kubectl as the cluster's admin and returns its trimmed stdout;
+// the error includes stderr.
+func (c *cluster) try(args ...string) (string, error) {
+	return c.tryIn("", args...)
+}
+
+// tryIn is try with stdin.
+func (c *cluster) tryIn(stdin string, args ...string) (string, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
+	defer cancel()
+	cmd := c.command(ctx, args...)
+	cmd.Stdin = strings.NewReader(stdin)
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		return string(out), fmt.Errorf("kubectl %s: %w: %s", strings.Join(args, " "), err, stderr.String())
+	}
+	return strings.TrimSpace(string(out)), nil
+}
+
+// command is a kubectl command as the cluster's admin.
+func (c *cluster) command(ctx context.Context, args ...string) *exec.Cmd {
+	cmd := exec.CommandContext(ctx, c.kubectlBin, args...)
+	cmd.Env = append(os.Environ(), "KUBECONFIG="+c.cp.AdminKubeconfig)
+	return cmd
+}
+
+// busyboxImage matches a container's "image: busybox:latest" line in a
+// block mapping; apply adds the pull policy that keeps kubelet from pulling
+// the tag latest (berth serves it imported, offline).
+var busyboxImage = regexp.MustCompile(`(\n\s*)image: busybox:latest\n`)
+
+// apply creates or updates the objects of a manifest, failing t on an
+// error.
+func (c *cluster) apply(t *testing.T, manifest string) {
+	t.Helper()
+	manifest = busyboxImage.ReplaceAllString(manifest, "${1}image: busybox:latest${1}imagePullPolicy: IfNotPresent\n")
+	if _, err := c.tryIn(manifest, "apply", "-f", "-"); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// kubectl runs kubectl and fails the cluster's test on an error.
+func (c *cluster) kubectl(args ...string) string {
+	return c.kubectlT(c.t, args...)
+}
+
+// kubectlT runs kubectl and fails t on an error.
+func (c *cluster) kubectlT(t *testing.T, args ...string) string {
+	t.Helper()
+	out, err := c.try(args...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+// waitFor polls cond until it holds; on timeout it fails with the end of
+// kubelet's log.
+func (c *cluster) waitFor(what string, timeout time.Duration, cond func() bool) {
+	c.t.Helper()
+	c.kubelet.WaitFor(what, timeout, func() bool {
+		c.cp.CheckRunning()
+		return cond()
+	})
+}
