@@ -64,6 +64,8 @@ func TestCluster(t *testing.T) {
 	t.Run("deployment", c.testDeployment)
 	t.Run("job", c.testJob)
 	t.Run("lifecycle", c.testLifecycle)
+	t.Run("tools", c.testTools)
+	t.Run("log-rotation", c.testLogRotation)
 	c.teardown()
 }
 

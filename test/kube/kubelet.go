@@ -22,6 +22,9 @@ type Kubelet struct {
 	PodLogs   string // podLogsDir
 	// Port is kubelet's server on 127.0.0.1 (0: standalone, no server).
 	Port int
+	// FeatureGates is passed to --feature-gates by the next Start, with
+	// those of BERTH_KUBELET_FEATURE_GATES.
+	FeatureGates []string
 
 	opts       KubeletOptions
 	proc       *Process
@@ -167,8 +170,12 @@ func (k *Kubelet) Start(socket string) {
 	if cp := k.opts.ControlPlane; cp != nil {
 		args = append(args, "--kubeconfig", cp.NodeKubeconfig(k.NodeName))
 	}
-	if gates := os.Getenv("BERTH_KUBELET_FEATURE_GATES"); gates != "" {
-		args = append(args, "--feature-gates", gates) // e.g. CRIListStreaming=true
+	gates := k.FeatureGates
+	if env := os.Getenv("BERTH_KUBELET_FEATURE_GATES"); env != "" {
+		gates = append(gates, env) // e.g. CRIListStreaming=true
+	}
+	if len(gates) > 0 {
+		args = append(args, "--feature-gates", strings.Join(gates, ","))
 	}
 	k.proc = &Process{Name: "kubelet", Bin: k.opts.Bin, Args: args, LogPath: filepath.Join(k.Dir, "kubelet.log")}
 	if err := k.proc.Start(); err != nil {
