@@ -28,6 +28,7 @@ type Programs struct {
 	NoNewPrivs string // test/critest/cmd/nonewprivs: prints its effective uid, like nnp
 	Curl       string // the host's curl (dynamic; its libraries are copied along)
 	Netcat     string // netcat-openbsd's nc (make's conformance-deps): nc -u, which busybox's nc lacks
+	Bash       string // the host's bash, /bin/bash and /bin/sh of every image (shellFiles)
 }
 
 // Image is one image the specs pull: its names, config, the files on top
@@ -57,9 +58,9 @@ func Images() []Image {
 		{Names: []string{e2eRepo + "agnhost:2.66.1"}, Files: agnhostFiles,
 			Config: v1.Config{Entrypoint: []string{"/agnhost"}, Cmd: []string{"pause"}, Env: defaultEnv,
 				ExposedPorts: map[string]struct{}{"80/tcp": {}, "8080/tcp": {}, "8081/tcp": {}, "9376/tcp": {}, "5000/tcp": {}}},
-			StandIn: "agnhost built from its 1.37.2 source on the busybox base with curl and netcat-openbsd; upstream's alpine base also has bash, dig, iperf, socat, ss, coredns and porter's certificates"},
+			StandIn: "agnhost built from its 1.37.2 source on the busybox base with bash, curl and netcat-openbsd; upstream's alpine base also has dig, iperf, socat, ss, coredns and porter's certificates"},
 		{Names: []string{e2eRepo + "busybox:1.37.0-2"}, Config: sh,
-			StandIn: "Debian's busybox 1.35 instead of busybox 1.37"},
+			StandIn: "Debian's busybox 1.35 instead of busybox 1.37, /bin/sh is bash (shellFiles)"},
 		{Names: []string{e2eRepo + "nonewprivs:1.4"}, Files: nonewprivsFiles,
 			Config: v1.Config{Cmd: []string{"nnp"}, Env: defaultEnv}},
 		{Names: []string{e2eRepo + "nonroot:1.5"}, Config: nonRoot,
@@ -124,22 +125,41 @@ nogroup:x:65534:
 `
 )
 
+// shellFiles make the host's bash /bin/bash and /bin/sh of every image.
+// Debian's busybox 1.35 ash drops environment variables whose names are
+// not shell identifiers (envFrom's "data-1"), which the specs' `sh -c env`
+// must print, as upstream's busybox 1.37 ash does; and specs run agnhost's
+// /bin/bash (upstream's alpine base has bash).
+func shellFiles(p Programs) ([]critest.File, error) {
+	if p.Bash == "" {
+		return nil, fmt.Errorf("no host bash for /bin/bash")
+	}
+	files, err := critest.HostBinaryFiles(p.Bash, "bin/bash")
+	if err != nil {
+		return nil, err
+	}
+	return append(files, critest.File{Name: "bin/sh", Symlink: "bash"}), nil
+}
+
 // Build makes the image on the shared base layer; pause is the built pause
 // image (nil while building it).
 func (im Image) Build(base v1.Layer, p Programs, pause v1.Image) (v1.Image, error) {
-	layers := []v1.Layer{base}
+	files, err := shellFiles(p)
+	if err != nil {
+		return nil, fmt.Errorf("image %s: %w", im.Names[0], err)
+	}
 	if im.Files != nil {
-		files, err := im.Files(p, pause)
+		own, err := im.Files(p, pause)
 		if err != nil {
 			return nil, err
 		}
-		top, err := critest.FilesLayer(files)
-		if err != nil {
-			return nil, fmt.Errorf("image %s: %w", im.Names[0], err)
-		}
-		layers = append(layers, top)
+		files = append(files, own...)
 	}
-	img, err := mutate.AppendLayers(mutate.MediaType(empty.Image, types.OCIManifestSchema1), layers...)
+	top, err := critest.FilesLayer(files)
+	if err != nil {
+		return nil, fmt.Errorf("image %s: %w", im.Names[0], err)
+	}
+	img, err := mutate.AppendLayers(mutate.MediaType(empty.Image, types.OCIManifestSchema1), base, top)
 	if err != nil {
 		return nil, err
 	}

@@ -30,7 +30,7 @@ func fakePrograms(t *testing.T) Programs {
 	if _, err := os.Stat(host); err != nil {
 		t.Skip("no /bin/ls to stand in for curl and nc")
 	}
-	return Programs{Agnhost: write("agnhost"), Pause: write("pause"), NoNewPrivs: write("nnp"), Curl: host, Netcat: host}
+	return Programs{Agnhost: write("agnhost"), Pause: write("pause"), NoNewPrivs: write("nnp"), Curl: host, Netcat: host, Bash: host}
 }
 
 // layerEntries reads a layer's tar: name → header and content.
@@ -83,6 +83,10 @@ func TestBuildAll(t *testing.T) {
 			cf, err := img.ConfigFile()
 			if err != nil {
 				t.Fatal(err)
+			}
+			hdrs, _ := layerEntries(t, topLayer(t, img))
+			if h := hdrs["bin/sh"]; h == nil || h.Typeflag != tar.TypeSymlink || h.Linkname != "bash" || hdrs["bin/bash"] == nil {
+				t.Errorf("%s: /bin/sh is %+v, want a link to /bin/bash", name, h)
 			}
 			if cf.OS != "linux" || strings.Join(cf.Config.Entrypoint, " ") != strings.Join(im.Config.Entrypoint, " ") || cf.Config.User != im.Config.User {
 				t.Errorf("%s: config %+v, want %+v", name, cf.Config, im.Config)

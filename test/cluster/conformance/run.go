@@ -146,8 +146,8 @@ const ResultsHeader = `The [NodeConformance] specs of e2e.test v1.37.2 against a
 Written by BERTH_CONFORMANCE_UPDATE=1 from a run; the test fails when a run differs.`
 
 // HostPrograms are the programs where make puts them: agnhost in kubeBin
-// (make e2e-bin), the others in depsDir (make conformance-deps); curl is
-// the host's.
+// (make e2e-bin), the others in depsDir (make conformance-deps); curl and
+// bash are the host's.
 func HostPrograms(kubeBin, depsDir string) Programs {
 	return Programs{
 		Busybox:    fileOr(filepath.Join(depsDir, "busybox")),
@@ -156,6 +156,7 @@ func HostPrograms(kubeBin, depsDir string) Programs {
 		NoNewPrivs: filepath.Join(depsDir, "nonewprivs"),
 		Curl:       "/usr/bin/curl",
 		Netcat:     filepath.Join(depsDir, "nc"),
+		Bash:       "/usr/bin/bash",
 	}
 }
 
