@@ -58,7 +58,7 @@ func Images() []Image {
 		{Names: []string{e2eRepo + "agnhost:2.66.1"}, Files: agnhostFiles,
 			Config: v1.Config{Entrypoint: []string{"/agnhost"}, Cmd: []string{"pause"}, Env: defaultEnv,
 				ExposedPorts: map[string]struct{}{"80/tcp": {}, "8080/tcp": {}, "8081/tcp": {}, "9376/tcp": {}, "5000/tcp": {}}},
-			StandIn: "agnhost built from its 1.37.2 source on the busybox base with bash, curl and netcat-openbsd; upstream's alpine base also has dig, iperf, socat, ss, coredns and porter's certificates"},
+			StandIn: "agnhost built from its 1.37.2 source on the busybox base with bash, curl and netcat-openbsd; its /localhost.crt is a fresh self-signed one; upstream's alpine base also has dig, iperf, socat, ss and coredns"},
 		{Names: []string{e2eRepo + "busybox:1.37.0-2"}, Config: sh,
 			StandIn: "Debian's busybox 1.35 instead of busybox 1.37, /bin/sh is bash (shellFiles)"},
 		{Names: []string{e2eRepo + "nonewprivs:1.4"}, Files: nonewprivsFiles,
@@ -80,7 +80,8 @@ func nonewprivsFiles(p Programs, _ v1.Image) ([]critest.File, error) {
 
 // agnhostFiles is upstream's agnhost image content the specs use: the
 // binary and its agnhost-2 link, /uploads (netexec), the user and group
-// defined in the image, curl and nc, and the fake registry's content.
+// defined in the image, curl and nc, porter's /localhost.crt and .key, and
+// the fake registry's content.
 func agnhostFiles(p Programs, pause v1.Image) ([]critest.File, error) {
 	files := []critest.File{
 		{Name: "agnhost", Mode: 0o755, HostPath: p.Agnhost},
@@ -100,6 +101,12 @@ func agnhostFiles(p Programs, pause v1.Image) ([]critest.File, error) {
 		}
 		files = append(files, extra...)
 	}
+	crt, key, err := localhostCert()
+	if err != nil {
+		return nil, fmt.Errorf("agnhost image: %w", err)
+	}
+	files = append(files, critest.File{Name: "localhost.crt", Mode: 0o644, Data: crt},
+		critest.File{Name: "localhost.key", Mode: 0o644, Data: key})
 	reg, err := fakeRegistryFiles(pause, "pause", "testing")
 	if err != nil {
 		return nil, fmt.Errorf("agnhost image: %w", err)

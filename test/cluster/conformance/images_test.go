@@ -3,6 +3,7 @@ package conformance
 import (
 	"archive/tar"
 	"crypto/sha256"
+	"crypto/tls"
 	"encoding/hex"
 	"errors"
 	"io"
@@ -113,6 +114,9 @@ func TestAgnhostImage(t *testing.T) {
 	}
 	if h := hdrs["agnhost-2"]; h == nil || h.Typeflag != tar.TypeSymlink || h.Linkname != "agnhost" {
 		t.Errorf("/agnhost-2 = %+v, want a link to agnhost", h)
+	}
+	if _, err := tls.X509KeyPair(data["localhost.crt"], data["localhost.key"]); err != nil {
+		t.Errorf("/localhost.crt and .key are no key pair: %v", err)
 	}
 	for _, p := range []string{"usr/bin/curl", "usr/bin/nc", "uploads"} {
 		if hdrs[p] == nil {
