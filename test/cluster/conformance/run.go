@@ -68,8 +68,8 @@ func (o Options) Command() []string {
 
 // Run runs the node conformance specs and fails t unless the outcome is
 // the one results.txt (in dir) lists. With BERTH_CONFORMANCE_UPDATE=1 it
-// rewrites results.txt from the run instead (then review the diff: a spec
-// that newly fails must not be committed as skipped).
+// rewrites results.txt from the run instead, and still fails t for every
+// spec that failed (then review the diff).
 func Run(t *testing.T, dir string, o Options) {
 	t.Helper()
 	if err := os.MkdirAll(o.ReportDir, 0o755); err != nil {
@@ -98,7 +98,13 @@ func Run(t *testing.T, dir string, o Options) {
 	for _, f := range rep.SuiteFailure {
 		t.Errorf("suite node failed: %s", f)
 	}
-	checkResults(t, filepath.Join(dir, "results.txt"), rep.Results)
+	problems, err := checkResults(filepath.Join(dir, "results.txt"), rep.Results)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range problems {
+		t.Error(p)
+	}
 }
 
 func readReport(reportDir string, skips []Skip) (Report, error) {
@@ -110,32 +116,36 @@ func readReport(reportDir string, skips []Skip) (Report, error) {
 	return ParseJUnit(f, regexp.MustCompile(Focus), skips)
 }
 
-// checkResults compares a run with results.txt, or rewrites the file.
-func checkResults(t *testing.T, path string, got []Result) {
-	t.Helper()
-	if os.Getenv("BERTH_CONFORMANCE_UPDATE") == "1" {
-		var b bytes.Buffer
-		if err := WriteResults(&b, ResultsHeader, got); err != nil {
-			t.Fatal(err)
+// checkResults compares a run with results.txt, or rewrites the file
+// (BERTH_CONFORMANCE_UPDATE=1), and returns what must fail the test.
+func checkResults(path string, got []Result) ([]string, error) {
+	if os.Getenv("BERTH_CONFORMANCE_UPDATE") != "1" {
+		f, err := os.Open(path)
+		if err != nil {
+			return nil, err
 		}
-		if err := os.WriteFile(path, b.Bytes(), 0o644); err != nil {
-			t.Fatal(err)
+		defer f.Close()
+		want, err := ParseResults(f)
+		if err != nil {
+			return nil, err
 		}
-		t.Logf("conformance: wrote %s", path)
-		return
+		return Compare(want, got), nil
 	}
-	f, err := os.Open(path)
-	if err != nil {
-		t.Fatal(err)
+	var b bytes.Buffer
+	if err := WriteResults(&b, ResultsHeader, got); err != nil {
+		return nil, err
 	}
-	defer f.Close()
-	want, err := ParseResults(f)
-	if err != nil {
-		t.Fatal(err)
+	if err := os.WriteFile(path, b.Bytes(), 0o644); err != nil {
+		return nil, err
 	}
-	for _, p := range Compare(want, got) {
-		t.Error(p)
+	var problems []string
+	for _, r := range got {
+		if r.Status == Failed {
+			problems = append(problems, fmt.Sprintf("%q failed: %s (results.txt takes no failed spec: fix it, or list it in skip.txt with its reason)",
+				r.Spec, firstLine(r.Reason)))
+		}
 	}
+	return problems, nil
 }
 
 // ResultsHeader opens results.txt.

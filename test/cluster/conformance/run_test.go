@@ -2,6 +2,7 @@ package conformance
 
 import (
 	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -103,5 +104,22 @@ func TestDryRunMatchesResults(t *testing.T) {
 	}
 	for _, p := range Compare(want, dry) {
 		t.Error(p)
+	}
+}
+
+// TestUpdateFailsOnFailedSpecs: rewriting results.txt never turns a
+// failure into a pass.
+func TestUpdateFailsOnFailedSpecs(t *testing.T) {
+	t.Setenv("BERTH_CONFORMANCE_UPDATE", "1")
+	path := filepath.Join(t.TempDir(), "results.txt")
+	problems, err := checkResults(path, []Result{{Spec: "a", Status: Passed}, {Spec: "b", Status: Failed, Reason: "failed: boom\nstack"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(problems) != 1 || !strings.Contains(problems[0], `"b" failed: failed: boom`) {
+		t.Errorf("problems = %q, want the failed spec", problems)
+	}
+	if _, err := os.Stat(path); err != nil {
+		t.Errorf("results.txt not written: %v", err)
 	}
 }
