@@ -42,7 +42,8 @@ type Image struct {
 
 var defaultEnv = []string{"PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"}
 
-// epoch is every image's creation time, so that images are reproducible.
+// epoch is every image's creation time and file time (agnhost's differs
+// between builds all the same: its /localhost.crt is made fresh).
 var epoch = time.Date(2000, 1, 1, 0, 0, 0, 0, time.UTC)
 
 // Images is every image the specs berth runs pull. The pause image comes

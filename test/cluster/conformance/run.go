@@ -50,6 +50,22 @@ func (o Options) ginkgoArgs() []string {
 	}
 }
 
+// absolute makes the paths e2e.test gets absolute: it runs in ReportDir.
+// Kubectl may stay a bare name, looked up in PATH.
+func (o Options) absolute() (Options, error) {
+	for _, p := range []*string{&o.E2ETest, &o.Ginkgo, &o.Kubeconfig, &o.ReportDir} {
+		if *p == "" || filepath.IsAbs(*p) {
+			continue
+		}
+		abs, err := filepath.Abs(*p)
+		if err != nil {
+			return o, err
+		}
+		*p = abs
+	}
+	return o, nil
+}
+
 // Command is the command line that runs the specs: e2e.test alone, or the
 // ginkgo CLI running it in Procs parallel processes (specs marked [Serial]
 // then run last, alone).
@@ -73,6 +89,10 @@ func (o Options) Command() []string {
 func Run(t *testing.T, dir string, o Options) {
 	t.Helper()
 	if err := os.MkdirAll(o.ReportDir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	o, err := o.absolute()
+	if err != nil {
 		t.Fatal(err)
 	}
 	cmdline := o.Command()
@@ -181,6 +201,10 @@ func fileOr(path string) string {
 // (--ginkgo.dry-run): the selected ones come back passed, the ones
 // skip.txt skips skipped with its reason.
 func DryRun(o Options) ([]Result, error) {
+	o, err := o.absolute()
+	if err != nil {
+		return nil, err
+	}
 	if err := os.MkdirAll(o.ReportDir, 0o755); err != nil {
 		return nil, err
 	}

@@ -123,3 +123,15 @@ func TestUpdateFailsOnFailedSpecs(t *testing.T) {
 		t.Errorf("results.txt not written: %v", err)
 	}
 }
+
+func TestAbsolutePaths(t *testing.T) {
+	o, err := Options{E2ETest: "bin/e2e.test", Ginkgo: "/b/ginkgo", Kubectl: "kubectl", ReportDir: "r"}.absolute()
+	if err != nil {
+		t.Fatal(err)
+	}
+	wd, _ := os.Getwd()
+	if o.E2ETest != filepath.Join(wd, "bin/e2e.test") || o.ReportDir != filepath.Join(wd, "r") ||
+		o.Ginkgo != "/b/ginkgo" || o.Kubectl != "kubectl" || o.Kubeconfig != "" {
+		t.Errorf("absolute = %+v", o)
+	}
+}
