@@ -6,6 +6,7 @@ VERSION  ?= $(shell git describe --always --dirty 2>/dev/null || echo dev)
 LDFLAGS  := -s -w -X main.version=$(VERSION)
 ROOT_DIR ?= /var/lib/berth
 CRITEST_DEPS := $(BIN)/critest-deps
+CONFORMANCE_DEPS := $(BIN)/conformance-deps
 # Upstream Kubernetes and etcd, built from the module proxy through the wrapper
 # modules in tools/kube<version> and tools/etcd (docs/kubernetes.md).
 KUBE_VERSION ?= 1.37
@@ -20,7 +21,7 @@ KUBE_LDFLAGS  = -s -w -X $(KUBE_VERSION_PKG).gitVersion=$(KUBE_FULL) -X $(KUBE_V
 RUNTIME_PACKAGES := runc containernetworking-plugins busybox-static iptables iproute2 util-linux
 TEST_PACKAGES    := docker-registry skopeo tar gzip hyperfine containerd
 
-.PHONY: help build install deps runtime-deps image test test-unit test-integration test-e2e fuzz bench vet crictl critest critest-bin kube-bin kubelet-bin etcd-bin test-kubelet test-cluster clean
+.PHONY: help build install deps runtime-deps image test test-unit test-integration test-e2e fuzz bench vet crictl critest critest-bin kube-bin kubelet-bin etcd-bin e2e-bin conformance-deps test-kubelet test-cluster clean
 
 help: ## list targets
 	@grep -E '^[a-z0-9-]+:.*## ' $(MAKEFILE_LIST) | sed 's/:.*## /\t/' | sort
@@ -113,6 +114,10 @@ critest: critest-bin $(CRITEST_DEPS)/busybox ## run critest offline against a be
 kube_build = cd tools/kube$(KUBE_VERSION) && GOSUMDB=off GOFLAGS=-mod=mod CGO_ENABLED=0 \
 	$(GO) build -trimpath -ldflags '$(KUBE_LDFLAGS)' -o $(1) $(addprefix k8s.io/kubernetes/cmd/,$(2))
 
+# $(call kube_go_build,OUTPUT,PACKAGE): go build of any package in tools/kube$(KUBE_VERSION).
+kube_go_build = cd tools/kube$(KUBE_VERSION) && GOSUMDB=off GOFLAGS=-mod=mod CGO_ENABLED=0 \
+	$(GO) build -trimpath -ldflags '-s -w' -o $(1) $(2)
+
 kube-bin: ## build kubelet, kubectl, kube-apiserver, kube-controller-manager, kube-scheduler into bin/kube-<version>/ (KUBE_VERSION=1.37 or 1.34, tools/kube<version>)
 	mkdir -p $(KUBE_BIN)
 	$(call kube_build,$(abspath $(KUBE_BIN))/,$(KUBE_CMDS))
@@ -120,6 +125,32 @@ kube-bin: ## build kubelet, kubectl, kube-apiserver, kube-controller-manager, ku
 kubelet-bin: ## build only kubelet into bin/kube-<version>/ (KUBE_VERSION=1.37 or 1.34)
 	mkdir -p $(KUBE_BIN)
 	$(call kube_build,$(abspath $(KUBE_BIN))/kubelet,kubelet)
+
+# e2e.test is the compiled test/e2e package (`go test -c`), the suite whose
+# [NodeConformance] specs test/cluster/conformance runs against a cluster on
+# berth. e2e.test takes --ginkgo.* flags itself; the ginkgo CLI (same
+# version as e2e.test's ginkgo) only runs it in parallel processes. agnhost
+# is built from its source for the conformance images.
+e2e-bin: ## build e2e.test (k8s.io/kubernetes/test/e2e, go test -c), agnhost and the ginkgo CLI into bin/kube-<version>/ (KUBE_VERSION=1.37)
+	mkdir -p $(KUBE_BIN)
+	cd tools/kube$(KUBE_VERSION) && GOSUMDB=off GOFLAGS=-mod=mod CGO_ENABLED=0 \
+		$(GO) test -c -trimpath -ldflags '$(KUBE_LDFLAGS)' -o $(abspath $(KUBE_BIN))/e2e.test k8s.io/kubernetes/test/e2e
+	$(call kube_go_build,$(abspath $(KUBE_BIN))/agnhost,k8s.io/kubernetes/test/images/agnhost)
+	$(call kube_go_build,$(abspath $(KUBE_BIN))/ginkgo,github.com/onsi/ginkgo/v2/ginkgo)
+
+# The conformance images' host programs: critest's dynamic busybox,
+# netcat-openbsd's nc (downloaded and unpacked, never installed: the specs
+# run `nc -u`, which busybox's nc lacks), berth-pause as /pause and nnp.
+$(CONFORMANCE_DEPS)/nc:
+	rm -rf $(CONFORMANCE_DEPS)/deb $(CONFORMANCE_DEPS)/unpacked && mkdir -p $(CONFORMANCE_DEPS)/deb
+	cd $(CONFORMANCE_DEPS)/deb && apt-get download netcat-openbsd
+	dpkg-deb -x $(CONFORMANCE_DEPS)/deb/netcat-openbsd_*.deb $(CONFORMANCE_DEPS)/unpacked
+	cp $(CONFORMANCE_DEPS)/unpacked/bin/nc.openbsd $@
+
+conformance-deps: $(CRITEST_DEPS)/busybox $(CONFORMANCE_DEPS)/nc ## the host programs of the node conformance images into bin/conformance-deps/
+	cp $(CRITEST_DEPS)/busybox $(CONFORMANCE_DEPS)/busybox
+	CGO_ENABLED=0 $(GO) build -trimpath -o $(CONFORMANCE_DEPS)/pause ./cmd/berth-pause
+	CGO_ENABLED=0 $(GO) build -trimpath -o $(CONFORMANCE_DEPS)/nonewprivs ./test/critest/cmd/nonewprivs
 
 etcd-bin: ## build etcd 3.6 (go.etcd.io/etcd/server/v3, pinned in tools/etcd) into bin/
 	cd tools/etcd && GOSUMDB=off GOFLAGS=-mod=mod CGO_ENABLED=0 $(GO) build -trimpath -ldflags '-s -w' \

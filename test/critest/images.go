@@ -120,11 +120,7 @@ func (im Image) Build(base v1.Layer, progs Programs) (v1.Image, error) {
 
 // BaseLayer builds the busybox layer every image shares.
 func BaseLayer() (v1.Layer, error) {
-	files, err := baseLayer(hostBusybox())
-	if err != nil {
-		return nil, err
-	}
-	return layerOf(files)
+	return BaseLayerOf(hostBusybox())
 }
 
 func layerOf(files layerFiles) (v1.Layer, error) {

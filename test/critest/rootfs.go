@@ -11,6 +11,8 @@ import (
 	"sort"
 	"strings"
 	"time"
+
+	v1 "github.com/google/go-containerregistry/pkg/v1"
 )
 
 // epoch is the modification time of every file, so that images are
@@ -219,4 +221,63 @@ func hostBusybox() string {
 		return p
 	}
 	return "/bin/busybox"
+}
+
+// File is one entry of a layer built by FilesLayer: a host file copied in
+// (HostPath), a text (Data), a symlink (Symlink) or a directory (Dir).
+type File struct {
+	Name     string // path in the image, without leading slash
+	Mode     int64  // permission bits, incl. setuid
+	UID, GID int
+	HostPath string
+	Data     string
+	Symlink  string
+	Dir      bool
+}
+
+// FilesLayer builds a layer of files, for images that other suites
+// (test/cluster/conformance) build on BaseLayerOf.
+func FilesLayer(files []File) (v1.Layer, error) {
+	l := layerFiles{}
+	for _, f := range files {
+		e := file{name: f.Name, mode: f.Mode, uid: f.UID, gid: f.GID, data: []byte(f.Data)}
+		switch {
+		case f.Dir:
+			e.typ = tar.TypeDir
+		case f.Symlink != "":
+			e.typ, e.link = tar.TypeSymlink, f.Symlink
+		case f.HostPath != "":
+			data, err := os.ReadFile(f.HostPath)
+			if err != nil {
+				return nil, fmt.Errorf("layer file %s: %w", f.Name, err)
+			}
+			e.data = data
+		}
+		l.add(e)
+	}
+	return layerOf(l)
+}
+
+// BaseLayerOf builds the base layer from the given busybox binary (static
+// or dynamic; a dynamic one brings its shared libraries).
+func BaseLayerOf(busybox string) (v1.Layer, error) {
+	files, err := baseLayer(busybox)
+	if err != nil {
+		return nil, err
+	}
+	return layerOf(files)
+}
+
+// HostBinaryFiles is a dynamically linked host binary at path in the image
+// plus every shared library ldd names, at the host's paths.
+func HostBinaryFiles(hostPath, path string) ([]File, error) {
+	files := []File{{Name: path, Mode: 0o755, HostPath: hostPath}}
+	libs, err := sharedLibraries(hostPath)
+	if err != nil {
+		return nil, err
+	}
+	for _, lib := range libs {
+		files = append(files, File{Name: lib, Mode: 0o755, HostPath: lib})
+	}
+	return files, nil
 }

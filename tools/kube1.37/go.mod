@@ -7,6 +7,8 @@ go 1.26.0
 
 require k8s.io/kubernetes v1.37.2
 
+require github.com/onsi/ginkgo/v2 v2.32.0 // indirect
+
 replace (
 	k8s.io/api => k8s.io/api v0.37.2
 	k8s.io/apiextensions-apiserver => k8s.io/apiextensions-apiserver v0.37.2
