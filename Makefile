@@ -159,8 +159,9 @@ etcd-bin: ## build etcd 3.6 (go.etcd.io/etcd/server/v3, pinned in tools/etcd) in
 test-kubelet: kubelet-bin ## run an upstream kubelet (KUBE_VERSION=1.37 or 1.34) in standalone mode against a berth serve of its own (root)
 	BERTH_KUBELET=$(abspath $(KUBE_BIN))/kubelet $(GO) test -count=1 -v -timeout 15m ./test/kubelet/
 
-test-cluster: kube-bin etcd-bin ## run a one-node Kubernetes cluster (etcd, API server, controllers, scheduler, kubelet KUBE_VERSION) on a berth serve of its own and drive it with kubectl (root)
-	BERTH_KUBE_BIN=$(abspath $(KUBE_BIN)) BERTH_ETCD=$(abspath $(BIN))/etcd $(GO) test -count=1 -v -timeout 30m ./test/cluster/
+test-cluster: kube-bin etcd-bin e2e-bin conformance-deps ## a one-node Kubernetes cluster (etcd, API server, controllers, scheduler, kubelet; KUBE_VERSION=1.37) on a berth serve of its own: kubectl scenarios, then the [NodeConformance] specs (root)
+	BERTH_KUBE_BIN=$(abspath $(KUBE_BIN)) BERTH_ETCD=$(abspath $(BIN))/etcd BERTH_CONFORMANCE_DEPS=$(abspath $(CONFORMANCE_DEPS)) \
+		$(GO) test -count=1 -v -timeout 70m ./test/cluster/
 
 clean: ## remove build output
 	rm -rf $(BIN)

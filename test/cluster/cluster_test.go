@@ -38,6 +38,9 @@ containerLogMonitorInterval: 3s
 // service account exists.
 func startCluster(t *testing.T) *cluster {
 	bin := os.Getenv("BERTH_KUBE_BIN") // set: TestMain checked
+	if conformanceDeps() != "" {
+		serveConformanceImages(t, bin, harness.OfflineHostsDir(filepath.Dir(offlineConfig)))
+	}
 	cp := kube.StartControlPlane(t, bin, os.Getenv("BERTH_ETCD"))
 	k := kube.NewKubelet(t, kube.KubeletOptions{Bin: filepath.Join(bin, "kubelet"), ControlPlane: cp, Config: kubeletConfig})
 	d := harness.Start(t, harness.Options{
@@ -66,6 +69,9 @@ func TestCluster(t *testing.T) {
 	t.Run("lifecycle", c.testLifecycle)
 	t.Run("tools", c.testTools)
 	t.Run("log-rotation", c.testLogRotation)
+	if conformanceDeps() != "" {
+		t.Run("conformance", c.testConformance)
+	}
 	c.teardown()
 }
 
@@ -81,7 +87,8 @@ func (c *cluster) testNode(t *testing.T) {
 // has removed every sandbox and container from berth.
 func (c *cluster) teardown() {
 	c.kubectl("delete", "deployments,jobs,pods", "--all", "--all-namespaces", "--wait=false")
-	c.waitFor("kubelet to remove every sandbox and container from berth", 3*time.Minute, c.berthEmpty)
+	c.kubectl("delete", "namespaces", "-l", "e2e-framework", "--wait=false") // left by a failed conformance spec
+	c.waitFor("kubelet to remove every sandbox and container from berth", 5*time.Minute, c.berthEmpty)
 }
 
 // berthEmpty reports whether berth lists no sandbox and no container.

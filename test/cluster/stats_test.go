@@ -2,6 +2,9 @@ package cluster
 
 import (
 	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
 	"strings"
 	"testing"
 	"time"
@@ -36,14 +39,19 @@ type usage struct {
 	UsedBytes            uint64 `json:"usedBytes"`
 }
 
-// testStats reads kubelet's summary API and resource metrics through the
-// API server (what metrics-server and `kubectl top` read), then restarts
+// testStats reads kubelet's summary API and resource metrics from
+// kubelet's server as metrics-server does, with a client certificate that
+// kubelet authorizes through the API server (the API server's node proxy
+// refuses loopback addresses, and the node is on loopback); then restarts
 // kubelet with PodAndContainerStatsFromCRI, which takes every pod and
 // container figure from berth's CRI stats: the running pod is adopted,
 // not restarted, and the stats hold again.
 func (c *cluster) testStats(t *testing.T) {
 	c.waitStats(t, "stats of pod talk in kubelet's summary")
-	metrics := c.kubectlT(t, "get", "--raw", "/api/v1/nodes/localhost/proxy/metrics/resource")
+	metrics, err := c.kubeletGet("/metrics/resource")
+	if err != nil {
+		t.Fatal(err)
+	}
 	if !strings.Contains(metrics, `container_cpu_usage_seconds_total{container="ticker",namespace="default",pod="talk"}`) {
 		t.Errorf("/metrics/resource has no CPU usage of ticker:\n%s", metrics)
 	}
@@ -82,7 +90,7 @@ func (c *cluster) waitStats(t *testing.T, what string) {
 // statsComplete says what kubelet's summary lacks of pod talk and its
 // running containers, "" when nothing.
 func (c *cluster) statsComplete(t *testing.T) (string, string) {
-	raw, err := c.try("get", "--raw", "/api/v1/nodes/localhost/proxy/stats/summary")
+	raw, err := c.kubeletGet("/stats/summary")
 	if err != nil {
 		return "", err.Error()
 	}
@@ -122,4 +130,18 @@ func (c *cluster) statsComplete(t *testing.T) (string, string) {
 		return raw, "containers"
 	}
 	return raw, "pod talk"
+}
+
+// kubeletGet reads a path of kubelet's server as the cluster's admin.
+func (c *cluster) kubeletGet(path string) (string, error) {
+	resp, err := c.cp.AdminClient().Get(fmt.Sprintf("https://127.0.0.1:%d%s", c.kubelet.Port, path))
+	if err != nil {
+		return "", err
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err == nil && resp.StatusCode != http.StatusOK {
+		err = fmt.Errorf("GET kubelet %s: %s: %s", path, resp.Status, b)
+	}
+	return string(b), err
 }

@@ -17,20 +17,24 @@ import (
 	"github.com/berth-dev/berth/test/kube"
 )
 
-// talkPod has a container that ticks on stdout, one that crashes, one
-// with a shell on stdin to attach to, and one serving HTTP on 8080.
+// talkPod has a container that ticks on stdout, one that crashes once (its
+// second attempt runs on: kubelet's garbage collection keeps one dead
+// attempt, which is then the one --previous reads), one with a shell on
+// stdin to attach to, and one serving HTTP on 8080.
 const talkPod = `apiVersion: v1
 kind: Pod
 metadata: {name: talk}
 spec:
   terminationGracePeriodSeconds: 1
+  volumes: [{name: work, emptyDir: {}}]
   containers:
   - name: ticker
     image: busybox:latest
     command: [sh, -c, 'i=0; while true; do echo "tick $i"; i=$((i+1)); sleep 0.2; done']
   - name: crasher
     image: busybox:latest
-    command: [sh, -c, 'echo "crashing"; sleep 1; exit 1']
+    command: [sh, -c, 'test -f /work/crashed && exec sleep 3600; touch /work/crashed; echo crashing; exit 1']
+    volumeMounts: [{name: work, mountPath: /work}]
   - name: shell
     image: busybox:latest
     stdin: true
@@ -84,10 +88,7 @@ func (c *cluster) testLogs(t *testing.T) {
 	if last < first+15 {
 		t.Fatalf("logs -f ended after ticks %d..%d: %v", first, last, ctx.Err())
 	}
-	c.waitFor("crasher to restart", 2*time.Minute, func() bool {
-		n, _ := strconv.Atoi(c.restarts(t, "talk", "crasher"))
-		return n >= 1
-	})
+	c.waitFor("crasher to restart", 2*time.Minute, func() bool { return c.restarts(t, "talk", "crasher") == "1" })
 	if prev := c.kubectlT(t, "logs", "--previous", "talk", "-c", "crasher"); prev != "crashing" {
 		t.Errorf("logs --previous = %q, want crashing", prev)
 	}

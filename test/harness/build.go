@@ -85,7 +85,7 @@ func BuildBinaries(moduleDir, dir string) error {
 // test sends a DNS query or a packet off the machine, and the host's
 // config is never read.
 func WriteOfflineConfig(dir, ref string, moreHosts ...string) (string, error) {
-	hosts := filepath.Join(dir, "offline-hosts")
+	hosts := OfflineHostsDir(dir)
 	registry, _, _ := strings.Cut(ref, "/")
 	for _, h := range append(moreHosts, registry) {
 		hostDir := filepath.Join(hosts, h)
@@ -99,6 +99,10 @@ func WriteOfflineConfig(dir, ref string, moreHosts ...string) (string, error) {
 	path := filepath.Join(dir, "config.toml")
 	return path, os.WriteFile(path, []byte(fmt.Sprintf("[registry]\nhosts_dir = %q\n", hosts)), 0o600)
 }
+
+// OfflineHostsDir is the hosts_dir of the config WriteOfflineConfig writes
+// into dir; a suite may add a registry's hosts.toml there.
+func OfflineHostsDir(dir string) string { return filepath.Join(dir, "offline-hosts") }
 
 // RandomHex returns n random hex digits.
 func RandomHex(n int) string {

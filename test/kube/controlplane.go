@@ -145,16 +145,23 @@ func (cp *ControlPlane) run(p *Process) {
 	cp.t.Logf("%s pid %d, log %s", p.Name, p.Pid(), p.LogPath)
 }
 
-// waitReady polls the API server's /readyz as admin.
-func (cp *ControlPlane) waitReady() {
+// AdminClient is an HTTPS client that trusts the cluster's CA and
+// authenticates as the cluster's admin: for the API server, and for
+// kubelet's server as metrics-server reaches it, directly.
+func (cp *ControlPlane) AdminClient() *http.Client {
 	pool := x509.NewCertPool()
 	pem, err := os.ReadFile(cp.CA.CertPath)
 	if err != nil {
 		cp.t.Fatal(err)
 	}
 	pool.AppendCertsFromPEM(pem)
-	client := http.Client{Timeout: 5 * time.Second, Transport: &http.Transport{
+	return &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{
 		TLSClientConfig: &tls.Config{RootCAs: pool, Certificates: []tls.Certificate{cp.adminCert}}}}
+}
+
+// waitReady polls the API server's /readyz as admin.
+func (cp *ControlPlane) waitReady() {
+	client := cp.AdminClient()
 	WaitFor(cp.t, "kube-apiserver /readyz", 2*time.Minute, func() bool {
 		cp.CheckRunning()
 		resp, err := client.Get(cp.Server + "/readyz")
