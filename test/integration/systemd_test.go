@@ -18,7 +18,9 @@ import (
 // it cannot run): RuntimeConfig says SYSTEMD; berth-pause and a container
 // are the scopes berth-<id>.scope in the expanded pod slice, and systemd
 // knows them; stats are read from the scope and UpdateContainerResources
-// reaches it; a cgroupfs parent is refused; removal leaves no scope.
+// reaches it; a cgroupfs parent is refused; removal leaves no scope. The
+// node agent in berth serve lays its pods out as slices and stops the
+// pod's slice once the pod is deleted.
 func TestSystemdCgroupDriver(t *testing.T) {
 	sd := harness.StartPrivateSystemd(t)
 	stateParent, err := os.MkdirTemp("", "bsd") // short: socket paths below it
@@ -73,6 +75,12 @@ func TestSystemdCgroupDriver(t *testing.T) {
 	}
 
 	d.stopAndRemovePod(podID)
+	checkScopesRemoved(t, sd, scopes)
+	checkAgentPodSlice(t, d, sd)
+}
+
+func checkScopesRemoved(t *testing.T, sd *harness.PrivateSystemd, scopes map[string]string) {
+	t.Helper()
 	for unit, dir := range scopes {
 		if !eventually(10*time.Second, func() bool { _, err := os.Stat(dir); return os.IsNotExist(err) }) {
 			t.Errorf("scope %s is left after RemovePodSandbox", dir)
@@ -80,6 +88,38 @@ func TestSystemdCgroupDriver(t *testing.T) {
 		if out, _ := sd.Systemctl("is-active", unit); out == "active" {
 			t.Errorf("unit %s still active after RemovePodSandbox", unit)
 		}
+	}
+}
+
+// checkAgentPodSlice runs a pod through the agent: it lands in
+// berth-kubepods-besteffort-pod<uid>.slice, which is stopped (unit
+// inactive, directory gone) once the pod is deleted.
+func checkAgentPodSlice(t *testing.T, d *daemon, sd *harness.PrivateSystemd) {
+	t.Helper()
+	manifest := filepath.Join(t.TempDir(), "pod.yaml")
+	if err := os.WriteFile(manifest, []byte(`apiVersion: v1
+kind: Pod
+metadata: {name: sliced}
+spec:
+  containers:
+  - {name: app, image: busybox, imagePullPolicy: Never, command: [sleep, "1000"]}
+`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	d.MustBerth("apply", "-f", manifest)
+	pattern := filepath.Join(sd.Roots["memory"], "berth.slice", "berth-kubepods.slice", "berth-kubepods-besteffort.slice",
+		"berth-kubepods-besteffort-pod*.slice", "berth-*.scope")
+	var scopes []string
+	if !eventually(60*time.Second, func() bool { scopes, _ = filepath.Glob(pattern); return len(scopes) > 0 }) {
+		t.Fatalf("agent pod: no scope %s after 60s\n%s", pattern, d.LogTail(40))
+	}
+	slice := filepath.Base(filepath.Dir(scopes[0]))
+	d.MustBerth("delete", "pod", "sliced")
+	if !eventually(20*time.Second, func() bool { _, err := os.Stat(filepath.Dir(scopes[0])); return os.IsNotExist(err) }) {
+		t.Errorf("agent pod: slice directory %s is left after delete", filepath.Dir(scopes[0]))
+	}
+	if out, _ := sd.Systemctl("is-active", slice); out == "active" {
+		t.Errorf("agent pod: unit %s still active after delete", slice)
 	}
 }
 
