@@ -114,7 +114,7 @@ spec:
 		t.Fatalf("agent pod: no scope %s after 60s\n%s", pattern, d.LogTail(40))
 	}
 	slice := filepath.Base(filepath.Dir(scopes[0]))
-	d.MustBerth("delete", "pod", "sliced")
+	d.MustBerth("delete", "pod", "sliced", "--grace-period=1") // sleep, PID 1, ignores SIGTERM
 	if !eventually(20*time.Second, func() bool { _, err := os.Stat(filepath.Dir(scopes[0])); return os.IsNotExist(err) }) {
 		t.Errorf("agent pod: slice directory %s is left after delete", filepath.Dir(scopes[0]))
 	}
