@@ -91,11 +91,15 @@ func runAgent(ctx context.Context, cfg config.Config, flags *agentFlags, endpoin
 	if err != nil {
 		return fmt.Errorf("agent: runtime %s: %w", endpoint, err)
 	}
+	systemd, err := cri.SystemdCgroup(ctx)
+	if err != nil {
+		return fmt.Errorf("agent: runtime %s: %w", endpoint, err)
+	}
 	if err := store.MkdirPrivate(cfg.StateDir); err != nil {
 		return fmt.Errorf("agent: state directory %s: %w", cfg.StateDir, err)
 	}
 	agentCfg := flags.config(cfg, cri, log)
-	agentCfg.RuntimeName = runtimeName
+	agentCfg.RuntimeName, agentCfg.SystemdCgroup = runtimeName, systemd
 	a, err := agent.New(agentCfg)
 	if err != nil {
 		return err

@@ -58,6 +58,9 @@ func serve(ctx context.Context, cfg config.Config, agentOpts *agentFlags) error 
 	log := newLogger(cfg)
 	ctx, stop := signal.NotifyContext(ctx, syscall.SIGTERM, syscall.SIGINT)
 	defer stop()
+	if err := checkCgroupDriver(cfg); err != nil {
+		return err
+	}
 	if err := makeDirs(cfg); err != nil {
 		return err
 	}
@@ -116,6 +119,7 @@ func startCRI(ctx context.Context, cfg config.Config, deps *dependencies, stream
 		Stats: deps.pods, Events: deps.pods, Exec: deps.pods, Streaming: streams,
 		RPCs: obs.rpcs, Quarantine: quarantine{deps.pods, deps.images}, Host: deps.pods,
 		RecursiveReadOnlyMounts: runcSupports(ctx, cfg, "rro", log),
+		SystemdCgroup:           cfg.SystemdCgroup(),
 	})
 	lis, err := listen(cfg.Socket)
 	if err != nil {
@@ -138,6 +142,18 @@ func runAgentInServe(ctx context.Context, cfg config.Config, opts *agentFlags, l
 	wait := startAgentInServe(agentCtx, cfg, opts, log)
 	var once sync.Once
 	return func() { once.Do(func() { cancel(); wait() }) }
+}
+
+// checkCgroupDriver refuses cgroup_driver = "systemd" where systemd is not
+// running: every container would fail at runc create otherwise.
+func checkCgroupDriver(cfg config.Config) error {
+	if !cfg.SystemdCgroup() {
+		return nil
+	}
+	if err := hostcgroup.SystemdRunning(); err != nil {
+		return fmt.Errorf("config key %q = %q: %w; use %q here", "cgroup_driver", cfg.CgroupDriver, err, config.CgroupDriverCgroupfs)
+	}
+	return nil
 }
 
 // makeDirs creates the root and state directories, root-only (berth owns
@@ -212,6 +228,7 @@ func wire(cfg config.Config, log *slog.Logger, phases pod.PhaseObserver) (*depen
 		RuncPath: runcPath, RuncRoot: cfg.RuncRoot,
 		MonitorPath: monitorPath, PausePath: pausePath,
 		Images: images, Network: netStatus.cni, Logger: log, Phases: phases,
+		SystemdCgroup: cfg.SystemdCgroup(),
 	})
 	if err != nil {
 		return nil, err

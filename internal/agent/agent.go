@@ -28,6 +28,9 @@ type Config struct {
 	// RuntimeName is the runtime's name from CRI Version ("berth",
 	// "containerd"): container IDs in statuses read "<name>://<id>".
 	RuntimeName string
+	// SystemdCgroup is the runtime's cgroup driver (CRI RuntimeConfig):
+	// pods' cgroup parents are then systemd slices (podspec.PodSlice).
+	SystemdCgroup bool
 	// RootDir holds the agent's per-pod directories (volumes):
 	// <RootDir>/pods/<uid>/volumes/..., and the pods' ConfigMaps and
 	// Secrets: <RootDir>/sources/<uid>.json (package sourcestore).

@@ -122,6 +122,22 @@ func (c *CRIClient) WaitReady(ctx context.Context) (string, error) {
 	}
 }
 
+// SystemdCgroup asks the runtime's cgroup driver (CRI RuntimeConfig, as
+// kubelet does): true for systemd. A runtime without RuntimeConfig
+// (Unimplemented) uses cgroupfs.
+func (c *CRIClient) SystemdCgroup(ctx context.Context) (bool, error) {
+	ctx, cancel := context.WithTimeout(ctx, callTimeout)
+	defer cancel()
+	resp, err := c.runtime.RuntimeConfig(ctx, &runtimeapi.RuntimeConfigRequest{})
+	if status.Code(err) == codes.Unimplemented {
+		return false, nil
+	}
+	if err != nil {
+		return false, fmt.Errorf("runtime config: %w", err)
+	}
+	return resp.GetLinux().GetCgroupDriver() == runtimeapi.CgroupDriver_SYSTEMD, nil
+}
+
 // QuarantinedRecords counts the records the runtime set aside because it
 // could not read them: berth lists them in its verbose Status under
 // "quarantinedRecords"; a runtime that does not is taken to have none.

@@ -43,7 +43,11 @@
 //     reverse order, each after its preStop hook, within what is left of the
 //     grace period (at least 2 s for the stop itself, as in the kubelet);
 //     then every sandbox is stopped and removed, the volumes torn down, the
-//     pod's log directory, agent directory and cgroup removed;
+//     pod's log directory, agent directory and cgroup removed (podcgroup.go:
+//     empty cgroupfs directories rmdir'ed; under a runtime whose cgroup
+//     driver is systemd, as CRI RuntimeConfig says at start, pods get slices
+//     (podspec.PodSlice) and the empty pod slice is stopped over systemd's
+//     private D-Bus socket);
 //   - events (record.go): kubelet's reasons (Scheduled, Pulling, Pulled,
 //     Created, Started, Killing, BackOff, Unhealthy, FailedPostStartHook,
 //     FailedPreStopHook, FailedCreatePodSandBox, FailedMount, ...) kept per

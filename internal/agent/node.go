@@ -4,7 +4,6 @@ import (
 	"bufio"
 	"net"
 	"os"
-	"path/filepath"
 	"runtime"
 	"strconv"
 	"strings"
@@ -106,22 +105,4 @@ func memTotal() int64 {
 		}
 	}
 	return 0
-}
-
-// removePodCgroup removes the pod-level cgroup directories the runtime
-// made under the pod's cgroup parent (runc removes only the containers'
-// own), once the pod's sandbox is gone, as the kubelet removes pod
-// cgroups. Only empty directories go (rmdir); cgroup v1 has one per
-// controller hierarchy.
-func removePodCgroup(parent string) {
-	if parent == "" || !filepath.IsAbs(parent) {
-		return
-	}
-	os.Remove(filepath.Join("/sys/fs/cgroup", parent)) //nolint:errcheck // v2; absent or busy is fine
-	hierarchies, _ := os.ReadDir("/sys/fs/cgroup")
-	for _, h := range hierarchies {
-		if h.IsDir() {
-			os.Remove(filepath.Join("/sys/fs/cgroup", h.Name(), parent)) //nolint:errcheck // v1; as above
-		}
-	}
 }

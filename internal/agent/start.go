@@ -78,11 +78,12 @@ func (w *podWorker) sandboxConfig(d desiredPod, attempt uint32) (*runtimeapi.Pod
 		return nil, err
 	}
 	cfg, err := podspec.SandboxConfig(d.pod, attempt, refs, podspec.SandboxOptions{
-		LogRoot:      w.a.cfg.PodLogDir,
-		HostDNS:      w.a.node.dns,
-		Seccomp:      w.a.seccomp(),
-		ConfigSource: "file",
-		ConfigSeen:   d.pod.CreationTimestamp.Time,
+		LogRoot:       w.a.cfg.PodLogDir,
+		SystemdCgroup: w.a.cfg.SystemdCgroup,
+		HostDNS:       w.a.node.dns,
+		Seccomp:       w.a.seccomp(),
+		ConfigSource:  "file",
+		ConfigSeen:    d.pod.CreationTimestamp.Time,
 	})
 	if err != nil {
 		return nil, err

@@ -92,7 +92,7 @@ func (w *podWorker) cleanUpHost(d desiredPod) error {
 			return fmt.Errorf("pod log directory: %w", err)
 		}
 	}
-	removePodCgroup(podspec.PodCgroupParent("", d.pod))
+	w.removePodCgroup(d.pod)
 	w.mu.Lock()
 	w.volumesVersion, w.volumePaths, w.probed = -1, nil, nil
 	w.mu.Unlock()

@@ -13,6 +13,7 @@ import (
 	"github.com/containerd/cgroups/v3/cgroup2"
 	v2 "github.com/containerd/cgroups/v3/cgroup2/stats"
 
+	"github.com/berth-dev/berth/internal/cgrouppath"
 	"github.com/berth-dev/berth/internal/errdefs"
 )
 
@@ -51,14 +52,16 @@ func (r Reader) root() string {
 	return r.Root
 }
 
-// Read samples the cgroup at path (a cgroupsPath such as /kubepods/pod1/c1).
-func (r Reader) Read(path string) (Sample, error) {
-	if !filepath.IsAbs(path) {
-		path = "/" + path
+// Read samples the cgroup of an OCI cgroupsPath in either driver's form:
+// a path such as /kubepods/pod1/c1, or kubepods-pod1.slice:berth:c1 for the
+// systemd scope /kubepods.slice/kubepods-pod1.slice/berth-c1.scope.
+func (r Reader) Read(cgroupsPath string) (Sample, error) {
+	path, err := cgrouppath.Dir(cgroupsPath)
+	if err != nil {
+		return Sample{}, fmt.Errorf("cgroup %s: %w", cgroupsPath, err)
 	}
 	now := time.Now()
 	var s Sample
-	var err error
 	if r.Unified {
 		s, err = r.readV2(path)
 	} else {

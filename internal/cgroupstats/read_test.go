@@ -27,24 +27,34 @@ func writeFiles(t *testing.T, dir string, files map[string]string) {
 }
 
 func TestReadV2FakeTree(t *testing.T) {
+	for _, tc := range []struct{ cgroupsPath, dir string }{
+		{"/kubepods/pod1/c1", "kubepods/pod1/c1"},
+		{"kubepods-pod1.slice:berth:c1", "kubepods.slice/kubepods-pod1.slice/berth-c1.scope"},
+	} {
+		readV2FakeTree(t, tc.cgroupsPath, tc.dir)
+	}
+}
+
+func readV2FakeTree(t *testing.T, cgroupsPath, dir string) {
+	t.Helper()
 	root := t.TempDir()
-	writeFiles(t, filepath.Join(root, "kubepods", "pod1", "c1"), map[string]string{
+	writeFiles(t, filepath.Join(root, dir), map[string]string{
 		"cpu.stat":       "usage_usec 2500\nuser_usec 2000\nsystem_usec 500\n",
 		"memory.current": "10485760\n",
 		"memory.stat":    "anon 4194304\nfile 6291456\ninactive_file 2097152\nactive_file 4194304\npgfault 77\npgmajfault 3\n",
 		"pids.current":   "4\n",
 		"pids.max":       "max\n",
 	})
-	s, err := Reader{Root: root, Unified: true}.Read("/kubepods/pod1/c1")
+	s, err := Reader{Root: root, Unified: true}.Read(cgroupsPath)
 	if err != nil {
-		t.Fatal(err)
+		t.Fatalf("%s: %v", cgroupsPath, err)
 	}
 	want := Sample{
 		Time: s.Time, CPUUsageNanos: 2_500_000, MemoryUsage: 10485760, MemoryWorkingSet: 10485760 - 2097152,
 		MemoryRSS: 4194304, PageFaults: 77, MajorPageFaults: 3, Pids: 4, MemoryInactiveFile: 2097152,
 	}
 	if s != want {
-		t.Errorf("sample = %+v\nwant     %+v", s, want)
+		t.Errorf("%s: sample = %+v\nwant     %+v", cgroupsPath, s, want)
 	}
 	if s.Time.IsZero() {
 		t.Error("sample has no time")
@@ -55,6 +65,13 @@ func TestReadV2MissingCgroupIsNotFound(t *testing.T) {
 	_, err := Reader{Root: t.TempDir(), Unified: true}.Read("/gone")
 	if !errors.Is(err, errdefs.ErrNotFound) {
 		t.Fatalf("err = %v, want ErrNotFound", err)
+	}
+}
+
+func TestReadInvalidSystemdPath(t *testing.T) {
+	_, err := Reader{Root: t.TempDir(), Unified: true}.Read("a/b.slice:berth:c1")
+	if !errors.Is(err, errdefs.ErrInvalidArgument) {
+		t.Fatalf("err = %v, want ErrInvalidArgument", err)
 	}
 }
 

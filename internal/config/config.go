@@ -28,6 +28,7 @@ const (
 	DefaultMonitor       = "berth-monitor"
 	DefaultPause         = "berth-pause"
 	CgroupDriverCgroupfs = "cgroupfs"
+	CgroupDriverSystemd  = "systemd"
 	DefaultCNIConfDir    = "/etc/cni/net.d"
 	DefaultNetwork       = "berth"
 	DefaultBridge        = "berth0"
@@ -55,7 +56,7 @@ type Config struct {
 	RuncRoot     string   `toml:"runc_root"`     // runc --root; default <state_dir>/runc
 	MonitorPath  string   `toml:"monitor"`       // default berth-monitor: beside the berth executable, else PATH
 	PausePath    string   `toml:"pause"`         // default berth-pause: beside the berth executable, else PATH
-	CgroupDriver string   `toml:"cgroup_driver"` // only "cgroupfs" is supported; default cgroupfs
+	CgroupDriver string   `toml:"cgroup_driver"` // cgroupfs|systemd; default cgroupfs, whatever PID 1 is
 	CNI          CNI      `toml:"cni"`
 	Registry     Registry `toml:"registry"`
 	Images       Images   `toml:"images"`
@@ -80,6 +81,10 @@ type Registry struct {
 	MinThroughput          int64  `toml:"min_throughput"`           // bytes/s a download must reach over stall_window; default 1024
 	StallWindow            string `toml:"stall_window"`             // Go duration; default 60s
 }
+
+// SystemdCgroup reports whether containers' cgroups go through systemd
+// (cgroup_driver = "systemd").
+func (c Config) SystemdCgroup() bool { return c.CgroupDriver == CgroupDriverSystemd }
 
 // StallWindowDuration returns stall_window parsed (Validate checks it).
 func (r Registry) StallWindowDuration() time.Duration {

@@ -187,8 +187,8 @@ func TestValidateNamesKey(t *testing.T) {
 		{"relative root", func(c *Config) { c.RootDir = "var/lib" }, `key "root_dir": path "var/lib" is not absolute`},
 		{"relative socket", func(c *Config) { c.Socket = "b.sock" }, `key "socket"`},
 		{"log level", func(c *Config) { c.LogLevel = "verbose" }, `key "log_level": "verbose"`},
-		{"systemd", func(c *Config) { c.CgroupDriver = "systemd" }, `key "cgroup_driver": driver "systemd" is not supported`},
 		{"other driver", func(c *Config) { c.CgroupDriver = "x" }, `key "cgroup_driver": unknown driver "x"`},
+		{"driver case", func(c *Config) { c.CgroupDriver = "Systemd" }, `key "cgroup_driver": unknown driver "Systemd"`},
 		{"bad subnet", func(c *Config) { c.CNI.DefaultSubnet = "10.88.0.0" }, `key "cni.default_subnet"`},
 		{"host bits", func(c *Config) { c.CNI.DefaultSubnet = "10.88.1.2/16" }, `the network is 10.88.0.0/16`},
 		{"bin dir", func(c *Config) { c.CNI.BinDirs = []string{"/ok", "rel"} }, `key "cni.bin_dirs[1]"`},
@@ -206,6 +206,16 @@ func TestValidateNamesKey(t *testing.T) {
 	}
 }
 
+func TestCgroupDriver(t *testing.T) {
+	if c := Default(); c.CgroupDriver != CgroupDriverCgroupfs || c.SystemdCgroup() {
+		t.Errorf("default driver %q (systemd %v), want cgroupfs", c.CgroupDriver, c.SystemdCgroup())
+	}
+	c, err := Load(writeConfig(t, "cgroup_driver = \"systemd\"\n"), true)
+	if err != nil || c.CgroupDriver != CgroupDriverSystemd || !c.SystemdCgroup() {
+		t.Errorf("systemd: driver %q (systemd %v), err %v", c.CgroupDriver, c.SystemdCgroup(), err)
+	}
+}
+
 func TestValidateReportsEveryKey(t *testing.T) {
 	c := Default()
 	c.LogLevel = "loud"
@@ -219,7 +229,7 @@ func TestValidateReportsEveryKey(t *testing.T) {
 }
 
 func TestLoadValidationErrorNamesFile(t *testing.T) {
-	path := writeConfig(t, "cgroup_driver = \"systemd\"\n")
+	path := writeConfig(t, "cgroup_driver = \"cgroupsv2\"\n")
 	_, err := Load(path, true)
 	if !errors.Is(err, errdefs.ErrInvalidArgument) ||
 		!strings.Contains(err.Error(), path) || !strings.Contains(err.Error(), "cgroup_driver") {

@@ -90,12 +90,10 @@ func logLevel(level string) error {
 
 func cgroupDriver(driver string) error {
 	switch driver {
-	case CgroupDriverCgroupfs:
+	case CgroupDriverCgroupfs, CgroupDriverSystemd:
 		return nil
-	case "systemd":
-		return invalid("cgroup_driver", "driver \"systemd\" is not supported yet; use \"cgroupfs\"")
 	}
-	return invalid("cgroup_driver", "unknown driver %q; the supported driver is \"cgroupfs\"", driver)
+	return invalid("cgroup_driver", "unknown driver %q; want \"cgroupfs\" or \"systemd\"", driver)
 }
 
 func binDirs(dirs []string) error {

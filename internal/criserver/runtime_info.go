@@ -62,6 +62,9 @@ func (s *Server) runtimeInfo() string {
 		// the host has no controller for them.
 		DroppedResources []string `json:"droppedResources,omitempty"`
 	}{Name: RuntimeName, OCIRuntime: "runc", CgroupDriver: "cgroupfs"}
+	if s.systemd {
+		info.CgroupDriver = "systemd"
+	}
 	if s.host != nil {
 		info.CgroupControllers, info.DroppedResources = s.host.CgroupControllers(), s.host.DroppedResources()
 	}
@@ -87,11 +90,14 @@ func (s *Server) quarantinedInfo() string {
 	return string(b)
 }
 
-// RuntimeConfig reports the cgroup driver berth uses.
+// RuntimeConfig reports the cgroup driver berth uses (cgroup_driver);
+// kubelet (1.34 and 1.37 tested) takes its own from it.
 func (s *Server) RuntimeConfig(context.Context, *runtimeapi.RuntimeConfigRequest) (*runtimeapi.RuntimeConfigResponse, error) {
-	return &runtimeapi.RuntimeConfigResponse{Linux: &runtimeapi.LinuxRuntimeConfiguration{
-		CgroupDriver: runtimeapi.CgroupDriver_CGROUPFS,
-	}}, nil
+	driver := runtimeapi.CgroupDriver_CGROUPFS
+	if s.systemd {
+		driver = runtimeapi.CgroupDriver_SYSTEMD
+	}
+	return &runtimeapi.RuntimeConfigResponse{Linux: &runtimeapi.LinuxRuntimeConfiguration{CgroupDriver: driver}}, nil
 }
 
 // UpdateRuntimeConfig takes the pod CIDR kubelet assigns to this node; an

@@ -107,6 +107,10 @@ type Config struct {
 	// RecursiveReadOnlyMounts says the OCI runtime can make bind mounts
 	// read-only recursively (runc's "rro"); Status advertises it.
 	RecursiveReadOnlyMounts bool
+
+	// SystemdCgroup says berth runs with cgroup_driver = "systemd";
+	// RuntimeConfig reports it, and kubelet follows.
+	SystemdCgroup bool
 }
 
 // Server implements the CRI RuntimeService and ImageService.
@@ -127,6 +131,7 @@ type Server struct {
 	quarantine Quarantine
 	version    string
 	rro        bool
+	systemd    bool
 	log        *slog.Logger
 	ready      atomic.Bool
 }
@@ -141,7 +146,7 @@ func New(cfg Config) *Server {
 		network: cfg.Network, version: cfg.Version, log: cfg.Logger,
 		stats: cfg.Stats, events: cfg.Events,
 		exec: cfg.Exec, streaming: cfg.Streaming, rpcs: cfg.RPCs, rro: cfg.RecursiveReadOnlyMounts,
-		host: cfg.Host, quarantine: cfg.Quarantine,
+		host: cfg.Host, quarantine: cfg.Quarantine, systemd: cfg.SystemdCgroup,
 	}
 }
 

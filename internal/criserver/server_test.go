@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -186,6 +187,24 @@ func TestStatusVerboseInfoSaysWhatTheHostLacks(t *testing.T) {
 		}
 		if got := resp.GetInfo()["runtime"]; got != tc.want {
 			t.Errorf("runtime info %s, want %s", got, tc.want)
+		}
+	}
+}
+
+func TestRuntimeConfigReportsTheCgroupDriver(t *testing.T) {
+	for _, systemd := range []bool{false, true} {
+		s := New(Config{Sandboxes: &fakePods{}, Containers: &fakePods{}, Images: &fakeImages{}, Network: fakeNetwork{}, SystemdCgroup: systemd})
+		resp, err := s.RuntimeConfig(context.Background(), &runtimeapi.RuntimeConfigRequest{})
+		want := runtimeapi.CgroupDriver_CGROUPFS
+		if systemd {
+			want = runtimeapi.CgroupDriver_SYSTEMD
+		}
+		if err != nil || resp.GetLinux().GetCgroupDriver() != want {
+			t.Errorf("systemd %v: RuntimeConfig %v, %v; want %v", systemd, resp, err, want)
+		}
+		status, err := s.Status(context.Background(), &runtimeapi.StatusRequest{Verbose: true})
+		if err != nil || !strings.Contains(status.GetInfo()["runtime"], `"cgroupDriver":"`+strings.ToLower(want.String())+`"`) {
+			t.Errorf("systemd %v: Status runtime info %q, %v", systemd, status.GetInfo()["runtime"], err)
 		}
 	}
 }

@@ -14,4 +14,8 @@
 //
 // Names are the kernel's v1 names (cpu, cpuset, memory, hugetlb, pids,
 // rdma, blkio) plus "io" (v2's blkio) and "memsw" (swap accounting).
+//
+// SystemdRunning checks, for cgroup_driver = "systemd", that systemd is the
+// service manager and answers on its private socket, so that berth serve
+// refuses to start rather than fail every container later.
 package hostcgroup

@@ -39,6 +39,11 @@ type CreateRequest struct {
 	// CgroupPath is the container's cgroup (as in the OCI spec), used to
 	// tell whether the kernel OOM-killed something in it.
 	CgroupPath string `json:"cgroupPath,omitempty"`
+	// SystemdCgroup runs runc create with --systemd-cgroup (CgroupPath is
+	// then <slice>:<prefix>:<name>). It travels with each container, so a
+	// monitor started before a change of cgroup_driver creates each
+	// container the way its spec was built.
+	SystemdCgroup bool `json:"systemdCgroup,omitempty"`
 }
 
 // ExitRecord is how a container's init process ended. A process killed by

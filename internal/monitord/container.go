@@ -145,7 +145,9 @@ func (s *Server) runRuncCreate(ctx context.Context, r monitor.CreateRequest, str
 	if streams.console != nil {
 		opts.ConsoleSocket = streams.console.path
 	}
-	if err := s.runc.Create(ctx, r.ID, opts); err != nil {
+	rc := *s.runc
+	rc.SystemdCgroup = r.SystemdCgroup
+	if err := rc.Create(ctx, r.ID, opts); err != nil {
 		return 0, err
 	}
 	pid, err := readPidFile(pidFile)

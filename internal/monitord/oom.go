@@ -7,6 +7,8 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+
+	"github.com/berth-dev/berth/internal/cgrouppath"
 )
 
 // cgroupRoot is where cgroup hierarchies are mounted.
@@ -19,12 +21,12 @@ type oomCounter struct {
 }
 
 // newOOMCounter locates the counter of cgroupPath (an OCI cgroupsPath in
-// cgroupfs form) and records its current value.
+// either driver's form) and records its current value.
 func newOOMCounter(cgroupPath string) oomCounter {
-	if cgroupPath == "" || strings.Contains(cgroupPath, ":") { // systemd form: not resolved
+	rel, err := cgrouppath.Dir(cgroupPath)
+	if err != nil { // none, or not one berth builds: OOM kills go unnoticed
 		return oomCounter{}
 	}
-	rel := filepath.Join("/", cgroupPath)
 	var file string
 	if st, err := os.Stat(filepath.Join(cgroupRoot, "memory")); err == nil && st.IsDir() {
 		file = filepath.Join(cgroupRoot, "memory", rel, "memory.oom_control")

@@ -2,9 +2,7 @@ package oci
 
 import (
 	"fmt"
-	"path"
 	"strconv"
-	"strings"
 
 	"github.com/berth-dev/berth/internal/errdefs"
 	specs "github.com/opencontainers/runtime-spec/specs-go"
@@ -112,35 +110,6 @@ func applyOOMScoreAdj(spec *specs.Spec, r *runtimeapi.LinuxContainerResources, m
 		spec.Annotations[AnnotationRequestedOOMScoreAdj] = strconv.FormatInt(requested, 10)
 	}
 	return nil
-}
-
-// CgroupsPath is the cgroupfs-driver cgroupsPath of a container: parent (or
-// DefaultCgroupParent when empty), made absolute, joined with the id.
-func CgroupsPath(parent, containerID string) string {
-	if parent == "" {
-		parent = DefaultCgroupParent
-	}
-	return path.Join("/", parent, containerID)
-}
-
-// cgroupsPathFor picks the parent (input, then the sandbox config) and
-// refuses parents the cgroupfs driver cannot use.
-func cgroupsPathFor(parent string, sandbox *runtimeapi.PodSandboxConfig, id string) (string, error) {
-	if parent == "" {
-		parent = sandbox.GetLinux().GetCgroupParent()
-	}
-	if parent != "" {
-		switch {
-		case strings.HasSuffix(parent, ".slice"):
-			return "", fmt.Errorf("cgroup parent %q: systemd slice: berth uses the cgroupfs driver: %w", parent, errdefs.ErrInvalidArgument)
-		case path.Clean("/"+parent) != "/"+strings.Trim(parent, "/") || strings.Contains(parent, ".."):
-			return "", fmt.Errorf("cgroup parent %q: not a clean path: %w", parent, errdefs.ErrInvalidArgument)
-		}
-	}
-	if strings.Contains(id, "/") || id == "" || id == "." || id == ".." {
-		return "", fmt.Errorf("cgroups path: container id %q: not a path component: %w", id, errdefs.ErrInvalidArgument)
-	}
-	return CgroupsPath(parent, id), nil
 }
 
 // UpdateResources converts the resources of an UpdateContainerResources

@@ -71,30 +71,3 @@ func TestClampOOMScoreAdj(t *testing.T) {
 		}
 	}
 }
-
-func TestCgroupsPath(t *testing.T) {
-	for _, tc := range []struct{ parent, id, want string }{
-		{"", "c1", "/berth/c1"},
-		{"/kubepods/burstable/pod1", "c1", "/kubepods/burstable/pod1/c1"},
-		{"kubepods", "c1", "/kubepods/c1"},
-		{"/", "c1", "/c1"},
-	} {
-		if got := CgroupsPath(tc.parent, tc.id); got != tc.want {
-			t.Errorf("CgroupsPath(%q, %q) = %q, want %q", tc.parent, tc.id, got, tc.want)
-		}
-	}
-	sandbox := &runtimeapi.PodSandboxConfig{Linux: &runtimeapi.LinuxPodSandboxConfig{CgroupParent: "/kubepods/pod9"}}
-	if got, err := cgroupsPathFor("", sandbox, "c1"); err != nil || got != "/kubepods/pod9/c1" {
-		t.Errorf("sandbox parent fallback = %q, %v", got, err)
-	}
-	if got, err := cgroupsPathFor("/over", sandbox, "c1"); err != nil || got != "/over/c1" {
-		t.Errorf("input parent = %q, %v", got, err)
-	}
-	for _, bad := range []struct{ parent, id string }{
-		{"kubepods-burstable.slice", "c1"}, {"/a/../b", "c1"}, {"/a//b", "c1"}, {"/a", "x/y"}, {"/a", ".."},
-	} {
-		if _, err := cgroupsPathFor(bad.parent, nil, bad.id); !errors.Is(err, errdefs.ErrInvalidArgument) {
-			t.Errorf("cgroupsPathFor(%q, %q): err = %v, want InvalidArgument", bad.parent, bad.id, err)
-		}
-	}
-}

@@ -32,6 +32,8 @@ type SandboxInput struct {
 	// CgroupParent overrides the sandbox config's; "" falls back to it, then
 	// to DefaultCgroupParent.
 	CgroupParent string
+	// SystemdCgroup builds the cgroupsPath for runc's systemd driver.
+	SystemdCgroup bool
 }
 
 // BuildSandboxSpec builds the spec of berth-pause as the holder of a pod's
@@ -67,7 +69,7 @@ func buildSandboxSpec(in SandboxInput) (*specs.Spec, error) {
 	if err != nil {
 		return nil, err
 	}
-	cgroupsPath, err := cgroupsPathFor(in.CgroupParent, sb.Config, sb.ID)
+	cgroupsPath, err := cgroupsPathFor(in.CgroupParent, sb.Config, sb.ID, in.SystemdCgroup)
 	if err != nil {
 		return nil, err
 	}

@@ -36,10 +36,6 @@ const (
 	AnnotationRequestedOOMScoreAdj = "io.berth.oom-score-adj.requested"
 )
 
-// DefaultCgroupParent is used when neither the input nor the sandbox config
-// names a cgroup parent.
-const DefaultCgroupParent = "/berth"
-
 const defaultPath = "PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 
 // Sandbox is what a container spec needs to know about its pod.
@@ -80,6 +76,8 @@ type Input struct {
 	// CgroupParent overrides the sandbox config's cgroup parent; when both
 	// are empty DefaultCgroupParent is used.
 	CgroupParent string
+	// SystemdCgroup builds the cgroupsPath for runc's systemd driver.
+	SystemdCgroup bool
 	// TargetPID is the host PID of the container named by
 	// NamespaceOption.target_id; needed only for PID mode TARGET.
 	TargetPID int
@@ -173,7 +171,7 @@ func containerLinux(in Input, nsOpts *runtimeapi.NamespaceOption) (*specs.Linux,
 	if err != nil {
 		return nil, err
 	}
-	cgroupsPath, err := cgroupsPathFor(in.CgroupParent, in.Sandbox.Config, in.ContainerID)
+	cgroupsPath, err := cgroupsPathFor(in.CgroupParent, in.Sandbox.Config, in.ContainerID, in.SystemdCgroup)
 	if err != nil {
 		return nil, err
 	}

@@ -10,6 +10,7 @@ import (
 
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
+	"github.com/berth-dev/berth/internal/cgrouppath"
 	"github.com/berth-dev/berth/internal/errdefs"
 	"github.com/berth-dev/berth/internal/image"
 	"github.com/berth-dev/berth/internal/monitor"
@@ -101,7 +102,7 @@ func (s *Service) runcCreate(ctx context.Context, rec *Container, monitorSocket 
 	pid, err := client.Create(ctx, monitor.CreateRequest{
 		ID: rec.ID, Bundle: rec.Bundle, LogPath: rec.LogPath,
 		Stdin: cfg.GetStdin(), StdinOnce: cfg.GetStdinOnce(), Terminal: cfg.GetTty(),
-		CgroupPath: rec.CgroupPath,
+		CgroupPath: rec.CgroupPath, SystemdCgroup: cgrouppath.IsSystemd(rec.CgroupPath),
 	})
 	if err != nil {
 		return 0, fmt.Errorf("container %s: runc create: %w", rec.ID, err)
@@ -164,6 +165,7 @@ func (s *Service) prepareBundle(rec *Container, sb *Sandbox, img image.Image, rb
 		RootfsPath:     rec.Rootfs,
 		OOMScoreAdjMin: s.oomScoreAdjMin,
 		CgroupParent:   sb.Config.GetLinux().GetCgroupParent(),
+		SystemdCgroup:  s.cfg.SystemdCgroup,
 	})
 	if err != nil {
 		return fmt.Errorf("spec: %w", err)

@@ -9,6 +9,7 @@ import (
 
 	specs "github.com/opencontainers/runtime-spec/specs-go"
 
+	"github.com/berth-dev/berth/internal/cgrouppath"
 	"github.com/berth-dev/berth/internal/monitor"
 	"github.com/berth-dev/berth/internal/oci"
 	"github.com/berth-dev/berth/internal/store"
@@ -32,6 +33,7 @@ func (s *Service) startPause(ctx context.Context, rec *Sandbox, rb *rollback) er
 		Sandbox:        ociSandbox(rec),
 		RootfsPath:     rootfs,
 		OOMScoreAdjMin: s.oomScoreAdjMin,
+		SystemdCgroup:  s.cfg.SystemdCgroup,
 	})
 	if err != nil {
 		return fmt.Errorf("pod sandbox %s: %w", rec.ID, err)
@@ -52,7 +54,9 @@ func (s *Service) startPause(ctx context.Context, rec *Sandbox, rb *rollback) er
 	// Registered before the call: the monitor may finish runc create even
 	// when this request gives up waiting for it.
 	rb.add("delete berth-pause", func(ctx context.Context) error { return s.killAndDelete(ctx, rec.ID, true) })
-	pid, err := client.Create(ctx, monitor.CreateRequest{ID: rec.ID, Bundle: bundle, CgroupPath: spec.Linux.CgroupsPath})
+	pid, err := client.Create(ctx, monitor.CreateRequest{
+		ID: rec.ID, Bundle: bundle, CgroupPath: spec.Linux.CgroupsPath, SystemdCgroup: cgrouppath.IsSystemd(spec.Linux.CgroupsPath),
+	})
 	if err != nil {
 		return fmt.Errorf("pod sandbox %s: berth-pause: runc create: %w", rec.ID, err)
 	}

@@ -14,6 +14,7 @@ import (
 	"github.com/berth-dev/berth/internal/errdefs"
 	"github.com/berth-dev/berth/internal/monitor"
 	"github.com/berth-dev/berth/internal/network"
+	"github.com/berth-dev/berth/internal/oci"
 	"github.com/berth-dev/berth/internal/store"
 )
 
@@ -28,6 +29,9 @@ import (
 func (s *Service) RunSandbox(ctx context.Context, cfg *runtimeapi.PodSandboxConfig, handler string) (_ string, retErr error) {
 	if err := validateSandboxConfig(cfg, handler); err != nil {
 		return "", err
+	}
+	if err := oci.ValidateCgroupParent(cfg.GetLinux().GetCgroupParent(), s.cfg.SystemdCgroup); err != nil {
+		return "", fmt.Errorf("config.linux: %w", err)
 	}
 	rec := Sandbox{
 		ID:             store.GenerateID(),

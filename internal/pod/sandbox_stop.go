@@ -146,7 +146,7 @@ func (s *Service) cleanUpSandbox(ctx context.Context, rec *Sandbox) error {
 		}
 	}
 	_ = os.Remove(filepath.Join(s.exitsDir(), rec.ID+".json"))
-	removeEmptyCgroups(defaultCgroupParent)
+	s.removeEmptyDefaultCgroup()
 	return os.RemoveAll(filepath.Dir(s.sandboxRecordPath(rec.ID)))
 }
 

@@ -50,6 +50,10 @@ type Config struct {
 	// Controllers are the host's usable cgroup controllers; settings of
 	// others are left out of specs. The zero value has them all.
 	Controllers hostcgroup.Controllers
+	// SystemdCgroup is cgroup_driver = "systemd": cgroup parents are slices,
+	// specs get <slice>:berth:<id> cgroupsPaths and runc runs with
+	// --systemd-cgroup.
+	SystemdCgroup bool
 }
 
 // Service runs sandboxes and containers. Create it with New, then call Recover
@@ -119,7 +123,7 @@ func New(cfg Config) (*Service, error) {
 	s := &Service{
 		cfg:            cfg,
 		log:            cfg.Logger,
-		runc:           &runc.Runc{Path: cfg.RuncPath, Root: cfg.RuncRoot},
+		runc:           &runc.Runc{Path: cfg.RuncPath, Root: cfg.RuncRoot, SystemdCgroup: cfg.SystemdCgroup},
 		sandboxNames:   store.NewRegistrar(),
 		containerNames: store.NewRegistrar(),
 		sandboxIDs:     store.NewIDIndex(),

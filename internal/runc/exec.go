@@ -61,11 +61,7 @@ func (r *Runc) StartExec(id string, o ExecOpts) (_ *Execution, err error) {
 		return nil, fmt.Errorf("runc exec %s: process file: %w", id, err)
 	}
 	e := &Execution{id: id, dir: dir, pidFile: filepath.Join(dir, "pid"), logPath: filepath.Join(dir, "log.json")}
-	args := []string{"--log", e.logPath, "--log-format", "json"}
-	if r.Root != "" {
-		args = append(args, "--root", r.Root)
-	}
-	args = append(args, "exec", "--process", processPath, "--pid-file", e.pidFile)
+	args := append(r.globalFlags(e.logPath), "exec", "--process", processPath, "--pid-file", e.pidFile)
 	args = append(args, id)
 	e.cmd = exec.Command(r.binary(), args...)
 	e.cmd.Stdin, e.cmd.Stdout, e.cmd.Stderr = o.Stdin, o.Stdout, o.Stderr

@@ -21,6 +21,9 @@ import (
 type Runc struct {
 	Path string // runc binary; "runc" when empty
 	Root string // --root; runc's default when empty
+	// SystemdCgroup adds --systemd-cgroup: cgroupsPath is then
+	// <slice>:<prefix>:<name> and systemd makes the container's scope.
+	SystemdCgroup bool
 	// Exec starts cmd and waits for it to finish, returning a non-nil error
 	// when it did not exit 0. cmd's stdio are always *os.File or nil, so no
 	// copying goroutines are involved. When nil, cmd is started and waited
@@ -162,11 +165,7 @@ func (r *Runc) run(ctx context.Context, sub, id string, args []string, setup fun
 	logFile.Close()
 	defer os.Remove(logPath)
 
-	global := []string{"--log", logPath, "--log-format", "json"}
-	if r.Root != "" {
-		global = append(global, "--root", r.Root)
-	}
-	cmd := exec.Command(r.binary(), append(global, args...)...)
+	cmd := exec.Command(r.binary(), append(r.globalFlags(logPath), args...)...)
 	if setup != nil {
 		setup(cmd)
 	}
@@ -174,6 +173,19 @@ func (r *Runc) run(ctx context.Context, sub, id string, args []string, setup fun
 		return r.commandError(what, logPath, err)
 	}
 	return nil
+}
+
+// globalFlags are runc's options before the command: its JSON log, --root
+// and --systemd-cgroup as configured.
+func (r *Runc) globalFlags(logPath string) []string {
+	global := []string{"--log", logPath, "--log-format", "json"}
+	if r.Root != "" {
+		global = append(global, "--root", r.Root)
+	}
+	if r.SystemdCgroup {
+		global = append(global, "--systemd-cgroup")
+	}
+	return global
 }
 
 func (r *Runc) binary() string {

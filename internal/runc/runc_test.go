@@ -99,6 +99,30 @@ func TestArgumentsAndOutput(t *testing.T) {
 	}
 }
 
+func TestSystemdCgroupFlag(t *testing.T) {
+	ctx := context.Background()
+	r, args := fakeRunc(t, "", "", 0)
+	if err := r.Create(ctx, "abc", CreateOpts{Bundle: "/b"}); err != nil {
+		t.Fatal(err)
+	}
+	if got := lastArgs(t, args); strings.Contains(got, "--systemd-cgroup") {
+		t.Fatalf("cgroupfs create args %q", got)
+	}
+	r.SystemdCgroup = true
+	for _, run := range []func() error{
+		func() error { return r.Create(ctx, "abc", CreateOpts{Bundle: "/b"}) },
+		func() error { return r.Update(ctx, "abc", []byte("{}")) },
+		func() error { return r.Delete(ctx, "abc", true) },
+	} {
+		if err := run(); err != nil {
+			t.Fatal(err)
+		}
+		if got := lastArgs(t, args); !strings.Contains(got, "--root "+r.Root+" --systemd-cgroup ") {
+			t.Fatalf("systemd args %q: want the global flag before the command", got)
+		}
+	}
+}
+
 func TestRealRuncMissingContainer(t *testing.T) {
 	if os.Geteuid() != 0 {
 		t.Skip("needs root")

@@ -25,6 +25,13 @@ type Options struct {
 	// PluginType replaces the type of the network's main CNI plugin
 	// ("bridge"), e.g. with one that does not exist.
 	PluginType string
+	// StateParent holds the state directory bt-<id> (default /run), e.g.
+	// where the daemon runs with a /run of its own (PrivateSystemd).
+	StateParent string
+	// Wrap runs `berth serve` through a command: Wrap..., berth, args
+	// (PrivateSystemd.Enter). It must exit with berth's status and pass
+	// SIGTERM on to it.
+	Wrap []string
 }
 
 // Daemon is one `berth serve` with its own directories and network.
@@ -41,6 +48,8 @@ type Daemon struct {
 	Net     Network
 	// ServeArgs are passed to every start of `berth serve`.
 	ServeArgs []string
+	// Wrap is Options.Wrap.
+	Wrap []string
 	// BeforeCleanup runs first in Cleanup, with the daemon running (e.g.
 	// to delete pods through the agent).
 	BeforeCleanup func()
@@ -62,10 +71,13 @@ type Daemon struct {
 func Start(t *testing.T, opts Options) *Daemon {
 	t.Helper()
 	id := RandomHex(6)
+	if opts.StateParent == "" {
+		opts.StateParent = "/run"
+	}
 	d := &Daemon{
-		T: t, ID: id,
+		T: t, ID: id, Wrap: opts.Wrap,
 		Root:    "/var/lib/bt-" + id,
-		State:   "/run/bt-" + id,
+		State:   filepath.Join(opts.StateParent, "bt-"+id),
 		CNIConf: filepath.Join(t.TempDir(), "net.d"),
 		LogPath: filepath.Join(t.TempDir(), "berth.log"),
 		Config:  opts.Config, BinDir: opts.BinDir, ServeArgs: opts.ServeArgs,
@@ -135,7 +147,8 @@ func (d *Daemon) Launch() error {
 	defer logFile.Close()
 	fmt.Fprintf(logFile, "=== berth serve started at %s\n", time.Now().Format(time.RFC3339Nano))
 	args := append(append([]string{"serve"}, d.GlobalFlags()...), d.ServeArgs...)
-	cmd := exec.Command(d.Berth(), args...)
+	argv := append(append(append([]string(nil), d.Wrap...), d.Berth()), args...)
+	cmd := exec.Command(argv[0], argv[1:]...)
 	cmd.Stdout, cmd.Stderr = logFile, logFile
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	if err := cmd.Start(); err != nil {

@@ -7,6 +7,12 @@
 // BERTH_TEST_RACE=1 (BuildBinaries) fails the test when it reports a data
 // race.
 //
+// PrivateSystemd boots a systemd of a test's own (PID 1 of new PID, mount,
+// cgroup and UTS namespaces, a private /run, its own cgroup subtree) and
+// runs `berth serve` inside it (Options.Wrap, Options.StateParent), for the
+// systemd cgroup driver on hosts whose PID 1 is not systemd; it is killed
+// by PID and its cgroups removed after the test.
+//
 // test/integration, test/e2e and test/agentbench run their daemons with
 // it; test/containerd, which runs containerd and the agent its own way,
 // uses its Network and the host checks of host.go (MountsUnder,

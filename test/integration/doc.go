@@ -12,5 +12,7 @@
 // detector and a test whose daemon reports a race fails.
 //
 // The tests skip (exit 0) unless they run as root with runc in PATH and the
-// CNI plugins in /usr/lib/cni.
+// CNI plugins in /usr/lib/cni. TestSystemdCgroupDriver runs its daemon
+// under a systemd of its own (harness.PrivateSystemd) and skips, saying
+// why, where that cannot start (no systemd, a cgroup v2 only host).
 package integration

@@ -16,7 +16,8 @@
 //   - SandboxConfig: metadata, hostname, log directory, DNS (DNSConfig,
 //     ParseResolvConf: there is no cluster DNS, every policy but None starts
 //     from the host's resolv.conf), port mappings, the pod cgroup layout
-//     (PodCgroupParent), pod-level security context, sysctls, overhead and
+//     (PodCgroupParent for cgroupfs, PodSlice for systemd), pod-level
+//     security context, sysctls, overhead and
 //     pod resources;
 //   - ContainerConfig: image, command and args with $(VAR) expansion
 //     (ExpandVars), the environment (ResolveEnv: envFrom, env, valueFrom of

@@ -16,7 +16,10 @@ import (
 const (
 	DefaultLogRoot      = "/var/log/pods"
 	DefaultCgroupParent = "/berth"
-	maxHostnameLen      = 63
+	// SlicePrefix is the systemd counterpart of DefaultCgroupParent: pod
+	// slices are berth-kubepods-....slice, below berth.slice.
+	SlicePrefix    = "berth"
+	maxHostnameLen = 63
 )
 
 // SandboxOptions are the node-wide settings a sandbox config depends on.
@@ -26,6 +29,9 @@ type SandboxOptions struct {
 	// CgroupParent is the cgroupfs path under which pod cgroups are laid
 	// out, see PodCgroupParent (DefaultCgroupParent when empty).
 	CgroupParent string
+	// SystemdCgroup lays pods out as systemd slices (PodSlice), for a
+	// runtime whose cgroup driver is systemd (CRI RuntimeConfig).
+	SystemdCgroup bool
 	// HostDNS is the host's resolv.conf (see ParseResolvConf), the base of
 	// every dnsPolicy but None.
 	HostDNS DNS
@@ -99,7 +105,7 @@ func sandboxLinuxConfig(pod *v1.Pod, opts SandboxOptions) (*runtimeapi.LinuxPodS
 		}
 	}
 	return &runtimeapi.LinuxPodSandboxConfig{
-		CgroupParent:    PodCgroupParent(opts.CgroupParent, pod),
+		CgroupParent:    podParent(opts, pod),
 		SecurityContext: sc,
 		Sysctls:         sysctls,
 		Overhead:        sandboxOverhead(pod),
@@ -169,6 +175,37 @@ func PodCgroupParent(base string, pod *v1.Pod) string {
 		return path.Join("/", base, "kubepods", "besteffort", leaf)
 	}
 	return path.Join("/", base, "kubepods", leaf)
+}
+
+// PodSlice lays pods out like the kubelet's systemd driver, below
+// berth.slice: berth-kubepods-pod<uid>.slice (Guaranteed),
+// berth-kubepods-burstable-pod<uid>.slice, berth-kubepods-besteffort-pod<uid>.slice.
+// In the uid every character but letters, digits and '_' becomes '_' (the
+// kubelet turns its dashes so; a dash would start a new level, a ':' would
+// end the slice in a cgroupsPath).
+func PodSlice(pod *v1.Pod) string {
+	leaf := "pod" + strings.Map(func(r rune) rune {
+		if r == '_' || (r >= 'a' && r <= 'z') || (r >= 'A' && r <= 'Z') || (r >= '0' && r <= '9') {
+			return r
+		}
+		return '_'
+	}, string(pod.UID))
+	parts := []string{SlicePrefix, "kubepods"}
+	switch QOSClass(pod) {
+	case v1.PodQOSBurstable:
+		parts = append(parts, "burstable")
+	case v1.PodQOSBestEffort:
+		parts = append(parts, "besteffort")
+	}
+	return strings.Join(append(parts, leaf), "-") + ".slice"
+}
+
+// podParent is the pod's cgroup parent for the runtime's driver.
+func podParent(opts SandboxOptions, pod *v1.Pod) string {
+	if opts.SystemdCgroup {
+		return PodSlice(pod)
+	}
+	return PodCgroupParent(opts.CgroupParent, pod)
 }
 
 // PortMappings lists the ports of the pod's regular containers as the

@@ -118,6 +118,32 @@ func TestPodCgroupParent(t *testing.T) {
 	}
 }
 
+func TestPodSlice(t *testing.T) {
+	guaranteed := newPod(withResources("a", resources("1", "1Gi", "1", "1Gi")))
+	besteffort := newPod(newContainer("a"))
+	besteffort.UID = "0b8e-1c6a"
+	odd := newPod(newContainer("a"))
+	odd.UID = "a:b/c.d"
+	if got := PodSlice(odd); got != "berth-kubepods-besteffort-poda_b_c_d.slice" {
+		t.Errorf("PodSlice of uid %q = %q", odd.UID, got)
+	}
+	for _, tc := range []struct {
+		pod  *v1.Pod
+		want string
+	}{
+		{guaranteed, "berth-kubepods-poduid_1.slice"},
+		{besteffort, "berth-kubepods-besteffort-pod0b8e_1c6a.slice"},
+	} {
+		if got := PodSlice(tc.pod); got != tc.want {
+			t.Errorf("PodSlice = %q, want %q", got, tc.want)
+		}
+		cfg, err := SandboxConfig(tc.pod, 0, SourceRefs{}, SandboxOptions{SystemdCgroup: true})
+		if err != nil || cfg.GetLinux().GetCgroupParent() != tc.want {
+			t.Errorf("SandboxConfig under systemd: parent %q, %v; want %q", cfg.GetLinux().GetCgroupParent(), err, tc.want)
+		}
+	}
+}
+
 func TestSandboxConfigRefusals(t *testing.T) {
 	userns := newPod(newContainer("a"))
 	userns.Spec.HostUsers = ptr(false)

@@ -1,0 +1,115 @@
+package agent
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	sddbus "github.com/coreos/go-systemd/v22/dbus"
+	godbus "github.com/godbus/dbus/v5"
+	v1 "k8s.io/api/core/v1"
+
+	"github.com/berth-dev/berth/internal/agent/podspec"
+	"github.com/berth-dev/berth/internal/cgrouppath"
+)
+
+// removePodCgroup removes the pod's cgroup once its sandbox is gone, as
+// the kubelet does: under the systemd driver it stops the pod's slice
+// (stopPodSlice), else it removes the pod-level directories (removePodDirs).
+// A failure is logged: the pod is gone either way.
+func (w *podWorker) removePodCgroup(pod *v1.Pod) {
+	if !w.a.cfg.SystemdCgroup {
+		removePodDirs(podspec.PodCgroupParent("", pod))
+		return
+	}
+	if err := stopPodSlice(context.Background(), podspec.PodSlice(pod)); err != nil {
+		w.a.log.Warn("pod cgroup left behind", "pod", pod.Namespace+"/"+pod.Name, "error", err)
+	}
+}
+
+// removePodDirs removes the pod-level cgroup directories the runtime made
+// under the pod's cgroupfs parent (runc removes only the containers' own).
+// Only empty directories go (rmdir); cgroup v1 has one per controller
+// hierarchy.
+func removePodDirs(parent string) {
+	if parent == "" || !filepath.IsAbs(parent) {
+		return
+	}
+	os.Remove(filepath.Join("/sys/fs/cgroup", parent)) //nolint:errcheck // v2; absent or busy is fine
+	hierarchies, _ := os.ReadDir("/sys/fs/cgroup")
+	for _, h := range hierarchies {
+		if h.IsDir() {
+			os.Remove(filepath.Join("/sys/fs/cgroup", h.Name(), parent)) //nolint:errcheck // v1; as above
+		}
+	}
+}
+
+// systemdTrees are where systemd keeps its own view of the cgroup tree:
+// cgroup v2, the hybrid layout's unified mount, the legacy name=systemd one.
+var systemdTrees = []string{"/sys/fs/cgroup", "/sys/fs/cgroup/unified", "/sys/fs/cgroup/systemd"}
+
+// stopPodSlice stops the pod's systemd slice once nothing is left in it,
+// as the kubelet stops pod slices: systemd keeps a slice it made for a
+// scope active, and its cgroup, until told otherwise. A slice that still
+// holds a unit or a process is left as it is (stopping it would stop them).
+func stopPodSlice(ctx context.Context, slice string) error {
+	dir, err := cgrouppath.ExpandSlice(slice)
+	if err != nil || dir == "/" {
+		return fmt.Errorf("pod slice %q: %w", slice, err)
+	}
+	for _, tree := range systemdTrees {
+		if busy, err := cgroupInUse(filepath.Join(tree, dir)); err != nil || busy {
+			return err // in use (nil) or unreadable: left alone
+		}
+	}
+	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	conn, err := sddbus.NewSystemdConnectionContext(ctx)
+	if err != nil {
+		return fmt.Errorf("pod slice %s: systemd: %w", slice, err)
+	}
+	defer conn.Close()
+	done := make(chan string, 1)
+	if _, err := conn.StopUnitContext(ctx, slice, "replace", done); err != nil {
+		var dbusErr godbus.Error
+		if errors.As(err, &dbusErr) && strings.HasSuffix(dbusErr.Name, ".NoSuchUnit") {
+			return nil
+		}
+		return fmt.Errorf("pod slice %s: stop: %w", slice, err)
+	}
+	select {
+	case result := <-done:
+		if result != "done" {
+			return fmt.Errorf("pod slice %s: stop: %s", slice, result)
+		}
+		return nil
+	case <-ctx.Done():
+		return fmt.Errorf("pod slice %s: stop: %w", slice, ctx.Err())
+	}
+}
+
+// cgroupInUse reports whether the cgroup directory dir holds a process or
+// a child cgroup; a missing directory is not in use.
+func cgroupInUse(dir string) (bool, error) {
+	entries, err := os.ReadDir(dir)
+	if errors.Is(err, os.ErrNotExist) {
+		return false, nil
+	}
+	if err != nil {
+		return false, fmt.Errorf("cgroup %s: %w", dir, err)
+	}
+	for _, e := range entries {
+		if e.IsDir() {
+			return true, nil
+		}
+	}
+	procs, err := os.ReadFile(filepath.Join(dir, "cgroup.procs"))
+	if err != nil {
+		return false, fmt.Errorf("cgroup %s: %w", dir, err)
+	}
+	return len(strings.TrimSpace(string(procs))) > 0, nil
+}
