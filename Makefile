@@ -2,7 +2,9 @@
 GO       ?= go
 PREFIX   ?= /usr/local
 BIN      := bin
-VERSION  ?= $(shell git describe --always --dirty 2>/dev/null || echo dev)
+# A semantic version, which kubelet parses (it shows "berth://Unknown" otherwise):
+# no release yet, so 0.0.0-dev with the commit as build metadata.
+VERSION  ?= 0.0.0-dev+$(shell git describe --always --dirty 2>/dev/null || echo unknown)
 LDFLAGS  := -s -w -X main.version=$(VERSION)
 ROOT_DIR ?= /var/lib/berth
 CRITEST_DEPS := $(BIN)/critest-deps

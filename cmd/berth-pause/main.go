@@ -13,7 +13,7 @@ import (
 )
 
 // version is set at build time with -ldflags "-X main.version=...".
-var version = "dev"
+var version = "0.0.0-dev"
 
 func main() {
 	showVersion := flag.Bool("v", false, "print the version and exit")

@@ -13,8 +13,9 @@ import (
 	"github.com/spf13/cobra"
 )
 
-// version is set at build time with -ldflags "-X main.version=...".
-var version = "dev"
+// version is set at build time with -ldflags "-X main.version=..."; it is
+// a semantic version, which kubelet parses for the node's status.
+var version = "0.0.0-dev"
 
 func main() {
 	if err := newRootCommand().Execute(); err != nil {
