@@ -37,7 +37,9 @@ func serveConformanceImages(t *testing.T, kubeBin, hostsDir string) {
 
 // testConformance runs Kubernetes' [NodeConformance] specs against the
 // cluster, 8 ginkgo processes, and compares the outcome with
-// conformance/results.txt.
+// conformance/results.txt. With BERTH_CONFORMANCE_SLOW=1 it runs the
+// [Slow] ones instead, which CI skips for time, against
+// conformance/results-slow.txt.
 func (c *cluster) testConformance(t *testing.T) {
 	kubeBin := os.Getenv("BERTH_KUBE_BIN")
 	f, err := os.Open(filepath.Join("conformance", "skip.txt"))
@@ -53,9 +55,14 @@ func (c *cluster) testConformance(t *testing.T) {
 	if reportDir == "" {
 		reportDir = t.TempDir()
 	}
-	conformance.Run(t, "conformance", conformance.Options{
+	opts := conformance.Options{
 		E2ETest: filepath.Join(kubeBin, "e2e.test"), Ginkgo: filepath.Join(kubeBin, "ginkgo"), Procs: 8,
 		Kubeconfig: c.cp.AdminKubeconfig, Kubectl: c.kubectlBin, ReportDir: reportDir,
 		Timeout: 40 * time.Minute, Skips: skips,
-	})
+	}
+	if os.Getenv("BERTH_CONFORMANCE_SLOW") == "1" {
+		opts.Focus, opts.Results, opts.Timeout = conformance.SlowFocus, "results-slow.txt", 3*time.Hour
+		opts.Skips = conformance.WithoutSkip(skips, "[Slow]")
+	}
+	conformance.Run(t, "conformance", opts)
 }

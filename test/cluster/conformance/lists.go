@@ -12,6 +12,21 @@ import (
 // Focus selects the node conformance specs of e2e.test.
 const Focus = `\[NodeConformance\]`
 
+// SlowFocus selects the node conformance specs tagged [Slow], which the CI
+// run skips for time (`make test-conformance-slow` runs them).
+const SlowFocus = `\[NodeConformance\].*\[Slow\]|\[Slow\].*\[NodeConformance\]`
+
+// WithoutSkip returns skips without the entry for spec.
+func WithoutSkip(skips []Skip, spec string) []Skip {
+	var out []Skip
+	for _, s := range skips {
+		if s.Spec != spec {
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
 // Skip is one line of skip.txt: specs whose full name contains Spec are
 // not run, for Reason.
 type Skip struct{ Spec, Reason string }

@@ -106,3 +106,14 @@ func TestCompare(t *testing.T) {
 		t.Errorf("equal results differ: %q", p)
 	}
 }
+
+func TestWithoutSkip(t *testing.T) {
+	skips := []Skip{{Spec: "[Slow]", Reason: "time"}, {Spec: "PrivilegedPod", Reason: "kernel"}}
+	got := WithoutSkip(skips, "[Slow]")
+	if len(got) != 1 || got[0].Spec != "PrivilegedPod" {
+		t.Errorf("WithoutSkip = %v, want only PrivilegedPod", got)
+	}
+	if SkipRegexp(got) == SkipRegexp(skips) {
+		t.Errorf("the skip regexp did not change: %s", SkipRegexp(got))
+	}
+}

@@ -24,6 +24,22 @@ type Options struct {
 	ReportDir  string // where e2e.test writes junit_01.xml
 	Timeout    time.Duration
 	Skips      []Skip // skip.txt
+	Focus      string // the specs to run; "" is Focus
+	Results    string // the results file in Run's dir; "" is results.txt
+}
+
+func (o Options) focus() string {
+	if o.Focus == "" {
+		return Focus
+	}
+	return o.Focus
+}
+
+func (o Options) results() string {
+	if o.Results == "" {
+		return "results.txt"
+	}
+	return o.Results
 }
 
 // e2eArgs are e2e.test's own flags.
@@ -41,7 +57,7 @@ func (o Options) e2eArgs() []string {
 // CLI's spelling (e2e.test alone wants them prefixed with "ginkgo.").
 func (o Options) ginkgoArgs() []string {
 	return []string{
-		"--focus=" + Focus,
+		"--focus=" + o.focus(),
 		"--skip=" + SkipRegexp(o.Skips),
 		"--timeout=" + o.Timeout.String(),
 		"--poll-progress-after=5m",
@@ -111,14 +127,14 @@ func Run(t *testing.T, dir string, o Options) {
 	start := time.Now()
 	runErr := cmd.Run()
 	t.Logf("conformance: e2e.test ran %s: %v", time.Since(start).Round(time.Second), runErr)
-	rep, err := readReport(o.ReportDir, o.Skips)
+	rep, err := readReport(o.ReportDir, o.focus(), o.Skips)
 	if err != nil {
 		t.Fatalf("%v (e2e.test: %v; log: %s)", err, runErr, logPath)
 	}
 	for _, f := range rep.SuiteFailure {
 		t.Errorf("suite node failed: %s", f)
 	}
-	problems, err := checkResults(filepath.Join(dir, "results.txt"), rep.Results)
+	problems, err := checkResults(filepath.Join(dir, o.results()), rep.Results)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -127,13 +143,13 @@ func Run(t *testing.T, dir string, o Options) {
 	}
 }
 
-func readReport(reportDir string, skips []Skip) (Report, error) {
+func readReport(reportDir, focus string, skips []Skip) (Report, error) {
 	f, err := os.Open(filepath.Join(reportDir, "junit_01.xml"))
 	if err != nil {
 		return Report{}, err
 	}
 	defer f.Close()
-	return ParseJUnit(f, regexp.MustCompile(Focus), skips)
+	return ParseJUnit(f, regexp.MustCompile(focus), skips)
 }
 
 // checkResults compares a run with results.txt, or rewrites the file
@@ -208,14 +224,14 @@ func DryRun(o Options) ([]Result, error) {
 	if err := os.MkdirAll(o.ReportDir, 0o755); err != nil {
 		return nil, err
 	}
-	args := []string{"--ginkgo.dry-run", "--ginkgo.no-color", "--ginkgo.focus=" + Focus,
+	args := []string{"--ginkgo.dry-run", "--ginkgo.no-color", "--ginkgo.focus=" + o.focus(),
 		"--ginkgo.skip=" + SkipRegexp(o.Skips), "--report-dir=" + o.ReportDir}
 	cmd := exec.Command(o.E2ETest, args...)
 	cmd.Dir = o.ReportDir
 	if out, err := cmd.CombinedOutput(); err != nil {
 		return nil, fmt.Errorf("%s --ginkgo.dry-run: %w\n%s", o.E2ETest, err, out)
 	}
-	rep, err := readReport(o.ReportDir, o.Skips)
+	rep, err := readReport(o.ReportDir, o.focus(), o.Skips)
 	if err != nil {
 		return nil, err
 	}
