@@ -40,7 +40,7 @@ func TestPauseReapsOrphansAndExitsOnSIGTERM(t *testing.T) {
 		t.Skip("nsenter not found")
 	}
 	_, pauseBin := binaries(t)
-	if out, err := exec.Command(pauseBin, "-v").Output(); err != nil || string(out) != "berth-pause dev\n" {
+	if out, err := exec.Command(pauseBin, "-v").Output(); err != nil || string(out) != "berth-pause 0.0.0-dev\n" {
 		t.Fatalf("-v: %q %v", out, err)
 	}
 	pause := exec.Command(pauseBin)
