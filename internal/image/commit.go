@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"os"
 	"slices"
+
+	"github.com/berth-dev/berth/internal/store"
 )
 
 // commit moves verified blobs and layers into place, then writes the
@@ -30,10 +32,10 @@ func (s *Store) commit(st *staging, recs []record) (err error) {
 			return fmt.Errorf("layer sha256:%s: %w", hex, err)
 		}
 	}
-	if err := syncDir(s.blobDir()); err != nil {
+	if err := store.SyncDir(s.blobDir()); err != nil {
 		return err
 	}
-	if err := syncDir(s.layersDir()); err != nil {
+	if err := store.SyncDir(s.layersDir()); err != nil {
 		return err
 	}
 	all, _, err := s.lockedRecords()

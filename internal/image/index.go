@@ -10,6 +10,8 @@ import (
 	"strings"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/berth-dev/berth/internal/store"
 )
 
 // lock takes the store's writer lock (flock on <root>/lock). Each call opens
@@ -51,7 +53,7 @@ func (s *Store) bumpGeneration() error {
 		return err
 	}
 	n, _ := strconv.ParseUint(cur, 10, 64)
-	return writeFileAtomic(s.generationPath(), []byte(strconv.FormatUint(n+1, 10)+"\n"))
+	return store.WriteFileAtomic(s.generationPath(), []byte(strconv.FormatUint(n+1, 10)+"\n"), 0o600)
 }
 
 func (s *Store) writeRecord(rec record) error {
@@ -64,7 +66,7 @@ func (s *Store) writeRecord(rec record) error {
 	if err != nil {
 		return fmt.Errorf("image %s: record: %w", rec.Image.ID, err)
 	}
-	return writeFileAtomic(filepath.Join(s.indexDir(), hex+".json"), data)
+	return store.WriteFileAtomic(filepath.Join(s.indexDir(), hex+".json"), data, 0o600)
 }
 
 func (s *Store) deleteRecord(id string) error {
@@ -75,48 +77,5 @@ func (s *Store) deleteRecord(id string) error {
 	if err := os.Remove(filepath.Join(s.indexDir(), hex+".json")); err != nil && !errors.Is(err, os.ErrNotExist) {
 		return fmt.Errorf("image %s: record: %w", id, err)
 	}
-	return syncDir(s.indexDir())
-}
-
-// writeFileAtomic replaces path with data: temp file, fsync, rename, fsync dir.
-func writeFileAtomic(path string, data []byte) (err error) {
-	dir := filepath.Dir(path)
-	f, err := os.CreateTemp(dir, "."+filepath.Base(path)+".tmp-*")
-	if err != nil {
-		return fmt.Errorf("file %s: %w", path, err)
-	}
-	defer func() {
-		if err != nil {
-			f.Close()
-			os.Remove(f.Name())
-		}
-	}()
-	if _, err = f.Write(data); err != nil {
-		return fmt.Errorf("file %s: %w", path, err)
-	}
-	if err = f.Chmod(0o600); err != nil {
-		return fmt.Errorf("file %s: %w", path, err)
-	}
-	if err = f.Sync(); err != nil {
-		return fmt.Errorf("file %s: fsync: %w", path, err)
-	}
-	if err = f.Close(); err != nil {
-		return fmt.Errorf("file %s: %w", path, err)
-	}
-	if err = os.Rename(f.Name(), path); err != nil {
-		return fmt.Errorf("file %s: rename: %w", path, err)
-	}
-	return syncDir(dir)
-}
-
-func syncDir(dir string) error {
-	d, err := os.Open(dir)
-	if err != nil {
-		return fmt.Errorf("dir %s: %w", dir, err)
-	}
-	defer d.Close()
-	if err := d.Sync(); err != nil {
-		return fmt.Errorf("dir %s: fsync: %w", dir, err)
-	}
-	return nil
+	return store.SyncDir(s.indexDir())
 }

@@ -10,6 +10,8 @@ import (
 	"sort"
 	"strings"
 	"time"
+
+	"github.com/berth-dev/berth/internal/store"
 )
 
 // recordVersion is the version of the record format this berth writes; it
@@ -113,7 +115,7 @@ func (s *Store) setAside(b badRecord) error {
 	if err != nil {
 		return fmt.Errorf("image index: record %s: quarantine: %w", src, err)
 	}
-	if err := writeFileAtomic(dst+".reason", why); err != nil {
+	if err := store.WriteFileAtomic(dst+".reason", why, 0o600); err != nil {
 		return fmt.Errorf("image index: record %s: quarantine: %w", src, err)
 	}
 	if err := os.Rename(src, dst); err != nil {
@@ -123,7 +125,7 @@ func (s *Store) setAside(b badRecord) error {
 		}
 		return fmt.Errorf("image index: record %s: quarantine: %w", src, err)
 	}
-	if err := syncDir(s.indexDir()); err != nil {
+	if err := store.SyncDir(s.indexDir()); err != nil {
 		return err
 	}
 	s.logger().Error("image record set aside: the store cannot read it; its image is not listed and its blobs and layers are kept",

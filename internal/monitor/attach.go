@@ -56,7 +56,9 @@ func (c *Client) Attach(ctx context.Context, id string, req AttachRequest, st At
 	if st.Stdin != nil {
 		go sendStdin(out, st.Stdin)
 	}
-	go sendResizes(out, st.Resize, done)
+	go ForwardResizes(st.Resize, done, func(size TerminalSize) error {
+		return out.write(FrameResize, ResizePayload(size.Width, size.Height))
+	})
 	err = receiveOutput(in, st)
 	if ctxErr := ctx.Err(); ctxErr != nil {
 		return fmt.Errorf("%s: %w", what, ctxErr)
@@ -144,25 +146,6 @@ func sendStdin(out *frameWriter, stdin io.Reader) {
 		if err != nil {
 			out.write(FrameStdinClose, nil) //nolint:errcheck // the session may be over
 			return
-		}
-	}
-}
-
-func sendResizes(out *frameWriter, sizes <-chan TerminalSize, done <-chan struct{}) {
-	if sizes == nil {
-		return
-	}
-	for {
-		select {
-		case <-done:
-			return
-		case size, ok := <-sizes:
-			if !ok {
-				return
-			}
-			if out.write(FrameResize, ResizePayload(size.Width, size.Height)) != nil {
-				return
-			}
 		}
 	}
 }

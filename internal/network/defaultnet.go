@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"github.com/berth-dev/berth/internal/errdefs"
+	"github.com/berth-dev/berth/internal/store"
 )
 
 // DefaultNetwork describes the bridge network berth installs when the host
@@ -169,8 +170,8 @@ func writeDefault(path string, d DefaultNetwork) error {
 	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
 		return fmt.Errorf("network config %s: directory: %w", path, err)
 	}
-	if err := writeFileAtomic(path, append(data, '\n'), 0o644); err != nil {
-		return fmt.Errorf("network config %s: %w", path, err)
+	if err := store.WriteFileAtomic(path, append(data, '\n'), 0o644); err != nil {
+		return fmt.Errorf("network config: %w", err)
 	}
 	return nil
 }

@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/berth-dev/berth/internal/errdefs"
+	"github.com/berth-dev/berth/internal/store"
 )
 
 // hostHostsFile is the host's hosts file, copied for host-network pods.
@@ -101,42 +102,15 @@ func validateName(field, v string) error {
 	return nil
 }
 
-// writePodFile writes a per-pod file readable by every container user.
+// writePodFile writes a per-pod file readable by every container user, with
+// store.WriteFileAtomic: readers see the old or the new content, never a part.
+// A file already bind-mounted somewhere keeps its old content there.
 func writePodFile(path string, data []byte) error {
 	if !filepath.IsAbs(path) {
 		return fmt.Errorf("pod file %q: not an absolute path: %w", path, errdefs.ErrInvalidArgument)
 	}
-	if err := writeFileAtomic(path, data, 0o644); err != nil {
-		return fmt.Errorf("pod file %s: %w", path, err)
+	if err := store.WriteFileAtomic(path, data, 0o644); err != nil {
+		return fmt.Errorf("pod file: %w", err)
 	}
 	return nil
-}
-
-// writeFileAtomic replaces path with data through a temporary file and a
-// rename, so readers see the old or the new content, never a part. A file
-// already bind-mounted somewhere keeps its old content there.
-func writeFileAtomic(path string, data []byte, mode os.FileMode) (err error) {
-	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp-*")
-	if err != nil {
-		return err
-	}
-	defer func() {
-		if err != nil {
-			tmp.Close()
-			os.Remove(tmp.Name())
-		}
-	}()
-	if _, err = tmp.Write(data); err != nil {
-		return err
-	}
-	if err = tmp.Chmod(mode); err != nil {
-		return err
-	}
-	if err = tmp.Sync(); err != nil {
-		return err
-	}
-	if err = tmp.Close(); err != nil {
-		return err
-	}
-	return os.Rename(tmp.Name(), path)
 }

@@ -93,7 +93,10 @@ func (s *Service) execTerminal(ctx context.Context, id string, process []byte, s
 	defer master.Close()
 	resizeDone := make(chan struct{})
 	defer close(resizeDone)
-	go forwardResizes(master, st.Resize, resizeDone)
+	go monitor.ForwardResizes(st.Resize, resizeDone, func(size WindowSize) error {
+		runc.Resize(master, size.Width, size.Height) //nolint:errcheck // a closed pty ends the exec anyway
+		return nil                                   // keep applying later sizes
+	})
 	exe, err := s.runc.StartExec(id, runc.ExecOpts{Process: process, Terminal: true, Stdin: slave, Stdout: slave, Stderr: slave})
 	slave.Close()
 	if err != nil {
@@ -120,24 +123,6 @@ func drainOrClose(copied <-chan struct{}, src io.Closer) {
 	case <-time.After(execDrainTimeout):
 		src.Close()
 		<-copied
-	}
-}
-
-// forwardResizes applies window sizes to the pty until done.
-func forwardResizes(pty *os.File, sizes <-chan WindowSize, done <-chan struct{}) {
-	if sizes == nil {
-		return
-	}
-	for {
-		select {
-		case <-done:
-			return
-		case size, ok := <-sizes:
-			if !ok {
-				return
-			}
-			runc.Resize(pty, size.Width, size.Height) //nolint:errcheck // a closed pty ends the exec anyway
-		}
 	}
 }
 

@@ -39,7 +39,7 @@ func WriteFileAtomic(path string, data []byte, perm os.FileMode) (err error) {
 	if err := os.Rename(tmp.Name(), path); err != nil {
 		return fmt.Errorf("file %s: rename: %w", path, err)
 	}
-	if err := syncDir(dir); err != nil {
+	if err := SyncDir(dir); err != nil {
 		return fmt.Errorf("file %s: %w", path, err)
 	}
 	return nil
@@ -58,7 +58,9 @@ func writeAndSync(f *os.File, data []byte, perm os.FileMode) error {
 	return nil
 }
 
-func syncDir(dir string) error {
+// SyncDir fsyncs directory dir, making a rename, create or remove in it
+// durable.
+func SyncDir(dir string) error {
 	d, err := os.Open(dir)
 	if err != nil {
 		return fmt.Errorf("directory %s: open: %w", dir, err)

@@ -5,7 +5,8 @@
 // Rules:
 //   - Every file is written with WriteFileAtomic: a reader sees either the old
 //     content or the new, never a torn file, and a failed write leaves the old
-//     content in place and no temporary file behind.
+//     content in place and no temporary file behind. It is berth's one
+//     temp+fsync+rename+fsync-dir writer: image and network use it too.
 //   - Records are versioned: the caller's struct carries a `Version int` field
 //     so a future berth can migrate what an older one wrote. LoadVersionedJSON
 //     checks the version before decoding anything else: a record of a newer

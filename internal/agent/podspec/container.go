@@ -74,8 +74,8 @@ func ContainerConfig(pod *v1.Pod, c *v1.Container, typ ContainerType, restartCou
 	return &runtimeapi.ContainerConfig{
 		Metadata:    &runtimeapi.ContainerMetadata{Name: c.Name, Attempt: uint32(restartCount)},
 		Image:       &runtimeapi.ImageSpec{Image: c.Image, UserSpecifiedImage: c.Image},
-		Command:     expandAll(c.Command, lookup),
-		Args:        expandAll(c.Args, lookup),
+		Command:     ExpandAll(c.Command, lookup),
+		Args:        ExpandAll(c.Args, lookup),
 		WorkingDir:  c.WorkingDir,
 		Envs:        env.keyValues(),
 		Mounts:      mounts,

@@ -54,17 +54,21 @@ func ExpandVars(s string, lookup func(string) (string, bool)) string {
 // container's env entries as written (a valueFrom entry expands to ""), which
 // is what the kubelet does for exec probes and lifecycle hooks.
 func ExpandCommandStatic(cmd []string, env []v1.EnvVar) []string {
-	if cmd == nil {
-		return nil
-	}
+	return ExpandAll(cmd, StaticEnv(env))
+}
+
+// StaticEnv looks names up in env entries by their literal value: an entry
+// set through valueFrom reads as "", and the last entry of a name wins.
+func StaticEnv(env []v1.EnvVar) func(string) (string, bool) {
 	static := make(map[string]string, len(env))
 	for _, e := range env {
 		static[e.Name] = e.Value
 	}
-	return expandAll(cmd, mapLookup(static))
+	return mapLookup(static)
 }
 
-func expandAll(in []string, lookup func(string) (string, bool)) []string {
+// ExpandAll applies ExpandVars to every element of in; nil stays nil.
+func ExpandAll(in []string, lookup func(string) (string, bool)) []string {
 	if in == nil {
 		return nil
 	}

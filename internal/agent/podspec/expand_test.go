@@ -7,6 +7,9 @@ import (
 	v1 "k8s.io/api/core/v1"
 )
 
+// TestExpandVars is the table for the one $(VAR) expansion: the agent's
+// command, args, env values and subPathExpr, and the probe package's exec
+// probe commands all go through ExpandVars.
 func TestExpandVars(t *testing.T) {
 	vars := map[string]string{"A": "alpha", "B": "$(A)", "EMPTY": ""}
 	cases := []struct{ in, want string }{
@@ -30,6 +33,12 @@ func TestExpandVars(t *testing.T) {
 		{"$()", "$()"},
 		{"$(A)$", "alpha$"},
 		{"$((A))", "$((A))"},
+		{"$$", "$"},
+		{"cost: 5$", "cost: 5$"},
+		{"$(A)$(B", "alpha$(B"},
+		{"$($(A))", "$($(A))"},
+		{"ünï$(A)cödé", "ünïalphacödé"},
+		{"trailing $(A) ", "trailing alpha "},
 	}
 	for _, tc := range cases {
 		if got := ExpandVars(tc.in, mapLookup(vars)); got != tc.want {
@@ -47,6 +56,9 @@ func TestExpandCommandStatic(t *testing.T) {
 	want := []string{"curl", "localhost:8080", "", "$(NOPE)"}
 	if !slices.Equal(got, want) {
 		t.Fatalf("got %q, want %q", got, want)
+	}
+	if got := ExpandCommandStatic([]string{"$(PORT)"}, append(env, v1.EnvVar{Name: "PORT", Value: "9090"})); got[0] != "9090" {
+		t.Errorf("repeated name: got %q, want the last entry's 9090", got)
 	}
 	if ExpandCommandStatic(nil, env) != nil {
 		t.Fatal("nil command must stay nil")

@@ -24,27 +24,49 @@ const (
 	systemNodeCritical = "system-node-critical"
 )
 
-// QOSClass is the pod's quality of service class by the API rules, over init
-// and regular containers, cpu and memory only: BestEffort when no container
-// requests or limits either; Guaranteed when every container limits both and
-// the summed requests equal the summed limits; Burstable otherwise. It is
+// QOSClass is the pod's quality of service class by the kubelet's rules. It
+// is berth's one QoS rule: the pod status, the cgroup parent and
+// oom_score_adj all read it. Only cpu and memory count; a zero quantity
+// counts as unset, and a missing request as its limit (the API's defaulting,
+// so the class is the same whether or not the pod was defaulted):
+//
+//   - BestEffort: no container, init containers included, requests or
+//     limits either;
+//   - Guaranteed: every container limits both, and the summed requests
+//     equal the summed limits;
+//   - Burstable: anything else.
+//
+// When pod-level resources (spec.resources) set cpu or memory, they alone
+// decide, by the same rules applied to the pod as a whole. The class is
 // computed from the spec, never read from pod.status.
 func QOSClass(pod *v1.Pod) v1.PodQOSClass {
-	requests := map[v1.ResourceName]resource.Quantity{}
-	limits := map[v1.ResourceName]resource.Quantity{}
-	guaranteed := true
-	all := append(append([]v1.Container(nil), pod.Spec.Containers...), pod.Spec.InitContainers...)
-	for _, c := range all {
-		addPositive(requests, c.Resources.Requests)
-		limited := addPositive(limits, c.Resources.Limits)
-		if !limited[v1.ResourceCPU] || !limited[v1.ResourceMemory] {
-			guaranteed = false
+	if r := pod.Spec.Resources; r != nil {
+		requests, limits := qosRequests(*r), qosQuantities(r.Limits)
+		if len(requests) > 0 || len(limits) > 0 {
+			return classifyQOS(requests, limits, len(limits) == 2)
 		}
 	}
+	requests, limits := v1.ResourceList{}, v1.ResourceList{}
+	everyLimitSet := true
+	for _, list := range [][]v1.Container{pod.Spec.InitContainers, pod.Spec.Containers} {
+		for i := range list {
+			own := qosQuantities(list[i].Resources.Limits)
+			addInto(requests, qosRequests(list[i].Resources))
+			addInto(limits, own)
+			everyLimitSet = everyLimitSet && len(own) == 2
+		}
+	}
+	return classifyQOS(requests, limits, everyLimitSet)
+}
+
+// classifyQOS applies the rules once requests and limits are summed;
+// limitsComplete says whether cpu and memory limits are set everywhere they
+// must be.
+func classifyQOS(requests, limits v1.ResourceList, limitsComplete bool) v1.PodQOSClass {
 	if len(requests) == 0 && len(limits) == 0 {
 		return v1.PodQOSBestEffort
 	}
-	if !guaranteed || len(requests) != len(limits) {
+	if !limitsComplete || len(requests) != len(limits) {
 		return v1.PodQOSBurstable
 	}
 	for name, req := range requests {
@@ -55,21 +77,27 @@ func QOSClass(pod *v1.Pod) v1.PodQOSClass {
 	return v1.PodQOSGuaranteed
 }
 
-// addPositive adds the positive cpu and memory amounts of list into sum and
-// reports which it saw.
-func addPositive(sum map[v1.ResourceName]resource.Quantity, list v1.ResourceList) map[v1.ResourceName]bool {
-	seen := map[v1.ResourceName]bool{}
-	for _, name := range []v1.ResourceName{v1.ResourceCPU, v1.ResourceMemory} {
-		q, ok := list[name]
-		if !ok || q.Sign() <= 0 {
-			continue
+// qosRequests is the positive cpu and memory requests of r, a request not
+// written taken from its limit.
+func qosRequests(r v1.ResourceRequirements) v1.ResourceList {
+	out := qosQuantities(r.Requests)
+	for name, limit := range qosQuantities(r.Limits) {
+		if _, written := r.Requests[name]; !written {
+			out[name] = limit
 		}
-		seen[name] = true
-		total := sum[name]
-		total.Add(q)
-		sum[name] = total
 	}
-	return seen
+	return out
+}
+
+// qosQuantities keeps the positive cpu and memory quantities of list.
+func qosQuantities(list v1.ResourceList) v1.ResourceList {
+	out := v1.ResourceList{}
+	for _, name := range []v1.ResourceName{v1.ResourceCPU, v1.ResourceMemory} {
+		if q, ok := list[name]; ok && q.Sign() > 0 {
+			out[name] = q.DeepCopy()
+		}
+	}
+	return out
 }
 
 // OOMScoreAdj is the kubelet's oom_score_adj for a container: -997 for

@@ -13,6 +13,20 @@ func withResources(name string, r v1.ResourceRequirements) v1.Container {
 	return c
 }
 
+// withInit puts init containers in front of pod's containers.
+func withInit(pod *v1.Pod, init ...v1.Container) *v1.Pod {
+	pod.Spec.InitContainers = init
+	return pod
+}
+
+// withPodResources sets pod-level resources (spec.resources).
+func withPodResources(pod *v1.Pod, r v1.ResourceRequirements) *v1.Pod {
+	pod.Spec.Resources = &r
+	return pod
+}
+
+// TestQOSClass is the table of the one QoS rule, which the pod status, the
+// cgroup parent and oom_score_adj all read.
 func TestQOSClass(t *testing.T) {
 	full := resources("500m", "1Gi", "500m", "1Gi")
 	cases := []struct {
@@ -22,30 +36,25 @@ func TestQOSClass(t *testing.T) {
 	}{
 		{"nothing set", newPod(newContainer("a")), v1.PodQOSBestEffort},
 		{"zero requests only", newPod(withResources("a", resources("0", "0", "", ""))), v1.PodQOSBestEffort},
-		{"equal requests and limits", newPod(withResources("a", full)), v1.PodQOSGuaranteed},
-		{"limits only", newPod(withResources("a", resources("", "", "1", "1Gi"))), v1.PodQOSBurstable},
-		{"requests below limits", newPod(withResources("a", resources("100m", "1Gi", "500m", "1Gi"))), v1.PodQOSBurstable},
-		{"memory limit missing", newPod(withResources("a", resources("500m", "1Gi", "500m", ""))), v1.PodQOSBurstable},
-		{"one guaranteed one empty", newPod(withResources("a", full), newContainer("b")), v1.PodQOSBurstable},
-		{"two guaranteed", newPod(withResources("a", full), withResources("b", resources("1", "2Gi", "1", "2Gi"))), v1.PodQOSGuaranteed},
-		{"requests only", newPod(withResources("a", resources("100m", "", "", ""))), v1.PodQOSBurstable},
 		{"non-QoS resource ignored", newPod(withResources("a", v1.ResourceRequirements{
 			Requests: v1.ResourceList{v1.ResourceEphemeralStorage: resource.MustParse("1Gi")}})), v1.PodQOSBestEffort},
+		{"equal requests and limits", newPod(withResources("a", full)), v1.PodQOSGuaranteed},
+		{"limits only: requests default to them", newPod(withResources("a", resources("", "", "1", "1Gi"))), v1.PodQOSGuaranteed},
+		{"cpu request defaults to its limit", newPod(withResources("a", resources("", "1Gi", "1", "1Gi"))), v1.PodQOSGuaranteed},
+		{"a zero request is written, not defaulted", newPod(withResources("a", resources("0", "1Gi", "1", "1Gi"))), v1.PodQOSBurstable},
+		{"requests below limits", newPod(withResources("a", resources("100m", "1Gi", "500m", "1Gi"))), v1.PodQOSBurstable},
+		{"memory limit missing", newPod(withResources("a", resources("500m", "1Gi", "500m", ""))), v1.PodQOSBurstable},
+		{"requests only", newPod(withResources("a", resources("100m", "", "", ""))), v1.PodQOSBurstable},
+		{"one guaranteed one empty", newPod(withResources("a", full), newContainer("b")), v1.PodQOSBurstable},
+		{"two guaranteed", newPod(withResources("a", full), withResources("b", resources("1", "2Gi", "1", "2Gi"))), v1.PodQOSGuaranteed},
+		{"init container without limits", withInit(newPod(withResources("a", full)), newContainer("init")), v1.PodQOSBurstable},
+		{"only an init container requests", withInit(newPod(newContainer("a")), withResources("init", resources("100m", "", "", ""))), v1.PodQOSBurstable},
+		{"init and regular guaranteed", withInit(newPod(withResources("a", full)), withResources("init", full)), v1.PodQOSGuaranteed},
+		{"pod-level resources decide", withPodResources(newPod(newContainer("a")), full), v1.PodQOSGuaranteed},
+		{"pod-level limits only", withPodResources(newPod(newContainer("a")), resources("", "", "1", "1Gi")), v1.PodQOSGuaranteed},
+		{"pod-level requests only", withPodResources(newPod(withResources("a", full)), resources("", "1Gi", "", "")), v1.PodQOSBurstable},
+		{"empty pod-level resources defer to containers", withPodResources(newPod(withResources("a", full)), v1.ResourceRequirements{}), v1.PodQOSGuaranteed},
 	}
-	initEmpty := newPod(withResources("a", full))
-	initEmpty.Spec.InitContainers = []v1.Container{newContainer("init")}
-	cases = append(cases, struct {
-		name string
-		pod  *v1.Pod
-		want v1.PodQOSClass
-	}{"init container without limits", initEmpty, v1.PodQOSBurstable})
-	initOnly := newPod(newContainer("a"))
-	initOnly.Spec.InitContainers = []v1.Container{withResources("init", resources("100m", "", "", ""))}
-	cases = append(cases, struct {
-		name string
-		pod  *v1.Pod
-		want v1.PodQOSClass
-	}{"only init container requests", initOnly, v1.PodQOSBurstable})
 	for _, tc := range cases {
 		if got := QOSClass(tc.pod); got != tc.want {
 			t.Errorf("%s: %s, want %s", tc.name, got, tc.want)

@@ -5,69 +5,31 @@ import (
 
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
+
+	"github.com/berth-dev/berth/internal/agent/podspec"
 )
 
-func resources(requests, limits map[v1.ResourceName]string) v1.ResourceRequirements {
-	parse := func(m map[v1.ResourceName]string) v1.ResourceList {
-		if m == nil {
-			return nil
-		}
-		out := v1.ResourceList{}
-		for k, v := range m {
-			out[k] = resource.MustParse(v)
-		}
-		return out
+// TestComputeQOSClassIsPodspecs checks the status reports the one QoS rule
+// (podspec.QOSClass, whose table is in podspec) and not a rule of its own: a
+// container with limits only is Guaranteed there, its requests defaulting to
+// its limits, exactly as the cgroup parent and oom_score_adj see it.
+func TestComputeQOSClassIsPodspecs(t *testing.T) {
+	limited := ctr("a")
+	limited.Resources.Limits = v1.ResourceList{
+		v1.ResourceCPU:    resource.MustParse("500m"),
+		v1.ResourceMemory: resource.MustParse("128Mi"),
 	}
-	return v1.ResourceRequirements{Requests: parse(requests), Limits: parse(limits)}
-}
-
-func withResources(c v1.Container, r v1.ResourceRequirements) v1.Container {
-	c.Resources = r
-	return c
-}
-
-func TestQOSClass(t *testing.T) {
-	cpuMem := map[v1.ResourceName]string{v1.ResourceCPU: "500m", v1.ResourceMemory: "128Mi"}
-	guaranteed := resources(cpuMem, cpuMem)
-	cases := []struct {
-		name string
-		pod  *v1.Pod
-		want v1.PodQOSClass
-	}{
-		{"nothing set", newPod("", nil, ctr("a")), v1.PodQOSBestEffort},
-		{"only other resources", newPod("", nil, withResources(ctr("a"),
-			resources(map[v1.ResourceName]string{v1.ResourceEphemeralStorage: "1Gi"}, nil))), v1.PodQOSBestEffort},
-		{"zero requests", newPod("", nil, withResources(ctr("a"),
-			resources(map[v1.ResourceName]string{v1.ResourceCPU: "0"}, nil))), v1.PodQOSBestEffort},
-		{"requests only", newPod("", nil, withResources(ctr("a"),
-			resources(map[v1.ResourceName]string{v1.ResourceCPU: "100m"}, nil))), v1.PodQOSBurstable},
-		{"equal requests and limits", newPod("", nil, withResources(ctr("a"), guaranteed)), v1.PodQOSGuaranteed},
-		{"limits without requests (not defaulted yet)", newPod("", nil, withResources(ctr("a"),
-			resources(nil, cpuMem))), v1.PodQOSBurstable},
-		{"request below limit", newPod("", nil, withResources(ctr("a"), resources(
-			map[v1.ResourceName]string{v1.ResourceCPU: "250m", v1.ResourceMemory: "128Mi"}, cpuMem))), v1.PodQOSBurstable},
-		{"memory limit missing", newPod("", nil, withResources(ctr("a"), resources(
-			map[v1.ResourceName]string{v1.ResourceCPU: "500m"}, map[v1.ResourceName]string{v1.ResourceCPU: "500m"}))), v1.PodQOSBurstable},
-		{"one container unbounded", newPod("", nil, withResources(ctr("a"), guaranteed), ctr("b")), v1.PodQOSBurstable},
-		{"init container counts", newPod("", []v1.Container{ctr("init")}, withResources(ctr("a"), guaranteed)), v1.PodQOSBurstable},
-		{"every container guaranteed", newPod("", []v1.Container{withResources(ctr("init"), guaranteed)},
-			withResources(ctr("a"), guaranteed), withResources(ctr("b"), guaranteed)), v1.PodQOSGuaranteed},
-		{"pod-level resources decide", func() *v1.Pod {
-			p := newPod("", nil, ctr("a"))
-			r := guaranteed
-			p.Spec.Resources = &r
-			return p
-		}(), v1.PodQOSGuaranteed},
-		{"pod-level requests only", func() *v1.Pod {
-			p := newPod("", nil, withResources(ctr("a"), guaranteed))
-			r := resources(map[v1.ResourceName]string{v1.ResourceMemory: "1Gi"}, nil)
-			p.Spec.Resources = &r
-			return p
-		}(), v1.PodQOSBurstable},
-	}
-	for _, tc := range cases {
-		if got := QOSClass(tc.pod); got != tc.want {
-			t.Errorf("%s: %s, want %s", tc.name, got, tc.want)
+	for _, p := range []*v1.Pod{
+		newPod("", nil, ctr("a")),
+		newPod("", nil, limited),
+		newPod("", nil, limited, ctr("b")),
+	} {
+		want := podspec.QOSClass(p)
+		if got := Compute(input(p, observed(nil))).QOSClass; got != want {
+			t.Errorf("containers %v: status says %s, podspec.QOSClass %s", p.Spec.Containers, got, want)
 		}
+	}
+	if got := Compute(input(newPod("", nil, limited), observed(nil))).QOSClass; got != v1.PodQOSGuaranteed {
+		t.Errorf("limits only: status says %s, want Guaranteed", got)
 	}
 }

@@ -7,6 +7,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/berth-dev/berth/internal/agent/plan"
+	"github.com/berth-dev/berth/internal/agent/podspec"
 )
 
 // DefaultRuntimeName prefixes container IDs ("berth://<id>") when Input.RuntimeName is
@@ -61,7 +62,7 @@ func Compute(in Input) v1.PodStatus {
 		prev = *in.Previous
 	}
 	b := newBuilder(in, prev)
-	s := v1.PodStatus{QOSClass: QOSClass(in.Pod)}
+	s := v1.PodStatus{QOSClass: podspec.QOSClass(in.Pod)}
 	s.InitContainerStatuses = b.statuses(in.Pod.Spec.InitContainers, prev.InitContainerStatuses, kindInit)
 	s.ContainerStatuses = b.statuses(in.Pod.Spec.Containers, prev.ContainerStatuses, kindRegular)
 	if eph := ephemeralSpecs(in.Pod); len(eph) > 0 {

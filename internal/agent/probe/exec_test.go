@@ -116,33 +116,6 @@ func TestExecProbeExpandsContainerEnv(t *testing.T) {
 	}
 }
 
-func TestExpand(t *testing.T) {
-	vars := map[string]string{"A": "1", "B": "two", "EMPTY": ""}
-	lookup := func(n string) (string, bool) { v, ok := vars[n]; return v, ok }
-	for in, want := range map[string]string{
-		"plain":          "plain",
-		"$(A)":           "1",
-		"x$(A)y$(B)z":    "x1ytwoz",
-		"$(EMPTY)!":      "!",
-		"$(NOPE)":        "$(NOPE)",
-		"$$(A)":          "$(A)",
-		"$$$(A)":         "$1",
-		"$$":             "$",
-		"$A":             "$A",
-		"cost: 5$":       "cost: 5$",
-		"$(A":            "$(A",
-		"$()":            "$()",
-		"$(A)$(B":        "1$(B",
-		"ünï$(A)cödé":    "ünï1cödé",
-		"$($(A))":        "$($(A))",
-		"trailing $(B) ": "trailing two ",
-	} {
-		if got := expand(in, lookup); got != want {
-			t.Errorf("expand(%q) = %q, want %q", in, got, want)
-		}
-	}
-}
-
 func TestProbeWithoutHandler(t *testing.T) {
 	if got, _ := Run(context.Background(), &v1.Probe{}, podTarget(&v1.Container{}), nil); got != Unknown {
 		t.Errorf("empty probe: %v", got)
