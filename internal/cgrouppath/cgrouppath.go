@@ -46,6 +46,28 @@ func ValidSlice(slice string) error {
 	return err
 }
 
+// SliceName is the slice a systemd-driver cgroup parent names: a slice
+// name as it is ("kubepods-besteffort-pod1.slice"), or the path form
+// kubelet's systemd driver sends ("/kubepods.slice/kubepods-besteffort.slice/
+// kubepods-besteffort-pod1.slice", what containerd and CRI-O take the last
+// element of), which must be exactly the expansion of its last element:
+// a path that nests slices otherwise ("/a.slice/b.slice") is refused, not
+// reinterpreted.
+func SliceName(parent string) (string, error) {
+	if !strings.HasPrefix(parent, "/") {
+		return parent, ValidSlice(parent)
+	}
+	slice := path.Base(parent)
+	dir, err := ExpandSlice(slice)
+	if err != nil {
+		return "", fmt.Errorf("slice path %q: %w", parent, err)
+	}
+	if dir != parent || slice == "-.slice" {
+		return "", fmt.Errorf("slice path %q: not the expansion of %s (%s): %w", parent, slice, dir, errdefs.ErrInvalidArgument)
+	}
+	return slice, nil
+}
+
 // Systemd is the systemd-form cgroupsPath "<slice>:<prefix>:<name>" of a
 // unit <prefix>-<name>.scope in slice. The slice must be valid (see
 // ExpandSlice); prefix and name must be non-empty and hold neither ':' nor

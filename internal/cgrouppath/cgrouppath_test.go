@@ -71,3 +71,25 @@ func TestDir(t *testing.T) {
 		}
 	}
 }
+
+func TestSliceName(t *testing.T) {
+	for _, tc := range []struct{ parent, want string }{
+		{"kubepods-besteffort-pod1.slice", "kubepods-besteffort-pod1.slice"},
+		{"/kubepods.slice/kubepods-besteffort.slice/kubepods-besteffort-pod1_2.slice", "kubepods-besteffort-pod1_2.slice"},
+		{"/kubepods.slice/kubepods-pod1.slice", "kubepods-pod1.slice"},
+		{"/kubepods.slice", "kubepods.slice"},
+		{"-.slice", "-.slice"},
+	} {
+		got, err := SliceName(tc.parent)
+		if err != nil || got != tc.want {
+			t.Errorf("SliceName(%q) = %q, %v; want %q", tc.parent, got, err, tc.want)
+		}
+	}
+	for _, bad := range []string{"", "/", "/-.slice", "/kubepods", "/kubepods/besteffort/pod1", "/a.slice/b.slice",
+		"/kubepods-besteffort.slice", "/kubepods.slice/kubepods-besteffort-pod1.slice", "kubepods.slice/kubepods-x.slice",
+		"/kubepods.slice//kubepods-x.slice", "/kubepods.slice/kubepods-x.slice/", "/../kubepods.slice", "/kubepods.slice/../kubepods-x.slice"} {
+		if got, err := SliceName(bad); !errors.Is(err, errdefs.ErrInvalidArgument) {
+			t.Errorf("SliceName(%q) = %q, %v; want ErrInvalidArgument", bad, got, err)
+		}
+	}
+}

@@ -8,7 +8,11 @@
 //     a-b-c.slice is the directory /a.slice/a-b.slice/a-b-c.slice, and -.slice
 //     is the root; an empty slice is system.slice. The container's cgroup is
 //     the scope unit <prefix>-<name>.scope inside the slice (a name ending in
-//     .slice is a slice of its own, named as it is).
+//     .slice is a slice of its own, named as it is). kubelet's systemd
+//     driver names a pod's slice by that directory
+//     (/kubepods.slice/kubepods-besteffort.slice/kubepods-besteffort-pod1.slice);
+//     SliceName turns it back into the slice, accepting only an exact
+//     expansion.
 //
 // Rules: pure string work on the standard library and errdefs only
 // (berth-monitor links it); every name that could step out of the

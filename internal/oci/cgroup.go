@@ -32,18 +32,17 @@ func CgroupsPath(parent, containerID string) string {
 }
 
 // ValidateCgroupParent refuses a cgroup_parent the driver cannot use: under
-// systemd a slice name (kubepods-besteffort-pod<uid>.slice), under cgroupfs
-// a clean path. "" is valid (the default parent).
+// systemd a slice name (kubepods-besteffort-pod<uid>.slice) or kubelet's
+// path form of one (/kubepods.slice/kubepods-besteffort.slice/
+// kubepods-besteffort-pod<uid>.slice), under cgroupfs a clean path. "" is
+// valid (the default parent).
 func ValidateCgroupParent(parent string, systemd bool) error {
 	if parent == "" {
 		return nil
 	}
 	if systemd {
-		if err := cgrouppath.ValidSlice(parent); err != nil {
-			return fmt.Errorf("cgroup_parent %q: cgroup_driver is systemd, which wants a slice name such as kubepods-besteffort-pod<uid>.slice: %w",
-				parent, errdefs.ErrInvalidArgument)
-		}
-		return nil
+		_, err := systemdSlice(parent)
+		return err
 	}
 	switch {
 	case strings.HasSuffix(parent, ".slice"):
@@ -74,9 +73,24 @@ func cgroupsPathFor(parent string, sandbox *runtimeapi.PodSandboxConfig, id stri
 	if parent == "" {
 		parent = DefaultSystemdCgroupParent
 	}
-	p, err := cgrouppath.Systemd(parent, SystemdScopePrefix, id)
+	slice, err := systemdSlice(parent)
+	if err != nil {
+		return "", err
+	}
+	p, err := cgrouppath.Systemd(slice, SystemdScopePrefix, id)
 	if err != nil {
 		return "", fmt.Errorf("cgroups path: %w", err)
 	}
 	return p, nil
+}
+
+// systemdSlice is the slice a cgroup_parent names under the systemd driver
+// (cgrouppath.SliceName), or InvalidArgument naming the field.
+func systemdSlice(parent string) (string, error) {
+	slice, err := cgrouppath.SliceName(parent)
+	if err != nil {
+		return "", fmt.Errorf("cgroup_parent %q: cgroup_driver is systemd, which wants a slice name such as kubepods-besteffort-pod<uid>.slice or its path /kubepods.slice/kubepods-besteffort.slice/kubepods-besteffort-pod<uid>.slice: %w",
+			parent, errdefs.ErrInvalidArgument)
+	}
+	return slice, nil
 }

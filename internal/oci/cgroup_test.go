@@ -48,6 +48,8 @@ func TestSystemdCgroupsPath(t *testing.T) {
 		{"kubepods.slice", sandbox, "kubepods.slice:berth:c1"},
 		{"", nil, "berth.slice:berth:c1"},
 		{"-.slice", nil, "-.slice:berth:c1"},
+		// kubelet's systemd driver sends the slice's path
+		{"/kubepods.slice/kubepods-besteffort.slice/kubepods-besteffort-pod9.slice", nil, "kubepods-besteffort-pod9.slice:berth:c1"},
 	} {
 		if got, err := cgroupsPathFor(tc.parent, tc.sandbox, "c1", true); err != nil || got != tc.want {
 			t.Errorf("cgroupsPathFor(%q, systemd) = %q, %v; want %q", tc.parent, got, err, tc.want)
@@ -55,7 +57,7 @@ func TestSystemdCgroupsPath(t *testing.T) {
 	}
 	for _, bad := range []struct{ parent, id string }{
 		{"/kubepods/burstable/pod1", "c1"}, {"kubepods", "c1"}, {"kubepods.slice/x.slice", "c1"},
-		{"kubepods--x.slice", "c1"}, {"kubepods.slice", "x:y"}, {"kubepods.slice", "x/y"}, {"kubepods.slice", ".."},
+		{"kubepods--x.slice", "c1"}, {"/a.slice/b.slice", "c1"}, {"/", "c1"}, {"kubepods.slice", "x:y"}, {"kubepods.slice", "x/y"}, {"kubepods.slice", ".."},
 	} {
 		_, err := cgroupsPathFor(bad.parent, nil, bad.id, true)
 		if !errors.Is(err, errdefs.ErrInvalidArgument) {

@@ -66,7 +66,11 @@ func StartPrivateSystemd(t *testing.T) *PrivateSystemd {
 		}
 		procs = append(procs, filepath.Join(hs[i].root, "cgroup.procs"))
 	}
-	t.Cleanup(func() { removeRoots(hs) }) // runs after the kill below
+	t.Cleanup(func() { // runs after the kill below
+		for _, left := range removeRoots(hs) {
+			t.Errorf("private systemd: cgroup %s left after its removal", left)
+		}
+	})
 	sd, err := launchSystemd(t, dir, hs, procs)
 	if err != nil {
 		t.Skipf("private systemd did not come up: %v\n%s", err, readTail(filepath.Join(dir, "systemd.log")))
@@ -170,7 +174,9 @@ func ownCgroup(h hierarchy) (string, error) {
 	return "", fmt.Errorf("cgroup hierarchy %s: this process's cgroup not found", h.name)
 }
 
-func removeRoots(hs []hierarchy) {
+// removeRoots removes systemd's cgroup roots and lists those left.
+func removeRoots(hs []hierarchy) []string {
+	var left []string
 	for _, h := range hs {
 		if h.root == "" {
 			continue
@@ -182,7 +188,11 @@ func removeRoots(hs []hierarchy) {
 			}
 			time.Sleep(50 * time.Millisecond) // the killed processes leave their cgroups
 		}
+		if _, err := os.Stat(h.root); err == nil {
+			left = append(left, h.root)
+		}
 	}
+	return left
 }
 
 func readTail(path string) string {
@@ -275,4 +285,26 @@ func (s *PrivateSystemd) Systemctl(args ...string) (string, error) {
 	argv := append([]string{"--target", strconv.Itoa(s.PID), "--mount", "--pid", "--cgroup", "--uts", "--", "systemctl"}, args...)
 	out, err := exec.Command("nsenter", argv...).CombinedOutput()
 	return strings.TrimSpace(string(out)), err
+}
+
+// Serve sets o up to run `berth serve` inside this systemd: through Enter,
+// with its state directory below a short temporary directory (systemd's
+// /run is its own; the test reaches the socket there) and o.Config copied
+// with cgroup_driver = "systemd" in front.
+func (s *PrivateSystemd) Serve(t *testing.T, o *Options) {
+	t.Helper()
+	stateParent, err := os.MkdirTemp("", "bsd") // short: socket paths below it
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(stateParent) })
+	base, err := os.ReadFile(o.Config)
+	if err != nil {
+		t.Fatal(err)
+	}
+	config := filepath.Join(t.TempDir(), "config.toml")
+	if err := os.WriteFile(config, append([]byte("cgroup_driver = \"systemd\"\n"), base...), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	o.Config, o.StateParent, o.Wrap = config, stateParent, s.Enter
 }

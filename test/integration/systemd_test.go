@@ -23,14 +23,7 @@ import (
 // pod's slice once the pod is deleted.
 func TestSystemdCgroupDriver(t *testing.T) {
 	sd := harness.StartPrivateSystemd(t)
-	stateParent, err := os.MkdirTemp("", "bsd") // short: socket paths below it
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { os.RemoveAll(stateParent) })
-	d := startDaemon(t, func(t *testing.T, o *harness.Options) {
-		o.Config, o.StateParent, o.Wrap = systemdConfig(t), stateParent, sd.Enter
-	})
+	d := startDaemon(t, func(t *testing.T, o *harness.Options) { sd.Serve(t, o) })
 	rc, err := d.RT.RuntimeConfig(d.ctx(), &runtimeapi.RuntimeConfigRequest{})
 	if err != nil || rc.GetLinux().GetCgroupDriver() != runtimeapi.CgroupDriver_SYSTEMD {
 		t.Fatalf("RuntimeConfig = %v, %v; want SYSTEMD", rc, err)
@@ -121,18 +114,4 @@ spec:
 	if out, _ := sd.Systemctl("is-active", slice); out == "active" {
 		t.Errorf("agent pod: unit %s still active after delete", slice)
 	}
-}
-
-// systemdConfig is the offline test config with cgroup_driver = "systemd".
-func systemdConfig(t *testing.T) string {
-	t.Helper()
-	base, err := os.ReadFile(emptyConfig)
-	if err != nil {
-		t.Fatal(err)
-	}
-	path := filepath.Join(t.TempDir(), "config.toml")
-	if err := os.WriteFile(path, append([]byte("cgroup_driver = \"systemd\"\n"), base...), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	return path
 }

@@ -16,6 +16,8 @@
 // (host.go): the processes the test started are stopped by pid, kubelet's
 // kubepods cgroups are removed from every hierarchy, its links in
 // /var/log/containers go, the kernel settings it tunes are restored and
-// the bind mount of its root directory is undone. test/kubelet runs a
+// the bind mount of its root directory is undone. KubeletOptions.Wrap runs
+// kubelet through a command, e.g. inside a private systemd
+// (harness.PrivateSystemd) for cgroupDriver: systemd. test/kubelet runs a
 // standalone kubelet with it, test/cluster a registered one.
 package kube

@@ -43,6 +43,14 @@ type KubeletOptions struct {
 	ControlPlane *ControlPlane
 	// Config is appended to the KubeletConfiguration (YAML lines).
 	Config string
+	// CgroupDriver is kubelet's cgroupDriver: "cgroupfs" (the default) or
+	// "systemd". kubelet 1.34+ takes the driver the runtime reports in
+	// RuntimeConfig over this one.
+	CgroupDriver string
+	// Wrap runs kubelet through a command: Wrap..., kubelet, args
+	// (harness.PrivateSystemd.Enter, for the systemd driver). It must exit
+	// with kubelet's status and pass SIGTERM on to it.
+	Wrap []string
 }
 
 // kubeletSysctls are the kernel settings kubelet sets (setupKernelTunables);
@@ -91,7 +99,7 @@ func NewKubelet(t *testing.T, opts KubeletOptions) *Kubelet {
 	return k
 }
 
-// config is kubelet's KubeletConfiguration: cgroupfs, healthz on loopback,
+// config is kubelet's KubeletConfiguration: its cgroup driver, healthz on loopback,
 // nothing under the host's /var/lib/kubelet or /var/log/pods; standalone
 // without a server, registered with its server on 127.0.0.1.
 func (k *Kubelet) config(socket string, healthzPort int) string {
@@ -101,7 +109,7 @@ containerRuntimeEndpoint: unix://%s
 staticPodPath: %s
 fileCheckFrequency: 1s
 syncFrequency: 10s
-cgroupDriver: cgroupfs
+cgroupDriver: %s
 failCgroupV1: false
 failSwapOn: false
 readOnlyPort: 0
@@ -112,8 +120,15 @@ hairpinMode: none
 makeIPTablesUtilChains: false
 podLogsDir: %s
 volumePluginDir: %s
-%s%s`, socket, k.Manifests, healthzPort, k.WriteFile("resolv.conf", "nameserver 127.0.0.1\n"),
+%s%s`, socket, k.Manifests, k.cgroupDriver(), healthzPort, k.WriteFile("resolv.conf", "nameserver 127.0.0.1\n"),
 		k.PodLogs, filepath.Join(k.Dir, "volume-plugins"), k.serverConfig(), k.opts.Config)
+}
+
+func (k *Kubelet) cgroupDriver() string {
+	if k.opts.CgroupDriver == "" {
+		return "cgroupfs"
+	}
+	return k.opts.CgroupDriver
 }
 
 // serverConfig turns kubelet's server off (standalone) or serves it on
@@ -177,7 +192,8 @@ func (k *Kubelet) Start(socket string) {
 	if len(gates) > 0 {
 		args = append(args, "--feature-gates", strings.Join(gates, ","))
 	}
-	k.proc = &Process{Name: "kubelet", Bin: k.opts.Bin, Args: args, LogPath: filepath.Join(k.Dir, "kubelet.log")}
+	argv := append(append(append([]string(nil), k.opts.Wrap...), k.opts.Bin), args...)
+	k.proc = &Process{Name: "kubelet", Bin: argv[0], Args: argv[1:], LogPath: filepath.Join(k.Dir, "kubelet.log")}
 	if err := k.proc.Start(); err != nil {
 		t.Fatal(err)
 	}
@@ -221,6 +237,18 @@ func (k *Kubelet) Terminate() {
 	if err := k.proc.Stop(20 * time.Second); err != nil {
 		k.T.Error(err)
 	}
+}
+
+// LogLines lists the lines of kubelet's log (every start) that contain s.
+func (k *Kubelet) LogLines(s string) []string {
+	b, _ := os.ReadFile(k.proc.LogPath)
+	var out []string
+	for _, line := range strings.Split(string(b), "\n") {
+		if strings.Contains(line, s) {
+			out = append(out, line)
+		}
+	}
+	return out
 }
 
 // logUnimplemented reports the kubelet log lines about CRI calls berth

@@ -1,14 +1,10 @@
 package kubelet
 
 import (
-	"context"
-	"fmt"
 	"os"
 	"path/filepath"
 	"testing"
 	"time"
-
-	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
 	"github.com/berth-dev/berth/test/harness"
 	"github.com/berth-dev/berth/test/kube"
@@ -64,16 +60,34 @@ spec:
 // reads static pods from a directory.
 func TestStandaloneKubelet(t *testing.T) {
 	k := kube.NewKubelet(t, kube.KubeletOptions{Bin: os.Getenv("BERTH_KUBELET")}) // set: TestMain checked
-	d := harness.Start(t, harness.Options{
-		BinDir: binDir, Config: offlineConfig, Layouts: []string{busyboxLayout},
-		ServeArgs: []string{"--agent=false"},
-	})
+	d := harness.Start(t, daemonOptions())
 	k.Start(d.Socket)
 	c := cri{k: k, d: d}
 
+	web, crash := c.runStaticPods()
+	c.restartKubelet(web, crash)
+	uids := c.podUIDs()
+	c.removeStaticPods(func() []string { return podCgroups(uids) })
+	t.Logf("kubelet removed both pods and their cgroups")
+}
+
+// daemonOptions run berth serve offline with busybox imported and no node
+// agent (kubelet is the agent).
+func daemonOptions() harness.Options {
+	return harness.Options{
+		BinDir: binDir, Config: offlineConfig, Layouts: []string{busyboxLayout},
+		ServeArgs: []string{"--agent=false"},
+	}
+}
+
+// runStaticPods places web and crash and waits until web's init container
+// ran (once) before a and b, and kubelet restarted crash twice; it returns
+// the pods' names.
+func (c cri) runStaticPods() (web, crash string) {
+	k, t := c.k, c.k.T
 	k.WriteManifest("web.yaml", webPod)
 	k.WriteManifest("crash.yaml", crashPod)
-	web := "web-" + k.NodeName
+	web, crash = "web-"+k.NodeName, "crash-"+k.NodeName
 	k.WaitFor("web's init container to exit 0 and a, b to run", 2*time.Minute, func() bool {
 		return c.state(web, "init") == exited0 && c.state(web, "a") == running && c.state(web, "b") == running
 	})
@@ -81,20 +95,22 @@ func TestStandaloneKubelet(t *testing.T) {
 		t.Errorf("container a of %s was created %d times, want once (did it run before the init container?)", web, n)
 	}
 	t.Logf("%s: init exited 0, a and b run", web)
-	crash := "crash-" + k.NodeName
 	k.WaitFor("kubelet to restart crash twice", 3*time.Minute, func() bool { return c.maxAttempt(crash, "crash") >= 2 })
 	t.Logf("crash restarted %d times", c.maxAttempt(crash, "crash"))
-	c.restartKubelet(web, crash)
-	uids := c.podUIDs()
+	return web, crash
+}
 
+// removeStaticPods removes both manifests and waits until berth holds no
+// sandbox and no container, and podCgroups lists none of the pods'
+// cgroups (kubelet removes them once the pods are gone).
+func (c cri) removeStaticPods(podCgroups func() []string) {
 	for _, f := range []string{"web.yaml", "crash.yaml"} {
-		if err := os.Remove(filepath.Join(k.Manifests, f)); err != nil {
-			t.Fatal(err)
+		if err := os.Remove(filepath.Join(c.k.Manifests, f)); err != nil {
+			c.k.T.Fatal(err)
 		}
 	}
-	k.WaitFor("kubelet to remove every sandbox and container from berth", 3*time.Minute, c.empty)
-	k.WaitFor("kubelet to remove the pod cgroups", time.Minute, func() bool { return len(podCgroups(uids)) == 0 })
-	t.Logf("kubelet removed both pods and their cgroups")
+	c.k.WaitFor("kubelet to remove every sandbox and container from berth", 3*time.Minute, c.empty)
+	c.k.WaitFor("kubelet to remove the pod cgroups", time.Minute, func() bool { return len(podCgroups()) == 0 })
 }
 
 // restartKubelet stops kubelet and starts it again: it must adopt the pods
@@ -120,23 +136,6 @@ func (c cri) restartKubelet(web, crash string) {
 	t.Logf("restarted kubelet adopted %s and restarted crash (attempt %d)", web, c.maxAttempt(crash, "crash"))
 }
 
-// sandboxID is the id of the ready sandbox of the pod named pod, or "".
-func (c cri) sandboxID(pod string) string {
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	resp, err := c.d.RT.ListPodSandbox(ctx, &runtimeapi.ListPodSandboxRequest{Filter: &runtimeapi.PodSandboxFilter{
-		State:         &runtimeapi.PodSandboxStateValue{State: runtimeapi.PodSandboxState_SANDBOX_READY},
-		LabelSelector: map[string]string{"io.kubernetes.pod.name": pod},
-	}})
-	if err != nil {
-		c.k.T.Fatalf("ListPodSandbox: %v", err)
-	}
-	if len(resp.GetItems()) != 1 {
-		return fmt.Sprintf("(%d ready sandboxes)", len(resp.GetItems()))
-	}
-	return resp.GetItems()[0].GetId()
-}
-
 // podCgroups lists the cgroups of the pods with these uids that exist in
 // any hierarchy, at any QoS level.
 func podCgroups(uids []string) []string {
@@ -148,110 +147,4 @@ func podCgroups(uids []string) []string {
 		}
 	}
 	return out
-}
-
-// cri looks at berth through the harness's CRI client.
-type cri struct {
-	k *kube.Kubelet
-	d *harness.Daemon
-}
-
-type ctrState int
-
-const (
-	absent ctrState = iota
-	created
-	running
-	exited0
-	exitedNonZero
-)
-
-// containers lists the containers named name in the pod named pod (every
-// attempt, newest last is not guaranteed).
-func (c cri) containers(pod, name string) []*runtimeapi.Container {
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	resp, err := c.d.RT.ListContainers(ctx, &runtimeapi.ListContainersRequest{Filter: &runtimeapi.ContainerFilter{
-		LabelSelector: map[string]string{"io.kubernetes.pod.name": pod, "io.kubernetes.container.name": name},
-	}})
-	if err != nil {
-		c.k.T.Fatalf("ListContainers: %v", err)
-	}
-	return resp.GetContainers()
-}
-
-// state is the state of the newest attempt of a container.
-func (c cri) state(pod, name string) ctrState {
-	var newest *runtimeapi.Container
-	for _, ctr := range c.containers(pod, name) {
-		if newest == nil || ctr.GetMetadata().GetAttempt() > newest.GetMetadata().GetAttempt() {
-			newest = ctr
-		}
-	}
-	if newest == nil {
-		return absent
-	}
-	switch newest.GetState() {
-	case runtimeapi.ContainerState_CONTAINER_RUNNING:
-		return running
-	case runtimeapi.ContainerState_CONTAINER_EXITED:
-		return c.exitState(newest.GetId())
-	}
-	return created
-}
-
-func (c cri) exitState(id string) ctrState {
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	st, err := c.d.RT.ContainerStatus(ctx, &runtimeapi.ContainerStatusRequest{ContainerId: id})
-	if err != nil {
-		return absent // removed meanwhile
-	}
-	if st.GetStatus().GetExitCode() == 0 {
-		return exited0
-	}
-	return exitedNonZero
-}
-
-func (c cri) attempts(pod, name string) int { return len(c.containers(pod, name)) }
-
-// maxAttempt is the highest attempt (kubelet's restart count) of a
-// container; kubelet may have removed older ones.
-func (c cri) maxAttempt(pod, name string) uint32 {
-	var n uint32
-	for _, ctr := range c.containers(pod, name) {
-		n = max(n, ctr.GetMetadata().GetAttempt())
-	}
-	return n
-}
-
-// podUIDs lists the uids of the sandboxes berth holds.
-func (c cri) podUIDs() []string {
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	resp, err := c.d.RT.ListPodSandbox(ctx, &runtimeapi.ListPodSandboxRequest{})
-	if err != nil {
-		c.k.T.Fatalf("ListPodSandbox: %v", err)
-	}
-	var uids []string
-	for _, sb := range resp.GetItems() {
-		uids = append(uids, sb.GetMetadata().GetUid())
-		c.d.KnownPodUIDs[sb.GetMetadata().GetUid()] = true
-	}
-	return uids
-}
-
-// empty reports whether berth lists no sandbox and no container.
-func (c cri) empty() bool {
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	sbs, err := c.d.RT.ListPodSandbox(ctx, &runtimeapi.ListPodSandboxRequest{})
-	if err != nil {
-		c.k.T.Fatalf("ListPodSandbox: %v", err)
-	}
-	ctrs, err := c.d.RT.ListContainers(ctx, &runtimeapi.ListContainersRequest{})
-	if err != nil {
-		c.k.T.Fatalf("ListContainers: %v", err)
-	}
-	return len(sbs.GetItems()) == 0 && len(ctrs.GetContainers()) == 0
 }
