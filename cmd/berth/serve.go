@@ -53,11 +53,13 @@ runs in the daemon on its own socket unless --agent=false.`,
 	return cmd
 }
 
-// serve runs the daemon until SIGTERM or SIGINT.
+// serve runs the daemon until SIGTERM or SIGINT; SIGUSR1 writes its
+// goroutines' stacks to stderr.
 func serve(ctx context.Context, cfg config.Config, agentOpts *agentFlags) error {
 	log := newLogger(cfg)
 	ctx, stop := signal.NotifyContext(ctx, syscall.SIGTERM, syscall.SIGINT)
 	defer stop()
+	dumpStacksOnSignal(ctx, os.Stderr)
 	if err := checkCgroupDriver(cfg); err != nil {
 		return err
 	}

@@ -88,6 +88,9 @@ func (c *cluster) testNode(t *testing.T) {
 // teardown deletes every namespace's workloads and waits until kubelet
 // has removed every sandbox and container from berth.
 func (c *cluster) teardown() {
+	if c.t.Failed() {
+		c.dumpStacks()
+	}
 	c.kubectl("delete", "deployments,jobs,pods", "--all", "--all-namespaces", "--wait=false")
 	c.kubectl("delete", "namespaces", "-l", "e2e-framework", "--wait=false") // left by a failed conformance spec
 	c.waitFor("kubelet to remove every sandbox and container from berth", 5*time.Minute, c.berthEmpty)
@@ -177,4 +180,19 @@ func (c *cluster) waitFor(what string, timeout time.Duration, cond func() bool) 
 		c.cp.CheckRunning()
 		return cond()
 	})
+}
+
+// dumpStacks puts berth's goroutine stacks in its log and kubelet's in
+// goroutines.log beside kubelet's, both kept with the failed run's logs.
+func (c *cluster) dumpStacks() {
+	c.berth.DumpStacks()
+	out, err := c.kubeletGet("/debug/pprof/goroutine?debug=2")
+	if err != nil {
+		c.t.Logf("kubelet's goroutine stacks: %v", err)
+		return
+	}
+	path := filepath.Join(c.kubelet.Dir, "goroutines.log")
+	if err := os.WriteFile(path, []byte(out), 0o600); err != nil {
+		c.t.Logf("kubelet's goroutine stacks: %v", err)
+	}
 }

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/berth-dev/berth/test/cluster/conformance"
+	"github.com/berth-dev/berth/test/harness"
 	"github.com/berth-dev/berth/test/registry"
 )
 
@@ -54,6 +55,7 @@ func (c *cluster) testConformance(t *testing.T) {
 	reportDir := os.Getenv("BERTH_CONFORMANCE_REPORT")
 	if reportDir == "" {
 		reportDir = t.TempDir()
+		harness.KeepOnFailure(t, reportDir)
 	}
 	opts := conformance.Options{
 		E2ETest: filepath.Join(kubeBin, "e2e.test"), Ginkgo: filepath.Join(kubeBin, "ginkgo"), Procs: 8,

@@ -48,6 +48,7 @@ func Main(m *testing.M, pkg string, prepare func(tmp string) error) {
 		fmt.Fprintf(os.Stderr, "%s: setup: %v\n", pkg, err)
 	} else {
 		code = m.Run()
+		printSummary(os.Stdout, pkg)
 	}
 	os.RemoveAll(tmp)
 	os.Exit(code)

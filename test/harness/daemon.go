@@ -84,6 +84,7 @@ func Start(t *testing.T, opts Options) *Daemon {
 		KnownIDs: map[string]bool{}, KnownPodUIDs: map[string]bool{},
 	}
 	d.Socket = filepath.Join(d.State, "berth.sock")
+	KeepOnFailure(t, d.LogPath) // after d.Cleanup: the log then ends with the teardown
 	d.Net = newTestNetwork(id, filepath.Join(d.Root, "cni", "networks"))
 	if opts.PluginType != "" {
 		d.Net.PluginType = opts.PluginType
@@ -255,4 +256,24 @@ func (d *Daemon) LogTail(n int) string {
 		lines = lines[len(lines)-n:]
 	}
 	return "--- berth serve log (last lines) ---\n" + strings.Join(lines, "\n") + "\n"
+}
+
+// DumpStacks asks berth serve for its goroutines' stacks (SIGUSR1) and
+// waits up to 10s until they are in its log: a failed test calls it
+// before teardown, while whatever was stuck still is.
+func (d *Daemon) DumpStacks() {
+	if d.cmd == nil || d.cmd.Process == nil {
+		return
+	}
+	const end = "=== end of goroutine stack dump ==="
+	before := strings.Count(d.LogTail(1<<30), end)
+	if err := d.cmd.Process.Signal(syscall.SIGUSR1); err != nil {
+		d.T.Logf("berth serve stack dump: %v", err)
+		return
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for strings.Count(d.LogTail(1<<30), end) == before && time.Now().Before(deadline) {
+		time.Sleep(50 * time.Millisecond)
+	}
+	d.T.Logf("berth serve's goroutine stacks are in its log %s", d.LogPath)
 }

@@ -10,6 +10,8 @@ import (
 	"path/filepath"
 	"testing"
 	"time"
+
+	"github.com/berth-dev/berth/test/harness"
 )
 
 // ControlPlane is etcd, kube-apiserver, kube-controller-manager and
@@ -40,6 +42,7 @@ func StartControlPlane(t *testing.T, binDir, etcdBin string) *ControlPlane {
 		t.Fatal(err)
 	}
 	cp := &ControlPlane{Dir: dir, CA: ca, t: t}
+	harness.KeepOnFailure(t, dir) // before stop: it then runs after it
 	t.Cleanup(cp.stop)
 	etcdURL := cp.startEtcd(etcdBin)
 	port := FreePort(t)
@@ -213,6 +216,7 @@ func WaitFor(t *testing.T, what string, timeout time.Duration, cond func() bool)
 	deadline := time.Now().Add(timeout)
 	for !cond() {
 		if time.Now().After(deadline) {
+			harness.Summarize("%s: timed out after %v waiting for %s", t.Name(), timeout, what)
 			t.Fatalf("timed out after %v waiting for %s", timeout, what)
 		}
 		time.Sleep(200 * time.Millisecond)

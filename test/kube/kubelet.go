@@ -96,6 +96,7 @@ func NewKubelet(t *testing.T, opts KubeletOptions) *Kubelet {
 		}
 	}
 	t.Cleanup(k.restoreHost)
+	harness.KeepOnFailure(t, filepath.Join(dir, "kubelet.log"), filepath.Join(dir, "goroutines.log"))
 	return k
 }
 
@@ -279,6 +280,7 @@ func (k *Kubelet) WaitFor(what string, timeout time.Duration, cond func() bool) 
 	deadline := time.Now().Add(timeout)
 	for !cond() {
 		if time.Now().After(deadline) {
+			harness.Summarize("%s: timed out after %v waiting for %s", k.T.Name(), timeout, what)
 			k.T.Fatalf("timed out after %v waiting for %s\n%s", timeout, what, k.proc.LogTail(60))
 		}
 		time.Sleep(200 * time.Millisecond)

@@ -12,6 +12,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/berth-dev/berth/test/harness"
 )
 
 // Options say how to run e2e.test against a cluster.
@@ -131,7 +133,11 @@ func Run(t *testing.T, dir string, o Options) {
 	if err != nil {
 		t.Fatalf("%v (e2e.test: %v; log: %s)", err, runErr, logPath)
 	}
+	if runErr != nil {
+		harness.Summarize("%s: e2e.test ran %s: %v", t.Name(), time.Since(start).Round(time.Second), runErr)
+	}
 	for _, f := range rep.SuiteFailure {
+		harness.Summarize("%s: suite node failed: %s", t.Name(), firstLine(f))
 		t.Errorf("suite node failed: %s", f)
 	}
 	problems, err := checkResults(filepath.Join(dir, o.results()), rep.Results)
@@ -139,6 +145,7 @@ func Run(t *testing.T, dir string, o Options) {
 		t.Fatal(err)
 	}
 	for _, p := range problems {
+		harness.Summarize("%s: %s", t.Name(), p)
 		t.Error(p)
 	}
 }
