@@ -103,6 +103,13 @@ func (im Image) Build(base v1.Layer, progs Programs) (v1.Image, error) {
 		}
 		layers = append(layers, l)
 	}
+	return Assemble(layers, im.Config)
+}
+
+// Assemble makes an OCI image of layers (bottom first) with config, for
+// linux on this machine's architecture, created at the epoch so that the
+// same inputs give the same digest.
+func Assemble(layers []v1.Layer, config v1.Config) (v1.Image, error) {
 	img, err := mutate.AppendLayers(mutate.MediaType(empty.Image, types.OCIManifestSchema1), layers...)
 	if err != nil {
 		return nil, err
@@ -114,7 +121,7 @@ func (im Image) Build(base v1.Layer, progs Programs) (v1.Image, error) {
 	}
 	cf = cf.DeepCopy()
 	cf.Architecture, cf.OS, cf.Created = runtime.GOARCH, "linux", v1.Time{Time: epoch}
-	cf.Config = im.Config
+	cf.Config = config
 	return mutate.ConfigFile(img, cf)
 }
 

@@ -12,13 +12,14 @@ import (
 	"time"
 
 	"github.com/berth-dev/berth/test/harness"
+	"github.com/berth-dev/berth/test/testpki"
 )
 
 // ControlPlane is etcd, kube-apiserver, kube-controller-manager and
 // kube-scheduler on 127.0.0.1, with a CA of their own.
 type ControlPlane struct {
 	Dir    string
-	CA     *CA
+	CA     *testpki.CA
 	Server string // https://127.0.0.1:<port>
 	// AdminKubeconfig authenticates as a member of system:masters.
 	AdminKubeconfig string
@@ -37,7 +38,7 @@ const ServiceCIDR = "10.0.0.0/24"
 func StartControlPlane(t *testing.T, binDir, etcdBin string) *ControlPlane {
 	t.Helper()
 	dir := t.TempDir()
-	ca, err := NewCA(dir)
+	ca, err := testpki.NewCA(dir, "berth-test-ca")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -76,9 +77,9 @@ func (cp *ControlPlane) startAPIServer(bin, etcdURL string, port int) {
 	t, ca := cp.t, cp.CA
 	serving, servingKey := must2(t)(ca.Server("apiserver", "127.0.0.1", "localhost", "kubernetes",
 		"kubernetes.default", "kubernetes.default.svc", "10.0.0.1"))
-	saPub, saKey := must2(t)(ca.ServiceAccountKey())
+	saPub, saKey := must2(t)(ca.KeyPair("sa"))
 	kubeletClient, kubeletClientKey := must2(t)(ca.Client("apiserver-kubelet-client",
-		Identity{User: "kube-apiserver-kubelet-client", Groups: []string{"system:masters"}}))
+		"kube-apiserver-kubelet-client", "system:masters"))
 	cp.run(&Process{Name: "kube-apiserver", Bin: bin, Args: []string{
 		"--etcd-servers", etcdURL,
 		"--bind-address", "127.0.0.1", "--secure-port", fmt.Sprint(port),
@@ -119,7 +120,7 @@ func (cp *ControlPlane) startControllers(binDir string) {
 // kubeconfig issues a client certificate for id and writes a kubeconfig
 // named <name>.kubeconfig that uses it.
 func (cp *ControlPlane) kubeconfig(name string, id Identity) string {
-	cert, key := must2(cp.t)(cp.CA.Client(name, id))
+	cert, key := must2(cp.t)(cp.CA.Client(name, id.User, id.Groups...))
 	path := filepath.Join(cp.Dir, name+".kubeconfig")
 	if err := WriteKubeconfig(path, cp.Server, cp.CA.CertPath, cert, key); err != nil {
 		cp.t.Fatal(err)

@@ -2,15 +2,11 @@ package conformance
 
 import (
 	"fmt"
-	"runtime"
-	"time"
 
 	v1 "github.com/google/go-containerregistry/pkg/v1"
-	"github.com/google/go-containerregistry/pkg/v1/empty"
-	"github.com/google/go-containerregistry/pkg/v1/mutate"
-	"github.com/google/go-containerregistry/pkg/v1/types"
 
 	"github.com/berth-dev/berth/test/critest"
+	"github.com/berth-dev/berth/test/testpki"
 )
 
 // Where the specs of Kubernetes 1.37 pull from (k8s.io/kubernetes/test/utils/image).
@@ -41,10 +37,6 @@ type Image struct {
 }
 
 var defaultEnv = []string{"PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"}
-
-// epoch is every image's creation time and file time (agnhost's differs
-// between builds all the same: its /localhost.crt is made fresh).
-var epoch = time.Date(2000, 1, 1, 0, 0, 0, 0, time.UTC)
 
 // Images is every image the specs berth runs pull. The pause image comes
 // first: agnhost's fake registry serves a copy of it.
@@ -102,12 +94,15 @@ func agnhostFiles(p Programs, pause v1.Image) ([]critest.File, error) {
 		}
 		files = append(files, extra...)
 	}
-	crt, key, err := localhostCert()
+	// upstream's agnhost carries /localhost.crt and .key (porter's: the
+	// https lifecycle hook specs serve TLS with them); kubelet does not
+	// verify an https hook's certificate, so a fresh one does.
+	crt, key, err := testpki.SelfSigned("127.0.0.1", "::1", "localhost")
 	if err != nil {
 		return nil, fmt.Errorf("agnhost image: %w", err)
 	}
-	files = append(files, critest.File{Name: "localhost.crt", Mode: 0o644, Data: crt},
-		critest.File{Name: "localhost.key", Mode: 0o644, Data: key})
+	files = append(files, critest.File{Name: "localhost.crt", Mode: 0o644, Data: string(crt)},
+		critest.File{Name: "localhost.key", Mode: 0o644, Data: string(key)})
 	reg, err := fakeRegistryFiles(pause, "pause", "testing")
 	if err != nil {
 		return nil, fmt.Errorf("agnhost image: %w", err)
@@ -167,19 +162,7 @@ func (im Image) Build(base v1.Layer, p Programs, pause v1.Image) (v1.Image, erro
 	if err != nil {
 		return nil, fmt.Errorf("image %s: %w", im.Names[0], err)
 	}
-	img, err := mutate.AppendLayers(mutate.MediaType(empty.Image, types.OCIManifestSchema1), base, top)
-	if err != nil {
-		return nil, err
-	}
-	img = mutate.ConfigMediaType(img, types.OCIConfigJSON)
-	cf, err := img.ConfigFile()
-	if err != nil {
-		return nil, err
-	}
-	cf = cf.DeepCopy()
-	cf.Architecture, cf.OS, cf.Created = runtime.GOARCH, "linux", v1.Time{Time: epoch}
-	cf.Config = im.Config
-	return mutate.ConfigFile(img, cf)
+	return critest.Assemble([]v1.Layer{base, top}, im.Config)
 }
 
 // BuildAll builds every image, by name.
