@@ -39,12 +39,12 @@ containerLogMonitorInterval: 3s
 func startCluster(t *testing.T) *cluster {
 	bin := os.Getenv("BERTH_KUBE_BIN") // set: TestMain checked
 	if conformanceDeps() != "" {
-		serveConformanceImages(t, bin, harness.OfflineHostsDir(filepath.Dir(offlineConfig)))
+		serveConformanceImages(t, bin, harness.OfflineHostsDir(filepath.Dir(env.Config)))
 	}
 	cp := kube.StartControlPlane(t, bin, os.Getenv("BERTH_ETCD"))
 	k := kube.NewKubelet(t, kube.KubeletOptions{Bin: filepath.Join(bin, "kubelet"), ControlPlane: cp, Config: kubeletConfig})
 	d := harness.Start(t, harness.Options{
-		BinDir: binDir, Config: offlineConfig, Layouts: []string{busyboxLayout},
+		BinDir: env.BinDir, Config: env.Config, Layouts: []string{env.Layout},
 		ServeArgs: []string{"--agent=false"},
 	})
 	c := &cluster{t: t, cp: cp, kubelet: k, berth: d, kubectlBin: filepath.Join(bin, "kubectl")}

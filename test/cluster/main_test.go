@@ -8,12 +8,8 @@ import (
 	"github.com/berth-dev/berth/test/harness"
 )
 
-// Built once by TestMain.
-var (
-	binDir        string // berth, berth-monitor, berth-pause
-	busyboxLayout string // OCI layout of docker.io/library/busybox:latest
-	offlineConfig string // berth config: registries served by a dead loopback port
-)
+// env is the binaries, offline config and busybox image TestMain built.
+var env harness.Busybox
 
 // TestMain skips the package, before building anything, unless
 // BERTH_KUBE_BIN names a directory of Kubernetes binaries and BERTH_ETCD
@@ -23,12 +19,5 @@ func TestMain(m *testing.M) {
 		fmt.Println("test/cluster: skipping all tests: BERTH_KUBE_BIN or BERTH_ETCD is not set (`make test-cluster` builds them and sets both)")
 		os.Exit(0)
 	}
-	harness.Main(m, "test/cluster", prepare)
-}
-
-// prepare builds the binaries and the busybox image into tmp.
-func prepare(tmp string) error {
-	b, err := harness.PrepareBusybox(tmp)
-	binDir, offlineConfig, busyboxLayout = b.BinDir, b.Config, b.Layout
-	return err
+	harness.MainBusybox(m, "test/cluster", &env)
 }

@@ -43,7 +43,7 @@ func startNode(t *testing.T, serveArgs ...string) *node {
 	t.Cleanup(n.checkLogsRemoved)
 	args := append(append([]string{"--pod-log-dir=" + n.logDir}, fastAgent...), serveArgs...)
 	n.Daemon = harness.Start(t, harness.Options{
-		BinDir: binDir, Config: offlineConfig, Layouts: []string{busyboxLayout}, ServeArgs: args,
+		BinDir: env.BinDir, Config: env.Config, Layouts: []string{env.Layout}, ServeArgs: args,
 	})
 	n.client = agent.NewClient(filepath.Join(n.State, agent.SocketName))
 	n.BeforeCleanup = n.deleteAllPods

@@ -3,6 +3,7 @@ package harness
 import (
 	"fmt"
 	"path/filepath"
+	"testing"
 
 	"github.com/berth-dev/berth/internal/image"
 	"github.com/berth-dev/berth/test/testimage"
@@ -35,4 +36,13 @@ func PrepareBusybox(tmp string) (Busybox, error) {
 		return b, fmt.Errorf("test image: %w", err)
 	}
 	return b, nil
+}
+
+// MainBusybox is Main for a suite that needs only PrepareBusybox: it fills
+// *b before the tests run.
+func MainBusybox(m *testing.M, pkg string, b *Busybox) {
+	Main(m, pkg, func(tmp string) (err error) {
+		*b, err = PrepareBusybox(tmp)
+		return err
+	})
 }

@@ -8,12 +8,8 @@ import (
 	"github.com/berth-dev/berth/test/harness"
 )
 
-// Built once by TestMain.
-var (
-	binDir        string // berth, berth-monitor, berth-pause
-	busyboxLayout string // OCI layout of docker.io/library/busybox:latest
-	offlineConfig string // berth config: registries served by a dead loopback port
-)
+// env is the binaries, offline config and busybox image TestMain built.
+var env harness.Busybox
 
 // TestMain skips the package, before building anything, unless
 // BERTH_KUBELET names a kubelet.
@@ -22,12 +18,5 @@ func TestMain(m *testing.M) {
 		fmt.Println("test/kubelet: skipping all tests: BERTH_KUBELET is not set (`make test-kubelet` builds kubelet and sets it)")
 		os.Exit(0)
 	}
-	harness.Main(m, "test/kubelet", prepare)
-}
-
-// prepare builds the binaries and the busybox image into tmp.
-func prepare(tmp string) error {
-	b, err := harness.PrepareBusybox(tmp)
-	binDir, offlineConfig, busyboxLayout = b.BinDir, b.Config, b.Layout
-	return err
+	harness.MainBusybox(m, "test/kubelet", &env)
 }

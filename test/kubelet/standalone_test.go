@@ -75,7 +75,7 @@ func TestStandaloneKubelet(t *testing.T) {
 // agent (kubelet is the agent).
 func daemonOptions() harness.Options {
 	return harness.Options{
-		BinDir: binDir, Config: offlineConfig, Layouts: []string{busyboxLayout},
+		BinDir: env.BinDir, Config: env.Config, Layouts: []string{env.Layout},
 		ServeArgs: []string{"--agent=false"},
 	}
 }
