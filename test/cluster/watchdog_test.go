@@ -1,0 +1,77 @@
+package cluster
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+
+	"github.com/berth-dev/berth/test/harness"
+)
+
+// Watchdog timing: how often it looks, and how long a problem must last
+// before it reports it (kubelet calls itself unhealthy after 3 minutes
+// without a completed relist).
+const (
+	watchdogInterval = 20 * time.Second
+	watchdogGrace    = 2 * time.Minute
+)
+
+// watchdog checks, until stop is called, that berth answers and the node
+// is Ready. The first time a problem lasts watchdogGrace it says so, also
+// in the summary, and dumps berth's and kubelet's goroutine stacks: a run
+// that hangs can then be read at the moment it hung, not after its
+// timeout.
+func (c *cluster) watchdog(t *testing.T) (stop func()) {
+	done, exited := make(chan struct{}), make(chan struct{})
+	go func() {
+		defer close(exited)
+		tick := time.NewTicker(watchdogInterval)
+		defer tick.Stop()
+		var since time.Time
+		for {
+			select {
+			case <-done:
+				return
+			case <-tick.C:
+			}
+			problem := c.health()
+			switch {
+			case problem == "":
+				since = time.Time{}
+				continue
+			case since.IsZero():
+				since = time.Now()
+			}
+			if time.Since(since) >= watchdogGrace {
+				t.Logf("watchdog: %s (for %v); dumping berth's and kubelet's stacks", problem, time.Since(since).Round(time.Second))
+				harness.Summarize("%s: watchdog at %s: %s", t.Name(), time.Now().UTC().Format("15:04:05"), problem)
+				c.dumpStacks()
+				return
+			}
+		}
+	}()
+	return func() { close(done); <-exited }
+}
+
+// health is "" when berth lists its containers within 15 seconds and the
+// node is Ready, else what is wrong.
+func (c *cluster) health() string {
+	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
+	defer cancel()
+	if _, err := c.berth.RT.ListContainers(ctx, &runtimeapi.ListContainersRequest{}); err != nil {
+		return fmt.Sprintf("berth did not answer ListContainers: %v", err)
+	}
+	out, err := c.try("get", "node", "localhost", "-o",
+		`jsonpath={.status.conditions[?(@.type=="Ready")].status} {.status.conditions[?(@.type=="Ready")].message}`)
+	if err != nil {
+		return err.Error()
+	}
+	if !strings.HasPrefix(out, "True") {
+		return "node localhost is not Ready: " + out
+	}
+	return ""
+}
