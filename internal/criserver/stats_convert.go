@@ -63,9 +63,7 @@ func sandboxStatsCRI(st *pod.SandboxStats) *runtimeapi.PodSandboxStats {
 		Memory:  memoryCRI(&st.Usage),
 		Process: &runtimeapi.ProcessUsage{Timestamp: ts, ProcessCount: u64(st.Usage.Pids)},
 	}
-	if len(st.Interfaces) > 0 {
-		linux.Network = networkCRI(ts, st.Interfaces)
-	}
+	linux.Network = networkCRI(ts, st.Interfaces)
 	for i := range st.Containers {
 		linux.Containers = append(linux.Containers, containerStatsCRI(&st.Containers[i]))
 	}
@@ -80,6 +78,12 @@ func sandboxStatsCRI(st *pod.SandboxStats) *runtimeapi.PodSandboxStats {
 // defaultInterface is the pod interface CNI plugins create, as kubelet names it.
 const defaultInterface = "eth0"
 
+// networkCRI is a pod's network usage, nil unless the pod has its default
+// interface: kubelet (1.37 with PodAndContainerStatsFromCRI) reads the
+// default interface of every usage it gets without a nil check, and a pod
+// between CNI DEL and the end of its namespace, or one whose CNI plugin
+// named the interface otherwise, has none. containerd reports the same:
+// eth0, or nothing.
 func networkCRI(ts int64, ifaces []network.InterfaceCounters) *runtimeapi.NetworkUsage {
 	n := &runtimeapi.NetworkUsage{Timestamp: ts}
 	for _, c := range ifaces {
@@ -94,6 +98,9 @@ func networkCRI(ts int64, ifaces []network.InterfaceCounters) *runtimeapi.Networ
 		} else {
 			n.Interfaces = append(n.Interfaces, u)
 		}
+	}
+	if n.DefaultInterface == nil {
+		return nil
 	}
 	return n
 }

@@ -248,3 +248,43 @@ func TestGetContainerEventsStreamsWithStatuses(t *testing.T) {
 		t.Errorf("stream ended with %v after the client left", err)
 	}
 }
+
+// TestNetworkUsageHasItsDefaultInterface: a usage without eth0 crashed
+// kubelet 1.37 (PodAndContainerStatsFromCRI reads DefaultInterface.Name
+// unchecked), so there is none without it.
+func TestNetworkUsageHasItsDefaultInterface(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		ifaces []network.InterfaceCounters
+		want   []string // default first, then the others; nil: no usage
+	}{
+		{"no interfaces (host network)", nil, nil},
+		{"loopback only (after CNI DEL)", []network.InterfaceCounters{{Name: "lo", RxBytes: 9}}, nil},
+		{"no eth0", []network.InterfaceCounters{{Name: "lo"}, {Name: "net1", RxBytes: 3}}, nil},
+		{"eth0", []network.InterfaceCounters{{Name: "lo"}, {Name: "eth0", RxBytes: 1}}, []string{"eth0"}},
+		{"eth0 and more", []network.InterfaceCounters{{Name: "net1"}, {Name: "eth0"}, {Name: "net2"}}, []string{"eth0", "net1", "net2"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			n := networkCRI(1, tc.ifaces)
+			if tc.want == nil {
+				if n != nil {
+					t.Fatalf("usage = %v, want none", n)
+				}
+				return
+			}
+			if n.GetDefaultInterface() == nil {
+				t.Fatalf("usage %v has no default interface", n)
+			}
+			got := []string{n.GetDefaultInterface().GetName()}
+			for _, i := range n.GetInterfaces() {
+				if i == nil {
+					t.Fatalf("usage %v has a nil interface", n)
+				}
+				got = append(got, i.GetName())
+			}
+			if fmt.Sprint(got) != fmt.Sprint(tc.want) {
+				t.Errorf("interfaces = %v, want %v", got, tc.want)
+			}
+		})
+	}
+}

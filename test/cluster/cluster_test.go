@@ -178,6 +178,10 @@ func (c *cluster) waitFor(what string, timeout time.Duration, cond func() bool) 
 	c.t.Helper()
 	c.kubelet.WaitFor(what, timeout, func() bool {
 		c.cp.CheckRunning()
+		if died := c.kubelet.Died(); died != "" {
+			harness.Summarize("%s: %s", c.t.Name(), died)
+			c.t.Fatal(died)
+		}
 		return cond()
 	})
 }

@@ -66,7 +66,7 @@ func (c *cluster) testConformance(t *testing.T) {
 		opts.Focus, opts.Results, opts.Timeout = conformance.SlowFocus, "results-slow.txt", 3*time.Hour
 		opts.Skips = conformance.WithoutSkip(skips, "[Slow]")
 	}
-	stop := c.watchdog(t)
+	ctx, stop := c.watchdog(t)
 	defer stop()
-	conformance.Run(t, "conformance", opts)
+	conformance.Run(ctx, t, "conformance", opts)
 }

@@ -20,12 +20,16 @@ const (
 	watchdogGrace    = 2 * time.Minute
 )
 
-// watchdog checks, until stop is called, that berth answers and the node
-// is Ready. The first time a problem lasts watchdogGrace it says so, also
+// watchdog checks, until stop is called, that kubelet runs, berth answers
+// and the node is Ready. kubelet's exit fails t at once (kubelet 1.37
+// crashed on a network usage without a default interface, and the run
+// then idled until its timeout) and cancels the returned context, which
+// ends the run; the first time a problem lasts watchdogGrace it says so, also
 // in the summary, and dumps berth's and kubelet's goroutine stacks: a run
 // that hangs can then be read at the moment it hung, not after its
 // timeout.
-func (c *cluster) watchdog(t *testing.T) (stop func()) {
+func (c *cluster) watchdog(t *testing.T) (ctx context.Context, stop func()) {
+	ctx, cancel := context.WithCancel(context.Background())
 	done, exited := make(chan struct{}), make(chan struct{})
 	go func() {
 		defer close(exited)
@@ -37,6 +41,13 @@ func (c *cluster) watchdog(t *testing.T) (stop func()) {
 			case <-done:
 				return
 			case <-tick.C:
+			}
+			if died := c.kubelet.Died(); died != "" {
+				t.Errorf("watchdog: %s", died)
+				harness.Summarize("%s: watchdog at %s: %s", t.Name(), time.Now().UTC().Format("15:04:05"), died)
+				c.berth.DumpStacks()
+				cancel()
+				return
 			}
 			problem := c.health()
 			switch {
@@ -54,7 +65,7 @@ func (c *cluster) watchdog(t *testing.T) (stop func()) {
 			}
 		}
 	}()
-	return func() { close(done); <-exited }
+	return ctx, func() { close(done); <-exited; cancel() }
 }
 
 // health is "" when berth lists its containers within 15 seconds and the

@@ -286,3 +286,23 @@ func (k *Kubelet) WaitFor(what string, timeout time.Duration, cond func() bool) 
 		time.Sleep(200 * time.Millisecond)
 	}
 }
+
+// Died says how kubelet ended when it exited on its own, with its log from
+// the last panic or fatal error on (else its last lines); "" while it runs
+// or after the test stopped it.
+func (k *Kubelet) Died() string {
+	if k.proc == nil || !k.proc.Exited() {
+		return ""
+	}
+	b, _ := os.ReadFile(k.proc.LogPath)
+	lines := strings.Split(strings.TrimRight(string(b), "\n"), "\n")
+	from := max(len(lines)-5, 0)
+	for i := len(lines) - 1; i >= 0; i-- {
+		if strings.HasPrefix(lines[i], "panic: ") || strings.HasPrefix(lines[i], "fatal error: ") {
+			from = i
+			break
+		}
+	}
+	end := min(from+8, len(lines))
+	return fmt.Sprintf("kubelet exited: %s; its log: %s", k.proc.ExitStatus(), strings.Join(lines[from:end], " | "))
+}

@@ -10,6 +10,7 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -101,10 +102,10 @@ func (o Options) Command() []string {
 }
 
 // Run runs the node conformance specs and fails t unless the outcome is
-// the one results.txt (in dir) lists. With BERTH_CONFORMANCE_UPDATE=1 it
+// the one results.txt (in dir) lists; ctx ending stops the run. With BERTH_CONFORMANCE_UPDATE=1 it
 // rewrites results.txt from the run instead, and still fails t for every
 // spec that failed (then review the diff).
-func Run(t *testing.T, dir string, o Options) {
+func Run(ctx context.Context, t *testing.T, dir string, o Options) {
 	t.Helper()
 	if err := os.MkdirAll(o.ReportDir, 0o755); err != nil {
 		t.Fatal(err)
@@ -114,10 +115,14 @@ func Run(t *testing.T, dir string, o Options) {
 		t.Fatal(err)
 	}
 	cmdline := o.Command()
-	ctx, cancel := context.WithTimeout(context.Background(), o.Timeout+5*time.Minute)
+	ctx, cancel := context.WithTimeout(ctx, o.Timeout+5*time.Minute)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, cmdline[0], cmdline[1:]...)
 	cmd.Dir = o.ReportDir
+	// ginkgo runs e2e.test in processes of its own: a cancelled run ends
+	// the whole group the test started, not ginkgo alone.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
 	logPath := filepath.Join(o.ReportDir, "e2e.log")
 	logFile, err := os.Create(logPath)
 	if err != nil {
