@@ -4,7 +4,6 @@ import (
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
 	"github.com/berth-dev/berth/internal/cgroupstats"
-	"github.com/berth-dev/berth/internal/network"
 	"github.com/berth-dev/berth/internal/pod"
 )
 
@@ -80,7 +79,7 @@ func sandboxStatsCRI(st *pod.SandboxStats) *runtimeapi.PodSandboxStats {
 // defaultInterface is the pod interface CNI plugins create, as kubelet names it.
 const defaultInterface = "eth0"
 
-func networkCRI(ts int64, ifaces []network.InterfaceCounters) *runtimeapi.NetworkUsage {
+func networkCRI(ts int64, ifaces []pod.InterfaceCounters) *runtimeapi.NetworkUsage {
 	n := &runtimeapi.NetworkUsage{Timestamp: ts}
 	for _, c := range ifaces {
 		if c.Name == "lo" {

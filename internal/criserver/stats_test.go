@@ -13,7 +13,6 @@ import (
 
 	"github.com/berth-dev/berth/internal/cgroupstats"
 	"github.com/berth-dev/berth/internal/errdefs"
-	"github.com/berth-dev/berth/internal/network"
 	"github.com/berth-dev/berth/internal/pod"
 )
 
@@ -41,7 +40,7 @@ func (f fakeStats) SandboxStats(id string) (pod.SandboxStats, error) {
 		return pod.SandboxStats{}, err
 	}
 	st := pod.SandboxStats{Sandbox: sb, Usage: cgroupstats.Sample{Time: time.Unix(10, 0), Pids: 3},
-		Interfaces: []network.InterfaceCounters{{Name: "lo", RxBytes: 1}, {Name: "eth0", RxBytes: 100, TxBytes: 50}, {Name: "net1", TxErrors: 4}}}
+		Interfaces: []pod.InterfaceCounters{{Name: "lo", RxBytes: 1}, {Name: "eth0", RxBytes: 100, TxBytes: 50}, {Name: "net1", TxErrors: 4}}}
 	for _, c := range f.pods.containers {
 		if c.SandboxID == id {
 			cs, _ := f.ContainerStats(c.ID)

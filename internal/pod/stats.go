@@ -37,9 +37,14 @@ type SandboxStats struct {
 	Usage        cgroupstats.Sample // summed over the containers with usage
 	NanoCores    uint64
 	HasNanoCores bool
-	Interfaces   []network.InterfaceCounters
+	Interfaces   []InterfaceCounters
 	Containers   []ContainerStats
 }
+
+// InterfaceCounters are one pod interface's traffic counters, as network
+// reads them. pod hands them to criserver, which must not import network
+// (docs/architecture.md).
+type InterfaceCounters = network.InterfaceCounters
 
 // ContainerStats samples a container by id or unique id prefix.
 func (s *Service) ContainerStats(id string) (ContainerStats, error) {
