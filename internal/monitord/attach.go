@@ -21,7 +21,7 @@ const ttyEOF = "\x04"
 // in holds the bytes that follow it. See doc.go of internal/monitor.
 func (s *Server) serveAttach(conn net.Conn, in io.Reader, req monitor.Request) {
 	c, sub, err := s.openAttach(req)
-	conn.SetWriteDeadline(time.Now().Add(ioTimeout)) //nolint:errcheck
+	conn.SetWriteDeadline(time.Now().Add(ioTimeout)) //nolint:errcheck // fails only on a closed conn, which the next read or write reports
 	if err != nil {
 		s.log.Printf("pod %s: attach %s: %v", s.cfg.Pod, req.ID, err)
 		json.NewEncoder(conn).Encode(monitor.ErrorResponse(err)) //nolint:errcheck // the client may be gone
@@ -69,7 +69,7 @@ func sendOutput(conn net.Conn, sub *subscriber) {
 	for chunk := range sub.chunks {
 		for data := chunk.data; len(data) > 0; {
 			n := min(len(data), monitor.MaxFramePayload)
-			conn.SetWriteDeadline(time.Now().Add(ioTimeout)) //nolint:errcheck
+			conn.SetWriteDeadline(time.Now().Add(ioTimeout)) //nolint:errcheck // as above: WriteFrame reports a closed conn
 			if err := monitor.WriteFrame(conn, chunk.kind, data[:n]); err != nil {
 				return
 			}

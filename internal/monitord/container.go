@@ -2,7 +2,9 @@ package monitord
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -96,7 +98,7 @@ func (s *Server) runcCreate(ctx context.Context, r monitor.CreateRequest) (_ *co
 	defer func() {
 		if err != nil {
 			logw.Close()
-			if os.IsNotExist(statErr) {
+			if errors.Is(statErr, fs.ErrNotExist) {
 				os.Remove(r.LogPath)
 			}
 		}

@@ -75,8 +75,8 @@ func TestKillTreeReachesGrandchildren(t *testing.T) {
 	n, _ := out.Read(buf)
 	var child int
 	if _, err := fmt.Sscan(strings.TrimSpace(string(buf[:n])), &child); err != nil || child <= 0 {
-		cmd.Process.Kill()
-		cmd.Wait()
+		_ = cmd.Process.Kill() // failing anyway
+		_ = cmd.Wait()
 		t.Fatalf("background pid %q: %v", buf[:n], err)
 	}
 	killTree(cmd.Process.Pid)

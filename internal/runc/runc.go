@@ -209,7 +209,7 @@ func (r *Runc) exec(ctx context.Context, cmd *exec.Cmd) error {
 		return err
 	case <-ctx.Done():
 		cmd.Process.Kill() //nolint:errcheck // it may have just exited
-		<-waited
+		<-waited           //nolint:errcheck // "signal: killed" says less than ctx.Err()
 		return ctx.Err()
 	}
 }
