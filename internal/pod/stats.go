@@ -1,7 +1,9 @@
 package pod
 
 import (
+	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"time"
@@ -128,7 +130,7 @@ func addUsage(pod *SandboxStats, c *ContainerStats) {
 func diskUsage(root string) (DiskUsage, error) {
 	du := DiskUsage{Path: root, Time: time.Now()}
 	if _, err := os.Lstat(root); err != nil {
-		if os.IsNotExist(err) {
+		if errors.Is(err, fs.ErrNotExist) {
 			return du, fmt.Errorf("%s: %w", root, errdefs.ErrNotFound)
 		}
 		return du, err
@@ -137,7 +139,7 @@ func diskUsage(root string) (DiskUsage, error) {
 	seen := map[inode]bool{}
 	err := filepath.WalkDir(root, func(path string, d os.DirEntry, err error) error {
 		if err != nil {
-			if os.IsNotExist(err) {
+			if errors.Is(err, fs.ErrNotExist) {
 				return nil
 			}
 			return err
