@@ -191,7 +191,7 @@ func (e *env) forceClean() {
 		harness.RemoveCgroupTree(c)
 	}
 	for _, f := range append(e.cniResultsLeft(), e.shimSocketsLeft()...) {
-		os.Remove(f) //nolint:errcheck // best effort
+		os.Remove(f) // best effort
 	}
 	if mounts := e.mountsLeft(); len(mounts) > 0 {
 		e.t.Errorf("force clean: still mounted, %s and %s are kept: %v", e.root, e.state, mounts)
@@ -203,6 +203,6 @@ func (e *env) forceClean() {
 		}
 	}
 	for _, dir := range e.absentHostDirs {
-		os.Remove(dir) //nolint:errcheck // only when empty: something else may use it now
+		os.Remove(dir) // only when empty: something else may use it now
 	}
 }

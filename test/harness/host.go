@@ -168,6 +168,6 @@ func RemoveCgroupTree(dir string) {
 		return nil
 	})
 	for i := len(dirs) - 1; i >= 0; i-- {
-		os.Remove(dirs[i]) //nolint:errcheck // best effort
+		os.Remove(dirs[i]) // best effort
 	}
 }
