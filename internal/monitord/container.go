@@ -196,7 +196,7 @@ func (c *container) copyOutput() chan struct{} {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			c.log.Copy(stream, teeReader{r: f, kind: kind, fan: c.fan}) //nolint:errcheck // write errors cannot reach anyone; output is drained
+			_ = c.log.Copy(stream, teeReader{r: f, kind: kind, fan: c.fan}) // write errors cannot reach anyone; output is drained
 		}()
 	}
 	go func() {

@@ -43,7 +43,7 @@ func TestRunFollowsThenGetAndDescribeReport(t *testing.T) {
 			t.Errorf("berth run output lacks %q:\n%s", want, seen)
 		}
 	}
-	cmd.Process.Signal(syscall.SIGINT) //nolint:errcheck // our own child
+	_ = cmd.Process.Signal(syscall.SIGINT) // our own child
 	if err := cmd.Wait(); err != nil {
 		t.Errorf("berth run after Ctrl-C: %v; want exit 0 (detached)", err)
 	}
