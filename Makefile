@@ -85,6 +85,7 @@ vet: lint-bin ## go vet, gofmt and golangci-lint (.golangci.yml: the package lay
 	$(GO) vet ./...
 	@test -z "$$(gofmt -l $$(git ls-files '*.go'))" || (gofmt -l $$(git ls-files '*.go'); exit 1)
 	$(GOLANGCI_LINT) run ./...
+	./scripts/lint-rules.sh $(GOLANGCI_LINT) .golangci.yml
 
 # Rebuilt only when bin/ holds another version, or one built by another Go
 # (golangci-lint refuses code newer than the Go it was built with).
