@@ -9,6 +9,10 @@ LDFLAGS  := -s -w -X main.version=$(VERSION)
 ROOT_DIR ?= /var/lib/berth
 CRITEST_DEPS := $(BIN)/critest-deps
 CONFORMANCE_DEPS := $(BIN)/conformance-deps
+# golangci-lint, pinned in tools/lint/go.mod (a module of its own: its golang.org/x/tools
+# is newer than the CRI tools' in tools/go.mod) and configured by .golangci.yml.
+GOLANGCI_LINT := $(BIN)/golangci-lint
+GOLANGCI_LINT_VERSION = $(shell awk '$$1 == "require" && $$2 == "github.com/golangci/golangci-lint/v2" {print $$3}' tools/lint/go.mod)
 # Upstream Kubernetes and etcd, built from the module proxy through the wrapper
 # modules in tools/kube<version> and tools/etcd (docs/kubernetes.md).
 KUBE_VERSION ?= 1.37
@@ -23,7 +27,7 @@ KUBE_LDFLAGS  = -s -w -X $(KUBE_VERSION_PKG).gitVersion=$(KUBE_FULL) -X $(KUBE_V
 RUNTIME_PACKAGES := runc containernetworking-plugins busybox-static iptables iproute2 util-linux
 TEST_PACKAGES    := docker-registry skopeo tar gzip hyperfine containerd
 
-.PHONY: help build install deps runtime-deps image test test-unit test-integration test-e2e fuzz bench vet crictl critest critest-bin kube-bin kubelet-bin etcd-bin e2e-bin conformance-deps test-kubelet test-cluster test-conformance-slow clean
+.PHONY: help build install deps runtime-deps image test test-unit test-integration test-e2e fuzz bench vet lint-bin crictl critest critest-bin kube-bin kubelet-bin etcd-bin e2e-bin conformance-deps test-kubelet test-cluster test-conformance-slow clean
 
 help: ## list targets
 	@grep -E '^[a-z0-9-]+:.*## ' $(MAKEFILE_LIST) | sed 's/:.*## /\t/' | sort
@@ -77,9 +81,20 @@ fuzz: ## fuzz the tar extractor, manifest decoder, hosts.toml parser and CRI con
 		$(GO) test -run='^$$' -fuzz="^$$name\$$" -fuzztime=$(FUZZTIME) -fuzzminimizetime=$(FUZZMINIMIZETIME) $$pkg; \
 	done
 
-vet: ## go vet and gofmt
+vet: lint-bin ## go vet, gofmt and golangci-lint (.golangci.yml: the package layering of docs/architecture.md, errcheck, errorlint, staticcheck, gosec, ...)
 	$(GO) vet ./...
 	@test -z "$$(gofmt -l $$(git ls-files '*.go'))" || (gofmt -l $$(git ls-files '*.go'); exit 1)
+	$(GOLANGCI_LINT) run ./...
+	./scripts/lint-rules.sh $(GOLANGCI_LINT) .golangci.yml
+
+# Rebuilt only when bin/ holds another version, or one built by another Go
+# (golangci-lint refuses code newer than the Go it was built with).
+lint-bin: ## build golangci-lint v2 (pinned in tools/lint/go.mod) into bin/, unless that version is there
+	@if ! $(GOLANGCI_LINT) version 2>/dev/null | grep -qF "has version $(GOLANGCI_LINT_VERSION:v%=%) built with $$($(GO) env GOVERSION) "; then \
+		echo "building golangci-lint $(GOLANGCI_LINT_VERSION) into $(GOLANGCI_LINT)"; \
+		cd tools/lint && GOSUMDB=off GOFLAGS=-mod=mod CGO_ENABLED=0 $(GO) build -trimpath \
+			-o $(abspath $(GOLANGCI_LINT)) github.com/golangci/golangci-lint/v2/cmd/golangci-lint; \
+	fi
 
 BENCH_FLAGS ?=
 bench: build critest-bin $(CRITEST_DEPS)/busybox ## benchmarks: pod/container latencies vs runc and CNI floors, image pull vs skopeo+tar, memory, then critest -benchmark and the agent (root; BENCH_FLAGS=-pull=false skips the pull)

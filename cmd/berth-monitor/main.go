@@ -54,7 +54,7 @@ func openLog(path string) *log.Logger {
 		fmt.Fprintf(os.Stderr, "berth-monitor: log %s: %v\n", path, err)
 		os.Exit(1)
 	}
-	unix.Dup2(int(f.Fd()), 2) //nolint:errcheck // best effort: diagnostics only
+	_ = unix.Dup2(int(f.Fd()), 2) // best effort: diagnostics only
 	return log.New(f, "", log.LstdFlags|log.Lmicroseconds)
 }
 

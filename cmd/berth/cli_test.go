@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/base64"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"log"
@@ -101,7 +102,7 @@ func (c *cli) run(args ...string) (stdout, stderr string, ok bool) {
 	var out, errOut bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errOut
 	err := cmd.Run()
-	if _, exited := err.(*exec.ExitError); err != nil && !exited {
+	if exitErr := (*exec.ExitError)(nil); err != nil && !errors.As(err, &exitErr) {
 		c.t.Fatalf("berth %v: %v", args, err)
 	}
 	return out.String(), errOut.String(), err == nil
@@ -231,7 +232,7 @@ func TestImportListRemovePrune(t *testing.T) {
 // non-empty user makes the registry require basic auth as user:pass.
 func pushTestImage(t *testing.T, repoTag, user, pass string) string {
 	t.Helper()
-	var handler http.Handler = registry.New(registry.Logger(log.New(io.Discard, "", 0)))
+	handler := registry.New(registry.Logger(log.New(io.Discard, "", 0)))
 	var pushOpts []remote.Option
 	if user != "" {
 		handler = requireBasicAuth(user, pass, handler)

@@ -60,7 +60,7 @@ func describePod(w io.Writer, detail agent.PodDetail, now time.Time) error {
 	d.line(0, "UID", "%s", pod.UID)
 	d.line(0, "Node", "%s", orNone(pod.Spec.NodeName))
 	if pod.Status.StartTime != nil {
-		d.line(0, "Start Time", "%s", pod.Status.StartTime.Time.Format(time.RFC1123Z))
+		d.line(0, "Start Time", "%s", pod.Status.StartTime.Format(time.RFC1123Z))
 	}
 	d.line(0, "Labels", "%s", joinMap(pod.Labels, "\n\t"))
 	d.line(0, "Annotations", "%s", joinMap(pod.Annotations, "\n\t"))
@@ -149,7 +149,7 @@ func describeState(d describer, key string, s v1.ContainerState) {
 	switch {
 	case s.Running != nil:
 		d.line(2, key, "Running")
-		d.line(3, "Started", "%s", s.Running.StartedAt.Time.Format(time.RFC1123Z))
+		d.line(3, "Started", "%s", s.Running.StartedAt.Format(time.RFC1123Z))
 	case s.Waiting != nil:
 		d.line(2, key, "Waiting")
 		d.line(3, "Reason", "%s", s.Waiting.Reason)
@@ -164,8 +164,8 @@ func describeState(d describer, key string, s v1.ContainerState) {
 			d.line(3, "Message", "%s", t.Message)
 		}
 		d.line(3, "Exit Code", "%d", t.ExitCode)
-		d.line(3, "Started", "%s", t.StartedAt.Time.Format(time.RFC1123Z))
-		d.line(3, "Finished", "%s", t.FinishedAt.Time.Format(time.RFC1123Z))
+		d.line(3, "Started", "%s", t.StartedAt.Format(time.RFC1123Z))
+		d.line(3, "Finished", "%s", t.FinishedAt.Format(time.RFC1123Z))
 	default:
 		d.line(2, key, "Unknown")
 	}

@@ -127,7 +127,7 @@ func writePods(w io.Writer, pods []v1.Pod, o getOptions, single bool) error {
 func rawPods(pods []v1.Pod) []runtime.RawExtension {
 	out := make([]runtime.RawExtension, len(pods))
 	for i := range pods {
-		data, _ := json.Marshal(&pods[i]) //nolint:errchkjson // a Pod always encodes
+		data, _ := json.Marshal(&pods[i]) // a Pod always encodes
 		out[i].Raw = data
 	}
 	return out

@@ -182,9 +182,9 @@ func copyRecords(r *bufio.Reader, w io.Writer, timestamps bool, pending *[]byte)
 		if timestamps {
 			fmt.Fprint(w, rec.Time.Format(time.RFC3339Nano)+" ")
 		}
-		w.Write(rec.Content) //nolint:errcheck // a closed stdout ends the command anyway
+		_, _ = w.Write(rec.Content) // a closed stdout ends the command anyway
 		if !rec.Partial {
-			io.WriteString(w, "\n") //nolint:errcheck // as above
+			_, _ = io.WriteString(w, "\n") // as above
 		}
 	}
 }

@@ -67,7 +67,7 @@ manifest changed is replaced; an unchanged one is left alone.`,
 
 func bindRunFlags(cmd *cobra.Command, o *runOptions) {
 	cmd.Flags().StringSliceVarP(&o.files, "filename", "f", nil, "manifest file, directory, or - for stdin (repeatable)")
-	cmd.MarkFlagRequired("filename") //nolint:errcheck // the flag exists
+	_ = cmd.MarkFlagRequired("filename") // the flag exists
 }
 
 // applyManifests validates the manifests, sends them to the agent (started

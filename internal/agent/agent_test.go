@@ -3,6 +3,7 @@ package agent
 import (
 	"context"
 	"errors"
+	"io/fs"
 	"log/slog"
 	"os"
 	"slices"
@@ -221,7 +222,7 @@ spec:
 	if !slices.Contains(a.volumes.torndown, resp.Pods()[0].UID) {
 		t.Errorf("volumes of %s not torn down (torn down: %v)", resp.Pods()[0].UID, a.volumes.torndown)
 	}
-	if _, err := os.Stat(a.podDir(resp.Pods()[0].UID)); !os.IsNotExist(err) {
+	if _, err := os.Stat(a.podDir(resp.Pods()[0].UID)); !errors.Is(err, fs.ErrNotExist) {
 		t.Errorf("pod directory left: %v", err)
 	}
 	if _, err := a.Delete(context.Background(), "default", "gone", nil); err == nil {

@@ -166,5 +166,5 @@ func statusOf(err error) int {
 func writeError(w http.ResponseWriter, code int, msg string) {
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(code)
-	json.NewEncoder(w).Encode(ErrorResponse{Error: strings.TrimSpace(msg)}) //nolint:errcheck // the client went away
+	_ = json.NewEncoder(w).Encode(ErrorResponse{Error: strings.TrimSpace(msg)}) // fails only when the client went away
 }

@@ -214,7 +214,7 @@ func (f *fakeRuntime) StartContainer(_ context.Context, id string) error {
 	f.record("start " + c.config.GetMetadata().GetName())
 	f.publish(id, runtimeapi.ContainerEventType_CONTAINER_STARTED_EVENT)
 	if cmd := c.config.GetCommand(); len(cmd) == 2 && cmd[0] == "exit" {
-		code, _ := strconv.Atoi(cmd[1])
+		code, _ := strconv.ParseInt(cmd[1], 10, 32)
 		f.exitLocked(id, int32(code))
 	}
 	return nil

@@ -44,7 +44,7 @@ func (w *podWorker) removeOldContainers(ctx context.Context, obs observation) {
 			continue
 		}
 		if p := paths[c.ID]; p != "" {
-			os.Remove(p) //nolint:errcheck // the log may be gone already
+			os.Remove(p) // the log may be gone already
 		}
 	}
 	w.removeOldSandboxes(ctx, obs, remaining)

@@ -164,14 +164,3 @@ func (obs observation) logPaths(logDir string) map[string]string {
 
 // current returns the newest sandbox, if any.
 func (obs observation) current() (plan.Sandbox, bool) { return obs.plan.Current() }
-
-// liveContainers counts the containers not exited.
-func (obs observation) liveContainers() int {
-	n := 0
-	for _, c := range obs.plan.Containers {
-		if c.State != plan.StateExited {
-			n++
-		}
-	}
-	return n
-}

@@ -39,11 +39,11 @@ func removePodDirs(parent string) {
 	if parent == "" || !filepath.IsAbs(parent) {
 		return
 	}
-	os.Remove(filepath.Join("/sys/fs/cgroup", parent)) //nolint:errcheck // v2; absent or busy is fine
+	os.Remove(filepath.Join("/sys/fs/cgroup", parent)) // v2; absent or busy is fine
 	hierarchies, _ := os.ReadDir("/sys/fs/cgroup")
 	for _, h := range hierarchies {
 		if h.IsDir() {
-			os.Remove(filepath.Join("/sys/fs/cgroup", h.Name(), parent)) //nolint:errcheck // v1; as above
+			os.Remove(filepath.Join("/sys/fs/cgroup", h.Name(), parent)) // v1; as above
 		}
 	}
 }

@@ -14,7 +14,7 @@ import (
 	v1 "k8s.io/api/core/v1"
 )
 
-const secretValue = "s3cr3t-7f9d1c"
+const secretValue = "s3cr3t-7f9d1c" //nolint:gosec // G101: a made-up value the test looks for in logs and events
 
 // largeSourcesManifest is a pod using five ConfigMaps of 1 MB each and a
 // Secret (as a volume and in env).

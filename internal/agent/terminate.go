@@ -66,7 +66,7 @@ func (w *podWorker) removeSandboxes(ctx context.Context, d desiredPod, obs obser
 	// Containers outside any sandbox of the pod (the runtime lost the
 	// sandbox) are removed one by one.
 	for _, c := range obs.plan.Containers {
-		w.a.cfg.Runtime.RemoveContainer(ctx, c.ID) //nolint:errcheck // checked by the observation below
+		_ = w.a.cfg.Runtime.RemoveContainer(ctx, c.ID) // checked by the observation below
 	}
 	left, err := w.a.observe(ctx, w.uid)
 	if err != nil || len(left.plan.Sandboxes)+len(left.plan.Containers)+len(left.foreign) > 0 {

@@ -122,7 +122,9 @@ func TestConcurrentStreamsWriteWholeRecords(t *testing.T) {
 		wg.Add(1)
 		go func(s Stream) {
 			defer wg.Done()
-			w.Copy(s, strings.NewReader(strings.Repeat(line, 200)))
+			if err := w.Copy(s, strings.NewReader(strings.Repeat(line, 200))); err != nil {
+				t.Error(err)
+			}
 		}(s)
 	}
 	wg.Wait()
@@ -139,16 +141,22 @@ func TestConcurrentStreamsWriteWholeRecords(t *testing.T) {
 
 func TestReopenAfterRotation(t *testing.T) {
 	w, path := openTemp(t)
-	w.WriteRecord(Stdout, false, []byte("before"))
+	if err := w.WriteRecord(Stdout, false, []byte("before")); err != nil {
+		t.Fatal(err)
+	}
 	rotated := path + ".1"
 	if err := os.Rename(path, rotated); err != nil {
 		t.Fatal(err)
 	}
-	w.WriteRecord(Stdout, false, []byte("still old"))
+	if err := w.WriteRecord(Stdout, false, []byte("still old")); err != nil {
+		t.Fatal(err)
+	}
 	if err := w.Reopen(); err != nil {
 		t.Fatal(err)
 	}
-	w.WriteRecord(Stdout, false, []byte("after"))
+	if err := w.WriteRecord(Stdout, false, []byte("after")); err != nil {
+		t.Fatal(err)
+	}
 	check(t, readAll(t, rotated), []want{{Stdout, false, "before"}, {Stdout, false, "still old"}})
 	check(t, readAll(t, path), []want{{Stdout, false, "after"}})
 }
@@ -156,7 +164,9 @@ func TestReopenAfterRotation(t *testing.T) {
 func TestRecordFormat(t *testing.T) {
 	w, path := openTemp(t)
 	w.now = func() time.Time { return time.Date(2024, 5, 6, 7, 8, 9, 123456789, time.UTC) }
-	w.WriteRecord(Stderr, true, []byte("hello world"))
+	if err := w.WriteRecord(Stderr, true, []byte("hello world")); err != nil {
+		t.Fatal(err)
+	}
 	data, _ := os.ReadFile(path)
 	if got, want := string(data), "2024-05-06T07:08:09.123456789Z stderr P hello world\n"; got != want {
 		t.Fatalf("got %q, want %q", got, want)

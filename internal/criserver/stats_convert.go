@@ -4,7 +4,6 @@ import (
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
 	"github.com/berth-dev/berth/internal/cgroupstats"
-	"github.com/berth-dev/berth/internal/network"
 	"github.com/berth-dev/berth/internal/pod"
 )
 
@@ -84,7 +83,7 @@ const defaultInterface = "eth0"
 // between CNI DEL and the end of its namespace, or one whose CNI plugin
 // named the interface otherwise, has none. containerd reports the same:
 // eth0, or nothing.
-func networkCRI(ts int64, ifaces []network.InterfaceCounters) *runtimeapi.NetworkUsage {
+func networkCRI(ts int64, ifaces []pod.InterfaceCounters) *runtimeapi.NetworkUsage {
 	n := &runtimeapi.NetworkUsage{Timestamp: ts}
 	for _, c := range ifaces {
 		if c.Name == "lo" {

@@ -13,7 +13,6 @@ import (
 
 	"github.com/berth-dev/berth/internal/cgroupstats"
 	"github.com/berth-dev/berth/internal/errdefs"
-	"github.com/berth-dev/berth/internal/network"
 	"github.com/berth-dev/berth/internal/pod"
 )
 
@@ -41,7 +40,7 @@ func (f fakeStats) SandboxStats(id string) (pod.SandboxStats, error) {
 		return pod.SandboxStats{}, err
 	}
 	st := pod.SandboxStats{Sandbox: sb, Usage: cgroupstats.Sample{Time: time.Unix(10, 0), Pids: 3},
-		Interfaces: []network.InterfaceCounters{{Name: "lo", RxBytes: 1}, {Name: "eth0", RxBytes: 100, TxBytes: 50}, {Name: "net1", TxErrors: 4}}}
+		Interfaces: []pod.InterfaceCounters{{Name: "lo", RxBytes: 1}, {Name: "eth0", RxBytes: 100, TxBytes: 50}, {Name: "net1", TxErrors: 4}}}
 	for _, c := range f.pods.containers {
 		if c.SandboxID == id {
 			cs, _ := f.ContainerStats(c.ID)
@@ -255,14 +254,14 @@ func TestGetContainerEventsStreamsWithStatuses(t *testing.T) {
 func TestNetworkUsageHasItsDefaultInterface(t *testing.T) {
 	for _, tc := range []struct {
 		name   string
-		ifaces []network.InterfaceCounters
+		ifaces []pod.InterfaceCounters
 		want   []string // default first, then the others; nil: no usage
 	}{
 		{"no interfaces (host network)", nil, nil},
-		{"loopback only (after CNI DEL)", []network.InterfaceCounters{{Name: "lo", RxBytes: 9}}, nil},
-		{"no eth0", []network.InterfaceCounters{{Name: "lo"}, {Name: "net1", RxBytes: 3}}, nil},
-		{"eth0", []network.InterfaceCounters{{Name: "lo"}, {Name: "eth0", RxBytes: 1}}, []string{"eth0"}},
-		{"eth0 and more", []network.InterfaceCounters{{Name: "net1"}, {Name: "eth0"}, {Name: "net2"}}, []string{"eth0", "net1", "net2"}},
+		{"loopback only (after CNI DEL)", []pod.InterfaceCounters{{Name: "lo", RxBytes: 9}}, nil},
+		{"no eth0", []pod.InterfaceCounters{{Name: "lo"}, {Name: "net1", RxBytes: 3}}, nil},
+		{"eth0", []pod.InterfaceCounters{{Name: "lo"}, {Name: "eth0", RxBytes: 1}}, []string{"eth0"}},
+		{"eth0 and more", []pod.InterfaceCounters{{Name: "net1"}, {Name: "eth0"}, {Name: "net2"}}, []string{"eth0", "net1", "net2"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			n := networkCRI(1, tc.ifaces)

@@ -5,8 +5,10 @@ import (
 	"bufio"
 	"bytes"
 	"compress/gzip"
+	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"path"
 	"path/filepath"
@@ -61,7 +63,7 @@ func untarFlat(r io.Reader, dir string) error {
 	links := map[string]string{}
 	for {
 		hdr, err := tr.Next()
-		if err == io.EOF {
+		if errors.Is(err, io.EOF) {
 			break
 		}
 		if err != nil {
@@ -86,7 +88,7 @@ func stageArchiveEntry(dir, rel string, hdr *tar.Header, r io.Reader, links map[
 	switch hdr.Typeflag {
 	case tar.TypeDir:
 		return os.MkdirAll(target, 0o700)
-	case tar.TypeReg, tar.TypeRegA:
+	case tar.TypeReg: // the reader turns legacy TypeRegA into TypeReg or TypeDir
 		if err := os.MkdirAll(filepath.Dir(target), 0o700); err != nil {
 			return err
 		}
@@ -100,7 +102,7 @@ func stageArchiveEntry(dir, rel string, hdr *tar.Header, r io.Reader, links map[
 	case tar.TypeSymlink, tar.TypeLink:
 		linkTarget := hdr.Linkname
 		if hdr.Typeflag == tar.TypeSymlink && !strings.HasPrefix(linkTarget, "/") {
-			linkTarget = path.Join(path.Dir(rel), linkTarget)
+			linkTarget = path.Join(path.Dir(rel), linkTarget) //nolint:gosec // G305: cleanEntryName below refuses a target outside the archive
 		}
 		clean, err := cleanEntryName(linkTarget)
 		if err != nil {
@@ -134,7 +136,7 @@ func resolveArchiveLinks(dir string, links map[string]string) error {
 		if err := os.MkdirAll(filepath.Dir(dst), 0o700); err != nil {
 			return err
 		}
-		if err := os.Link(filepath.Join(dir, target), dst); err != nil && !os.IsExist(err) {
+		if err := os.Link(filepath.Join(dir, target), dst); err != nil && !errors.Is(err, fs.ErrExist) {
 			return fmt.Errorf("archive link %q: %w", rel, err)
 		}
 	}

@@ -209,7 +209,7 @@ func (x *extractor) openBeneath(rel string) (int, error) {
 // like tar) one at a time, each beneath the layer root.
 func (x *extractor) openParent(rel string) (int, error) {
 	fd, err := x.openBeneath(rel)
-	if err != unix.ENOENT {
+	if !errors.Is(err, unix.ENOENT) {
 		if err != nil {
 			return -1, fmt.Errorf("parent dir %q: %w", rel, err)
 		}
@@ -223,7 +223,7 @@ func (x *extractor) openParent(rel string) (int, error) {
 		}
 		err = unix.Mkdirat(pfd, comp, 0o755)
 		unix.Close(pfd)
-		if err != nil && err != unix.EEXIST {
+		if err != nil && !errors.Is(err, unix.EEXIST) {
 			return -1, fmt.Errorf("parent dir %q: mkdir %q: %w", cur, comp, err)
 		}
 		cur = path.Join(cur, comp)
@@ -247,7 +247,7 @@ func (x *extractor) finishDirs() error {
 			parent, base = ".", "."
 		}
 		pfd, err := x.openBeneath(parent)
-		if err == unix.ENOENT || err == unix.ENOTDIR {
+		if errors.Is(err, unix.ENOENT) || errors.Is(err, unix.ENOTDIR) {
 			continue
 		}
 		if err != nil {

@@ -58,7 +58,7 @@ func (x *extractor) apply(hdr *tar.Header, r io.Reader) error {
 	switch hdr.Typeflag {
 	case tar.TypeDir:
 		return x.mkdir(pfd, rel, base, hdr)
-	case tar.TypeReg, tar.TypeRegA, tar.TypeGNUSparse:
+	case tar.TypeReg, tar.TypeGNUSparse: // the reader turns legacy TypeRegA into TypeReg or TypeDir
 		return x.writeFile(pfd, rel, base, hdr, r)
 	case tar.TypeSymlink:
 		return x.symlink(pfd, rel, base, hdr)

@@ -31,7 +31,9 @@ func tarOf(t testing.TB, hdrs ...*tar.Header) []byte {
 		if err := tw.WriteHeader(h); err != nil {
 			t.Fatal(err)
 		}
-		tw.Write(body)
+		if _, err := tw.Write(body); err != nil {
+			t.Fatal(err)
+		}
 	}
 	tw.Close()
 	return buf.Bytes()
@@ -62,7 +64,7 @@ func newSandboxIn(t testing.TB, base string) sandbox {
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { removeTree(top) })
+	t.Cleanup(func() { must(t, removeTree(top)) })
 	sb := sandbox{top: top, layer: filepath.Join(top, "layer"), outside: filepath.Join(top, "outside")}
 	for _, d := range []string{sb.layer, sb.outside} {
 		if err := os.Mkdir(d, 0o755); err != nil {
@@ -203,11 +205,11 @@ func TestExtractCraftedArchives(t *testing.T) {
 			ModTime: time.Unix(1234567890, 0)}, {Typeflag: tar.TypeDir, Name: "bin/", Mode: 0o711, ModTime: time.Unix(1000000000, 0)}},
 			check: func(t *testing.T, sb sandbox) {
 				var st unix.Stat_t
-				unix.Lstat(filepath.Join(sb.layer, "bin/su"), &st)
+				must(t, unix.Lstat(filepath.Join(sb.layer, "bin/su"), &st))
 				if st.Mode&0o7777 != 0o4755 || st.Uid != 1234 || st.Gid != 5678 || st.Mtim.Sec != 1234567890 {
 					t.Errorf("bin/su: mode %o owner %d:%d mtime %d", st.Mode&0o7777, st.Uid, st.Gid, st.Mtim.Sec)
 				}
-				unix.Lstat(filepath.Join(sb.layer, "bin"), &st)
+				must(t, unix.Lstat(filepath.Join(sb.layer, "bin"), &st))
 				if st.Mode&0o7777 != 0o711 || st.Mtim.Sec != 1000000000 {
 					t.Errorf("bin: mode %o mtime %d", st.Mode&0o7777, st.Mtim.Sec)
 				}
@@ -260,7 +262,7 @@ func TestUnpackLayerChecksDiffID(t *testing.T) {
 	sb := newSandbox(t)
 	data := tarOf(t, reg("f"))
 	blob := filepath.Join(sb.top, "blob")
-	os.WriteFile(blob, gzipBytes(t, data), 0o600)
+	must(t, os.WriteFile(blob, gzipBytes(t, data), 0o600))
 	defer os.Remove(blob)
 	if err := unpackLayer(blob, sb.layer, "sha256:"+sha256HexOf(data), layerUnpack{lim: testLimits}); err != nil {
 		t.Fatalf("good diff id rejected: %v", err)

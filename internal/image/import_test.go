@@ -18,7 +18,7 @@ func openTestStore(t *testing.T) *Store {
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { removeTree(s.Root()) })
+	t.Cleanup(func() { must(t, removeTree(s.Root())) })
 	return s
 }
 
@@ -196,13 +196,14 @@ func flipByte(t *testing.T, path string, off int64) {
 	must(t, err)
 	defer f.Close()
 	b := make([]byte, 1)
-	f.ReadAt(b, off)
+	_, err = f.ReadAt(b, off)
+	must(t, err)
 	b[0] ^= 0xff
 	_, err = f.WriteAt(b, off)
 	must(t, err)
 }
 
-func must(t *testing.T, err error) {
+func must(t testing.TB, err error) {
 	t.Helper()
 	if err != nil {
 		t.Fatal(err)

@@ -23,7 +23,7 @@ func (s *Store) lock() (unlock func(), err error) {
 	}
 	for {
 		err = unix.Flock(int(f.Fd()), unix.LOCK_EX)
-		if err != unix.EINTR {
+		if !errors.Is(err, unix.EINTR) {
 			break
 		}
 	}

@@ -42,7 +42,7 @@ func (g *flightGroup[T]) join(key string, run func(ctx context.Context, f *fligh
 	if g.flights == nil {
 		g.flights = map[string]*flight[T]{}
 	}
-	ctx, cancel := context.WithCancel(context.Background())
+	ctx, cancel := context.WithCancel(context.Background()) //nolint:gosec // G118: the flight keeps cancel; the last caller to leave calls it
 	f := &flight[T]{done: make(chan struct{}), refs: 1, cancel: cancel, cleanup: cleanup}
 	g.flights[key] = f
 	go func() {

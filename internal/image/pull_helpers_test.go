@@ -119,10 +119,11 @@ func testLayer(t *testing.T, file string, size int, comp compression.Compression
 	rand.Read(data)
 	var buf bytes.Buffer
 	tw := tar.NewWriter(&buf)
-	tw.WriteHeader(&tar.Header{Name: "data/", Typeflag: tar.TypeDir, Mode: 0o755, ModTime: time.Unix(1e9, 0)})
-	tw.WriteHeader(&tar.Header{Name: "data/" + file, Typeflag: tar.TypeReg, Mode: 0o644, Size: int64(size), ModTime: time.Unix(1e9, 0)})
-	tw.Write(data)
-	tw.Close()
+	must(t, tw.WriteHeader(&tar.Header{Name: "data/", Typeflag: tar.TypeDir, Mode: 0o755, ModTime: time.Unix(1e9, 0)}))
+	must(t, tw.WriteHeader(&tar.Header{Name: "data/" + file, Typeflag: tar.TypeReg, Mode: 0o644, Size: int64(size), ModTime: time.Unix(1e9, 0)}))
+	_, err := tw.Write(data)
+	must(t, err)
+	must(t, tw.Close())
 	raw := buf.Bytes()
 	opener := func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(raw)), nil }
 	var opts []tarball.LayerOption

@@ -3,6 +3,8 @@ package image
 import (
 	"context"
 	"encoding/json"
+	"errors"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
@@ -56,7 +58,9 @@ func TestCorruptRecordIsSkippedThenSetAside(t *testing.T) {
 		"truncated": func(b []byte) []byte { return b[:len(b)/2] },
 		"future version": func(b []byte) []byte {
 			var m map[string]any
-			json.Unmarshal(b, &m)
+			if err := json.Unmarshal(b, &m); err != nil {
+				t.Fatal(err)
+			}
 			m["version"] = recordVersion + 1
 			out, _ := json.Marshal(m)
 			return out
@@ -103,7 +107,7 @@ func TestCorruptRecordIsSkippedThenSetAside(t *testing.T) {
 			if data, err := os.ReadFile(q[0].Path); err != nil || string(data) != string(corrupt(orig)) {
 				t.Fatalf("set-aside record changed: %v", err)
 			}
-			if _, err := os.Stat(recordPath(s, bad)); !os.IsNotExist(err) {
+			if _, err := os.Stat(recordPath(s, bad)); !errors.Is(err, fs.ErrNotExist) {
 				t.Fatalf("record still in index/: %v", err)
 			}
 			assertStored(t, s, bad)
@@ -125,7 +129,7 @@ func TestGCKeepsOnlyWhatQuarantinedRecordNames(t *testing.T) {
 	assertStored(t, s, bad)
 	top := keep.Layers[len(keep.Layers)-1]
 	c, _ := digestHex(top.ChainID)
-	if _, err := os.Lstat(s.layerPath(c)); !os.IsNotExist(err) {
+	if _, err := os.Lstat(s.layerPath(c)); !errors.Is(err, fs.ErrNotExist) {
 		t.Errorf("the removed image's own layer was kept: %v", err)
 	}
 }

@@ -99,7 +99,3 @@ func TestResolveFailures(t *testing.T) {
 		t.Errorf("not-found error %v does not name the reference", err)
 	}
 }
-
-func contains(s, sub string) bool {
-	return len(sub) == 0 || (len(s) >= len(sub) && (s[:len(sub)] == sub || contains(s[1:], sub)))
-}

@@ -2,7 +2,9 @@ package image
 
 import (
 	"bufio"
+	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
@@ -87,7 +89,7 @@ func (s *Store) sweepBlobs(keep map[string]bool) error {
 		if keep[e.Name()] {
 			continue
 		}
-		if err := os.Remove(filepath.Join(s.blobDir(), e.Name())); err != nil && !os.IsNotExist(err) {
+		if err := os.Remove(filepath.Join(s.blobDir(), e.Name())); err != nil && !errors.Is(err, fs.ErrNotExist) {
 			return fmt.Errorf("image gc: blob %s: %w", e.Name(), err)
 		}
 	}

@@ -24,7 +24,7 @@ func TestMountRootfsStacksLayersAndWhiteouts(t *testing.T) {
 	target := filepath.Join(top, "rootfs")
 	upper, work := filepath.Join(top, "upper"), filepath.Join(top, "work")
 	must(t, MountRootfs([]string{low1, low2}, upper, work, target))
-	t.Cleanup(func() { UnmountRootfs(target) })
+	t.Cleanup(func() { must(t, UnmountRootfs(target)) })
 
 	for rel, want := range map[string]bool{"a": true, "b": false, "c": true, "d/old": false, "d/new": true} {
 		if _, err := os.Lstat(filepath.Join(target, rel)); (err == nil) != want {

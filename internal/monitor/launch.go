@@ -64,7 +64,7 @@ func Launch(o LaunchOptions) (int, error) {
 	go cmd.Wait() //nolint:errcheck // only reaps; the exit is seen by clients
 
 	if err := awaitReady(readyR, ReadyTimeout); err != nil {
-		syscall.Kill(pid, syscall.SIGKILL) //nolint:errcheck // our own child
+		_ = syscall.Kill(pid, syscall.SIGKILL) // our own child
 		return 0, fmt.Errorf("%s: pid %d: %w%s", what, pid, err, logTail(o.LogFile))
 	}
 	return pid, nil

@@ -59,7 +59,9 @@ func TestExitFileErrors(t *testing.T) {
 			t.Errorf("read id %q: got %v, want InvalidArgument", id, err)
 		}
 	}
-	os.WriteFile(filepath.Join(dir, "future.json"), []byte(`{"version":99,"id":"future"}`), 0o600)
+	if err := os.WriteFile(filepath.Join(dir, "future.json"), []byte(`{"version":99,"id":"future"}`), 0o600); err != nil {
+		t.Fatal(err)
+	}
 	if _, err := ReadExitFile(dir, "future"); !errors.Is(err, errdefs.ErrFailedPrecondition) {
 		t.Fatalf("future version: got %v", err)
 	}
@@ -71,7 +73,9 @@ func TestErrorClassesSurviveTheWire(t *testing.T) {
 		resp := ErrorResponse(fmt.Errorf("container x: %w", class))
 		data, _ := json.Marshal(resp)
 		var back Response
-		json.Unmarshal(data, &back)
+		if err := json.Unmarshal(data, &back); err != nil {
+			t.Fatal(err)
+		}
 		err := back.Err()
 		if !errors.Is(err, class) {
 			t.Errorf("%v: class lost: %v", class, err)
@@ -106,9 +110,9 @@ func fakeMonitor(t *testing.T, handler func(Request) Response) string {
 				return
 			}
 			var req Request
-			json.NewDecoder(conn).Decode(&req)
+			_ = json.NewDecoder(conn).Decode(&req) // a bad request reaches handler as the zero Request
 			if handler != nil {
-				json.NewEncoder(conn).Encode(handler(req))
+				_ = json.NewEncoder(conn).Encode(handler(req)) // the client sees a short answer
 				conn.Close()
 			} // nil handler: never answer, keep the connection
 		}
@@ -180,9 +184,15 @@ func TestLaunchReportsEarlyExit(t *testing.T) {
 
 func TestFramesRoundTrip(t *testing.T) {
 	var buf bytes.Buffer
-	WriteFrame(&buf, FrameStdin, []byte("hello"))
-	WriteFrame(&buf, FrameStdinClose, nil)
-	WriteFrame(&buf, FrameResize, ResizePayload(80, 24))
+	if err := WriteFrame(&buf, FrameStdin, []byte("hello")); err != nil {
+		t.Fatal(err)
+	}
+	if err := WriteFrame(&buf, FrameStdinClose, nil); err != nil {
+		t.Fatal(err)
+	}
+	if err := WriteFrame(&buf, FrameResize, ResizePayload(80, 24)); err != nil {
+		t.Fatal(err)
+	}
 	if kind, p, err := ReadFrame(&buf); err != nil || kind != FrameStdin || string(p) != "hello" {
 		t.Fatalf("stdin frame: %d %q %v", kind, p, err)
 	}
@@ -193,7 +203,7 @@ func TestFramesRoundTrip(t *testing.T) {
 	if w, h, perr := ParseResize(p); err != nil || kind != FrameResize || perr != nil || w != 80 || h != 24 {
 		t.Fatalf("resize frame: %d %dx%d %v %v", kind, w, h, err, perr)
 	}
-	if _, _, err := ReadFrame(&buf); err != io.EOF {
+	if _, _, err := ReadFrame(&buf); !errors.Is(err, io.EOF) {
 		t.Fatalf("end between frames: %v, want EOF", err)
 	}
 }
@@ -207,7 +217,7 @@ func TestFramesRejectBadInput(t *testing.T) {
 		t.Errorf("oversized read: %v", err)
 	}
 	truncated := []byte{FrameStdout, 0, 0, 0, 9, 'a'}
-	if _, _, err := ReadFrame(bytes.NewReader(truncated)); err != io.ErrUnexpectedEOF {
+	if _, _, err := ReadFrame(bytes.NewReader(truncated)); !errors.Is(err, io.ErrUnexpectedEOF) {
 		t.Errorf("truncated frame: %v, want ErrUnexpectedEOF", err)
 	}
 	if _, _, err := ParseResize([]byte{1}); !errors.Is(err, errdefs.ErrInvalidArgument) {

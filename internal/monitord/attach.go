@@ -21,17 +21,17 @@ const ttyEOF = "\x04"
 // in holds the bytes that follow it. See doc.go of internal/monitor.
 func (s *Server) serveAttach(conn net.Conn, in io.Reader, req monitor.Request) {
 	c, sub, err := s.openAttach(req)
-	conn.SetWriteDeadline(time.Now().Add(ioTimeout)) //nolint:errcheck
+	_ = conn.SetWriteDeadline(time.Now().Add(ioTimeout)) // fails only on a closed conn, which the next read or write reports
 	if err != nil {
 		s.log.Printf("pod %s: attach %s: %v", s.cfg.Pod, req.ID, err)
-		json.NewEncoder(conn).Encode(monitor.ErrorResponse(err)) //nolint:errcheck // the client may be gone
+		_ = json.NewEncoder(conn).Encode(monitor.ErrorResponse(err)) // the client may be gone
 		return
 	}
 	defer c.fan.unsubscribe(sub)
 	if err := json.NewEncoder(conn).Encode(monitor.Response{Version: monitor.ProtocolVersion}); err != nil {
 		return
 	}
-	conn.SetDeadline(time.Time{}) //nolint:errcheck // the session lasts as long as the container
+	_ = conn.SetDeadline(time.Time{}) // the session lasts as long as the container; fails only on a closed conn
 	go sendOutput(conn, sub)
 	wantsStdin := req.Attach.Stdin && c.stdin
 	c.receiveInput(in, wantsStdin)
@@ -69,7 +69,7 @@ func sendOutput(conn net.Conn, sub *subscriber) {
 	for chunk := range sub.chunks {
 		for data := chunk.data; len(data) > 0; {
 			n := min(len(data), monitor.MaxFramePayload)
-			conn.SetWriteDeadline(time.Now().Add(ioTimeout)) //nolint:errcheck
+			_ = conn.SetWriteDeadline(time.Now().Add(ioTimeout)) // as above: WriteFrame reports a closed conn
 			if err := monitor.WriteFrame(conn, chunk.kind, data[:n]); err != nil {
 				return
 			}
@@ -101,7 +101,7 @@ func (c *container) receiveInput(in io.Reader, wantsStdin bool) {
 			c.closeStdin()
 		case monitor.FrameResize:
 			if width, height, err := monitor.ParseResize(payload); err == nil && c.tty {
-				runc.Resize(c.stdio.stdout, width, height) //nolint:errcheck // a closed pty means the container ended
+				_ = runc.Resize(c.stdio.stdout, width, height) // a closed pty means the container ended
 			}
 		}
 	}
@@ -118,7 +118,7 @@ func (c *container) stdinFile() *os.File {
 
 func (c *container) writeStdin(p []byte) {
 	if f := c.stdinFile(); f != nil {
-		f.Write(p) //nolint:errcheck // the container may have closed its stdin or exited
+		_, _ = f.Write(p) // the container may have closed its stdin or exited
 	}
 }
 
@@ -129,7 +129,7 @@ func (c *container) closeStdin() {
 		switch {
 		case f == nil:
 		case c.tty:
-			f.WriteString(ttyEOF) //nolint:errcheck // the container may have exited
+			_, _ = f.WriteString(ttyEOF) // the container may have exited
 		default:
 			f.Close()
 		}

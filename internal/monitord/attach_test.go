@@ -140,14 +140,20 @@ func TestAttachFansOutOutputAndForwardsStdin(t *testing.T) {
 	first, second := attach(client, stdinR), attach(client, nil)
 	f.waitSubscribers(t, 2)
 
-	io.WriteString(f.out, "to stdout\n")
-	io.WriteString(f.errOut, "to stderr\n")
+	if _, err := io.WriteString(f.out, "to stdout\n"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := io.WriteString(f.errOut, "to stderr\n"); err != nil {
+		t.Fatal(err)
+	}
 	for _, r := range []attachResult{first, second} {
 		waitFor(t, "output at each client", func() bool {
 			return r.stdout.String() == "to stdout\n" && r.stderr.String() == "to stderr\n"
 		})
 	}
-	io.WriteString(stdinW, "typed\n")
+	if _, err := io.WriteString(stdinW, "typed\n"); err != nil {
+		t.Fatal(err)
+	}
 	got := make([]byte, 6)
 	if _, err := io.ReadFull(f.stdinR, got); err != nil || string(got) != "typed\n" {
 		t.Fatalf("container stdin read %q, %v", got, err)
@@ -209,7 +215,9 @@ func TestStdinEndWithoutStdinOnceDetachesAndKeepsStdin(t *testing.T) {
 	defer stdinW.Close()
 	attach(client, stdinR)
 	f.waitSubscribers(t, 1)
-	io.WriteString(stdinW, "y")
+	if _, err := io.WriteString(stdinW, "y"); err != nil {
+		t.Fatal(err)
+	}
 	got := make([]byte, 2)
 	if _, err := io.ReadFull(f.stdinR, got); err != nil || string(got) != "xy" {
 		t.Fatalf("container stdin: %q, %v", got, err)
@@ -266,7 +274,9 @@ func TestPublishCopiesTheChunk(t *testing.T) {
 	fan := newFanout()
 	sub, _ := fan.subscribe(true, false)
 	buf := []byte("abc")
-	teeReader{r: bytes.NewReader(buf), kind: monitor.FrameStdout, fan: fan}.Read(make([]byte, 8))
+	if _, err := (teeReader{r: bytes.NewReader(buf), kind: monitor.FrameStdout, fan: fan}).Read(make([]byte, 8)); err != nil {
+		t.Fatal(err)
+	}
 	fan.publish(monitor.FrameStdout, buf)
 	buf[0] = 'X'
 	<-sub.chunks

@@ -2,7 +2,9 @@ package monitord
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -96,7 +98,7 @@ func (s *Server) runcCreate(ctx context.Context, r monitor.CreateRequest) (_ *co
 	defer func() {
 		if err != nil {
 			logw.Close()
-			if os.IsNotExist(statErr) {
+			if errors.Is(statErr, fs.ErrNotExist) {
 				os.Remove(r.LogPath)
 			}
 		}
@@ -194,7 +196,7 @@ func (c *container) copyOutput() chan struct{} {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			c.log.Copy(stream, teeReader{r: f, kind: kind, fan: c.fan}) //nolint:errcheck // write errors cannot reach anyone; output is drained
+			_ = c.log.Copy(stream, teeReader{r: f, kind: kind, fan: c.fan}) // write errors cannot reach anyone; output is drained
 		}()
 	}
 	go func() {

@@ -138,7 +138,7 @@ func (e *env) launch(t *testing.T) {
 
 func (e *env) adopt(t *testing.T, pid int) {
 	e.pid = pid
-	t.Cleanup(func() { syscall.Kill(pid, syscall.SIGKILL) })
+	t.Cleanup(func() { _ = syscall.Kill(pid, syscall.SIGKILL) }) // it may have exited
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	if err := e.client.Ping(ctx); err != nil {
@@ -167,7 +167,9 @@ func (e *env) bundle(t *testing.T, id string, o bundleOpts) (dir, cgroup string)
 	if err := os.WriteFile(filepath.Join(bin, "busybox"), busybox, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	os.Symlink("busybox", filepath.Join(bin, "sh"))
+	if err := os.Symlink("busybox", filepath.Join(bin, "sh")); err != nil {
+		t.Fatal(err)
+	}
 	if out, err := exec.Command(runcBinary, "spec", "--bundle", dir).CombinedOutput(); err != nil {
 		t.Fatalf("runc spec: %v: %s", err, out)
 	}

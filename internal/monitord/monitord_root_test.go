@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"io/fs"
 	"os"
 	"os/exec"
 	"slices"
@@ -42,7 +43,7 @@ func TestContainerLogsAndExitCode(t *testing.T) {
 	if got := crilog.Lines(recs, crilog.Stderr); !slices.Equal(got, []string{"err1"}) {
 		t.Fatalf("stderr lines %q", got)
 	}
-	if last := recs[len(recs)-1]; !(last.Stream == crilog.Stdout && last.Partial && string(last.Content) == "tail") {
+	if last := recs[len(recs)-1]; last.Stream != crilog.Stdout || !last.Partial || string(last.Content) != "tail" {
 		t.Fatalf("unterminated tail: got %+v, want a P record", last)
 	}
 
@@ -118,14 +119,16 @@ func TestMonitorOutlivesDaemonAndLogsAlone(t *testing.T) {
 	line, _ := bufio.NewReader(out).ReadString('\n')
 	pid, err := strconv.Atoi(strings.TrimSpace(line))
 	if err != nil {
-		daemon.Process.Kill()
-		daemon.Wait()
+		_ = daemon.Process.Kill() // failing anyway
+		_ = daemon.Wait()
 		t.Fatalf("launcher: %q", line)
 	}
 	e.pid = pid
-	t.Cleanup(func() { syscall.Kill(pid, syscall.SIGKILL) })
-	daemon.Process.Kill()
-	daemon.Wait()
+	t.Cleanup(func() { _ = syscall.Kill(pid, syscall.SIGKILL) }) // it may have exited
+	if err := daemon.Process.Kill(); err != nil {
+		t.Fatal(err)
+	}
+	_ = daemon.Wait() // "signal: killed"
 	e.adopt(t, pid)
 
 	id := e.prefix + "-alone"
@@ -172,7 +175,7 @@ func TestShutdownStopsMonitor(t *testing.T) {
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
-	if _, err := os.Stat(e.socket); !os.IsNotExist(err) {
+	if _, err := os.Stat(e.socket); !errors.Is(err, fs.ErrNotExist) {
 		t.Fatalf("socket left behind: %v", err)
 	}
 }
@@ -185,13 +188,13 @@ func TestFailedCreateRollsBack(t *testing.T) {
 	logPath := e.dir + "/logs/bad.log"
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	t.Cleanup(func() { e.runc.Delete(context.Background(), id, true) })
+	t.Cleanup(func() { _ = e.runc.Delete(context.Background(), id, true) }) // the create may have failed before runc made it
 	req := monitor.CreateRequest{ID: id, Bundle: bundle + "-missing", LogPath: logPath, CgroupPath: cgroup}
 	_, err := e.client.Create(ctx, req)
 	if err == nil || !strings.Contains(err.Error(), "runc create "+id+": ") {
 		t.Fatalf("create of a missing bundle: got %v, want runc's message", err)
 	}
-	if _, err := os.Stat(logPath); !os.IsNotExist(err) {
+	if _, err := os.Stat(logPath); !errors.Is(err, fs.ErrNotExist) {
 		t.Fatalf("log file left behind: %v", err)
 	}
 	if states, _ := e.runc.List(ctx); len(states) != 0 {
@@ -228,7 +231,7 @@ func TestStdinHeldOpen(t *testing.T) {
 	for _, withStdin := range []bool{false, true} {
 		id := e.prefix + "-stdin-" + strconv.FormatBool(withStdin)
 		bundle, cgroup := e.bundle(t, id, bundleOpts{args: sh(`read line; exit 4`)})
-		t.Cleanup(func() { e.runc.Delete(context.Background(), id, true) })
+		t.Cleanup(func() { _ = e.runc.Delete(context.Background(), id, true) }) // it may not exist
 		_, err := e.client.Create(ctx, monitor.CreateRequest{ID: id, Bundle: bundle, LogPath: e.dir + "/" + id + ".log",
 			Stdin: withStdin, CgroupPath: cgroup})
 		if err != nil {

@@ -52,8 +52,8 @@ func TestPauseReapsOrphansAndExitsOnSIGTERM(t *testing.T) {
 	exited := make(chan error, 1)
 	go func() { exited <- pause.Wait() }()
 	t.Cleanup(func() {
-		syscall.Kill(pid, syscall.SIGKILL)
-		<-exited
+		_ = syscall.Kill(pid, syscall.SIGKILL) // it may have exited
+		<-exited                               //nolint:errcheck // killed, or checked by the test
 	})
 	time.Sleep(100 * time.Millisecond) // let it install its handlers
 
@@ -76,7 +76,9 @@ func TestPauseReapsOrphansAndExitsOnSIGTERM(t *testing.T) {
 		time.Sleep(50 * time.Millisecond)
 	}
 
-	syscall.Kill(pid, syscall.SIGTERM)
+	if err := syscall.Kill(pid, syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
 	select {
 	case err := <-exited:
 		exited <- err // for cleanup

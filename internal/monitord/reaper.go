@@ -90,7 +90,7 @@ func (r *Reaper) Start(cmd *exec.Cmd) (int, <-chan Exit, error) {
 		return 0, nil, err
 	}
 	pid := cmd.Process.Pid
-	cmd.Process.Release() //nolint:errcheck // frees its pidfd; the reaper waits
+	_ = cmd.Process.Release() // frees its pidfd; the reaper waits
 	ch := make(chan Exit, 1)
 	r.waiters[pid] = ch
 	return pid, ch, nil
@@ -108,7 +108,7 @@ func (r *Reaper) Exec(ctx context.Context, cmd *exec.Cmd) error {
 	case e := <-ch:
 		return statusError(e.Status)
 	case <-ctx.Done():
-		unix.Kill(pid, unix.SIGKILL) //nolint:errcheck // not reaped yet: still ours
+		_ = unix.Kill(pid, unix.SIGKILL) // not reaped yet: still ours
 		<-ch
 		return ctx.Err()
 	}

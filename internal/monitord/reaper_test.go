@@ -36,7 +36,9 @@ func TestReaperClaimSeesEarlierExit(t *testing.T) {
 		t.Fatal(err)
 	}
 	pid := cmd.Process.Pid
-	cmd.Process.Release()
+	if err := cmd.Process.Release(); err != nil {
+		t.Fatal(err)
+	}
 	deadline := time.Now().Add(5 * time.Second)
 	for len(sub.exits) == 0 && time.Now().Before(deadline) {
 		time.Sleep(10 * time.Millisecond)

@@ -78,7 +78,7 @@ func Run(cfg Config, ready io.WriteCloser) error {
 	defer os.Remove(cfg.Socket)
 	defer l.Close()
 	if ready != nil {
-		io.WriteString(ready, monitor.ReadyMessage) //nolint:errcheck // the launcher may be gone
+		_, _ = io.WriteString(ready, monitor.ReadyMessage) // the launcher may be gone
 		ready.Close()
 	}
 	s.log.Printf("pod %s: listening on %s", cfg.Pod, cfg.Socket)
@@ -150,7 +150,7 @@ func (s *Server) acceptLoop(l net.Listener) {
 // request keeps the connection for its session.
 func (s *Server) serveConn(conn net.Conn) {
 	defer conn.Close()
-	conn.SetReadDeadline(time.Now().Add(ioTimeout)) //nolint:errcheck
+	_ = conn.SetReadDeadline(time.Now().Add(ioTimeout)) // fails only on a closed conn, which the next read or write reports
 	var req monitor.Request
 	var resp monitor.Response
 	dec := json.NewDecoder(io.LimitReader(conn, maxRequestSize))
@@ -162,7 +162,7 @@ func (s *Server) serveConn(conn net.Conn) {
 	} else {
 		resp = s.handle(req)
 	}
-	conn.SetWriteDeadline(time.Now().Add(ioTimeout)) //nolint:errcheck
+	_ = conn.SetWriteDeadline(time.Now().Add(ioTimeout)) // fails only on a closed conn, which the next read or write reports
 	if err := json.NewEncoder(conn).Encode(resp); err != nil {
 		s.log.Printf("pod %s: %s: response: %v", s.cfg.Pod, req.Op, err)
 	}

@@ -141,8 +141,8 @@ func acceptMaster(l *net.UnixListener) consoleResult {
 		return consoleResult{err: fmt.Errorf("console socket: accept: %w", err)}
 	}
 	defer conn.Close()
-	conn.SetReadDeadline(time.Now().Add(30 * time.Second)) //nolint:errcheck
-	buf := make([]byte, 4096)                              // runc sends the pty name
+	_ = conn.SetReadDeadline(time.Now().Add(30 * time.Second)) // fails only on a closed conn, which the next read or write reports
+	buf := make([]byte, 4096)                                  // runc sends the pty name
 	oob := make([]byte, unix.CmsgSpace(4))
 	_, oobn, _, _, err := conn.ReadMsgUnix(buf, oob)
 	if err != nil {

@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
 	"net"
 	"os"
 	"path/filepath"
@@ -65,7 +66,7 @@ func TestSetupTwoPodsPingAndTeardown(t *testing.T) {
 			t.Fatalf("Teardown pod 1 (call %d): %v", i+1, err)
 		}
 	}
-	if _, err := os.Stat(tn.allocationFile(ip1)); !os.IsNotExist(err) {
+	if _, err := os.Stat(tn.allocationFile(ip1)); !errors.Is(err, fs.ErrNotExist) {
 		t.Errorf("IP %s still allocated after Teardown: %v", ip1, err)
 	}
 	if n := tn.bridgePorts(t); n != 1 {
@@ -84,7 +85,7 @@ func TestSetupTwoPodsPingAndTeardown(t *testing.T) {
 			t.Fatalf("Teardown pod 2 after Unpin (call %d): %v", i+1, err)
 		}
 	}
-	if _, err := os.Stat(tn.allocationFile(ip2)); !os.IsNotExist(err) {
+	if _, err := os.Stat(tn.allocationFile(ip2)); !errors.Is(err, fs.ErrNotExist) {
 		t.Errorf("IP %s still allocated after Teardown: %v", ip2, err)
 	}
 	// Pod 2's veth pair goes with its namespace, which the kernel destroys

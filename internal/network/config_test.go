@@ -3,6 +3,7 @@ package network
 import (
 	"encoding/json"
 	"errors"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
@@ -141,7 +142,7 @@ func TestInstallDefaultLeavesAdminConfig(t *testing.T) {
 	if _, installed, err := InstallDefault(confDir, testDefault(confDir)); err != nil || installed {
 		t.Fatalf("installed = %v, %v", installed, err)
 	}
-	if _, err := os.Stat(filepath.Join(confDir, DefaultConfigFile)); !os.IsNotExist(err) {
+	if _, err := os.Stat(filepath.Join(confDir, DefaultConfigFile)); !errors.Is(err, fs.ErrNotExist) {
 		t.Errorf("default written beside an admin config: %v", err)
 	}
 }

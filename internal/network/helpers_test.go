@@ -5,7 +5,9 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"errors"
 	"fmt"
+	"io/fs"
 	"math/big"
 	"net"
 	"os"
@@ -137,7 +139,7 @@ func (tn *testNet) allocationFile(ip net.IP) string {
 func (tn *testNet) bridgePorts(t testing.TB) int {
 	t.Helper()
 	entries, err := os.ReadDir(filepath.Join("/sys/class/net", tn.def.Bridge, "brif"))
-	if os.IsNotExist(err) {
+	if errors.Is(err, fs.ErrNotExist) {
 		return 0
 	}
 	if err != nil {

@@ -2,6 +2,7 @@ package network
 
 import (
 	"errors"
+	"io/fs"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -82,7 +83,7 @@ func TestPinUnpin(t *testing.T) {
 	if m := mountsUnder(t, dir); len(m) != 0 {
 		t.Errorf("mounts left after Unpin: %v", m)
 	}
-	if _, err := os.Stat(dir); !os.IsNotExist(err) {
+	if _, err := os.Stat(dir); !errors.Is(err, fs.ErrNotExist) {
 		t.Errorf("pin dir still there after Unpin: %v", err)
 	}
 	if err := Unpin(dir); err != nil {
@@ -104,7 +105,7 @@ func TestPinOnlyNet(t *testing.T) {
 	if ns.IPC != "" || ns.UTS != "" || !IsPinned(ns.Net) {
 		t.Errorf("pins = %+v, want net only", ns)
 	}
-	if _, err := os.Stat(filepath.Join(dir, "ipc")); !os.IsNotExist(err) {
+	if _, err := os.Stat(filepath.Join(dir, "ipc")); !errors.Is(err, fs.ErrNotExist) {
 		t.Errorf("ipc file exists without being asked: %v", err)
 	}
 	if err := Unpin(dir); err != nil {
@@ -131,7 +132,7 @@ func TestPinFailureMidwayLeavesNothing(t *testing.T) {
 	if m := mountsUnder(t, dir); len(m) != 0 {
 		t.Errorf("mounts left after a failed Pin: %v", m)
 	}
-	if _, err := os.Stat(dir); !os.IsNotExist(err) {
+	if _, err := os.Stat(dir); !errors.Is(err, fs.ErrNotExist) {
 		t.Errorf("pin dir left after a failed Pin: %v", err)
 	}
 }

@@ -42,7 +42,7 @@ func TestCommand(t *testing.T) {
 func TestMergeEnv(t *testing.T) {
 	kv := func(pairs ...string) []*runtimeapi.KeyValue {
 		var out []*runtimeapi.KeyValue
-		for i := 0; i < len(pairs); i += 2 {
+		for i := 0; i+1 < len(pairs); i += 2 {
 			out = append(out, &runtimeapi.KeyValue{Key: pairs[i], Value: []byte(pairs[i+1])})
 		}
 		return out

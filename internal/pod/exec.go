@@ -174,7 +174,7 @@ func newOutputPipes(stdout, stderr io.Writer) (*outputPipes, error) {
 
 func (p *outputPipes) copy(w io.Writer, r *os.File) {
 	defer p.copied.Done()
-	io.Copy(w, r) //nolint:errcheck // ends at EOF or when the reader is closed
+	_, _ = io.Copy(w, r) // ends at EOF or when the reader is closed
 }
 
 func (p *outputPipes) closeWriters() {

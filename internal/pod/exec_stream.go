@@ -94,8 +94,8 @@ func (s *Service) execTerminal(ctx context.Context, id string, process []byte, s
 	resizeDone := make(chan struct{})
 	defer close(resizeDone)
 	go monitor.ForwardResizes(st.Resize, resizeDone, func(size WindowSize) error {
-		runc.Resize(master, size.Width, size.Height) //nolint:errcheck // a closed pty ends the exec anyway
-		return nil                                   // keep applying later sizes
+		_ = runc.Resize(master, size.Width, size.Height) // a closed pty ends the exec anyway
+		return nil                                       // keep applying later sizes
 	})
 	exe, err := s.runc.StartExec(id, runc.ExecOpts{Process: process, Terminal: true, Stdin: slave, Stdout: slave, Stderr: slave})
 	slave.Close()
@@ -108,7 +108,7 @@ func (s *Service) execTerminal(ctx context.Context, id string, process []byte, s
 	copied := make(chan struct{})
 	go func() {
 		defer close(copied)
-		io.Copy(orDiscard(st.Stdout), master) //nolint:errcheck // EIO once runc closed the slave
+		_, _ = io.Copy(orDiscard(st.Stdout), master) // EIO once runc closed the slave
 	}()
 	code, err := waitExec(ctx, exe, 0)
 	drainOrClose(copied, master)
@@ -127,7 +127,7 @@ func drainOrClose(copied <-chan struct{}, src io.Closer) {
 }
 
 func copyAndClose(w io.WriteCloser, r io.Reader) {
-	io.Copy(w, r) //nolint:errcheck // the process may have exited
+	_, _ = io.Copy(w, r) // the process may have exited
 	w.Close()
 }
 

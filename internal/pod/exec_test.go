@@ -3,6 +3,7 @@ package pod
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"os"
 	"path/filepath"
 	"testing"
@@ -40,7 +41,9 @@ func TestDrainIsBounded(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer held.Close()
-	held.WriteString("partial")
+	if _, err := held.WriteString("partial"); err != nil {
+		t.Fatal(err)
+	}
 	p.closeWriters()
 	start := time.Now()
 	p.drain(200 * time.Millisecond)
@@ -59,12 +62,12 @@ func dupFile(f *os.File) (*os.File, error) {
 	}
 	var dup *os.File
 	var dupErr error
-	raw.Control(func(fd uintptr) { //nolint:errcheck
+	err = raw.Control(func(fd uintptr) {
 		var nfd int
 		nfd, dupErr = unix.Dup(int(fd))
 		dup = os.NewFile(uintptr(nfd), "dup")
 	})
-	return dup, dupErr
+	return dup, errors.Join(err, dupErr)
 }
 
 func TestExecProcessInheritsTheContainersProcess(t *testing.T) {

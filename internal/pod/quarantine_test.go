@@ -251,7 +251,7 @@ func treeOf(t *testing.T, dirs ...string) map[string]string {
 			if err != nil || d.IsDir() {
 				return err
 			}
-			b, err := os.ReadFile(path)
+			b, err := os.ReadFile(path) //nolint:gosec // G122: the test's own temp dir
 			out[path] = string(b)
 			return err
 		})

@@ -1,7 +1,9 @@
 package pod
 
 import (
+	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"time"
@@ -37,9 +39,14 @@ type SandboxStats struct {
 	Usage        cgroupstats.Sample // summed over the containers with usage
 	NanoCores    uint64
 	HasNanoCores bool
-	Interfaces   []network.InterfaceCounters
+	Interfaces   []InterfaceCounters
 	Containers   []ContainerStats
 }
+
+// InterfaceCounters are one pod interface's traffic counters, as network
+// reads them. pod hands them to criserver, which must not import network
+// (docs/architecture.md).
+type InterfaceCounters = network.InterfaceCounters
 
 // ContainerStats samples a container by id or unique id prefix.
 func (s *Service) ContainerStats(id string) (ContainerStats, error) {
@@ -123,7 +130,7 @@ func addUsage(pod *SandboxStats, c *ContainerStats) {
 func diskUsage(root string) (DiskUsage, error) {
 	du := DiskUsage{Path: root, Time: time.Now()}
 	if _, err := os.Lstat(root); err != nil {
-		if os.IsNotExist(err) {
+		if errors.Is(err, fs.ErrNotExist) {
 			return du, fmt.Errorf("%s: %w", root, errdefs.ErrNotFound)
 		}
 		return du, err
@@ -132,7 +139,7 @@ func diskUsage(root string) (DiskUsage, error) {
 	seen := map[inode]bool{}
 	err := filepath.WalkDir(root, func(path string, d os.DirEntry, err error) error {
 		if err != nil {
-			if os.IsNotExist(err) {
+			if errors.Is(err, fs.ErrNotExist) {
 				return nil
 			}
 			return err

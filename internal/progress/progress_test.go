@@ -145,8 +145,8 @@ func screen(t *testing.T, out string) []string {
 		col++
 	}
 	for i := 0; i < len(out); i++ {
-		switch c := out[i]; {
-		case c == '\x1b':
+		switch c := out[i]; c {
+		case '\x1b':
 			end := strings.IndexAny(out[i:], "AK")
 			if end < 0 || out[i+1] != '[' {
 				t.Fatalf("unexpected escape at %d: %q", i, out[i:])
@@ -161,9 +161,9 @@ func screen(t *testing.T, out string) []string {
 				lines[row] = lines[row][:col]
 			}
 			i += end
-		case c == '\r':
+		case '\r':
 			col = 0
-		case c == '\n':
+		case '\n':
 			row, col = row+1, 0
 		default:
 			put(c)

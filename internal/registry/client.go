@@ -309,7 +309,7 @@ type classifyingReader struct{ rc io.ReadCloser }
 
 func (r *classifyingReader) Read(p []byte) (int, error) {
 	n, err := r.rc.Read(p)
-	if err != nil && err != io.EOF {
+	if err != nil && !errors.Is(err, io.EOF) {
 		err = classify(err)
 	}
 	return n, err

@@ -20,7 +20,7 @@ import (
 // serveRegistry runs an in-memory registry behind wrap and returns its host.
 func serveRegistry(t *testing.T, wrap func(http.Handler) http.Handler) string {
 	t.Helper()
-	var h http.Handler = ggcrregistry.New(ggcrregistry.Logger(log.New(io.Discard, "", 0)))
+	h := ggcrregistry.New(ggcrregistry.Logger(log.New(io.Discard, "", 0)))
 	if wrap != nil {
 		h = wrap(h)
 	}

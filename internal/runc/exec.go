@@ -97,7 +97,7 @@ func (e *Execution) Pid() int {
 // exec'd process orphaned before this call and that changed their group
 // are out of reach: they were reparented to the container's init.
 func (e *Execution) KillAll() {
-	syscall.Kill(-e.cmd.Process.Pid, syscall.SIGKILL) //nolint:errcheck // the group may be gone
+	_ = syscall.Kill(-e.cmd.Process.Pid, syscall.SIGKILL) // the group may be gone
 	if pid := e.Pid(); pid > 0 {
 		killTree(pid)
 	}

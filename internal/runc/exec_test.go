@@ -75,12 +75,12 @@ func TestKillTreeReachesGrandchildren(t *testing.T) {
 	n, _ := out.Read(buf)
 	var child int
 	if _, err := fmt.Sscan(strings.TrimSpace(string(buf[:n])), &child); err != nil || child <= 0 {
-		cmd.Process.Kill()
-		cmd.Wait()
+		_ = cmd.Process.Kill() // failing anyway
+		_ = cmd.Wait()
 		t.Fatalf("background pid %q: %v", buf[:n], err)
 	}
 	killTree(cmd.Process.Pid)
-	cmd.Wait() //nolint:errcheck // killed
+	_ = cmd.Wait() // killed
 	// SIGKILL is delivered asynchronously: give the sleep a moment to die.
 	statPath := fmt.Sprintf("/proc/%d/stat", child)
 	for deadline := time.Now().Add(2 * time.Second); ; time.Sleep(10 * time.Millisecond) {

@@ -19,7 +19,7 @@ func killTree(pid int) {
 		fresh := 0
 		for _, p := range append(descendants(pid, parentLinks()), pid) {
 			if !stopped[p] {
-				syscall.Kill(p, syscall.SIGSTOP) //nolint:errcheck // it may have exited
+				_ = syscall.Kill(p, syscall.SIGSTOP) // it may have exited
 				stopped[p] = true
 				fresh++
 			}
@@ -29,7 +29,7 @@ func killTree(pid int) {
 		}
 	}
 	for p := range stopped {
-		syscall.Kill(p, syscall.SIGKILL) //nolint:errcheck // it may have exited
+		_ = syscall.Kill(p, syscall.SIGKILL) // it may have exited
 	}
 }
 

@@ -140,7 +140,7 @@ func (r *Runc) output(ctx context.Context, sub, id string, args []string) ([]byt
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		io.Copy(&out, pr) //nolint:errcheck // a short read surfaces as bad JSON
+		_, _ = io.Copy(&out, pr) // a short read surfaces as bad JSON
 	}()
 	err = r.run(ctx, sub, id, args, func(cmd *exec.Cmd) { cmd.Stdout = pw })
 	pw.Close()
@@ -208,8 +208,8 @@ func (r *Runc) exec(ctx context.Context, cmd *exec.Cmd) error {
 	case err := <-waited:
 		return err
 	case <-ctx.Done():
-		cmd.Process.Kill() //nolint:errcheck // it may have just exited
-		<-waited
+		_ = cmd.Process.Kill() // it may have just exited
+		<-waited               //nolint:errcheck // "signal: killed" says less than ctx.Err()
 		return ctx.Err()
 	}
 }

@@ -140,7 +140,7 @@ func TestClientHangUpEndsTheExec(t *testing.T) {
 	done := blockingExec(ctx, t, s, fake)
 	cancel()
 	wantEnded(t, "client hung up", fake)
-	<-done
+	<-done //nolint:errcheck // a hang-up ends the client with an error
 }
 
 func TestCloseEndsWebSocketV5Streams(t *testing.T) {

@@ -86,9 +86,9 @@ func splice(conn net.Conn, stream io.ReadWriteCloser) error {
 	wg.Add(1)
 	go func() {
 		defer wg.Done()
-		io.Copy(conn, stream) //nolint:errcheck // the client hung up
+		_, _ = io.Copy(conn, stream) // the client hung up
 		if hc, ok := conn.(interface{ CloseWrite() error }); ok {
-			hc.CloseWrite() //nolint:errcheck // the peer may be gone
+			_ = hc.CloseWrite() // the peer may be gone
 		} else {
 			conn.Close()
 		}

@@ -21,7 +21,7 @@ type fakeContainers struct {
 func (f *fakeContainers) Exec(_ context.Context, _ string, _ []string, st pod.ExecStreams) (int, error) {
 	f.got = st
 	if st.Stdout != nil {
-		io.WriteString(st.Stdout, "out")
+		_, _ = io.WriteString(st.Stdout, "out") // the test reads what arrived
 	}
 	return f.code, f.err
 }
@@ -29,7 +29,7 @@ func (f *fakeContainers) Exec(_ context.Context, _ string, _ []string, st pod.Ex
 func (f *fakeContainers) Attach(_ context.Context, _ string, st pod.ExecStreams) error {
 	f.got = st
 	if st.Stdout != nil {
-		io.WriteString(st.Stdout, "attached")
+		_, _ = io.WriteString(st.Stdout, "attached") // the test reads what arrived
 	}
 	return f.err
 }
@@ -99,7 +99,7 @@ func TestPortForwardDialsLoopbackInThePodNetns(t *testing.T) {
 			dialed = append(dialed, netns, network, addr)
 			podSide, ours := net.Pipe()
 			go func() { // an echo server inside the "pod"
-				io.Copy(podSide, podSide)
+				_, _ = io.Copy(podSide, podSide) // ends when either side closes
 				podSide.Close()
 			}()
 			return ours, nil
@@ -108,13 +108,15 @@ func TestPortForwardDialsLoopbackInThePodNetns(t *testing.T) {
 	client, stream := net.Pipe()
 	done := make(chan error, 1)
 	go func() { done <- r.PortForward(context.Background(), "p1", 8080, stream) }()
-	io.WriteString(client, "ping")
+	if _, err := io.WriteString(client, "ping"); err != nil {
+		t.Fatal(err)
+	}
 	buf := make([]byte, 4)
 	if _, err := io.ReadFull(client, buf); err != nil || string(buf) != "ping" {
 		t.Errorf("echo through the forward: %q, %v", buf, err)
 	}
 	client.Close()
-	<-done
+	<-done //nolint:errcheck // the closed pipe ends the forward either way
 	if strings.Join(dialed, " ") != "/run/x/ns/net tcp4 127.0.0.1:8080" {
 		t.Errorf("dialed %q", dialed)
 	}

@@ -46,7 +46,7 @@ func (h *router) serveV5(w http.ResponseWriter, r *http.Request, req streamReque
 	go func() {
 		// The client never writes on the error channel: its reader ends
 		// when the connection does, and then so does the session.
-		io.Copy(io.Discard, streams[chanError]) //nolint:errcheck // any end is a hang-up
+		_, _ = io.Copy(io.Discard, streams[chanError]) // any end is a hang-up
 		cancel()
 	}()
 	announce(streams, req)
@@ -86,7 +86,7 @@ func announce(streams []io.ReadWriteCloser, req streamRequest) {
 	case req.stderr:
 		ch = chanStderr
 	}
-	streams[ch].Write(nil) //nolint:errcheck // a dead connection shows at the next write
+	_, _ = streams[ch].Write(nil) // a dead connection shows at the next write
 }
 
 // run hands the request's streams to the runtime the library uses.
@@ -123,13 +123,13 @@ func decodeResizes(ctx context.Context, r io.Reader) <-chan remotecommand.Termin
 		for {
 			var size remotecommand.TerminalSize
 			if err := dec.Decode(&size); err != nil {
-				io.Copy(io.Discard, r) //nolint:errcheck // ends with the connection
+				_, _ = io.Copy(io.Discard, r) // ends with the connection
 				return
 			}
 			select {
 			case sizes <- size:
 			case <-ctx.Done():
-				io.Copy(io.Discard, r) //nolint:errcheck // ends with the connection
+				_, _ = io.Copy(io.Discard, r) // ends with the connection
 				return
 			}
 		}
@@ -150,7 +150,7 @@ func writeStatus(w io.Writer, kind string, err error) {
 	if merr != nil {
 		return
 	}
-	w.Write(b) //nolint:errcheck // the client is gone
+	_, _ = w.Write(b) // the client is gone
 }
 
 func statusOf(kind string, err error) metav1.Status {

@@ -53,13 +53,13 @@ func (s *scripted) Exec(ctx context.Context, _ string, cmd []string, st pod.Exec
 	s.count()
 	switch cmd[0] {
 	case "print": // print STDOUT STDERR CODE
-		io.WriteString(st.Stdout, cmd[1])
+		_, _ = io.WriteString(st.Stdout, cmd[1]) // the client checks what arrived
 		if st.Stderr != nil {
-			io.WriteString(st.Stderr, cmd[2])
+			_, _ = io.WriteString(st.Stderr, cmd[2])
 		}
 		return strconv.Atoi(cmd[3])
 	case "cat": // ends only when stdin does
-		io.Copy(st.Stdout, st.Stdin)
+		_, _ = io.Copy(st.Stdout, st.Stdin)
 		return 0, nil
 	case "size": // prints the first terminal size
 		select {
@@ -80,8 +80,8 @@ func (s *scripted) Exec(ctx context.Context, _ string, cmd []string, st pod.Exec
 
 func (s *scripted) Attach(_ context.Context, _ string, st pod.ExecStreams) error {
 	s.count()
-	io.WriteString(st.Stdout, "attached:")
-	io.Copy(st.Stdout, st.Stdin)
+	_, _ = io.WriteString(st.Stdout, "attached:") // the client checks what arrived
+	_, _ = io.Copy(st.Stdout, st.Stdin)
 	return nil
 }
 
@@ -96,7 +96,7 @@ func startServer(t *testing.T, c Containers) *Server {
 	if err != nil {
 		t.Fatal(err)
 	}
-	go s.Serve()
+	go func() { _ = s.Serve() }() // ends with Close
 	t.Cleanup(func() { s.Close() })
 	return s
 }

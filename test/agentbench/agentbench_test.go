@@ -187,7 +187,7 @@ func (b *bench) deleteAll() {
 		return
 	}
 	for _, p := range list.Items {
-		b.client.Delete(context.Background(), p.Namespace, p.Name, &grace) //nolint:errcheck // cleanup
+		_, _ = b.client.Delete(context.Background(), p.Namespace, p.Name, &grace) // cleanup
 	}
 	waitFor(time.Minute, func() bool { return b.podCount() == 0 })
 }

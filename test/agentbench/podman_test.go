@@ -57,7 +57,7 @@ func podmanPlay(t *testing.T, yaml string, runs int) string {
 		took := time.Since(start)
 		down := exec.Command(podman, "kube", "down", path)
 		down.Env = play.Env
-		down.Run() //nolint:errcheck // cleanup
+		_ = down.Run() // cleanup
 		if err != nil {
 			return fmt.Sprintf("\n`podman kube play` failed: %v: %s\n", err, lastLine(out))
 		}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"syscall"
@@ -125,7 +126,7 @@ func shutdownMonitor(ctx context.Context, socket string, pid int) error {
 		return fmt.Errorf("floor: monitor pid %d: shutdown: %w", pid, err)
 	}
 	for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline); {
-		if _, err := os.Stat(fmt.Sprintf("/proc/%d", pid)); os.IsNotExist(err) {
+		if _, err := os.Stat(fmt.Sprintf("/proc/%d", pid)); errors.Is(err, fs.ErrNotExist) {
 			return nil
 		}
 		time.Sleep(5 * time.Millisecond)

@@ -145,12 +145,12 @@ func (e *env) removeSandboxesThroughCRI() {
 	e.seen.runtime(sandboxes, containers)
 	for _, c := range containers {
 		e.t.Errorf("cleanup: containerd still holds container %s (%s) after the agent deleted every pod", c.GetId(), c.GetMetadata().GetName())
-		e.ctrd.rt.RemoveContainer(ctx, &runtimeapi.RemoveContainerRequest{ContainerId: c.GetId()}) //nolint:errcheck // best effort; leftovers are checked next
+		_, _ = e.ctrd.rt.RemoveContainer(ctx, &runtimeapi.RemoveContainerRequest{ContainerId: c.GetId()}) // best effort; leftovers are checked next
 	}
 	for _, sb := range sandboxes {
 		e.t.Errorf("cleanup: containerd still holds sandbox %s (pod %s) after the agent deleted every pod", sb.GetId(), sb.GetMetadata().GetName())
-		e.ctrd.rt.StopPodSandbox(ctx, &runtimeapi.StopPodSandboxRequest{PodSandboxId: sb.GetId()})     //nolint:errcheck // as above
-		e.ctrd.rt.RemovePodSandbox(ctx, &runtimeapi.RemovePodSandboxRequest{PodSandboxId: sb.GetId()}) //nolint:errcheck // as above
+		_, _ = e.ctrd.rt.StopPodSandbox(ctx, &runtimeapi.StopPodSandboxRequest{PodSandboxId: sb.GetId()}) // as above: leftovers are checked next
+		_, _ = e.ctrd.rt.RemovePodSandbox(ctx, &runtimeapi.RemovePodSandboxRequest{PodSandboxId: sb.GetId()})
 	}
 }
 
@@ -176,12 +176,12 @@ func (e *env) forceClean() {
 			break
 		}
 		for _, p := range procs {
-			syscall.Kill(p.PID, syscall.SIGKILL) //nolint:errcheck // a process of this test's containerd
+			_ = syscall.Kill(p.PID, syscall.SIGKILL) // a process of this test's containerd
 		}
 		time.Sleep(300 * time.Millisecond)
 	}
 	for _, m := range e.mountsLeft() {
-		syscall.Unmount(m, syscall.MNT_DETACH) //nolint:errcheck // best effort; checked below
+		_ = syscall.Unmount(m, syscall.MNT_DETACH) // best effort; checked below
 	}
 	e.net.RemoveLinks()
 	if err := e.net.RemoveIptablesRules(); err != nil {
@@ -191,7 +191,7 @@ func (e *env) forceClean() {
 		harness.RemoveCgroupTree(c)
 	}
 	for _, f := range append(e.cniResultsLeft(), e.shimSocketsLeft()...) {
-		os.Remove(f) //nolint:errcheck // best effort
+		os.Remove(f) // best effort
 	}
 	if mounts := e.mountsLeft(); len(mounts) > 0 {
 		e.t.Errorf("force clean: still mounted, %s and %s are kept: %v", e.root, e.state, mounts)
@@ -203,6 +203,6 @@ func (e *env) forceClean() {
 		}
 	}
 	for _, dir := range e.absentHostDirs {
-		os.Remove(dir) //nolint:errcheck // only when empty: something else may use it now
+		os.Remove(dir) // only when empty: something else may use it now
 	}
 }

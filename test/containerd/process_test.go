@@ -37,7 +37,7 @@ func (d *daemon) start() error {
 		return fmt.Errorf("start %s: %w", d.name, err)
 	}
 	d.cmd, d.exited, d.stopped = cmd, make(chan struct{}), false
-	go func(done chan struct{}) { cmd.Wait(); close(done) }(d.exited) //nolint:errcheck // the exit is seen through done
+	go func(done chan struct{}) { _ = cmd.Wait(); close(done) }(d.exited) // the exit is seen through done
 	return nil
 }
 
@@ -74,11 +74,11 @@ func (d *daemon) stop(timeout time.Duration) error {
 		return nil
 	}
 	d.stopped = true
-	d.cmd.Process.Signal(syscall.SIGTERM) //nolint:errcheck // our own child
+	_ = d.cmd.Process.Signal(syscall.SIGTERM) // our own child
 	select {
 	case <-d.exited:
 	case <-time.After(timeout):
-		d.cmd.Process.Signal(syscall.SIGKILL) //nolint:errcheck // our own child
+		_ = d.cmd.Process.Signal(syscall.SIGKILL) // our own child
 		<-d.exited
 		return fmt.Errorf("%s did not exit within %v of SIGTERM; killed", d.name, timeout)
 	}

@@ -69,7 +69,7 @@ func (d *daemon) start(t *testing.T) {
 		t.Fatal(err)
 	}
 	d.exited = make(chan struct{})
-	go func() { d.cmd.Wait(); close(d.exited) }() //nolint:errcheck // seen via exited
+	go func() { _ = d.cmd.Wait(); close(d.exited) }() // the exit is seen through exited
 	ready := waitFor(30*time.Second, func() bool {
 		conn, err := net.Dial("unix", d.socket)
 		if err == nil {
@@ -86,12 +86,12 @@ func (d *daemon) stop(t *testing.T) {
 	if d.cmd == nil {
 		return
 	}
-	d.cmd.Process.Signal(syscall.SIGTERM) //nolint:errcheck // our own child
+	_ = d.cmd.Process.Signal(syscall.SIGTERM) // our own child
 	select {
 	case <-d.exited:
 	case <-time.After(20 * time.Second):
 		t.Errorf("berth serve did not exit 20s after SIGTERM")
-		d.cmd.Process.Kill() //nolint:errcheck // our own child
+		_ = d.cmd.Process.Kill() // our own child
 		<-d.exited
 	}
 	d.cmd = nil
@@ -133,20 +133,20 @@ func (d *daemon) assertClean(t *testing.T) {
 func (d *daemon) forceClean(t *testing.T) {
 	d.stop(t)
 	for _, pid := range d.processes() {
-		syscall.Kill(pid, syscall.SIGKILL) //nolint:errcheck // best effort
+		_ = syscall.Kill(pid, syscall.SIGKILL) // best effort
 	}
 	// Containers outlive their monitors: berth-pause and container
 	// processes are found through runc's state, not by executable.
 	runcRoot := filepath.Join(d.state, "runc")
 	if out, err := exec.Command("runc", "--root", runcRoot, "list", "-q").Output(); err == nil {
 		for _, id := range strings.Fields(string(out)) {
-			exec.Command("runc", "--root", runcRoot, "delete", "--force", id).Run() //nolint:errcheck // best effort
+			_ = exec.Command("runc", "--root", runcRoot, "delete", "--force", id).Run() // best effort
 		}
 	}
 	for _, m := range harness.MountsUnder(d.root, d.state) { // deepest first
-		syscall.Unmount(m, syscall.MNT_DETACH) //nolint:errcheck // best effort
+		_ = syscall.Unmount(m, syscall.MNT_DETACH) // best effort
 	}
-	exec.Command("ip", "link", "del", d.bridge).Run() //nolint:errcheck // may not exist
+	_ = exec.Command("ip", "link", "del", d.bridge).Run() // may not exist
 	os.RemoveAll(d.state)
 	os.RemoveAll(d.root)
 }

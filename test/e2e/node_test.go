@@ -73,7 +73,7 @@ func (n *node) deleteAllPods() {
 		return
 	}
 	for _, dir := range n.watched {
-		n.client.Unwatch(ctx, dir) //nolint:errcheck // may have been stopped by the test
+		_, _ = n.client.Unwatch(ctx, dir) // may have been stopped by the test
 	}
 	grace := int64(0)
 	list, err := n.client.ListPods(ctx, "")

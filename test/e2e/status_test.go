@@ -39,11 +39,11 @@ func TestRunFollowsThenGetAndDescribeReport(t *testing.T) {
 	}
 	seen := readUntil(t, stdout, "the pods are up", 60*time.Second)
 	for _, want := range []string{"pod/shown created", "NAME", "Init:0/1", "1/1"} {
-		if !strings.Contains(seen, want) && !(want == "Init:0/1" && strings.Contains(seen, "PodInitializing")) {
+		if !strings.Contains(seen, want) && (want != "Init:0/1" || !strings.Contains(seen, "PodInitializing")) {
 			t.Errorf("berth run output lacks %q:\n%s", want, seen)
 		}
 	}
-	cmd.Process.Signal(syscall.SIGINT) //nolint:errcheck // our own child
+	_ = cmd.Process.Signal(syscall.SIGINT) // our own child
 	if err := cmd.Wait(); err != nil {
 		t.Errorf("berth run after Ctrl-C: %v; want exit 0 (detached)", err)
 	}

@@ -157,7 +157,7 @@ func (d *Daemon) Launch() error {
 	}
 	d.cmd = cmd
 	d.exited = make(chan struct{})
-	go func(done chan struct{}) { cmd.Wait(); close(done) }(d.exited) //nolint:errcheck // exit seen via done
+	go func(done chan struct{}) { _ = cmd.Wait(); close(done) }(d.exited) // the exit is seen through done
 	return d.connect()
 }
 
@@ -219,7 +219,7 @@ func (d *Daemon) Kill9() {
 	if !d.Running() {
 		return
 	}
-	d.cmd.Process.Signal(syscall.SIGKILL) //nolint:errcheck // our own child
+	_ = d.cmd.Process.Signal(syscall.SIGKILL) // our own child
 	<-d.exited
 	d.closeConn()
 }
@@ -231,12 +231,12 @@ func (d *Daemon) Stop() {
 		d.closeConn()
 		return
 	}
-	d.cmd.Process.Signal(syscall.SIGTERM) //nolint:errcheck // our own child
+	_ = d.cmd.Process.Signal(syscall.SIGTERM) // our own child
 	select {
 	case <-d.exited:
 	case <-time.After(20 * time.Second):
 		d.T.Errorf("berth serve did not exit 20s after SIGTERM; killing it")
-		d.cmd.Process.Signal(syscall.SIGKILL) //nolint:errcheck // our own child
+		_ = d.cmd.Process.Signal(syscall.SIGKILL) // our own child
 		<-d.exited
 	}
 	d.closeConn()

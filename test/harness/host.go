@@ -146,7 +146,7 @@ func BerthCgroups(known func(name string) bool) []string {
 	}
 	var out []string
 	for _, root := range roots {
-		filepath.WalkDir(root, func(p string, e os.DirEntry, err error) error { //nolint:errcheck // best effort
+		_ = filepath.WalkDir(root, func(p string, e os.DirEntry, err error) error { // best effort
 			if err == nil && e.IsDir() && known(e.Name()) {
 				out = append(out, p)
 			}
@@ -161,13 +161,13 @@ func BerthCgroups(known func(name string) bool) []string {
 // first (cgroupfs directories are removed with rmdir only).
 func RemoveCgroupTree(dir string) {
 	var dirs []string
-	filepath.WalkDir(dir, func(p string, e os.DirEntry, err error) error { //nolint:errcheck // best effort
+	_ = filepath.WalkDir(dir, func(p string, e os.DirEntry, err error) error { // best effort
 		if err == nil && e.IsDir() {
 			dirs = append(dirs, p)
 		}
 		return nil
 	})
 	for i := len(dirs) - 1; i >= 0; i-- {
-		os.Remove(dirs[i]) //nolint:errcheck // best effort
+		os.Remove(dirs[i]) // best effort
 	}
 }

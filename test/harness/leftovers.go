@@ -204,15 +204,15 @@ func (d *Daemon) forceClean() {
 			break
 		}
 		for _, p := range procs {
-			syscall.Kill(p.PID, syscall.SIGKILL) //nolint:errcheck // it belongs to this test's daemon
+			_ = syscall.Kill(p.PID, syscall.SIGKILL) // it belongs to this test's daemon
 		}
 		time.Sleep(200 * time.Millisecond)
 	}
 	for _, id := range d.RuncContainers() {
-		exec.Command("runc", "--root", filepath.Join(d.State, "runc"), "delete", "--force", id).Run() //nolint:errcheck // best effort
+		_ = exec.Command("runc", "--root", filepath.Join(d.State, "runc"), "delete", "--force", id).Run() // best effort
 	}
 	for _, m := range d.MountsLeft() {
-		syscall.Unmount(m, syscall.MNT_DETACH) //nolint:errcheck // best effort
+		_ = syscall.Unmount(m, syscall.MNT_DETACH) // best effort
 	}
 	d.Net.RemoveLinks()
 	if err := d.Net.RemoveIptablesRules(); err != nil {

@@ -178,7 +178,7 @@ func (n Network) RemoveIptablesRules() error {
 // RemoveLinks deletes the veths on the bridge and the bridge itself.
 func (n Network) RemoveLinks() {
 	for _, l := range n.VethsOnBridge() {
-		exec.Command("ip", "link", "del", l).Run() //nolint:errcheck // best effort
+		_ = exec.Command("ip", "link", "del", l).Run() // best effort
 	}
-	exec.Command("ip", "link", "del", n.Bridge).Run() //nolint:errcheck // may not exist
+	_ = exec.Command("ip", "link", "del", n.Bridge).Run() // may not exist
 }

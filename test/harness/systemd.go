@@ -240,10 +240,10 @@ func launchSystemd(t *testing.T, dir string, hs []hierarchy, procs []string) (*P
 	sd := &PrivateSystemd{Roots: map[string]string{}}
 	t.Cleanup(func() {
 		if sd.PID > 0 {
-			syscall.Kill(sd.PID, syscall.SIGKILL) //nolint:errcheck // systemd of this test, by PID
+			_ = syscall.Kill(sd.PID, syscall.SIGKILL) // systemd of this test, by PID
 		}
-		syscall.Kill(cmd.Process.Pid, syscall.SIGKILL) //nolint:errcheck // unshare of this test, by PID
-		cmd.Wait()                                     //nolint:errcheck // killed
+		_ = syscall.Kill(cmd.Process.Pid, syscall.SIGKILL) // unshare of this test, by PID
+		_ = cmd.Wait()                                     // killed
 	})
 	children := fmt.Sprintf("/proc/%d/task/%d/children", cmd.Process.Pid, cmd.Process.Pid)
 	waitFor(10*time.Second, func() bool {

@@ -88,7 +88,7 @@ func TestAttachSeesOutputOfARunningContainer(t *testing.T) {
 	}
 	cancel()
 	select {
-	case <-done:
+	case <-done: //nolint:errcheck // ended by the cancel: its error says so
 	case <-time.After(30 * time.Second):
 		t.Fatal("attach did not end when the client went away")
 	}
@@ -110,11 +110,15 @@ func TestAttachTerminalStdinAndStdinOnce(t *testing.T) {
 	var out lockedBuffer
 	done := d.streamAttach(context.Background(), &runtimeapi.AttachRequest{ContainerId: id, Stdin: true, Stdout: true, Tty: true},
 		remotecommand.StreamOptions{Stdin: stdinR, Stdout: &out, Tty: true, TerminalSizeQueue: &fixedSize{}})
-	io.WriteString(stdinW, "echo hi\n")
+	if _, err := io.WriteString(stdinW, "echo hi\n"); err != nil {
+		t.Fatal(err)
+	}
 	if !eventually(10*time.Second, func() bool { return strings.Contains(out.String(), "\nhi\r\n") }) {
 		t.Fatalf("terminal shows %q, want the output hi", out.String())
 	}
-	io.WriteString(stdinW, "stty size\n")
+	if _, err := io.WriteString(stdinW, "stty size\n"); err != nil {
+		t.Fatal(err)
+	}
 	if !eventually(10*time.Second, func() bool { return strings.Contains(out.String(), "45 123") }) {
 		t.Errorf("terminal shows %q, want the size 45 123 the client sent", out.String())
 	}

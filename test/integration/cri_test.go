@@ -2,7 +2,6 @@ package integration
 
 import (
 	"bufio"
-	"context"
 	"encoding/json"
 	"fmt"
 	"net"
@@ -233,11 +232,6 @@ func eventually(timeout time.Duration, cond func() bool) bool {
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
-}
-
-// background is a context for calls that must outlive one RPC helper.
-func background(d time.Duration) (context.Context, context.CancelFunc) {
-	return context.WithTimeout(context.Background(), d)
 }
 
 // parseIP parses an address; an invalid one yields nil, which no subnet contains.

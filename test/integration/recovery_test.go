@@ -108,7 +108,7 @@ func TestKill9DuringRunPodSandbox(t *testing.T) {
 			go func() {
 				defer wg.Done()
 				cfg := podConfig(t, fmt.Sprintf("half-%d-%d", round, i))
-				rt.RunPodSandbox(d.ctx(), &runtimeapi.RunPodSandboxRequest{Config: cfg}) //nolint:errcheck // the daemon is killed mid-call
+				_, _ = rt.RunPodSandbox(d.ctx(), &runtimeapi.RunPodSandboxRequest{Config: cfg}) // the daemon is killed mid-call
 			}()
 		}
 		time.Sleep(delay + time.Duration(rand.IntN(5))*time.Millisecond)

@@ -139,7 +139,7 @@ func TestPortForward(t *testing.T) {
 	}
 	forwarded := make(chan error, 1)
 	go func() { forwarded <- fw.ForwardPorts() }()
-	defer func() { close(stop); <-forwarded }()
+	defer func() { close(stop); <-forwarded }() //nolint:errcheck // stopped: its error is the stop
 	select {
 	case <-ready:
 	case err := <-forwarded:

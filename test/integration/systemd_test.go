@@ -1,6 +1,8 @@
 package integration
 
 import (
+	"errors"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
@@ -75,7 +77,7 @@ func TestSystemdCgroupDriver(t *testing.T) {
 func checkScopesRemoved(t *testing.T, sd *harness.PrivateSystemd, scopes map[string]string) {
 	t.Helper()
 	for unit, dir := range scopes {
-		if !eventually(10*time.Second, func() bool { _, err := os.Stat(dir); return os.IsNotExist(err) }) {
+		if !eventually(10*time.Second, func() bool { _, err := os.Stat(dir); return errors.Is(err, fs.ErrNotExist) }) {
 			t.Errorf("scope %s is left after RemovePodSandbox", dir)
 		}
 		if out, _ := sd.Systemctl("is-active", unit); out == "active" {
@@ -108,7 +110,7 @@ spec:
 	}
 	slice := filepath.Base(filepath.Dir(scopes[0]))
 	d.MustBerth("delete", "pod", "sliced", "--grace-period=1") // sleep, PID 1, ignores SIGTERM
-	if !eventually(20*time.Second, func() bool { _, err := os.Stat(filepath.Dir(scopes[0])); return os.IsNotExist(err) }) {
+	if !eventually(20*time.Second, func() bool { _, err := os.Stat(filepath.Dir(scopes[0])); return errors.Is(err, fs.ErrNotExist) }) {
 		t.Errorf("agent pod: slice directory %s is left after delete", filepath.Dir(scopes[0]))
 	}
 	if out, _ := sd.Systemctl("is-active", slice); out == "active" {

@@ -140,7 +140,7 @@ func checkKubepodsSlices(t *testing.T, sd *harness.PrivateSystemd) {
 // and the QoS slices that hold processes.
 func kubepodsDirs(top string) []string {
 	var left []string
-	filepath.WalkDir(top, func(p string, e os.DirEntry, err error) error { //nolint:errcheck // best effort
+	_ = filepath.WalkDir(top, func(p string, e os.DirEntry, err error) error { // best effort
 		if err != nil || !e.IsDir() {
 			return nil
 		}

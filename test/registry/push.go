@@ -147,7 +147,7 @@ func (r *Registry) remoteOptions() ([]remote.Option, error) {
 	if err != nil {
 		return nil, err
 	}
-	var tr http.RoundTripper = client.Transport
+	tr := client.Transport
 	if r.CAFile != "" {
 		tr = httpsOnly{host: r.Host, next: tr}
 	}

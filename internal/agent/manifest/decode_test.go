@@ -221,7 +221,9 @@ func TestMergeRefusesDuplicatesNamingBothSources(t *testing.T) {
 
 func TestReferenced(t *testing.T) {
 	b := decodeString(t, webManifests, "web.yaml")
-	b.Merge(decodeString(t, "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: unrelated\n", "u.yaml"))
+	if err := b.Merge(decodeString(t, "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: unrelated\n", "u.yaml")); err != nil {
+		t.Fatal(err)
+	}
 	configMaps, secrets := b.Referenced(onlyPod(t, b))
 	if len(configMaps) != 1 || configMaps[0].Name != "web-config" || len(secrets) != 1 || secrets[0].Name != "web-secret" {
 		t.Errorf("Referenced = %v, %v; want web-config and web-secret", configMaps, secrets)

@@ -1,6 +1,7 @@
 package manifest
 
 import (
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -84,7 +85,7 @@ func problemsOf(err error, source string) []Problem {
 	if err == nil {
 		return nil
 	}
-	if inv, ok := err.(*InvalidError); ok {
+	if inv := (*InvalidError)(nil); errors.As(err, &inv) {
 		return inv.Problems
 	}
 	return []Problem{{Source: source, Err: err}}

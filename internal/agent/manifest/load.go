@@ -111,7 +111,7 @@ func readManifestDir(dir string, trusted bool) ([]manifestFile, error) {
 			continue
 		}
 		data, err := os.ReadFile(path)
-		if os.IsNotExist(err) {
+		if errors.Is(err, fs.ErrNotExist) {
 			continue
 		}
 		if err != nil {

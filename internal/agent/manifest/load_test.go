@@ -1,6 +1,8 @@
 package manifest
 
 import (
+	"errors"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
@@ -85,7 +87,7 @@ func TestLoadEmptyDirectoryAndMissingPath(t *testing.T) {
 	if err != nil || len(b.Pods) != 0 {
 		t.Errorf("empty directory: %v, %d pods", err, len(b.Pods))
 	}
-	if _, err := Load(filepath.Join(t.TempDir(), "absent.yaml"), nil); !os.IsNotExist(err) {
+	if _, err := Load(filepath.Join(t.TempDir(), "absent.yaml"), nil); !errors.Is(err, fs.ErrNotExist) {
 		t.Errorf("missing file: %v, want a not-exist error", err)
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"crypto/sha256"
 	"encoding/binary"
 	"encoding/hex"
+	"errors"
 	"path/filepath"
 	"slices"
 	"time"
@@ -154,7 +155,10 @@ func loadValidFiles(files []manifestFile) (*Bundle, error) {
 		if err == nil {
 			return merged, invalid(problems)
 		}
-		invalidObjects := err.(*InvalidError)
+		var invalidObjects *InvalidError
+		if !errors.As(err, &invalidObjects) {
+			return nil, err
+		}
 		problems = append(problems, invalidObjects.Problems...)
 		decoded = slices.DeleteFunc(kept, func(f decodedFile) bool {
 			return slices.Contains(invalidObjects.Sources(), f.path)

@@ -18,13 +18,6 @@ func (f execFunc) ExecSync(ctx context.Context, id string, cmd []string, timeout
 	return f(ctx, id, cmd, timeout)
 }
 
-// exitWith is an Execer whose commands all exit with code and print out.
-func exitWith(code int32, out string) Execer {
-	return execFunc(func(context.Context, string, []string, time.Duration) ([]byte, []byte, int32, error) {
-		return []byte(out), nil, code, nil
-	})
-}
-
 // waitFor polls cond for up to ten seconds: generous, for a loaded machine.
 func waitFor(t *testing.T, what string, cond func() bool) {
 	t.Helper()

@@ -24,7 +24,9 @@ func serve(t *testing.T, h http.HandlerFunc) (*httptest.Server, int) {
 func TestHTTPProbeStatusCodes(t *testing.T) {
 	_, port := serve(t, func(w http.ResponseWriter, r *http.Request) {
 		var code int
-		fmt.Sscanf(strings.TrimPrefix(r.URL.Path, "/"), "%d", &code)
+		if _, err := fmt.Sscanf(strings.TrimPrefix(r.URL.Path, "/"), "%d", &code); err != nil {
+			code = http.StatusBadRequest
+		}
 		w.WriteHeader(code)
 		fmt.Fprintf(w, "answered %d", code)
 	})

@@ -360,7 +360,7 @@ func TestRemoveStopsWorkers(t *testing.T) {
 	if _, open := <-m.Updates(); open {
 		t.Error("Updates is still open after Close")
 	}
-	if err := m.Add("pod-1", podTarget(&v1.Container{}), time.Now()); err != ErrClosed {
+	if err := m.Add("pod-1", podTarget(&v1.Container{}), time.Now()); !errors.Is(err, ErrClosed) {
 		t.Errorf("Add after Close: %v", err)
 	}
 }

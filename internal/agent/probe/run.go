@@ -91,7 +91,7 @@ func (t Target) host(handlerHost string) (string, error) {
 // resolvePort turns a handler's port (a number, a container port name, or a
 // number written as a string) into a port number.
 func (t Target) resolvePort(port intstr.IntOrString) (int, error) {
-	n := -1
+	var n int
 	switch port.Type {
 	case intstr.Int:
 		n = port.IntValue()

@@ -74,7 +74,7 @@ func healthServer(t *testing.T, statuses map[string]healthpb.HealthCheckResponse
 	if err != nil {
 		t.Fatal(err)
 	}
-	go srv.Serve(l)
+	go func() { _ = srv.Serve(l) }() // ends with Stop
 	t.Cleanup(srv.Stop)
 	return portOf(t, l.Addr().String()), func() []string {
 		mu.Lock()

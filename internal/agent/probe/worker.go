@@ -82,7 +82,7 @@ func (w *worker) waitForFirstProbe() bool {
 	delay := seconds(w.spec.InitialDelaySeconds, 0, w.m.unit)
 	wait := time.Until(w.startedAt.Add(delay))
 	if period := w.period(); wait <= 0 && time.Since(w.m.created) < period {
-		wait = rand.N(period)
+		wait = rand.N(period) //nolint:gosec // G404: jitter that spreads first probes, not a secret
 	}
 	if wait <= 0 {
 		return w.ctx.Err() == nil

@@ -168,7 +168,7 @@ func (s *Store) Refs(sources podspec.Sources) (podspec.SourceRefs, error) {
 	for i := range sources.Secrets {
 		d, err := s.digest(&sources.Secrets[i])
 		if err != nil {
-			return podspec.SourceRefs{}, fmt.Errorf("Secret %s: %w", sources.Secrets[i].Name, err)
+			return podspec.SourceRefs{}, fmt.Errorf("Secret %s: %w", sources.Secrets[i].Name, err) //nolint:staticcheck // ST1005: "Secret" is the Kubernetes kind, as "ConfigMap" above
 		}
 		refs.Secrets = append(refs.Secrets, podspec.SourceRef{Name: sources.Secrets[i].Name, Digest: d})
 	}

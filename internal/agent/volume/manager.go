@@ -17,7 +17,7 @@ import (
 const (
 	PluginEmptyDir    = "kubernetes.io~empty-dir"
 	PluginConfigMap   = "kubernetes.io~configmap"
-	PluginSecret      = "kubernetes.io~secret"
+	PluginSecret      = "kubernetes.io~secret" //nolint:gosec // G101: a directory name, not a credential
 	PluginDownwardAPI = "kubernetes.io~downward-api"
 	PluginProjected   = "kubernetes.io~projected"
 )

@@ -1,6 +1,8 @@
 package volume
 
 import (
+	"errors"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
@@ -107,7 +109,7 @@ func TestMountSubPath(t *testing.T) {
 		t.Fatal(err)
 	}
 	assertNoMountsUnder(t, m.Root)
-	if _, err := os.Lstat(m.PodDir("u-sub")); !os.IsNotExist(err) {
+	if _, err := os.Lstat(m.PodDir("u-sub")); !errors.Is(err, fs.ErrNotExist) {
 		t.Errorf("pod dir left after teardown: %v", err)
 	}
 	if _, err := os.Stat(filepath.Join(vol, "data/deep/f")); err != nil {
