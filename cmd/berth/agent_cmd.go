@@ -12,6 +12,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/berth-dev/berth/internal/agent"
+	"github.com/berth-dev/berth/internal/agent/agentapi"
 	"github.com/berth-dev/berth/internal/agent/backoff"
 	"github.com/berth-dev/berth/internal/config"
 	"github.com/berth-dev/berth/internal/store"
@@ -104,7 +105,7 @@ func runAgent(ctx context.Context, cfg config.Config, flags *agentFlags, endpoin
 	if err != nil {
 		return err
 	}
-	api, err := agent.ListenAPI(agentSocket(cfg), a, log)
+	api, err := agentapi.ListenAPI(agentSocket(cfg), a, log)
 	if err != nil {
 		return err
 	}

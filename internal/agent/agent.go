@@ -13,6 +13,7 @@ import (
 
 	v1 "k8s.io/api/core/v1"
 
+	"github.com/berth-dev/berth/internal/agent/agentapi"
 	"github.com/berth-dev/berth/internal/agent/backoff"
 	"github.com/berth-dev/berth/internal/agent/podspec"
 	"github.com/berth-dev/berth/internal/agent/probe"
@@ -212,10 +213,10 @@ func (a *Agent) probeAttempt(at probe.Attempt) {
 	}
 	object := containerObject(w.snapshotPod(), at.ContainerName)
 	if at.Warning {
-		w.record(EventWarning, "ProbeWarning", object, fmt.Sprintf("%s probe warning: %s", at.Kind, at.Message))
+		w.record(agentapi.EventWarning, "ProbeWarning", object, fmt.Sprintf("%s probe warning: %s", at.Kind, at.Message))
 		return
 	}
-	w.record(EventWarning, "Unhealthy", object, fmt.Sprintf("%s probe failed: %s", at.Kind, at.Message))
+	w.record(agentapi.EventWarning, "Unhealthy", object, fmt.Sprintf("%s probe failed: %s", at.Kind, at.Message))
 }
 
 // startWorkerLocked runs a worker for desired (the caller holds a.mu).

@@ -12,6 +12,7 @@ import (
 
 	v1 "k8s.io/api/core/v1"
 
+	"github.com/berth-dev/berth/internal/agent/agentapi"
 	"github.com/berth-dev/berth/internal/agent/backoff"
 	"github.com/berth-dev/berth/internal/agent/manifest"
 )
@@ -90,9 +91,9 @@ func bundle(t *testing.T, yaml string) *manifest.Bundle {
 	return b
 }
 
-func (a *testAgent) apply(t *testing.T, yaml string) ApplyResponse {
+func (a *testAgent) apply(t *testing.T, yaml string) agentapi.ApplyResponse {
 	t.Helper()
-	resp, err := a.Apply(context.Background(), ApplyRequest{Bundle: bundle(t, yaml)})
+	resp, err := a.Apply(context.Background(), agentapi.ApplyRequest{Bundle: bundle(t, yaml)})
 	if err != nil {
 		t.Fatalf("apply: %v", err)
 	}
@@ -144,7 +145,7 @@ func TestInitContainersRunInOrderBeforeTheApp(t *testing.T) {
 	rt := newFakeRuntime()
 	a := startTestAgent(t, rt)
 	resp := a.apply(t, initPod)
-	if len(resp.Pods()) != 1 || resp.Pods()[0].Outcome != OutcomeCreated || resp.Pods()[0].UID == "" {
+	if len(resp.Pods()) != 1 || resp.Pods()[0].Outcome != agentapi.OutcomeCreated || resp.Pods()[0].UID == "" {
 		t.Fatalf("apply answered %+v; want web created with a uid", resp)
 	}
 	waitFor(t, "web is running and ready", func() bool {
@@ -158,7 +159,7 @@ func TestInitContainersRunInOrderBeforeTheApp(t *testing.T) {
 			t.Fatalf("calls %v: want %q before %q", calls, order[i-1], order[i])
 		}
 	}
-	if again := a.apply(t, initPod); again.Pods()[0].Outcome != OutcomeUnchanged {
+	if again := a.apply(t, initPod); again.Pods()[0].Outcome != agentapi.OutcomeUnchanged {
 		t.Errorf("applying the same manifest again: %+v; want unchanged", again)
 	}
 	if n := strings.Count(strings.Join(rt.calls(), "\n"), "runp web"); n != 1 {

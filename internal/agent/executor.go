@@ -10,6 +10,7 @@ import (
 	v1 "k8s.io/api/core/v1"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
+	"github.com/berth-dev/berth/internal/agent/agentapi"
 	"github.com/berth-dev/berth/internal/agent/plan"
 	"github.com/berth-dev/berth/internal/agent/podspec"
 	"github.com/berth-dev/berth/internal/agent/podstatus"
@@ -86,7 +87,7 @@ func (w *podWorker) noteWaits(pod *v1.Pod, waits []plan.Wait) time.Duration {
 	for _, wait := range waits {
 		held[wait.Name] = true
 		w.setWaiting(wait.Name, podstatus.Waiting{Reason: wait.Reason, Message: wait.Message})
-		w.record(EventWarning, "BackOff", containerObject(pod, wait.Name),
+		w.record(agentapi.EventWarning, "BackOff", containerObject(pod, wait.Name),
 			fmt.Sprintf("Back-off restarting failed container %s in pod %s_%s(%s)", wait.Name, pod.Name, pod.Namespace, pod.UID))
 		next = soonest(next, max(wait.Until.Sub(w.a.now()), 10*time.Millisecond))
 	}
@@ -109,7 +110,7 @@ func (w *podWorker) killPod(ctx context.Context, pod *v1.Pod, obs observation, a
 		reasons[k.ID] = k
 	}
 	if acts.KillPodReason == plan.PodSandboxNotReady || acts.KillPodReason == plan.PodSandboxNetworkChanged || acts.KillPodReason == plan.PodSandboxNoIP {
-		w.record(EventNormal, "SandboxChanged", "", "Pod sandbox changed, it will be killed and re-created.")
+		w.record(agentapi.EventNormal, "SandboxChanged", "", "Pod sandbox changed, it will be killed and re-created.")
 	}
 	for _, group := range plan.StopOrder(pod, obs.plan) {
 		var wg sync.WaitGroup
@@ -135,7 +136,7 @@ func (w *podWorker) killPod(ctx context.Context, pod *v1.Pod, obs observation, a
 			continue
 		}
 		if err := w.a.cfg.Runtime.StopPodSandbox(ctx, id); err != nil && !isNotFound(err) {
-			w.record(EventWarning, "FailedKillPod", "", fmt.Sprintf("error stopping sandbox %s: %v", id, err))
+			w.record(agentapi.EventWarning, "FailedKillPod", "", fmt.Sprintf("error stopping sandbox %s: %v", id, err))
 		}
 	}
 }
@@ -168,7 +169,7 @@ func (w *podWorker) killContainer(ctx context.Context, pod *v1.Pod, obs observat
 	case plan.KillSpecChanged:
 		message = fmt.Sprintf("Container %s definition changed, will be restarted", k.Name)
 	}
-	w.record(EventNormal, "Killing", object, message)
+	w.record(agentapi.EventNormal, "Killing", object, message)
 	if spec != nil && probeGrace(spec, k.Reason) > 0 {
 		grace = probeGrace(spec, k.Reason)
 	}
@@ -182,7 +183,7 @@ func (w *podWorker) killContainer(ctx context.Context, pod *v1.Pod, obs observat
 		remaining = 0
 	}
 	if err := w.a.cfg.Runtime.StopContainer(ctx, k.ID, remaining); err != nil && !isNotFound(err) {
-		w.record(EventWarning, "FailedKillPod", object, fmt.Sprintf("error killing container %s: %v", k.Name, err))
+		w.record(agentapi.EventWarning, "FailedKillPod", object, fmt.Sprintf("error killing container %s: %v", k.Name, err))
 	}
 	w.a.probes.Remove(k.ID)
 }
@@ -208,7 +209,7 @@ func (w *podWorker) runPreStop(ctx context.Context, pod *v1.Pod, obs observation
 	hookCtx, cancel := context.WithTimeout(ctx, grace)
 	defer cancel()
 	if err := w.runHook(hookCtx, spec.Lifecycle.PreStop, pod, obs, k.ID, spec); err != nil {
-		w.record(EventWarning, "FailedPreStopHook", containerObject(pod, k.Name),
+		w.record(agentapi.EventWarning, "FailedPreStopHook", containerObject(pod, k.Name),
 			fmt.Sprintf("PreStopHook failed: %v", err))
 	}
 }

@@ -11,6 +11,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
+	"github.com/berth-dev/berth/internal/agent/agentapi"
 	"github.com/berth-dev/berth/internal/agent/manifest"
 	"github.com/berth-dev/berth/internal/agent/podspec"
 )
@@ -55,7 +56,7 @@ func (a *Agent) recoverPods(ctx context.Context) error {
 		}
 		w := a.startWorkerLocked(d)
 		if len(d.sourcesMissing) > 0 {
-			w.record(EventWarning, "SourcesNotFound", "", "The agent's store lacks "+strings.Join(d.sourcesMissing, ", ")+
+			w.record(agentapi.EventWarning, "SourcesNotFound", "", "The agent's store lacks "+strings.Join(d.sourcesMissing, ", ")+
 				": the pod is left as it is until its manifests are applied again")
 		}
 		if d.watchDir != "" {

@@ -12,6 +12,8 @@ import (
 	"testing"
 
 	v1 "k8s.io/api/core/v1"
+
+	"github.com/berth-dev/berth/internal/agent/agentapi"
 )
 
 const secretValue = "s3cr3t-7f9d1c"
@@ -149,7 +151,7 @@ func TestRecoveryWithoutTheStoredSourcesLeavesThePodAlone(t *testing.T) {
 	})
 }
 
-func hasEvent(events []Event, reason, text string) bool {
+func hasEvent(events []agentapi.Event, reason, text string) bool {
 	for _, e := range events {
 		if e.Reason == reason && strings.Contains(e.Message, text) {
 			return true

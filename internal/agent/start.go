@@ -10,6 +10,7 @@ import (
 	v1 "k8s.io/api/core/v1"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
+	"github.com/berth-dev/berth/internal/agent/agentapi"
 	"github.com/berth-dev/berth/internal/agent/backoff"
 	"github.com/berth-dev/berth/internal/agent/plan"
 	"github.com/berth-dev/berth/internal/agent/podspec"
@@ -36,24 +37,24 @@ func (s sandboxInfo) ip() string {
 func (w *podWorker) sandbox(ctx context.Context, d desiredPod, obs observation, acts plan.Actions) (sandboxInfo, error) {
 	cfg, err := w.sandboxConfig(d, acts.Attempt)
 	if err != nil {
-		w.record(EventWarning, "FailedCreatePodSandBox", "", "Failed to build the pod sandbox config: "+err.Error())
+		w.record(agentapi.EventWarning, "FailedCreatePodSandBox", "", "Failed to build the pod sandbox config: "+err.Error())
 		return sandboxInfo{}, err
 	}
 	if !acts.CreateSandbox {
 		return sandboxFromStatus(acts.SandboxID, cfg, obs.sandboxes[acts.SandboxID]), nil
 	}
 	if err := ensureLogDirectory(cfg); err != nil {
-		w.record(EventWarning, "FailedCreatePodSandBox", "", err.Error())
+		w.record(agentapi.EventWarning, "FailedCreatePodSandBox", "", err.Error())
 		return sandboxInfo{}, err
 	}
 	id, err := w.a.cfg.Runtime.RunPodSandbox(ctx, cfg)
 	if err != nil {
-		w.record(EventWarning, "FailedCreatePodSandBox", "", "Failed to create pod sandbox: "+err.Error())
+		w.record(agentapi.EventWarning, "FailedCreatePodSandBox", "", "Failed to create pod sandbox: "+err.Error())
 		return sandboxInfo{}, err
 	}
 	status, err := w.a.cfg.Runtime.PodSandboxStatus(ctx, id)
 	if err != nil {
-		w.record(EventWarning, "FailedCreatePodSandBox", "", fmt.Sprintf("Failed to get the status of sandbox %s: %v", id, err))
+		w.record(agentapi.EventWarning, "FailedCreatePodSandBox", "", fmt.Sprintf("Failed to get the status of sandbox %s: %v", id, err))
 		return sandboxInfo{}, err
 	}
 	return sandboxFromStatus(id, cfg, status), nil
@@ -125,11 +126,11 @@ func (w *podWorker) startContainer(ctx context.Context, d desiredPod, sb sandbox
 	if err != nil {
 		return w.failStart(s.Name, object, "CreateContainerError", err)
 	}
-	w.record(EventNormal, "Created", object, "Created container "+s.Name)
+	w.record(agentapi.EventNormal, "Created", object, "Created container "+s.Name)
 	if err := w.a.cfg.Runtime.StartContainer(ctx, id); err != nil {
 		return w.failStart(s.Name, object, "RunContainerError", err)
 	}
-	w.record(EventNormal, "Started", object, "Started container "+s.Name)
+	w.record(agentapi.EventNormal, "Started", object, "Started container "+s.Name)
 	w.clearWaiting(s.Name)
 	if spec.Lifecycle != nil && spec.Lifecycle.PostStart != nil {
 		return w.runPostStart(ctx, pod, sb, obs, spec, id)
@@ -140,7 +141,7 @@ func (w *podWorker) startContainer(ctx context.Context, d desiredPod, sb sandbox
 // failStart records why a container could not be started.
 func (w *podWorker) failStart(name, object, reason string, err error) error {
 	w.setWaiting(name, podstatus.Waiting{Reason: reason, Message: err.Error()})
-	w.record(EventWarning, "Failed", object, "Error: "+err.Error())
+	w.record(agentapi.EventWarning, "Failed", object, "Error: "+err.Error())
 	return err
 }
 
@@ -153,7 +154,7 @@ func (w *podWorker) runPostStart(ctx context.Context, pod *v1.Pod, sb sandboxInf
 		return nil
 	}
 	object := containerObject(pod, spec.Name)
-	w.record(EventWarning, "FailedPostStartHook", object, "PostStartHook failed: "+err.Error())
+	w.record(agentapi.EventWarning, "FailedPostStartHook", object, "PostStartHook failed: "+err.Error())
 	kill := plan.Kill{ID: id, Name: spec.Name, Reason: "FailedPostStartHook", Message: err.Error()}
 	w.killContainer(ctx, pod, obs, kill, podGrace(pod))
 	return fmt.Errorf("container %q: postStart hook: %w", spec.Name, err)

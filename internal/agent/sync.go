@@ -8,6 +8,7 @@ import (
 
 	v1 "k8s.io/api/core/v1"
 
+	"github.com/berth-dev/berth/internal/agent/agentapi"
 	"github.com/berth-dev/berth/internal/agent/backoff"
 	"github.com/berth-dev/berth/internal/agent/plan"
 	"github.com/berth-dev/berth/internal/agent/podspec"
@@ -31,7 +32,7 @@ func (w *podWorker) sync(ctx context.Context) (time.Duration, bool) {
 		return w.terminate(ctx, d, obs)
 	}
 	if err := w.ensureVolumes(ctx, d); err != nil {
-		w.record(EventWarning, "FailedMount", "", err.Error())
+		w.record(agentapi.EventWarning, "FailedMount", "", err.Error())
 		w.updateStatus(d, obs, plan.Actions{})
 		return retryAfterFailure, false
 	}

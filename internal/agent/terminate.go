@@ -10,6 +10,7 @@ import (
 
 	v1 "k8s.io/api/core/v1"
 
+	"github.com/berth-dev/berth/internal/agent/agentapi"
 	"github.com/berth-dev/berth/internal/agent/plan"
 	"github.com/berth-dev/berth/internal/agent/podspec"
 	"github.com/berth-dev/berth/internal/agent/podstatus"
@@ -40,7 +41,7 @@ func (w *podWorker) terminate(ctx context.Context, d desiredPod, obs observation
 	}
 	w.a.probes.RemovePod(w.uid)
 	if err := w.cleanUpHost(d); err != nil {
-		w.record(EventWarning, "FailedUnmount", "", err.Error())
+		w.record(agentapi.EventWarning, "FailedUnmount", "", err.Error())
 		return retryAfterFailure, false
 	}
 	if w.restartIfReapplied() {
@@ -55,11 +56,11 @@ func (w *podWorker) terminate(ctx context.Context, d desiredPod, obs observation
 func (w *podWorker) removeSandboxes(ctx context.Context, d desiredPod, obs observation) bool {
 	for _, sb := range obs.plan.Sandboxes {
 		if err := w.a.cfg.Runtime.StopPodSandbox(ctx, sb.ID); err != nil && !isNotFound(err) {
-			w.record(EventWarning, "FailedKillPod", "", "error stopping sandbox "+sb.ID+": "+err.Error())
+			w.record(agentapi.EventWarning, "FailedKillPod", "", "error stopping sandbox "+sb.ID+": "+err.Error())
 			return false
 		}
 		if err := w.a.cfg.Runtime.RemovePodSandbox(ctx, sb.ID); err != nil && !isNotFound(err) {
-			w.record(EventWarning, "FailedKillPod", "", "error removing sandbox "+sb.ID+": "+err.Error())
+			w.record(agentapi.EventWarning, "FailedKillPod", "", "error removing sandbox "+sb.ID+": "+err.Error())
 			return false
 		}
 	}

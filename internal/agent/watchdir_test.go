@@ -11,6 +11,7 @@ import (
 
 	v1 "k8s.io/api/core/v1"
 
+	"github.com/berth-dev/berth/internal/agent/agentapi"
 	"github.com/berth-dev/berth/internal/errdefs"
 )
 
@@ -46,7 +47,7 @@ func TestWatchRefusesADirectoryOthersCanWrite(t *testing.T) {
 		if err := os.Chmod(dir, mode); err != nil {
 			t.Fatal(err)
 		}
-		_, err := a.Apply(context.Background(), ApplyRequest{WatchDir: dir})
+		_, err := a.Apply(context.Background(), agentapi.ApplyRequest{WatchDir: dir})
 		if !errors.Is(err, errdefs.ErrInvalidArgument) || !strings.Contains(err.Error(), "writable by group or others") {
 			t.Errorf("mode %04o: watch: %v; want a refusal", mode, err)
 		}
@@ -62,7 +63,7 @@ func TestWatchRefusesADirectoryOthersCanWrite(t *testing.T) {
 	if err := os.Symlink(dir, link); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := a.Apply(context.Background(), ApplyRequest{WatchDir: link}); err != nil {
+	if _, err := a.Apply(context.Background(), agentapi.ApplyRequest{WatchDir: link}); err != nil {
 		t.Fatalf("watch through a link: %v", err)
 	}
 	if got := a.watched(); len(got) != 1 || got[0] != dir {
@@ -76,7 +77,7 @@ func TestRecoveryRefusesAWatchedDirectoryOthersCanWrite(t *testing.T) {
 	rt := newFakeRuntime()
 	first := startTestAgent(t, rt)
 	dir := manifestDir(t, "static")
-	if _, err := first.Apply(context.Background(), ApplyRequest{WatchDir: dir}); err != nil {
+	if _, err := first.Apply(context.Background(), agentapi.ApplyRequest{WatchDir: dir}); err != nil {
 		t.Fatal(err)
 	}
 	waitFor(t, "static runs", func() bool { return first.pod(t, "static").Status.Phase == v1.PodRunning })

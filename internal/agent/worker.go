@@ -7,6 +7,7 @@ import (
 
 	v1 "k8s.io/api/core/v1"
 
+	"github.com/berth-dev/berth/internal/agent/agentapi"
 	"github.com/berth-dev/berth/internal/agent/podspec"
 	"github.com/berth-dev/berth/internal/agent/podstatus"
 )
@@ -123,7 +124,7 @@ func (w *podWorker) record(typ, reason, object, message string) {
 	switch {
 	case count > 1:
 		w.a.log.Debug(reason, "pod", w.key, "object", object, "message", message, "count", count)
-	case typ == EventWarning:
+	case typ == agentapi.EventWarning:
 		w.a.log.Warn(reason, "pod", w.key, "object", object, "message", message)
 	default:
 		w.a.log.Info(reason, "pod", w.key, "object", object, "message", message)
