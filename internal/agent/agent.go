@@ -15,6 +15,7 @@ import (
 
 	"github.com/berth-dev/berth/internal/agent/agentapi"
 	"github.com/berth-dev/berth/internal/agent/backoff"
+	"github.com/berth-dev/berth/internal/agent/criclient"
 	"github.com/berth-dev/berth/internal/agent/podspec"
 	"github.com/berth-dev/berth/internal/agent/probe"
 	"github.com/berth-dev/berth/internal/agent/sourcestore"
@@ -24,8 +25,8 @@ import (
 
 // Config configures an Agent. Zero durations take the defaults below.
 type Config struct {
-	Runtime Runtime
-	Images  Images
+	Runtime criclient.Runtime
+	Images  criclient.Images
 	// RuntimeName is the runtime's name from CRI Version ("berth",
 	// "containerd"): container IDs in statuses read "<name>://<id>".
 	RuntimeName string

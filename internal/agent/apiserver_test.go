@@ -12,6 +12,7 @@ import (
 	v1 "k8s.io/api/core/v1"
 
 	"github.com/berth-dev/berth/internal/agent/agentapi"
+	"github.com/berth-dev/berth/internal/agent/criclient/criclienttest"
 	"github.com/berth-dev/berth/internal/errdefs"
 )
 
@@ -33,7 +34,7 @@ func serveAPI(t *testing.T, a *Agent) *agentapi.Client {
 }
 
 func TestAPIAppliesListsDescribesAndDeletes(t *testing.T) {
-	a := startTestAgent(t, newFakeRuntime())
+	a := startTestAgent(t, criclienttest.New())
 	client := serveAPI(t, a.Agent)
 	ctx := context.Background()
 	resp, err := client.Apply(ctx, agentapi.ApplyRequest{Bundle: bundle(t, `
@@ -83,7 +84,7 @@ spec:
 }
 
 func TestAPIRefusesBadRequests(t *testing.T) {
-	a := startTestAgent(t, newFakeRuntime())
+	a := startTestAgent(t, criclienttest.New())
 	client := serveAPI(t, a.Agent)
 	ctx := context.Background()
 	if _, err := client.Delete(ctx, "default", "missing", nil); !errors.Is(err, errdefs.ErrNotFound) || !strings.Contains(err.Error(), `"missing"`) {
@@ -117,7 +118,7 @@ spec:
 }
 
 func TestAPIRefusesDeletingAPodOfAWatchedDirectory(t *testing.T) {
-	a := startTestAgent(t, newFakeRuntime())
+	a := startTestAgent(t, criclienttest.New())
 	client := serveAPI(t, a.Agent)
 	dir := t.TempDir()
 	pod := "apiVersion: v1\nkind: Pod\nmetadata: {name: static}\nspec:\n  containers: [{name: app, image: busybox, imagePullPolicy: IfNotPresent, command: [sleep, '1000']}]\n"

@@ -11,6 +11,7 @@ import (
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
 	"github.com/berth-dev/berth/internal/agent/agentapi"
+	"github.com/berth-dev/berth/internal/agent/criclient"
 	"github.com/berth-dev/berth/internal/agent/plan"
 	"github.com/berth-dev/berth/internal/agent/podspec"
 	"github.com/berth-dev/berth/internal/agent/podstatus"
@@ -135,7 +136,7 @@ func (w *podWorker) killPod(ctx context.Context, pod *v1.Pod, obs observation, a
 		if !ready[id] {
 			continue
 		}
-		if err := w.a.cfg.Runtime.StopPodSandbox(ctx, id); err != nil && !isNotFound(err) {
+		if err := w.a.cfg.Runtime.StopPodSandbox(ctx, id); err != nil && !criclient.IsNotFound(err) {
 			w.record(agentapi.EventWarning, "FailedKillPod", "", fmt.Sprintf("error stopping sandbox %s: %v", id, err))
 		}
 	}
@@ -182,7 +183,7 @@ func (w *podWorker) killContainer(ctx context.Context, pod *v1.Pod, obs observat
 	if grace == 0 {
 		remaining = 0
 	}
-	if err := w.a.cfg.Runtime.StopContainer(ctx, k.ID, remaining); err != nil && !isNotFound(err) {
+	if err := w.a.cfg.Runtime.StopContainer(ctx, k.ID, remaining); err != nil && !criclient.IsNotFound(err) {
 		w.record(agentapi.EventWarning, "FailedKillPod", object, fmt.Sprintf("error killing container %s: %v", k.Name, err))
 	}
 	w.a.probes.Remove(k.ID)

@@ -8,6 +8,7 @@ import (
 
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
+	"github.com/berth-dev/berth/internal/agent/criclient"
 	"github.com/berth-dev/berth/internal/agent/plan"
 	"github.com/berth-dev/berth/internal/agent/podspec"
 )
@@ -38,7 +39,7 @@ func (a *Agent) observe(ctx context.Context, uid string) (observation, error) {
 	}
 	for _, sb := range sandboxes {
 		observed, status, err := a.observeSandbox(ctx, sb)
-		if isNotFound(err) {
+		if criclient.IsNotFound(err) {
 			continue
 		}
 		if err != nil {
@@ -55,7 +56,7 @@ func (a *Agent) observe(ctx context.Context, uid string) (observation, error) {
 	}
 	for _, c := range containers {
 		status, err := a.cfg.Runtime.ContainerStatus(ctx, c.GetId())
-		if isNotFound(err) {
+		if criclient.IsNotFound(err) {
 			continue
 		}
 		if err != nil {

@@ -11,6 +11,7 @@ import (
 	v1 "k8s.io/api/core/v1"
 
 	"github.com/berth-dev/berth/internal/agent/agentapi"
+	"github.com/berth-dev/berth/internal/agent/criclient"
 	"github.com/berth-dev/berth/internal/agent/plan"
 	"github.com/berth-dev/berth/internal/agent/podspec"
 	"github.com/berth-dev/berth/internal/agent/podstatus"
@@ -55,11 +56,11 @@ func (w *podWorker) terminate(ctx context.Context, d desiredPod, obs observation
 // containers); it reports whether the runtime holds nothing of it now.
 func (w *podWorker) removeSandboxes(ctx context.Context, d desiredPod, obs observation) bool {
 	for _, sb := range obs.plan.Sandboxes {
-		if err := w.a.cfg.Runtime.StopPodSandbox(ctx, sb.ID); err != nil && !isNotFound(err) {
+		if err := w.a.cfg.Runtime.StopPodSandbox(ctx, sb.ID); err != nil && !criclient.IsNotFound(err) {
 			w.record(agentapi.EventWarning, "FailedKillPod", "", "error stopping sandbox "+sb.ID+": "+err.Error())
 			return false
 		}
-		if err := w.a.cfg.Runtime.RemovePodSandbox(ctx, sb.ID); err != nil && !isNotFound(err) {
+		if err := w.a.cfg.Runtime.RemovePodSandbox(ctx, sb.ID); err != nil && !criclient.IsNotFound(err) {
 			w.record(agentapi.EventWarning, "FailedKillPod", "", "error removing sandbox "+sb.ID+": "+err.Error())
 			return false
 		}

@@ -8,6 +8,7 @@ import (
 	"google.golang.org/grpc/status"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
+	"github.com/berth-dev/berth/internal/agent/criclient"
 	"github.com/berth-dev/berth/internal/agent/podspec"
 )
 
@@ -60,7 +61,7 @@ func (a *Agent) watchEvents(ctx context.Context) {
 
 // consumeEvents dispatches a stream's events until it breaks; it reports
 // whether any arrived and why the stream ended.
-func (a *Agent) consumeEvents(stream EventStream) (bool, error) {
+func (a *Agent) consumeEvents(stream criclient.EventStream) (bool, error) {
 	delivered := false
 	for {
 		ev, err := stream.Recv()

@@ -12,6 +12,7 @@ import (
 	v1 "k8s.io/api/core/v1"
 
 	"github.com/berth-dev/berth/internal/agent/agentapi"
+	"github.com/berth-dev/berth/internal/agent/criclient/criclienttest"
 	"github.com/berth-dev/berth/internal/errdefs"
 )
 
@@ -41,7 +42,7 @@ func (a *testAgent) watched() []string {
 }
 
 func TestWatchRefusesADirectoryOthersCanWrite(t *testing.T) {
-	a := startTestAgent(t, newFakeRuntime())
+	a := startTestAgent(t, criclienttest.New())
 	dir := manifestDir(t, "static")
 	for _, mode := range []os.FileMode{0o777, 0o775} {
 		if err := os.Chmod(dir, mode); err != nil {
@@ -74,7 +75,7 @@ func TestWatchRefusesADirectoryOthersCanWrite(t *testing.T) {
 // A restarted agent does not watch again a directory that others can now
 // write; its pods keep running, and stopping the watch still deletes them.
 func TestRecoveryRefusesAWatchedDirectoryOthersCanWrite(t *testing.T) {
-	rt := newFakeRuntime()
+	rt := criclienttest.New()
 	first := startTestAgent(t, rt)
 	dir := manifestDir(t, "static")
 	if _, err := first.Apply(context.Background(), agentapi.ApplyRequest{WatchDir: dir}); err != nil {
