@@ -44,7 +44,7 @@ func startTestAgentIn(t *testing.T, rt *criclienttest.Runtime, dir string) *test
 		t.Fatal(err)
 	}
 	vols := &fakeVolumes{root: dir + "/root"}
-	a.volumes = vols
+	a.deps.volumes = vols
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- a.Run(ctx) }()
@@ -223,7 +223,7 @@ spec:
 	if !slices.Contains(a.volumes.torndown, resp.Pods()[0].UID) {
 		t.Errorf("volumes of %s not torn down (torn down: %v)", resp.Pods()[0].UID, a.volumes.torndown)
 	}
-	if _, err := os.Stat(a.podDir(resp.Pods()[0].UID)); !os.IsNotExist(err) {
+	if _, err := os.Stat(a.deps.podDir(resp.Pods()[0].UID)); !os.IsNotExist(err) {
 		t.Errorf("pod directory left: %v", err)
 	}
 	if _, err := a.Delete(context.Background(), "default", "gone", nil); err == nil {

@@ -90,7 +90,7 @@ func (w *podWorker) noteWaits(pod *v1.Pod, waits []plan.Wait) time.Duration {
 		w.setWaiting(wait.Name, podstatus.Waiting{Reason: wait.Reason, Message: wait.Message})
 		w.record(agentapi.EventWarning, "BackOff", containerObject(pod, wait.Name),
 			fmt.Sprintf("Back-off restarting failed container %s in pod %s_%s(%s)", wait.Name, pod.Name, pod.Namespace, pod.UID))
-		next = soonest(next, max(wait.Until.Sub(w.a.now()), 10*time.Millisecond))
+		next = soonest(next, max(wait.Until.Sub(w.deps.now()), 10*time.Millisecond))
 	}
 	w.mu.Lock()
 	for name, reason := range w.waiting {
@@ -136,7 +136,7 @@ func (w *podWorker) killPod(ctx context.Context, pod *v1.Pod, obs observation, a
 		if !ready[id] {
 			continue
 		}
-		if err := w.a.cfg.Runtime.StopPodSandbox(ctx, id); err != nil && !criclient.IsNotFound(err) {
+		if err := w.deps.runtime.StopPodSandbox(ctx, id); err != nil && !criclient.IsNotFound(err) {
 			w.record(agentapi.EventWarning, "FailedKillPod", "", fmt.Sprintf("error stopping sandbox %s: %v", id, err))
 		}
 	}
@@ -174,19 +174,19 @@ func (w *podWorker) killContainer(ctx context.Context, pod *v1.Pod, obs observat
 	if spec != nil && probeGrace(spec, k.Reason) > 0 {
 		grace = probeGrace(spec, k.Reason)
 	}
-	start := w.a.now()
+	start := w.deps.now()
 	if st := obs.containers[k.ID]; spec != nil && spec.Lifecycle != nil && spec.Lifecycle.PreStop != nil &&
 		st.GetState() == runtimeapi.ContainerState_CONTAINER_RUNNING {
 		w.runPreStop(ctx, pod, obs, k, spec, grace)
 	}
-	remaining := max(grace-w.a.now().Sub(start), 2*time.Second)
+	remaining := max(grace-w.deps.now().Sub(start), 2*time.Second)
 	if grace == 0 {
 		remaining = 0
 	}
-	if err := w.a.cfg.Runtime.StopContainer(ctx, k.ID, remaining); err != nil && !criclient.IsNotFound(err) {
+	if err := w.deps.runtime.StopContainer(ctx, k.ID, remaining); err != nil && !criclient.IsNotFound(err) {
 		w.record(agentapi.EventWarning, "FailedKillPod", object, fmt.Sprintf("error killing container %s: %v", k.Name, err))
 	}
-	w.a.probes.Remove(k.ID)
+	w.deps.probes.Remove(k.ID)
 }
 
 // probeGrace is a failed probe's own terminationGracePeriodSeconds, if set.

@@ -36,7 +36,7 @@ var errImageWaiting = errors.New("image not available")
 // to pull. A failed pull is ErrImagePull, and later tries wait out a
 // back-off (ImagePullBackOff), as in the kubelet.
 func (w *podWorker) ensureImage(ctx context.Context, pod *v1.Pod, c *v1.Container, object string, sandbox *runtimeapi.PodSandboxConfig) (imageInfo, error) {
-	present, err := w.a.cfg.Images.ImageStatus(ctx, c.Image)
+	present, err := w.deps.images.ImageStatus(ctx, c.Image)
 	if err != nil {
 		return imageInfo{}, w.imageWaiting(c, object, reasonErrImagePull, fmt.Sprintf("Failed to inspect image %q: %v", c.Image, err))
 	}
@@ -49,23 +49,23 @@ func (w *podWorker) ensureImage(ctx context.Context, pod *v1.Pod, c *v1.Containe
 		return infoOf(present), nil
 	}
 	key := backoffKey(string(pod.UID), c.Image)
-	now := w.a.now()
-	if until := w.a.pullBackoff.UntilRecorded(key, now); until.After(now) {
+	now := w.deps.now()
+	if until := w.deps.pullBackoff.UntilRecorded(key, now); until.After(now) {
 		w.record(agentapi.EventNormal, "BackOff", object, fmt.Sprintf("Back-off pulling image %q", c.Image))
 		w.setWaiting(c.Name, podstatus.Waiting{Reason: reasonImagePullBackOff, Message: fmt.Sprintf("Back-off pulling image %q", c.Image)})
 		return imageInfo{}, errImageWaiting
 	}
 	w.record(agentapi.EventNormal, "Pulling", object, fmt.Sprintf("Pulling image %q", c.Image))
-	ref, err := w.a.cfg.Images.PullImage(ctx, c.Image, sandbox)
+	ref, err := w.deps.images.PullImage(ctx, c.Image, sandbox)
 	if err != nil {
-		failedAt := w.a.now()
-		w.a.pullBackoff.Next(key, failedAt, failedAt)
+		failedAt := w.deps.now()
+		w.deps.pullBackoff.Next(key, failedAt, failedAt)
 		return imageInfo{}, w.imageWaiting(c, object, reasonErrImagePull, fmt.Sprintf("Failed to pull image %q: %v", c.Image, err))
 	}
-	w.a.pullBackoff.Forget(key)
-	w.record(agentapi.EventNormal, "Pulled", object, fmt.Sprintf("Successfully pulled image %q in %s", c.Image, w.a.now().Sub(now).Round(time.Millisecond)))
+	w.deps.pullBackoff.Forget(key)
+	w.record(agentapi.EventNormal, "Pulled", object, fmt.Sprintf("Successfully pulled image %q in %s", c.Image, w.deps.now().Sub(now).Round(time.Millisecond)))
 	info := imageInfo{ref: ref}
-	if img, err := w.a.cfg.Images.ImageStatus(ctx, c.Image); err == nil && img != nil {
+	if img, err := w.deps.images.ImageStatus(ctx, c.Image); err == nil && img != nil {
 		info = infoOf(img)
 	}
 	return info, nil

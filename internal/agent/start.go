@@ -47,12 +47,12 @@ func (w *podWorker) sandbox(ctx context.Context, d desiredPod, obs observation, 
 		w.record(agentapi.EventWarning, "FailedCreatePodSandBox", "", err.Error())
 		return sandboxInfo{}, err
 	}
-	id, err := w.a.cfg.Runtime.RunPodSandbox(ctx, cfg)
+	id, err := w.deps.runtime.RunPodSandbox(ctx, cfg)
 	if err != nil {
 		w.record(agentapi.EventWarning, "FailedCreatePodSandBox", "", "Failed to create pod sandbox: "+err.Error())
 		return sandboxInfo{}, err
 	}
-	status, err := w.a.cfg.Runtime.PodSandboxStatus(ctx, id)
+	status, err := w.deps.runtime.PodSandboxStatus(ctx, id)
 	if err != nil {
 		w.record(agentapi.EventWarning, "FailedCreatePodSandBox", "", fmt.Sprintf("Failed to get the status of sandbox %s: %v", id, err))
 		return sandboxInfo{}, err
@@ -74,15 +74,15 @@ func sandboxFromStatus(id string, cfg *runtimeapi.PodSandboxConfig, st *runtimea
 
 // sandboxConfig is the pod's CRI sandbox config for a given attempt.
 func (w *podWorker) sandboxConfig(d desiredPod, attempt uint32) (*runtimeapi.PodSandboxConfig, error) {
-	refs, err := w.a.sourceStore.Refs(d.sources)
+	refs, err := w.deps.sources.Refs(d.sources)
 	if err != nil {
 		return nil, err
 	}
 	cfg, err := podspec.SandboxConfig(d.pod, attempt, refs, podspec.SandboxOptions{
-		LogRoot:       w.a.cfg.PodLogDir,
-		SystemdCgroup: w.a.cfg.SystemdCgroup,
-		HostDNS:       w.a.node.dns,
-		Seccomp:       w.a.seccomp(),
+		LogRoot:       w.deps.podLogDir,
+		SystemdCgroup: w.deps.systemdCgroup,
+		HostDNS:       w.deps.node.dns,
+		Seccomp:       w.deps.seccomp(),
 		ConfigSource:  "file",
 		ConfigSeen:    d.pod.CreationTimestamp.Time,
 	})
@@ -97,8 +97,8 @@ func (w *podWorker) sandboxConfig(d desiredPod, attempt uint32) (*runtimeapi.Pod
 
 // seccomp are the node's seccomp settings: Localhost profiles under
 // <root>/seccomp, Unconfined by default as in the kubelet.
-func (a *Agent) seccomp() podspec.SeccompSettings {
-	return podspec.SeccompSettings{ProfileRoot: filepath.Join(a.cfg.RootDir, "seccomp")}
+func (deps *syncDeps) seccomp() podspec.SeccompSettings {
+	return podspec.SeccompSettings{ProfileRoot: filepath.Join(deps.rootDir, "seccomp")}
 }
 
 // startContainer pulls the image as the pull policy says, creates and
@@ -112,7 +112,7 @@ func (w *podWorker) startContainer(ctx context.Context, d desiredPod, sb sandbox
 	}
 	object := containerObject(pod, s.Name)
 	if last := newestExited(obs.plan, s.Name); last != nil {
-		w.a.crashBackoff.Next(backoff.Key(w.uid, s.Name, podspec.ContainerHash(spec)), last.FinishedAt, w.a.now())
+		w.deps.crashBackoff.Next(backoff.Key(w.uid, s.Name, podspec.ContainerHash(spec)), last.FinishedAt, w.deps.now())
 	}
 	img, err := w.ensureImage(ctx, pod, spec, object, sb.config)
 	if err != nil {
@@ -122,12 +122,12 @@ func (w *podWorker) startContainer(ctx context.Context, d desiredPod, sb sandbox
 	if err != nil {
 		return w.failStart(s.Name, object, "CreateContainerConfigError", err)
 	}
-	id, err := w.a.cfg.Runtime.CreateContainer(ctx, sb.id, cfg, sb.config)
+	id, err := w.deps.runtime.CreateContainer(ctx, sb.id, cfg, sb.config)
 	if err != nil {
 		return w.failStart(s.Name, object, "CreateContainerError", err)
 	}
 	w.record(agentapi.EventNormal, "Created", object, "Created container "+s.Name)
-	if err := w.a.cfg.Runtime.StartContainer(ctx, id); err != nil {
+	if err := w.deps.runtime.StartContainer(ctx, id); err != nil {
 		return w.failStart(s.Name, object, "RunContainerError", err)
 	}
 	w.record(agentapi.EventNormal, "Started", object, "Started container "+s.Name)
@@ -149,7 +149,7 @@ func (w *podWorker) failStart(name, object, reason string, err error) error {
 // killed (the restart policy then decides), as the kubelet does.
 func (w *podWorker) runPostStart(ctx context.Context, pod *v1.Pod, sb sandboxInfo, obs observation, spec *v1.Container, id string) error {
 	target := probe.Target{PodIP: sb.ip(), HostNetwork: sb.hostNetwork, ContainerID: id, Container: spec}
-	err := probe.RunHook(ctx, spec.Lifecycle.PostStart, target, w.a.cfg.Runtime)
+	err := probe.RunHook(ctx, spec.Lifecycle.PostStart, target, w.deps.runtime)
 	if err == nil {
 		return nil
 	}
@@ -167,7 +167,7 @@ func (w *podWorker) runHook(ctx context.Context, h *v1.LifecycleHandler, pod *v1
 	if sb, ok := obs.current(); ok {
 		target.PodIP = sb.IP
 	}
-	return probe.RunHook(ctx, h, target, w.a.cfg.Runtime)
+	return probe.RunHook(ctx, h, target, w.deps.runtime)
 }
 
 // containerConfig builds the CRI config of one container instance; its
@@ -186,24 +186,24 @@ func (w *podWorker) containerConfig(d desiredPod, sb sandboxInfo, spec *v1.Conta
 	return podspec.ContainerConfig(d.pod, spec, typ, restartCount, podspec.ContainerOptions{
 		Sources: d.sources,
 		Downward: podspec.Downward{
-			PodIPs: sb.ips, HostIPs: w.a.node.hostIPs, Allocatable: w.a.node.allocatable,
+			PodIPs: sb.ips, HostIPs: w.deps.node.hostIPs, Allocatable: w.deps.node.allocatable,
 		},
-		Seccomp:                    w.a.seccomp(),
+		Seccomp:                    w.deps.seccomp(),
 		TerminationMessageHostPath: msgPath,
 		ImageUser:                  img.user,
-		ResolveSubPath:             w.a.volumes.MountSubPath,
+		ResolveSubPath:             w.deps.volumes.MountSubPath,
 	}, volumes)
 }
 
 // podDir is the agent's directory of a pod: <root>/pods/<uid>.
-func (a *Agent) podDir(uid string) string {
-	return filepath.Join(a.cfg.RootDir, "pods", uid)
+func (deps *syncDeps) podDir(uid string) string {
+	return filepath.Join(deps.rootDir, "pods", uid)
 }
 
 // terminationMessageFile creates the empty host file a container instance
 // writes its termination message to: <pod dir>/containers/<name>/<restart>.
 func (w *podWorker) terminationMessageFile(name string, restartCount int) (string, error) {
-	dir := filepath.Join(w.a.podDir(w.uid), "containers", name)
+	dir := filepath.Join(w.deps.podDir(w.uid), "containers", name)
 	if err := os.MkdirAll(dir, 0o750); err != nil {
 		return "", fmt.Errorf("termination message file: %w", err)
 	}

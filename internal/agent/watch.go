@@ -33,7 +33,7 @@ const eventlessRelist = time.Second
 func (a *Agent) watchEvents(ctx context.Context) {
 	delay := eventRetryFirst
 	for ctx.Err() == nil {
-		stream, err := a.cfg.Runtime.ContainerEvents(ctx)
+		stream, err := a.deps.runtime.ContainerEvents(ctx)
 		if err == nil {
 			a.relistNow()
 			var delivered bool
@@ -134,7 +134,7 @@ func (a *Agent) relistNow() {
 // worker (created by a previous agent whose pod this one does not know):
 // they are recovered from their annotations, or removed.
 func (a *Agent) relist(ctx context.Context) error {
-	sandboxes, err := a.cfg.Runtime.ListPodSandbox(ctx, map[string]string{podspec.LabelAgent: "true"})
+	sandboxes, err := a.deps.runtime.ListPodSandbox(ctx, map[string]string{podspec.LabelAgent: "true"})
 	if err != nil {
 		return err
 	}

@@ -43,10 +43,10 @@ func (a *Agent) watchDirectory(dir string) (agentapi.ApplyResponse, error) {
 
 // startWatchLocked starts watching dir unless it is watched already.
 func (a *Agent) startWatchLocked(dir string) {
-	if _, watched := a.watches[dir]; watched || a.ctx == nil || a.stopping {
+	if _, watched := a.watches[dir]; watched || !a.started || a.stopping {
 		return
 	}
-	ctx, cancel := context.WithCancel(a.ctx)
+	ctx, cancel := context.WithCancel(a.life)
 	a.watches[dir] = cancel
 	a.running.Add(1)
 	go func() {
