@@ -18,6 +18,7 @@ import (
 	"github.com/berth-dev/berth/internal/agent/sourcestore"
 	"github.com/berth-dev/berth/internal/agent/volume"
 	"github.com/berth-dev/berth/internal/store"
+	"k8s.io/utils/clock"
 )
 
 // Config configures an Agent. Zero durations take the defaults below.
@@ -51,7 +52,12 @@ type Config struct {
 	// WatchInterval is the rescan period of watched manifest directories
 	// (a safety net under inotify); default 10 s.
 	WatchInterval time.Duration
-	Logger        *slog.Logger
+	// Clock is what the agent reads the time from and waits with (syncs'
+	// timers, back-offs, the relist ticker, event resubscription, pod
+	// events' times, deletion deadlines); default the real clock. Tests
+	// pass a fake one.
+	Clock  clock.WithTicker
+	Logger *slog.Logger
 }
 
 // Defaults.
@@ -121,6 +127,9 @@ func New(cfg Config) (*Agent, error) {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
+	if cfg.Clock == nil {
+		cfg.Clock = clock.RealClock{}
+	}
 	sourceStore, err := sourcestore.Open(filepath.Join(cfg.RootDir, "sources"))
 	if err != nil {
 		return nil, fmt.Errorf("agent: %w", err)
@@ -135,7 +144,7 @@ func New(cfg Config) (*Agent, error) {
 			sources:       sourceStore,
 			crashBackoff:  backoff.New(cfg.Backoff),
 			pullBackoff:   backoff.New(cfg.Backoff),
-			now:           time.Now,
+			clock:         cfg.Clock,
 			log:           log,
 			node:          readNode(),
 			runtimeName:   cfg.RuntimeName,
@@ -269,7 +278,7 @@ func (a *Agent) forget(w *podWorker) {
 	}
 	a.deps.probes.RemovePod(w.uid)
 	notThisPod := func(key string) bool { return !strings.HasPrefix(key, w.uid+"/") }
-	now := a.deps.now()
+	now := a.deps.clock.Now()
 	a.deps.crashBackoff.GC(now, notThisPod)
 	a.deps.pullBackoff.GC(now, notThisPod)
 }

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	v1 "k8s.io/api/core/v1"
+	"k8s.io/utils/clock"
 
 	"github.com/berth-dev/berth/internal/agent/agentapi"
 	"github.com/berth-dev/berth/internal/agent/backoff"
@@ -34,17 +35,7 @@ func startTestAgent(t *testing.T, rt *criclienttest.Runtime) *testAgent {
 // dir: a second agent started in the same dir finds the first's store.
 func startTestAgentIn(t *testing.T, rt *criclienttest.Runtime, dir string) *testAgent {
 	t.Helper()
-	a, err := New(Config{
-		Runtime: rt, Images: rt, RootDir: dir + "/root", PodLogDir: dir + "/logs", NodeName: "node-1",
-		Backoff:      backoff.Config{Initial: 100 * time.Millisecond, Max: 400 * time.Millisecond},
-		RelistPeriod: 100 * time.Millisecond, ProbeSecond: 10 * time.Millisecond,
-		Logger: slog.New(slog.NewTextHandler(testWriter{t}, &slog.HandlerOptions{Level: slog.LevelDebug})),
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	vols := &fakeVolumes{root: dir + "/root"}
-	a.deps.volumes = vols
+	a, vols := newTestAgent(t, rt, dir, clock.RealClock{})
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- a.Run(ctx) }()
@@ -61,6 +52,25 @@ func startTestAgentIn(t *testing.T, rt *criclienttest.Runtime, dir string) *test
 	t.Cleanup(stop)
 	waitFor(t, "the agent is ready", func() bool { return a.checkReady() == nil })
 	return &testAgent{Agent: a, volumes: vols, stop: stop}
+}
+
+// newTestAgent returns an agent on rt and clk, with fake volumes, not
+// running: root and log directories are under dir.
+func newTestAgent(t *testing.T, rt *criclienttest.Runtime, dir string, clk clock.WithTicker) (*Agent, *fakeVolumes) {
+	t.Helper()
+	a, err := New(Config{
+		Runtime: rt, Images: rt, RootDir: dir + "/root", PodLogDir: dir + "/logs", NodeName: "node-1",
+		Backoff:      backoff.Config{Initial: 100 * time.Millisecond, Max: 400 * time.Millisecond},
+		RelistPeriod: 100 * time.Millisecond, ProbeSecond: 10 * time.Millisecond, Clock: clk,
+		Logger: slog.New(slog.NewTextHandler(testWriter{t}, &slog.HandlerOptions{Level: slog.LevelDebug})),
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	vols := &fakeVolumes{root: dir + "/root"}
+	a.deps.volumes = vols
+	t.Cleanup(func() { a.deps.probes.Close(); a.endLife() }) // Run does both too
+	return a, vols
 }
 
 // testWriter sends the agent's log to the test log.

@@ -3,9 +3,9 @@ package agent
 import (
 	"context"
 	"log/slog"
-	"time"
 
 	v1 "k8s.io/api/core/v1"
+	"k8s.io/utils/clock"
 
 	"github.com/berth-dev/berth/internal/agent/backoff"
 	"github.com/berth-dev/berth/internal/agent/criclient"
@@ -40,7 +40,7 @@ type syncDeps struct {
 	probes       *probe.Manager
 	crashBackoff *backoff.Backoff
 	pullBackoff  *backoff.Backoff
-	now          func() time.Time
+	clock        clock.WithTicker
 	log          *slog.Logger
 	node         node
 

@@ -169,7 +169,7 @@ func (a *Agent) applyPodLocked(p *manifest.Pod, watchDir string) agentapi.ApplyR
 		a.workers[uid].beginTermination(nil, "Killing", "the pod's manifest changed: replacing the pod")
 		result.Outcome = agentapi.OutcomeConfigured
 	}
-	pod.CreationTimestamp = metav1.NewTime(a.deps.now())
+	pod.CreationTimestamp = metav1.NewTime(a.deps.clock.Now())
 	pod.Spec.NodeName = a.cfg.NodeName
 	w := a.startWorkerLocked(desiredPod{pod: pod, sources: a.sourcesForLocked(pod), source: p.Source, watchDir: watchDir})
 	w.record(agentapi.EventNormal, "Scheduled", "", fmt.Sprintf("Successfully assigned %s/%s to %s", pod.Namespace, pod.Name, a.cfg.NodeName))
@@ -246,7 +246,7 @@ func (w *podWorker) beginTermination(grace *int64, reason, why string) {
 	}
 	first := pod.DeletionTimestamp == nil
 	pod.DeletionGracePeriodSeconds = &seconds
-	at := metav1.NewTime(w.deps.now().Add(time.Duration(seconds) * time.Second))
+	at := metav1.NewTime(w.deps.clock.Now().Add(time.Duration(seconds) * time.Second))
 	if first || at.Before(pod.DeletionTimestamp) {
 		pod.DeletionTimestamp = &at
 	}

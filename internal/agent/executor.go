@@ -90,7 +90,7 @@ func (w *podWorker) noteWaits(pod *v1.Pod, waits []plan.Wait) time.Duration {
 		w.setWaiting(wait.Name, podstatus.Waiting{Reason: wait.Reason, Message: wait.Message})
 		w.record(agentapi.EventWarning, "BackOff", containerObject(pod, wait.Name),
 			fmt.Sprintf("Back-off restarting failed container %s in pod %s_%s(%s)", wait.Name, pod.Name, pod.Namespace, pod.UID))
-		next = soonest(next, max(wait.Until.Sub(w.deps.now()), 10*time.Millisecond))
+		next = soonest(next, max(wait.Until.Sub(w.deps.clock.Now()), 10*time.Millisecond))
 	}
 	w.mu.Lock()
 	for name, reason := range w.waiting {
@@ -174,12 +174,12 @@ func (w *podWorker) killContainer(ctx context.Context, pod *v1.Pod, obs observat
 	if spec != nil && probeGrace(spec, k.Reason) > 0 {
 		grace = probeGrace(spec, k.Reason)
 	}
-	start := w.deps.now()
+	start := w.deps.clock.Now()
 	if st := obs.containers[k.ID]; spec != nil && spec.Lifecycle != nil && spec.Lifecycle.PreStop != nil &&
 		st.GetState() == runtimeapi.ContainerState_CONTAINER_RUNNING {
 		w.runPreStop(ctx, pod, obs, k, spec, grace)
 	}
-	remaining := max(grace-w.deps.now().Sub(start), 2*time.Second)
+	remaining := max(grace-w.deps.clock.Now().Sub(start), 2*time.Second)
 	if grace == 0 {
 		remaining = 0
 	}

@@ -49,7 +49,7 @@ func (w *podWorker) ensureImage(ctx context.Context, pod *v1.Pod, c *v1.Containe
 		return infoOf(present), nil
 	}
 	key := backoffKey(string(pod.UID), c.Image)
-	now := w.deps.now()
+	now := w.deps.clock.Now()
 	if until := w.deps.pullBackoff.UntilRecorded(key, now); until.After(now) {
 		w.record(agentapi.EventNormal, "BackOff", object, fmt.Sprintf("Back-off pulling image %q", c.Image))
 		w.setWaiting(c.Name, podstatus.Waiting{Reason: reasonImagePullBackOff, Message: fmt.Sprintf("Back-off pulling image %q", c.Image)})
@@ -58,12 +58,12 @@ func (w *podWorker) ensureImage(ctx context.Context, pod *v1.Pod, c *v1.Containe
 	w.record(agentapi.EventNormal, "Pulling", object, fmt.Sprintf("Pulling image %q", c.Image))
 	ref, err := w.deps.images.PullImage(ctx, c.Image, sandbox)
 	if err != nil {
-		failedAt := w.deps.now()
+		failedAt := w.deps.clock.Now()
 		w.deps.pullBackoff.Next(key, failedAt, failedAt)
 		return imageInfo{}, w.imageWaiting(c, object, reasonErrImagePull, fmt.Sprintf("Failed to pull image %q: %v", c.Image, err))
 	}
 	w.deps.pullBackoff.Forget(key)
-	w.record(agentapi.EventNormal, "Pulled", object, fmt.Sprintf("Successfully pulled image %q in %s", c.Image, w.deps.now().Sub(now).Round(time.Millisecond)))
+	w.record(agentapi.EventNormal, "Pulled", object, fmt.Sprintf("Successfully pulled image %q in %s", c.Image, w.deps.clock.Now().Sub(now).Round(time.Millisecond)))
 	info := imageInfo{ref: ref}
 	if img, err := w.deps.images.ImageStatus(ctx, c.Image); err == nil && img != nil {
 		info = infoOf(img)

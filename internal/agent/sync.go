@@ -38,7 +38,7 @@ func (w *podWorker) sync(ctx context.Context) (time.Duration, bool) {
 	}
 	acts := plan.Compute(plan.Input{
 		Pod: d.pod, Observed: obs.plan, Probes: w.probeStatuses(obs.plan),
-		Backoff: w.backoffs(d.pod, obs.plan), Hash: podspec.ContainerHash, Now: w.deps.now(),
+		Backoff: w.backoffs(d.pod, obs.plan), Hash: podspec.ContainerHash, Now: w.deps.clock.Now(),
 	})
 	next := w.execute(ctx, d, obs, acts)
 	if acted(acts) {
@@ -119,7 +119,7 @@ func (w *podWorker) probeStatuses(o plan.Observed) map[string]plan.ProbeStatus {
 // back: its newest exited instance's finish time plus its current delay.
 func (w *podWorker) backoffs(pod *v1.Pod, o plan.Observed) map[string]time.Time {
 	out := map[string]time.Time{}
-	now := w.deps.now()
+	now := w.deps.clock.Now()
 	for _, c := range allSpecContainers(pod) {
 		last := newestExited(o, c.Name)
 		if last == nil {
@@ -189,7 +189,7 @@ func (w *podWorker) updateStatus(d desiredPod, obs observation, acts plan.Action
 	}
 	w.status = podstatus.Compute(podstatus.Input{
 		Pod: d.pod, Observed: obs.plan, Probes: probes, Waiting: w.waiting,
-		Previous: previous, Terminal: acts.Done, HostIPs: w.deps.node.hostIPs, Now: w.deps.now(),
+		Previous: previous, Terminal: acts.Done, HostIPs: w.deps.node.hostIPs, Now: w.deps.clock.Now(),
 		RuntimeName: w.deps.runtimeName,
 	})
 	w.synced = true
@@ -205,7 +205,7 @@ func (w *podWorker) view() v1.Pod {
 		pod.Status = *w.status.DeepCopy()
 	} else {
 		// Not synced yet: nothing of it runs.
-		pod.Status = podstatus.Compute(podstatus.Input{Pod: pod, HostIPs: w.deps.node.hostIPs, RuntimeName: w.deps.runtimeName, Now: w.deps.now()})
+		pod.Status = podstatus.Compute(podstatus.Input{Pod: pod, HostIPs: w.deps.node.hostIPs, RuntimeName: w.deps.runtimeName, Now: w.deps.clock.Now()})
 	}
 	return *pod
 }

@@ -32,7 +32,7 @@ func (w *podWorker) terminate(ctx context.Context, d desiredPod, obs observation
 			go func() {
 				defer wg.Done()
 				kill := plan.Kill{ID: c.ID, Name: c.Name, Type: c.Type, Reason: plan.KillPodDone}
-				w.killContainer(ctx, d.pod, obs, kill, max(deadline.Sub(w.deps.now()), 0))
+				w.killContainer(ctx, d.pod, obs, kill, max(deadline.Sub(w.deps.clock.Now()), 0))
 			}()
 		}
 		wg.Wait()

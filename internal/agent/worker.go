@@ -50,7 +50,7 @@ func newPodWorker(deps *syncDeps, desired desiredPod) *podWorker {
 	return &podWorker{
 		deps: deps, uid: string(desired.pod.UID), key: desired.key(), desired: desired,
 		wake: make(chan struct{}, 1), done: make(chan struct{}),
-		events:         newEventLog(deps.now),
+		events:         newEventLog(deps.clock.Now),
 		volumesVersion: -1,
 		waiting:        map[string]podstatus.Waiting{},
 	}
@@ -68,14 +68,14 @@ func (w *podWorker) trigger() {
 // true, and the caller forgets the worker) or ctx ends.
 func (w *podWorker) run(ctx context.Context) bool {
 	defer close(w.done)
-	timer := time.NewTimer(0) // the first sync runs at once
+	timer := w.deps.clock.NewTimer(0) // the first sync runs at once
 	defer timer.Stop()
 	for {
 		select {
 		case <-ctx.Done():
 			return false
 		case <-w.wake:
-		case <-timer.C:
+		case <-timer.C():
 		}
 		syncCtx, cancel := context.WithCancel(ctx)
 		w.mu.Lock()
@@ -91,7 +91,7 @@ func (w *podWorker) run(ctx context.Context) bool {
 		}
 		if !timer.Stop() {
 			select {
-			case <-timer.C:
+			case <-timer.C():
 			default:
 			}
 		}
