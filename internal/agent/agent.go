@@ -96,6 +96,9 @@ type Agent struct {
 	watches    map[string]context.CancelFunc // watched directory → stop
 }
 
+// The agent API (package agentapi) serves an Agent.
+var _ agentapi.PodService = (*Agent)(nil)
+
 // New checks cfg and returns an agent; Run starts it.
 func New(cfg Config) (*Agent, error) {
 	if cfg.Runtime == nil || cfg.Images == nil {
