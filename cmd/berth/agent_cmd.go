@@ -12,7 +12,9 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/berth-dev/berth/internal/agent"
+	"github.com/berth-dev/berth/internal/agent/agentapi"
 	"github.com/berth-dev/berth/internal/agent/backoff"
+	"github.com/berth-dev/berth/internal/agent/criclient"
 	"github.com/berth-dev/berth/internal/config"
 	"github.com/berth-dev/berth/internal/store"
 )
@@ -41,7 +43,7 @@ func (f *agentFlags) bind(cmd *cobra.Command) {
 }
 
 // config is the agent's configuration over a CRI client.
-func (f *agentFlags) config(cfg config.Config, cri *agent.CRIClient, log *slog.Logger) agent.Config {
+func (f *agentFlags) config(cfg config.Config, cri *criclient.CRIClient, log *slog.Logger) agent.Config {
 	return agent.Config{
 		Runtime: cri, Images: cri,
 		RootDir:   filepath.Join(cfg.RootDir, "agent"),
@@ -80,7 +82,7 @@ unless --agent=false.`,
 
 // runAgent runs the agent and its API until ctx ends; pods keep running.
 func runAgent(ctx context.Context, cfg config.Config, flags *agentFlags, endpoint string, log *slog.Logger) error {
-	cri, err := agent.Dial(endpoint)
+	cri, err := criclient.Dial(endpoint)
 	if err != nil {
 		return err
 	}
@@ -104,7 +106,7 @@ func runAgent(ctx context.Context, cfg config.Config, flags *agentFlags, endpoin
 	if err != nil {
 		return err
 	}
-	api, err := agent.ListenAPI(agentSocket(cfg), a, log)
+	api, err := agentapi.ListenAPI(agentSocket(cfg), a, log)
 	if err != nil {
 		return err
 	}

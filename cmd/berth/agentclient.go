@@ -12,7 +12,7 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
-	"github.com/berth-dev/berth/internal/agent"
+	"github.com/berth-dev/berth/internal/agent/agentapi"
 	"github.com/berth-dev/berth/internal/config"
 	"github.com/berth-dev/berth/internal/store"
 )
@@ -36,17 +36,17 @@ func runtimeEndpoint(cfg config.Config) string {
 
 // agentSocket is where the agent of this state directory listens.
 func agentSocket(cfg config.Config) string {
-	return filepath.Join(cfg.StateDir, agent.SocketName)
+	return filepath.Join(cfg.StateDir, agentapi.SocketName)
 }
 
 // connectAgent returns a client of the running agent, or an error that
 // says how to start one.
-func connectAgent(cmd *cobra.Command, opts *globalOptions) (*agent.Client, error) {
+func connectAgent(cmd *cobra.Command, opts *globalOptions) (*agentapi.Client, error) {
 	cfg, err := opts.load(cmd)
 	if err != nil {
 		return nil, err
 	}
-	client := agent.NewClient(agentSocket(cfg))
+	client := agentapi.NewClient(agentSocket(cfg))
 	if !client.Reachable(cmd.Context()) {
 		return nil, fmt.Errorf("no berth agent answers on %s: start one with 'berth serve' (or 'berth run -f FILE')", client.Socket())
 	}
@@ -56,12 +56,12 @@ func connectAgent(cmd *cobra.Command, opts *globalOptions) (*agent.Client, error
 // ensureAgent returns a client of the running agent; when none answers it
 // starts `berth serve` detached (its own session, log under the state
 // dir) and waits for the agent's socket.
-func ensureAgent(cmd *cobra.Command, opts *globalOptions) (*agent.Client, error) {
+func ensureAgent(cmd *cobra.Command, opts *globalOptions) (*agentapi.Client, error) {
 	cfg, err := opts.load(cmd)
 	if err != nil {
 		return nil, err
 	}
-	client := agent.NewClient(agentSocket(cfg))
+	client := agentapi.NewClient(agentSocket(cfg))
 	if client.Reachable(cmd.Context()) {
 		return client, nil
 	}

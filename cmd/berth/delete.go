@@ -11,7 +11,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/berth-dev/berth/internal/agent"
+	"github.com/berth-dev/berth/internal/agent/agentapi"
 	"github.com/berth-dev/berth/internal/agent/manifest"
 	"github.com/berth-dev/berth/internal/errdefs"
 )
@@ -58,7 +58,7 @@ logs are removed. berth waits until the pods are gone unless --wait=false.`,
 }
 
 // deleteTargets starts the deletions and returns the pods being deleted.
-func deleteTargets(ctx context.Context, client *agent.Client, o deleteOptions, args []string, grace *int64, stdin io.Reader) ([]agent.ApplyResult, error) {
+func deleteTargets(ctx context.Context, client *agentapi.Client, o deleteOptions, args []string, grace *int64, stdin io.Reader) ([]agentapi.ApplyResult, error) {
 	switch {
 	case len(o.files) > 0 && len(args) > 0:
 		return nil, errors.New("give either pod names or -f, not both")
@@ -67,7 +67,7 @@ func deleteTargets(ctx context.Context, client *agent.Client, o deleteOptions, a
 	case len(args) < 2 || !isPodsResource(args[0]):
 		return nil, errors.New("usage: berth delete pod NAME... [-n NAMESPACE], or berth delete -f FILE|DIR")
 	}
-	var targets []agent.ApplyResult
+	var targets []agentapi.ApplyResult
 	for _, name := range args[1:] {
 		resp, err := client.Delete(ctx, o.namespace, name, grace)
 		if err != nil {
@@ -80,8 +80,8 @@ func deleteTargets(ctx context.Context, client *agent.Client, o deleteOptions, a
 
 // deleteManifests deletes the pods of files, and stops the watch of
 // directories (which deletes their pods).
-func deleteManifests(ctx context.Context, client *agent.Client, paths []string, grace *int64, stdin io.Reader) ([]agent.ApplyResult, error) {
-	var targets []agent.ApplyResult
+func deleteManifests(ctx context.Context, client *agentapi.Client, paths []string, grace *int64, stdin io.Reader) ([]agentapi.ApplyResult, error) {
+	var targets []agentapi.ApplyResult
 	for _, path := range paths {
 		if info, err := os.Stat(path); err == nil && info.IsDir() {
 			abs, err := filepath.Abs(path)
@@ -114,7 +114,7 @@ func deleteManifests(ctx context.Context, client *agent.Client, paths []string, 
 
 // finishDelete waits (when asked) until every pod being deleted is gone,
 // and says so.
-func finishDelete(ctx context.Context, client *agent.Client, targets []agent.ApplyResult, wait bool, out io.Writer) error {
+func finishDelete(ctx context.Context, client *agentapi.Client, targets []agentapi.ApplyResult, wait bool, out io.Writer) error {
 	for _, t := range targets {
 		if wait {
 			if err := waitGone(ctx, client, t); err != nil {
@@ -127,7 +127,7 @@ func finishDelete(ctx context.Context, client *agent.Client, targets []agent.App
 }
 
 // waitGone polls the agent until the pod of that uid no longer exists.
-func waitGone(ctx context.Context, client *agent.Client, t agent.ApplyResult) error {
+func waitGone(ctx context.Context, client *agentapi.Client, t agentapi.ApplyResult) error {
 	for {
 		list, err := client.ListPods(ctx, t.Namespace)
 		if err != nil {

@@ -11,7 +11,7 @@ import (
 	"github.com/spf13/cobra"
 	v1 "k8s.io/api/core/v1"
 
-	"github.com/berth-dev/berth/internal/agent"
+	"github.com/berth-dev/berth/internal/agent/agentapi"
 )
 
 func newDescribeCommand(opts *globalOptions) *cobra.Command {
@@ -52,7 +52,7 @@ func (d describer) heading(indent int, text string) {
 	fmt.Fprintf(d.tw, "%s%s:\n", strings.Repeat("  ", indent), text)
 }
 
-func describePod(w io.Writer, detail agent.PodDetail, now time.Time) error {
+func describePod(w io.Writer, detail agentapi.PodDetail, now time.Time) error {
 	pod := &detail.Pod
 	d := describer{tw: tabwriter.NewWriter(w, 0, 8, 2, ' ', 0)}
 	d.line(0, "Name", "%s", pod.Name)
@@ -276,7 +276,7 @@ func volumeKind(src v1.VolumeSource) string {
 	return "<unknown>"
 }
 
-func describeEvents(d describer, events []agent.Event, now time.Time) {
+func describeEvents(d describer, events []agentapi.Event, now time.Time) {
 	if len(events) == 0 {
 		d.line(0, "Events", "<none>")
 		return

@@ -11,6 +11,7 @@ import (
 	"os/signal"
 	"syscall"
 
+	"github.com/berth-dev/berth/internal/agent/criclient"
 	"github.com/spf13/cobra"
 	"golang.org/x/term"
 	v1 "k8s.io/api/core/v1"
@@ -18,8 +19,6 @@ import (
 	"k8s.io/client-go/tools/remotecommand"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 	utilexec "k8s.io/utils/exec"
-
-	"github.com/berth-dev/berth/internal/agent"
 )
 
 // execOptions are the flags of `berth exec`.
@@ -71,7 +70,7 @@ func runExec(cmd *cobra.Command, opts *globalOptions, o execOptions, podName str
 	if err != nil {
 		return err
 	}
-	cri, err := agent.Dial(runtimeEndpoint(cfg))
+	cri, err := criclient.Dial(runtimeEndpoint(cfg))
 	if err != nil {
 		return err
 	}

@@ -14,7 +14,7 @@ import (
 	"github.com/spf13/cobra"
 	v1 "k8s.io/api/core/v1"
 
-	"github.com/berth-dev/berth/internal/agent"
+	"github.com/berth-dev/berth/internal/agent/agentapi"
 	"github.com/berth-dev/berth/internal/crilog"
 )
 
@@ -66,7 +66,7 @@ of its last terminated instance; -f follows the log until the container exits.`,
 // kubelet picks the instance: the running or terminated one, else the last
 // terminated one (a container waiting in CrashLoopBackOff); --previous
 // picks the last terminated one.
-func containerLogPath(detail agent.PodDetail, o *logsOptions) (string, error) {
+func containerLogPath(detail agentapi.PodDetail, o *logsOptions) (string, error) {
 	pod := &detail.Pod
 	if o.container == "" {
 		if len(pod.Spec.Containers) == 0 {
@@ -138,7 +138,7 @@ func containerNames(pod *v1.Pod) []string {
 
 // printLog copies the log's content; with follow it keeps reading new
 // records until the container instance is no longer running.
-func printLog(ctx context.Context, w io.Writer, client *agent.Client, detail agent.PodDetail, path string, o logsOptions) error {
+func printLog(ctx context.Context, w io.Writer, client *agentapi.Client, detail agentapi.PodDetail, path string, o logsOptions) error {
 	f, err := os.Open(path)
 	if err != nil {
 		return fmt.Errorf("log of container %q in pod %s: %w", o.container, detail.Pod.Name, err)
@@ -191,7 +191,7 @@ func copyRecords(r *bufio.Reader, w io.Writer, timestamps bool, pending *[]byte)
 
 // stillRunning asks the agent whether the container whose log is followed
 // still runs as the same instance.
-func stillRunning(ctx context.Context, client *agent.Client, detail agent.PodDetail, name string) bool {
+func stillRunning(ctx context.Context, client *agentapi.Client, detail agentapi.PodDetail, name string) bool {
 	before, _ := findContainerStatus(&detail.Pod, name)
 	now, err := client.DescribePod(ctx, detail.Pod.Namespace, detail.Pod.Name)
 	if err != nil || now.Pod.UID != detail.Pod.UID {

@@ -10,7 +10,7 @@ import (
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	"github.com/berth-dev/berth/internal/agent"
+	"github.com/berth-dev/berth/internal/agent/agentapi"
 )
 
 func waiting(reason string) v1.ContainerState {
@@ -91,7 +91,7 @@ func TestDescribeShowsContainersConditionsAndEvents(t *testing.T) {
 	pod.Name, pod.Namespace = "web", "default"
 	pod.Status.Conditions = []v1.PodCondition{{Type: v1.PodReady, Status: v1.ConditionTrue}}
 	var out bytes.Buffer
-	err := describePod(&out, agent.PodDetail{Pod: *pod, Events: []agent.Event{
+	err := describePod(&out, agentapi.PodDetail{Pod: *pod, Events: []agentapi.Event{
 		{Type: "Warning", Reason: "BackOff", Message: "Back-off restarting failed container app", Count: 3, FirstTime: now.Add(-time.Minute), LastTime: now},
 	}}, now)
 	if err != nil {

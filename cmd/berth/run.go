@@ -15,7 +15,7 @@ import (
 	"github.com/spf13/cobra"
 	v1 "k8s.io/api/core/v1"
 
-	"github.com/berth-dev/berth/internal/agent"
+	"github.com/berth-dev/berth/internal/agent/agentapi"
 	"github.com/berth-dev/berth/internal/agent/manifest"
 )
 
@@ -81,7 +81,7 @@ func applyManifests(cmd *cobra.Command, opts *globalOptions, o runOptions, autos
 	if err != nil {
 		return err
 	}
-	var applied []agent.ApplyResult
+	var applied []agentapi.ApplyResult
 	for _, req := range requests {
 		resp, err := client.Apply(cmd.Context(), req)
 		if err != nil {
@@ -100,7 +100,7 @@ func applyManifests(cmd *cobra.Command, opts *globalOptions, o runOptions, autos
 	return followPods(ctx, client, applied, cmd.OutOrStdout())
 }
 
-func connectOrStartAgent(cmd *cobra.Command, opts *globalOptions, autostart bool) (*agent.Client, error) {
+func connectOrStartAgent(cmd *cobra.Command, opts *globalOptions, autostart bool) (*agentapi.Client, error) {
 	if autostart {
 		return ensureAgent(cmd, opts)
 	}
@@ -110,8 +110,8 @@ func connectOrStartAgent(cmd *cobra.Command, opts *globalOptions, autostart bool
 // loadRequests reads and validates every -f: files and stdin are merged
 // into one bundle and validated together (a pod in one file may refer to a
 // ConfigMap in another); each directory becomes a watch request.
-func loadRequests(paths []string, stdin io.Reader) ([]agent.ApplyRequest, error) {
-	var requests []agent.ApplyRequest
+func loadRequests(paths []string, stdin io.Reader) ([]agentapi.ApplyRequest, error) {
+	var requests []agentapi.ApplyRequest
 	merged := &manifest.Bundle{}
 	for _, path := range paths {
 		b, err := manifest.Load(path, stdin) // its errors name the file
@@ -128,7 +128,7 @@ func loadRequests(paths []string, stdin io.Reader) ([]agent.ApplyRequest, error)
 			if err != nil {
 				return nil, err
 			}
-			requests = append(requests, agent.ApplyRequest{WatchDir: abs})
+			requests = append(requests, agentapi.ApplyRequest{WatchDir: abs})
 			continue
 		}
 		if err := merged.Merge(b); err != nil {
@@ -139,7 +139,7 @@ func loadRequests(paths []string, stdin io.Reader) ([]agent.ApplyRequest, error)
 		if err := merged.Validate(); err != nil {
 			return nil, err
 		}
-		requests = append([]agent.ApplyRequest{{Bundle: merged}}, requests...)
+		requests = append([]agentapi.ApplyRequest{{Bundle: merged}}, requests...)
 	}
 	if len(requests) == 0 {
 		return nil, errors.New("no objects found in the manifests given with -f")
@@ -149,7 +149,7 @@ func loadRequests(paths []string, stdin io.Reader) ([]agent.ApplyRequest, error)
 
 // followPods prints a line each time one of the pods changes (by name:
 // a replaced pod is followed too) until ctx ends (Ctrl-C detaches).
-func followPods(ctx context.Context, client *agent.Client, pods []agent.ApplyResult, out io.Writer) error {
+func followPods(ctx context.Context, client *agentapi.Client, pods []agentapi.ApplyResult, out io.Writer) error {
 	if len(pods) == 0 {
 		return nil
 	}
@@ -181,7 +181,7 @@ func followPods(ctx context.Context, client *agent.Client, pods []agent.ApplyRes
 
 // printChanges prints the pods whose status line changed and reports
 // whether every pod has settled (running and ready, or finished).
-func printChanges(out io.Writer, items []v1.Pod, pods []agent.ApplyResult, last map[string]string) bool {
+func printChanges(out io.Writer, items []v1.Pod, pods []agentapi.ApplyResult, last map[string]string) bool {
 	settled := true
 	for _, want := range pods {
 		key := want.Namespace + "/" + want.Name

@@ -11,20 +11,20 @@ import (
 	"sync"
 	"time"
 
-	v1 "k8s.io/api/core/v1"
-
+	"github.com/berth-dev/berth/internal/agent/agentapi"
 	"github.com/berth-dev/berth/internal/agent/backoff"
-	"github.com/berth-dev/berth/internal/agent/podspec"
+	"github.com/berth-dev/berth/internal/agent/criclient"
 	"github.com/berth-dev/berth/internal/agent/probe"
 	"github.com/berth-dev/berth/internal/agent/sourcestore"
 	"github.com/berth-dev/berth/internal/agent/volume"
 	"github.com/berth-dev/berth/internal/store"
+	"k8s.io/utils/clock"
 )
 
 // Config configures an Agent. Zero durations take the defaults below.
 type Config struct {
-	Runtime Runtime
-	Images  Images
+	Runtime criclient.Runtime
+	Images  criclient.Images
 	// RuntimeName is the runtime's name from CRI Version ("berth",
 	// "containerd"): container IDs in statuses read "<name>://<id>".
 	RuntimeName string
@@ -52,7 +52,12 @@ type Config struct {
 	// WatchInterval is the rescan period of watched manifest directories
 	// (a safety net under inotify); default 10 s.
 	WatchInterval time.Duration
-	Logger        *slog.Logger
+	// Clock is what the agent reads the time from and waits with (syncs'
+	// timers, back-offs, the relist ticker, event resubscription, pod
+	// events' times, deletion deadlines); default the real clock. Tests
+	// pass a fake one.
+	Clock  clock.WithTicker
+	Logger *slog.Logger
 }
 
 // Defaults.
@@ -62,17 +67,6 @@ const (
 	DefaultWatchInterval = 10 * time.Second
 )
 
-// volumeManager materializes pods' volumes on the host; MountSubPath
-// gives a volumeMount's subPath its own mount under the pod directory;
-// Teardown removes the whole pod directory (<RootDir>/pods/<uid>), those
-// mounts included.
-type volumeManager interface {
-	Setup(ctx context.Context, pod *v1.Pod, sources podspec.Sources, downward podspec.Downward) (podspec.VolumePaths, error)
-	MountSubPath(req podspec.SubPathMount) (string, error)
-	Teardown(uid string) error
-	TeardownOrphans(keep map[string]bool) error
-}
-
 // Agent runs pods from Kubernetes manifests on a CRI runtime: one worker
 // per pod uid reconciles what the runtime holds with what the pod asks
 // for. The runtime's sandboxes carry the pods as applied (see podspec),
@@ -81,26 +75,29 @@ type volumeManager interface {
 type Agent struct {
 	cfg            Config
 	log            *slog.Logger
-	now            func() time.Time
-	node           node
-	volumes        volumeManager
-	sourceStore    *sourcestore.Store // the pods' ConfigMaps and Secrets
-	probes         *probe.Manager
-	crashBackoff   *backoff.Backoff
-	pullBackoff    *backoff.Backoff
+	deps           *syncDeps // what every worker's sync uses
 	relistRequests chan struct{}
+	// life is the agent's lifetime, the parent of every worker and watch:
+	// New creates it, Run ends it when its own ctx ends. Workers started
+	// by an API call (Apply) outlive the request, so they cannot take its
+	// context; they take this one, never a context stored from Run.
+	life    context.Context
+	endLife context.CancelFunc
 
 	mu         sync.Mutex
-	ctx        context.Context // Run's; nil until Run starts
-	ready      bool            // the pods are recovered: requests are served
-	stopping   bool            // Run is returning: no worker or watch starts
-	running    sync.WaitGroup  // worker and watch goroutines
+	started    bool           // Run was called
+	ready      bool           // the pods are recovered: requests are served
+	stopping   bool           // Run is returning: no worker or watch starts
+	running    sync.WaitGroup // worker and watch goroutines
 	workers    map[string]*podWorker
 	current    map[string]string // "namespace/name" → uid of the pod that name stands for
 	configMaps map[string]*configMapEntry
 	secrets    map[string]*secretEntry
 	watches    map[string]context.CancelFunc // watched directory → stop
 }
+
+// The agent API (package agentapi) serves an Agent.
+var _ agentapi.PodService = (*Agent)(nil)
 
 // New checks cfg and returns an agent; Run starts it.
 func New(cfg Config) (*Agent, error) {
@@ -133,17 +130,31 @@ func New(cfg Config) (*Agent, error) {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
+	if cfg.Clock == nil {
+		cfg.Clock = clock.RealClock{}
+	}
 	sourceStore, err := sourcestore.Open(filepath.Join(cfg.RootDir, "sources"))
 	if err != nil {
 		return nil, fmt.Errorf("agent: %w", err)
 	}
+	log := cfg.Logger.With("component", "agent")
 	a := &Agent{
-		cfg: cfg, log: cfg.Logger.With("component", "agent"), now: time.Now,
-		node:           readNode(),
-		volumes:        &volume.Manager{Root: cfg.RootDir},
-		sourceStore:    sourceStore,
-		crashBackoff:   backoff.New(cfg.Backoff),
-		pullBackoff:    backoff.New(cfg.Backoff),
+		cfg: cfg, log: log,
+		deps: &syncDeps{
+			runtime:       cfg.Runtime,
+			images:        cfg.Images,
+			volumes:       &volume.Manager{Root: cfg.RootDir},
+			sources:       sourceStore,
+			crashBackoff:  backoff.New(cfg.Backoff),
+			pullBackoff:   backoff.New(cfg.Backoff),
+			clock:         cfg.Clock,
+			log:           log,
+			node:          readNode(),
+			runtimeName:   cfg.RuntimeName,
+			systemdCgroup: cfg.SystemdCgroup,
+			rootDir:       cfg.RootDir,
+			podLogDir:     cfg.PodLogDir,
+		},
 		relistRequests: make(chan struct{}, 1),
 		workers:        map[string]*podWorker{},
 		current:        map[string]string{},
@@ -151,7 +162,8 @@ func New(cfg Config) (*Agent, error) {
 		secrets:        map[string]*secretEntry{},
 		watches:        map[string]context.CancelFunc{},
 	}
-	a.probes = probe.NewManager(cfg.Runtime, probe.Options{SecondsUnit: cfg.ProbeSecond, OnAttempt: a.probeAttempt})
+	a.life, a.endLife = context.WithCancel(context.Background())
+	a.deps.probes = probe.NewManager(cfg.Runtime, probe.Options{SecondsUnit: cfg.ProbeSecond, OnAttempt: a.probeAttempt})
 	return a, nil
 }
 
@@ -159,12 +171,13 @@ func New(cfg Config) (*Agent, error) {
 // until ctx ends. The pods keep running after Run returns.
 func (a *Agent) Run(ctx context.Context) error {
 	a.mu.Lock()
-	if a.ctx != nil {
+	if a.started {
 		a.mu.Unlock()
 		return errors.New("agent: Run called twice")
 	}
-	a.ctx = ctx
+	a.started = true
 	a.mu.Unlock()
+	defer a.endLife()
 	if err := a.recoverPods(ctx); err != nil {
 		return err
 	}
@@ -177,7 +190,8 @@ func (a *Agent) Run(ctx context.Context) error {
 	a.mu.Lock()
 	a.ready, a.stopping = false, true // no goroutine starts after this
 	a.mu.Unlock()
-	a.probes.Close()
+	a.endLife() // the workers and watches stop
+	a.deps.probes.Close()
 	loops.Wait()
 	a.running.Wait()
 	return nil
@@ -190,7 +204,7 @@ func (a *Agent) dispatchProbeUpdates(ctx context.Context) {
 		select {
 		case <-ctx.Done():
 			return
-		case u, ok := <-a.probes.Updates():
+		case u, ok := <-a.deps.probes.Updates():
 			if !ok {
 				return
 			}
@@ -212,15 +226,15 @@ func (a *Agent) probeAttempt(at probe.Attempt) {
 	}
 	object := containerObject(w.snapshotPod(), at.ContainerName)
 	if at.Warning {
-		w.record(EventWarning, "ProbeWarning", object, fmt.Sprintf("%s probe warning: %s", at.Kind, at.Message))
+		w.record(agentapi.EventWarning, "ProbeWarning", object, fmt.Sprintf("%s probe warning: %s", at.Kind, at.Message))
 		return
 	}
-	w.record(EventWarning, "Unhealthy", object, fmt.Sprintf("%s probe failed: %s", at.Kind, at.Message))
+	w.record(agentapi.EventWarning, "Unhealthy", object, fmt.Sprintf("%s probe failed: %s", at.Kind, at.Message))
 }
 
 // startWorkerLocked runs a worker for desired (the caller holds a.mu).
 func (a *Agent) startWorkerLocked(desired desiredPod) *podWorker {
-	w := newPodWorker(a, desired)
+	w := newPodWorker(a.deps, desired)
 	a.workers[w.uid] = w
 	a.current[desired.key()] = w.uid
 	if a.stopping {
@@ -229,7 +243,9 @@ func (a *Agent) startWorkerLocked(desired desiredPod) *podWorker {
 	a.running.Add(1)
 	go func() {
 		defer a.running.Done()
-		w.run(a.ctx)
+		if finished := w.run(a.life); finished {
+			a.forget(w)
+		}
 	}()
 	return w
 }
@@ -263,9 +279,9 @@ func (a *Agent) forget(w *podWorker) {
 	if a.current[key] == w.uid {
 		delete(a.current, key)
 	}
-	a.probes.RemovePod(w.uid)
+	a.deps.probes.RemovePod(w.uid)
 	notThisPod := func(key string) bool { return !strings.HasPrefix(key, w.uid+"/") }
-	now := a.now()
-	a.crashBackoff.GC(now, notThisPod)
-	a.pullBackoff.GC(now, notThisPod)
+	now := a.deps.clock.Now()
+	a.deps.crashBackoff.GC(now, notThisPod)
+	a.deps.pullBackoff.GC(now, notThisPod)
 }

@@ -12,8 +12,11 @@ import (
 	"time"
 
 	v1 "k8s.io/api/core/v1"
+	"k8s.io/utils/clock"
 
+	"github.com/berth-dev/berth/internal/agent/agentapi"
 	"github.com/berth-dev/berth/internal/agent/backoff"
+	"github.com/berth-dev/berth/internal/agent/criclient/criclienttest"
 	"github.com/berth-dev/berth/internal/agent/manifest"
 )
 
@@ -24,26 +27,16 @@ type testAgent struct {
 	stop    func()
 }
 
-func startTestAgent(t *testing.T, rt *fakeRuntime) *testAgent {
+func startTestAgent(t *testing.T, rt *criclienttest.Runtime) *testAgent {
 	t.Helper()
 	return startTestAgentIn(t, rt, t.TempDir())
 }
 
 // startTestAgentIn runs an agent whose root and log directories are under
 // dir: a second agent started in the same dir finds the first's store.
-func startTestAgentIn(t *testing.T, rt *fakeRuntime, dir string) *testAgent {
+func startTestAgentIn(t *testing.T, rt *criclienttest.Runtime, dir string) *testAgent {
 	t.Helper()
-	a, err := New(Config{
-		Runtime: rt, Images: rt, RootDir: dir + "/root", PodLogDir: dir + "/logs", NodeName: "node-1",
-		Backoff:      backoff.Config{Initial: 100 * time.Millisecond, Max: 400 * time.Millisecond},
-		RelistPeriod: 100 * time.Millisecond, ProbeSecond: 10 * time.Millisecond,
-		Logger: slog.New(slog.NewTextHandler(testWriter{t}, &slog.HandlerOptions{Level: slog.LevelDebug})),
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	vols := &fakeVolumes{root: dir + "/root"}
-	a.volumes = vols
+	a, vols := newTestAgent(t, rt, dir, clock.RealClock{})
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- a.Run(ctx) }()
@@ -60,6 +53,25 @@ func startTestAgentIn(t *testing.T, rt *fakeRuntime, dir string) *testAgent {
 	t.Cleanup(stop)
 	waitFor(t, "the agent is ready", func() bool { return a.checkReady() == nil })
 	return &testAgent{Agent: a, volumes: vols, stop: stop}
+}
+
+// newTestAgent returns an agent on rt and clk, with fake volumes, not
+// running: root and log directories are under dir.
+func newTestAgent(t *testing.T, rt *criclienttest.Runtime, dir string, clk clock.WithTicker) (*Agent, *fakeVolumes) {
+	t.Helper()
+	a, err := New(Config{
+		Runtime: rt, Images: rt, RootDir: dir + "/root", PodLogDir: dir + "/logs", NodeName: "node-1",
+		Backoff:      backoff.Config{Initial: 100 * time.Millisecond, Max: 400 * time.Millisecond},
+		RelistPeriod: 100 * time.Millisecond, ProbeSecond: 10 * time.Millisecond, Clock: clk,
+		Logger: slog.New(slog.NewTextHandler(testWriter{t}, &slog.HandlerOptions{Level: slog.LevelDebug})),
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	vols := &fakeVolumes{root: dir + "/root"}
+	a.deps.volumes = vols
+	t.Cleanup(func() { a.deps.probes.Close(); a.endLife() }) // Run does both too
+	return a, vols
 }
 
 // testWriter sends the agent's log to the test log.
@@ -91,9 +103,9 @@ func bundle(t *testing.T, yaml string) *manifest.Bundle {
 	return b
 }
 
-func (a *testAgent) apply(t *testing.T, yaml string) ApplyResponse {
+func (a *testAgent) apply(t *testing.T, yaml string) agentapi.ApplyResponse {
 	t.Helper()
-	resp, err := a.Apply(context.Background(), ApplyRequest{Bundle: bundle(t, yaml)})
+	resp, err := a.Apply(context.Background(), agentapi.ApplyRequest{Bundle: bundle(t, yaml)})
 	if err != nil {
 		t.Fatalf("apply: %v", err)
 	}
@@ -142,33 +154,33 @@ spec:
 `
 
 func TestInitContainersRunInOrderBeforeTheApp(t *testing.T) {
-	rt := newFakeRuntime()
+	rt := criclienttest.New()
 	a := startTestAgent(t, rt)
 	resp := a.apply(t, initPod)
-	if len(resp.Pods()) != 1 || resp.Pods()[0].Outcome != OutcomeCreated || resp.Pods()[0].UID == "" {
+	if len(resp.Pods()) != 1 || resp.Pods()[0].Outcome != agentapi.OutcomeCreated || resp.Pods()[0].UID == "" {
 		t.Fatalf("apply answered %+v; want web created with a uid", resp)
 	}
 	waitFor(t, "web is running and ready", func() bool {
 		p := a.pod(t, "web")
 		return p.Status.Phase == v1.PodRunning && ready(p)
 	})
-	calls := rt.calls()
+	calls := rt.Calls()
 	order := []string{"runp web", "start first", "create second", "start second", "create app", "start app"}
 	for i := 1; i < len(order); i++ {
 		if a, b := indexOf(calls, order[i-1]), indexOf(calls, order[i]); a < 0 || b < 0 || a > b {
 			t.Fatalf("calls %v: want %q before %q", calls, order[i-1], order[i])
 		}
 	}
-	if again := a.apply(t, initPod); again.Pods()[0].Outcome != OutcomeUnchanged {
+	if again := a.apply(t, initPod); again.Pods()[0].Outcome != agentapi.OutcomeUnchanged {
 		t.Errorf("applying the same manifest again: %+v; want unchanged", again)
 	}
-	if n := strings.Count(strings.Join(rt.calls(), "\n"), "runp web"); n != 1 {
+	if n := strings.Count(strings.Join(rt.Calls(), "\n"), "runp web"); n != 1 {
 		t.Errorf("%d sandboxes created for one pod; want 1", n)
 	}
 }
 
 func TestCrashingContainerBacksOffAndCountsRestarts(t *testing.T) {
-	rt := newFakeRuntime()
+	rt := criclienttest.New()
 	a := startTestAgent(t, rt)
 	a.apply(t, `
 apiVersion: v1
@@ -193,13 +205,13 @@ spec:
 	if st.LastTerminationState.Terminated == nil || st.LastTerminationState.Terminated.ExitCode != 3 {
 		t.Errorf("lastState %+v; want terminated with exit code 3", st.LastTerminationState)
 	}
-	if _, containers := rt.counts(); containers > 2 {
+	if _, containers := rt.Counts(); containers > 2 {
 		t.Errorf("%d containers kept; want the newest and the previous only", containers)
 	}
 }
 
 func TestDeleteRemovesEverything(t *testing.T) {
-	rt := newFakeRuntime()
+	rt := criclienttest.New()
 	a := startTestAgent(t, rt)
 	resp := a.apply(t, `
 apiVersion: v1
@@ -216,13 +228,13 @@ spec:
 		t.Fatal(err)
 	}
 	waitFor(t, "the pod is forgotten", func() bool { return len(a.ListPods("").Items) == 0 })
-	if sandboxes, containers := rt.counts(); sandboxes+containers != 0 {
+	if sandboxes, containers := rt.Counts(); sandboxes+containers != 0 {
 		t.Errorf("runtime keeps %d sandboxes and %d containers after delete", sandboxes, containers)
 	}
 	if !slices.Contains(a.volumes.torndown, resp.Pods()[0].UID) {
 		t.Errorf("volumes of %s not torn down (torn down: %v)", resp.Pods()[0].UID, a.volumes.torndown)
 	}
-	if _, err := os.Stat(a.podDir(resp.Pods()[0].UID)); !errors.Is(err, fs.ErrNotExist) {
+	if _, err := os.Stat(a.deps.podDir(resp.Pods()[0].UID)); !errors.Is(err, fs.ErrNotExist) {
 		t.Errorf("pod directory left: %v", err)
 	}
 	if _, err := a.Delete(context.Background(), "default", "gone", nil); err == nil {
@@ -231,7 +243,7 @@ spec:
 }
 
 func TestRestartedAgentResumesWithoutDuplicates(t *testing.T) {
-	rt := newFakeRuntime()
+	rt := criclienttest.New()
 	first := startTestAgent(t, rt)
 	first.apply(t, `
 apiVersion: v1
@@ -242,7 +254,7 @@ spec:
   - {name: app, image: busybox, imagePullPolicy: IfNotPresent, command: [sleep, "1000"]}
 `)
 	waitFor(t, "survivor runs", func() bool { return first.pod(t, "survivor").Status.Phase == v1.PodRunning })
-	if err := rt.exit("app", 1); err != nil {
+	if err := rt.Exit("app", 1); err != nil {
 		t.Fatal(err)
 	}
 	waitFor(t, "one restart", func() bool {
@@ -256,13 +268,13 @@ spec:
 		return st.State.Running != nil && st.RestartCount == 1
 	})
 	time.Sleep(300 * time.Millisecond) // a few relists
-	if sandboxes, containers := rt.counts(); sandboxes != 1 || containers != 2 {
+	if sandboxes, containers := rt.Counts(); sandboxes != 1 || containers != 2 {
 		t.Errorf("after the restart the runtime holds %d sandboxes and %d containers; want 1 and 2", sandboxes, containers)
 	}
 }
 
 func TestSidecarStopsAfterTheAppUnderRestartPolicyNever(t *testing.T) {
-	rt := newFakeRuntime()
+	rt := criclienttest.New()
 	a := startTestAgent(t, rt)
 	a.apply(t, `
 apiVersion: v1
@@ -276,11 +288,11 @@ spec:
   - {name: app, image: busybox, imagePullPolicy: IfNotPresent, command: [sleep, "1000"]}
 `)
 	waitFor(t, "job runs", func() bool { return a.pod(t, "job").Status.Phase == v1.PodRunning })
-	if err := rt.exit("app", 0); err != nil {
+	if err := rt.Exit("app", 0); err != nil {
 		t.Fatal(err)
 	}
 	waitFor(t, "job succeeded", func() bool { return a.pod(t, "job").Status.Phase == v1.PodSucceeded })
-	calls := rt.calls()
+	calls := rt.Calls()
 	if i, j := indexOf(calls, "start helper"), indexOf(calls, "start app"); i < 0 || j < i {
 		t.Errorf("calls %v: want the sidecar started before the app", calls)
 	}
@@ -290,7 +302,7 @@ spec:
 }
 
 func TestImagePullPolicies(t *testing.T) {
-	rt := newFakeRuntime()
+	rt := criclienttest.New()
 	a := startTestAgent(t, rt)
 	a.apply(t, `
 apiVersion: v1
@@ -312,17 +324,17 @@ spec:
 		return w != nil && w.Reason == "ErrImageNeverPull"
 	})
 	waitFor(t, "always runs", func() bool { return a.pod(t, "always").Status.Phase == v1.PodRunning })
-	if !slices.Contains(rt.calls(), "pull busybox") {
-		t.Errorf("pull policy Always did not pull: %v", rt.calls())
+	if !slices.Contains(rt.Calls(), "pull busybox") {
+		t.Errorf("pull policy Always did not pull: %v", rt.Calls())
 	}
-	if slices.Contains(rt.calls(), "pull absent") {
+	if slices.Contains(rt.Calls(), "pull absent") {
 		t.Errorf("pull policy Never pulled")
 	}
 }
 
 func TestFailedPullsBackOffThenRecover(t *testing.T) {
-	rt := newFakeRuntime()
-	rt.pullErr = errors.New("registry unreachable")
+	rt := criclienttest.New()
+	rt.SetPullError(errors.New("registry unreachable"))
 	a := startTestAgent(t, rt)
 	a.apply(t, `
 apiVersion: v1
@@ -339,9 +351,7 @@ spec:
 		}
 		return reasons["ErrImagePull"] && reasons["ImagePullBackOff"]
 	})
-	rt.mu.Lock()
-	rt.pullErr = nil
-	rt.mu.Unlock()
+	rt.SetPullError(nil)
 	waitFor(t, "remote runs once the registry answers", func() bool { return ctrStatus(a.pod(t, "remote"), "app").State.Running != nil })
 }
 
@@ -362,7 +372,7 @@ spec:
 `
 
 func TestChangedConfigMapReachesTheVolumesInPlace(t *testing.T) {
-	rt := newFakeRuntime()
+	rt := criclienttest.New()
 	a := startTestAgent(t, rt)
 	manifest := configMapReader
 	uid := a.apply(t, manifest).Pods()[0].UID

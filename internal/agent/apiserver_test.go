@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"log/slog"
-	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
@@ -12,14 +11,16 @@ import (
 
 	v1 "k8s.io/api/core/v1"
 
+	"github.com/berth-dev/berth/internal/agent/agentapi"
+	"github.com/berth-dev/berth/internal/agent/criclient/criclienttest"
 	"github.com/berth-dev/berth/internal/errdefs"
 )
 
 // serveAPI serves a's API on a socket in a temp dir and returns a client.
-func serveAPI(t *testing.T, a *Agent) *Client {
+func serveAPI(t *testing.T, a *Agent) *agentapi.Client {
 	t.Helper()
-	socket := filepath.Join(t.TempDir(), SocketName)
-	srv, err := ListenAPI(socket, a, slog.New(slog.DiscardHandler))
+	socket := filepath.Join(t.TempDir(), agentapi.SocketName)
+	srv, err := agentapi.ListenAPI(socket, a, slog.New(slog.DiscardHandler))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -29,14 +30,14 @@ func serveAPI(t *testing.T, a *Agent) *Client {
 	if err != nil || info.Mode().Perm() != 0o600 {
 		t.Fatalf("socket %s: %v, mode %v; want 0600", socket, err, info.Mode())
 	}
-	return NewClient(socket)
+	return agentapi.NewClient(socket)
 }
 
 func TestAPIAppliesListsDescribesAndDeletes(t *testing.T) {
-	a := startTestAgent(t, newFakeRuntime())
+	a := startTestAgent(t, criclienttest.New())
 	client := serveAPI(t, a.Agent)
 	ctx := context.Background()
-	resp, err := client.Apply(ctx, ApplyRequest{Bundle: bundle(t, `
+	resp, err := client.Apply(ctx, agentapi.ApplyRequest{Bundle: bundle(t, `
 apiVersion: v1
 kind: ConfigMap
 metadata: {name: cfg}
@@ -83,7 +84,7 @@ spec:
 }
 
 func TestAPIRefusesBadRequests(t *testing.T) {
-	a := startTestAgent(t, newFakeRuntime())
+	a := startTestAgent(t, criclienttest.New())
 	client := serveAPI(t, a.Agent)
 	ctx := context.Background()
 	if _, err := client.Delete(ctx, "default", "missing", nil); !errors.Is(err, errdefs.ErrNotFound) || !strings.Contains(err.Error(), `"missing"`) {
@@ -97,35 +98,27 @@ spec:
   containers: [{name: app, image: busybox}]
 `)
 	bad.Pods[0].Spec.Containers[0].Name = "Not_A_Name"
-	_, err := client.Apply(ctx, ApplyRequest{Bundle: bad})
+	_, err := client.Apply(ctx, agentapi.ApplyRequest{Bundle: bad})
 	if !errors.Is(err, errdefs.ErrInvalidArgument) || !strings.Contains(err.Error(), "spec.containers[0].name") {
 		t.Errorf("apply of an invalid pod: %v; want invalid argument naming the field", err)
 	}
 	traversal := bundle(t, "apiVersion: v1\nkind: Pod\nmetadata: {name: sly, uid: ../../etc}\nspec:\n  containers: [{name: app, image: busybox}]\n")
-	if _, err := client.Apply(ctx, ApplyRequest{Bundle: traversal}); !errors.Is(err, errdefs.ErrInvalidArgument) || !strings.Contains(err.Error(), "metadata.uid") {
+	if _, err := client.Apply(ctx, agentapi.ApplyRequest{Bundle: traversal}); !errors.Is(err, errdefs.ErrInvalidArgument) || !strings.Contains(err.Error(), "metadata.uid") {
 		t.Errorf("apply of a pod whose uid is a path: %v; want invalid argument naming metadata.uid", err)
 	}
-	if _, err := client.Apply(ctx, ApplyRequest{}); !errors.Is(err, errdefs.ErrInvalidArgument) {
+	if _, err := client.Apply(ctx, agentapi.ApplyRequest{}); !errors.Is(err, errdefs.ErrInvalidArgument) {
 		t.Errorf("apply of nothing: %v; want invalid argument", err)
 	}
-	if _, err := client.Apply(ctx, ApplyRequest{WatchDir: "relative/dir"}); !errors.Is(err, errdefs.ErrInvalidArgument) {
+	if _, err := client.Apply(ctx, agentapi.ApplyRequest{WatchDir: "relative/dir"}); !errors.Is(err, errdefs.ErrInvalidArgument) {
 		t.Errorf("watch of a relative directory: %v; want invalid argument", err)
 	}
 	if _, err := client.Unwatch(ctx, "/not/watched"); !errors.Is(err, errdefs.ErrNotFound) {
 		t.Errorf("unwatch of a directory not watched: %v; want not found", err)
 	}
-	req, _ := http.NewRequest(http.MethodPost, "http://agent"+pathApply, strings.NewReader(`{"surprise": 1}`))
-	resp, err := client.http.Do(req)
-	if err != nil || resp.StatusCode != http.StatusBadRequest {
-		t.Errorf("unknown request field: %v %v; want 400", err, resp)
-	}
-	if resp != nil {
-		resp.Body.Close()
-	}
 }
 
 func TestAPIRefusesDeletingAPodOfAWatchedDirectory(t *testing.T) {
-	a := startTestAgent(t, newFakeRuntime())
+	a := startTestAgent(t, criclienttest.New())
 	client := serveAPI(t, a.Agent)
 	dir := t.TempDir()
 	pod := "apiVersion: v1\nkind: Pod\nmetadata: {name: static}\nspec:\n  containers: [{name: app, image: busybox, imagePullPolicy: IfNotPresent, command: [sleep, '1000']}]\n"
@@ -133,7 +126,7 @@ func TestAPIRefusesDeletingAPodOfAWatchedDirectory(t *testing.T) {
 		t.Fatal(err)
 	}
 	ctx := context.Background()
-	resp, err := client.Apply(ctx, ApplyRequest{WatchDir: dir})
+	resp, err := client.Apply(ctx, agentapi.ApplyRequest{WatchDir: dir})
 	if err != nil || len(resp.Pods()) != 1 {
 		t.Fatalf("watch: %v %+v", err, resp)
 	}

@@ -11,6 +11,7 @@ import (
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/berth-dev/berth/internal/agent/agentapi"
 	"github.com/berth-dev/berth/internal/agent/manifest"
 	"github.com/berth-dev/berth/internal/agent/podspec"
 	"github.com/berth-dev/berth/internal/errdefs"
@@ -54,29 +55,29 @@ type secretEntry struct {
 
 // Apply runs the pods of a bundle (validated here again), or loads and
 // watches a directory.
-func (a *Agent) Apply(_ context.Context, req ApplyRequest) (ApplyResponse, error) {
+func (a *Agent) Apply(_ context.Context, req agentapi.ApplyRequest) (agentapi.ApplyResponse, error) {
 	if err := a.checkReady(); err != nil {
-		return ApplyResponse{}, err
+		return agentapi.ApplyResponse{}, err
 	}
 	switch {
 	case req.WatchDir != "" && req.Bundle != nil:
-		return ApplyResponse{}, fmt.Errorf("apply: give either a bundle or watchDir, not both: %w", errdefs.ErrInvalidArgument)
+		return agentapi.ApplyResponse{}, fmt.Errorf("apply: give either a bundle or watchDir, not both: %w", errdefs.ErrInvalidArgument)
 	case req.WatchDir != "":
 		return a.watchDirectory(req.WatchDir)
 	case req.Bundle == nil || len(req.Bundle.Pods)+len(req.Bundle.ConfigMaps)+len(req.Bundle.Secrets) == 0:
-		return ApplyResponse{}, fmt.Errorf("apply: the bundle holds no object: %w", errdefs.ErrInvalidArgument)
+		return agentapi.ApplyResponse{}, fmt.Errorf("apply: the bundle holds no object: %w", errdefs.ErrInvalidArgument)
 	}
 	b := req.Bundle
 	b.SetDefaults()
 	if err := b.Validate(); err != nil {
-		return ApplyResponse{}, fmt.Errorf("%w: %w", errdefs.ErrInvalidArgument, err)
+		return agentapi.ApplyResponse{}, fmt.Errorf("%w: %w", errdefs.ErrInvalidArgument, err)
 	}
 	if err := checkUIDs(b); err != nil {
-		return ApplyResponse{}, err
+		return agentapi.ApplyResponse{}, err
 	}
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	return ApplyResponse{Objects: a.applyBundleLocked(b, "")}, nil
+	return agentapi.ApplyResponse{Objects: a.applyBundleLocked(b, "")}, nil
 }
 
 // uidPattern is what a pod uid may look like: it names directories.
@@ -111,19 +112,19 @@ func (a *Agent) checkReady() error {
 // applyBundleLocked stores the bundle's ConfigMaps and Secrets, starts or
 // replaces its pods, and refreshes the sources of pods whose ConfigMaps or
 // Secrets changed.
-func (a *Agent) applyBundleLocked(b *manifest.Bundle, watchDir string) []ApplyResult {
-	results := []ApplyResult{}
+func (a *Agent) applyBundleLocked(b *manifest.Bundle, watchDir string) []agentapi.ApplyResult {
+	results := []agentapi.ApplyResult{}
 	for _, key := range sortedKeys(b.ConfigMaps) {
 		cm := b.ConfigMaps[key]
 		old := a.configMaps[key]
-		results = append(results, sourceResult(KindConfigMap, cm.Namespace, cm.Name, old != nil,
+		results = append(results, sourceResult(agentapi.KindConfigMap, cm.Namespace, cm.Name, old != nil,
 			old != nil && reflect.DeepEqual(old.obj.Data, cm.Data) && reflect.DeepEqual(old.obj.BinaryData, cm.BinaryData)))
 		a.configMaps[key] = &configMapEntry{obj: *cm.DeepCopy(), source: b.ConfigMapSources[key]}
 	}
 	for _, key := range sortedKeys(b.Secrets) {
 		s := b.Secrets[key]
 		old := a.secrets[key]
-		results = append(results, sourceResult(KindSecret, s.Namespace, s.Name, old != nil,
+		results = append(results, sourceResult(agentapi.KindSecret, s.Namespace, s.Name, old != nil,
 			old != nil && reflect.DeepEqual(old.obj.Data, s.Data) && old.obj.Type == s.Type))
 		a.secrets[key] = &secretEntry{obj: *s.DeepCopy(), source: b.SecretSources[key]}
 	}
@@ -134,23 +135,23 @@ func (a *Agent) applyBundleLocked(b *manifest.Bundle, watchDir string) []ApplyRe
 	return results
 }
 
-func sourceResult(kind, namespace, name string, existed, same bool) ApplyResult {
-	r := ApplyResult{Kind: kind, Namespace: namespace, Name: name, Outcome: OutcomeCreated}
+func sourceResult(kind, namespace, name string, existed, same bool) agentapi.ApplyResult {
+	r := agentapi.ApplyResult{Kind: kind, Namespace: namespace, Name: name, Outcome: agentapi.OutcomeCreated}
 	switch {
 	case existed && same:
-		r.Outcome = OutcomeUnchanged
+		r.Outcome = agentapi.OutcomeUnchanged
 	case existed:
-		r.Outcome = OutcomeConfigured
+		r.Outcome = agentapi.OutcomeConfigured
 	}
 	return r
 }
 
 // applyPodLocked starts a pod, replaces the pod of the same name when its
 // uid differs (its manifest changed), or leaves an unchanged pod alone.
-func (a *Agent) applyPodLocked(p *manifest.Pod, watchDir string) ApplyResult {
+func (a *Agent) applyPodLocked(p *manifest.Pod, watchDir string) agentapi.ApplyResult {
 	pod := p.Pod.DeepCopy()
 	key := pod.Namespace + "/" + pod.Name
-	result := ApplyResult{Kind: KindPod, Namespace: pod.Namespace, Name: pod.Name, UID: string(pod.UID), Outcome: OutcomeCreated}
+	result := agentapi.ApplyResult{Kind: agentapi.KindPod, Namespace: pod.Namespace, Name: pod.Name, UID: string(pod.UID), Outcome: agentapi.OutcomeCreated}
 	if w := a.workers[string(pod.UID)]; w != nil {
 		// The same pod, as applied before; maybe being deleted.
 		a.current[key] = w.uid
@@ -160,18 +161,18 @@ func (a *Agent) applyPodLocked(p *manifest.Pod, watchDir string) ApplyResult {
 			d.reapply = d.reapply || reapplied
 		})
 		if !reapplied {
-			result.Outcome = OutcomeUnchanged
+			result.Outcome = agentapi.OutcomeUnchanged
 		}
 		return result
 	}
 	if uid, found := a.current[key]; found {
 		a.workers[uid].beginTermination(nil, "Killing", "the pod's manifest changed: replacing the pod")
-		result.Outcome = OutcomeConfigured
+		result.Outcome = agentapi.OutcomeConfigured
 	}
-	pod.CreationTimestamp = metav1.NewTime(a.now())
+	pod.CreationTimestamp = metav1.NewTime(a.deps.clock.Now())
 	pod.Spec.NodeName = a.cfg.NodeName
 	w := a.startWorkerLocked(desiredPod{pod: pod, sources: a.sourcesForLocked(pod), source: p.Source, watchDir: watchDir})
-	w.record(EventNormal, "Scheduled", "", fmt.Sprintf("Successfully assigned %s/%s to %s", pod.Namespace, pod.Name, a.cfg.NodeName))
+	w.record(agentapi.EventNormal, "Scheduled", "", fmt.Sprintf("Successfully assigned %s/%s to %s", pod.Namespace, pod.Name, a.cfg.NodeName))
 	return result
 }
 
@@ -210,22 +211,22 @@ func (a *Agent) refreshSourcesLocked() {
 
 // Delete starts the termination of a pod, with grace overriding its
 // terminationGracePeriodSeconds when given.
-func (a *Agent) Delete(_ context.Context, namespace, name string, grace *int64) (DeleteResponse, error) {
+func (a *Agent) Delete(_ context.Context, namespace, name string, grace *int64) (agentapi.DeleteResponse, error) {
 	if err := a.checkReady(); err != nil {
-		return DeleteResponse{}, err
+		return agentapi.DeleteResponse{}, err
 	}
 	a.mu.Lock()
 	w := a.workers[a.current[namespace+"/"+name]]
 	a.mu.Unlock()
 	if w == nil {
-		return DeleteResponse{}, fmt.Errorf("pod %q not found in namespace %q: %w", name, namespace, errdefs.ErrNotFound)
+		return agentapi.DeleteResponse{}, fmt.Errorf("pod %q not found in namespace %q: %w", name, namespace, errdefs.ErrNotFound)
 	}
 	if dir := w.snapshot().watchDir; dir != "" {
-		return DeleteResponse{}, fmt.Errorf("pod %s/%s comes from the watched directory %s: remove its file, or stop the watch with 'berth delete -f %s': %w",
+		return agentapi.DeleteResponse{}, fmt.Errorf("pod %s/%s comes from the watched directory %s: remove its file, or stop the watch with 'berth delete -f %s': %w",
 			namespace, name, dir, dir, errdefs.ErrFailedPrecondition)
 	}
 	w.beginTermination(grace, "Killing", "deleted")
-	return DeleteResponse{Pods: []ApplyResult{{Kind: KindPod, Namespace: namespace, Name: name, UID: w.uid, Outcome: OutcomeDeleted}}}, nil
+	return agentapi.DeleteResponse{Pods: []agentapi.ApplyResult{{Kind: agentapi.KindPod, Namespace: namespace, Name: name, UID: w.uid, Outcome: agentapi.OutcomeDeleted}}}, nil
 }
 
 // beginTermination marks the pod deleted: its next sync stops it within
@@ -245,7 +246,7 @@ func (w *podWorker) beginTermination(grace *int64, reason, why string) {
 	}
 	first := pod.DeletionTimestamp == nil
 	pod.DeletionGracePeriodSeconds = &seconds
-	at := metav1.NewTime(w.a.now().Add(time.Duration(seconds) * time.Second))
+	at := metav1.NewTime(w.deps.clock.Now().Add(time.Duration(seconds) * time.Second))
 	if first || at.Before(pod.DeletionTimestamp) {
 		pod.DeletionTimestamp = &at
 	}
@@ -254,9 +255,9 @@ func (w *podWorker) beginTermination(grace *int64, reason, why string) {
 		w.cancelSync()
 	}
 	w.mu.Unlock()
-	w.a.probes.SetTerminating(w.uid)
-	w.a.log.Info("pod terminating", "pod", w.key, "uid", w.uid, "grace", seconds, "why", why)
-	w.record(EventNormal, reason, "", fmt.Sprintf("Stopping pod (%s), grace period %ds", why, seconds))
+	w.deps.probes.SetTerminating(w.uid)
+	w.deps.log.Info("pod terminating", "pod", w.key, "uid", w.uid, "grace", seconds, "why", why)
+	w.record(agentapi.EventNormal, reason, "", fmt.Sprintf("Stopping pod (%s), grace period %ds", why, seconds))
 	w.trigger()
 }
 
@@ -285,7 +286,7 @@ func (a *Agent) ListPods(namespace string) v1.PodList {
 
 // DescribePod returns the pod a name stands for (else the newest one of
 // that name still terminating), its events and its containers' log files.
-func (a *Agent) DescribePod(namespace, name string) (PodDetail, error) {
+func (a *Agent) DescribePod(namespace, name string) (agentapi.PodDetail, error) {
 	a.mu.Lock()
 	w := a.workers[a.current[namespace+"/"+name]]
 	if w == nil {
@@ -297,9 +298,9 @@ func (a *Agent) DescribePod(namespace, name string) (PodDetail, error) {
 	}
 	a.mu.Unlock()
 	if w == nil {
-		return PodDetail{}, fmt.Errorf("pod %q not found in namespace %q: %w", name, namespace, errdefs.ErrNotFound)
+		return agentapi.PodDetail{}, fmt.Errorf("pod %q not found in namespace %q: %w", name, namespace, errdefs.ErrNotFound)
 	}
-	return PodDetail{Pod: w.view(), Events: w.events.list(), LogPaths: w.logPathsCopy()}, nil
+	return agentapi.PodDetail{Pod: w.view(), Events: w.events.list(), LogPaths: w.logPathsCopy()}, nil
 }
 
 func sortedKeys[V any](m map[string]V) []string {

@@ -1,10 +1,11 @@
 // Package agent is berth's node agent: the kubelet's role on one machine.
 // It runs Kubernetes Pods (with the ConfigMaps and Secrets they use) on any
-// CRI runtime, through the CRI client interfaces only (Runtime, Images;
-// CRIClient implements both over a unix socket), and serves the agent API
-// that `berth run`, `apply`, `delete`, `get`, `describe`, `logs` and `exec`
-// use (HTTP + JSON on <state>/agent.sock: api.go lists the routes; Client
-// is its client).
+// CRI runtime, through the CRI client interfaces only (package criclient:
+// Runtime, Images; CRIClient implements both over a unix socket), and
+// implements agentapi.PodService, the agent API that `berth run`, `apply`,
+// `delete`, `get`, `describe`, `logs` and `exec` use (package agentapi:
+// HTTP + JSON on <state>/agent.sock). It reads the time from, and waits
+// on, Config.Clock (k8s.io/utils/clock), so tests step a fake one.
 //
 // It owns:
 //
@@ -16,7 +17,12 @@
 //     uid (package manifest derives it from the file and the content) and
 //     replaces the old one; a ConfigMap or Secret change reaches the pods'
 //     volumes in place;
-//   - one worker per pod uid (worker.go): syncs run one at a time, woken by
+//   - one worker per pod uid (worker.go): it sees only syncDeps (deps.go:
+//     the runtime, volumes, sources store, probes, back-offs, clock, log,
+//     node facts and directories), not the desired-state bookkeeping, so a
+//     sync runs in a test without an Agent; workers and watches live in the
+//     agent's lifetime context (New makes it, Run ends it), never in a
+//     request's. Syncs run one at a time, woken by
 //     runtime events (GetContainerEvents, resubscribed with a relist when
 //     the stream breaks), the periodic relist (watch.go), probe results,
 //     back-off timers and desired-state changes; wake-ups during a sync

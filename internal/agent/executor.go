@@ -10,6 +10,8 @@ import (
 	v1 "k8s.io/api/core/v1"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
+	"github.com/berth-dev/berth/internal/agent/agentapi"
+	"github.com/berth-dev/berth/internal/agent/criclient"
 	"github.com/berth-dev/berth/internal/agent/plan"
 	"github.com/berth-dev/berth/internal/agent/podspec"
 	"github.com/berth-dev/berth/internal/agent/podstatus"
@@ -86,9 +88,9 @@ func (w *podWorker) noteWaits(pod *v1.Pod, waits []plan.Wait) time.Duration {
 	for _, wait := range waits {
 		held[wait.Name] = true
 		w.setWaiting(wait.Name, podstatus.Waiting{Reason: wait.Reason, Message: wait.Message})
-		w.record(EventWarning, "BackOff", containerObject(pod, wait.Name),
+		w.record(agentapi.EventWarning, "BackOff", containerObject(pod, wait.Name),
 			fmt.Sprintf("Back-off restarting failed container %s in pod %s_%s(%s)", wait.Name, pod.Name, pod.Namespace, pod.UID))
-		next = soonest(next, max(wait.Until.Sub(w.a.now()), 10*time.Millisecond))
+		next = soonest(next, max(wait.Until.Sub(w.deps.clock.Now()), 10*time.Millisecond))
 	}
 	w.mu.Lock()
 	for name, reason := range w.waiting {
@@ -109,7 +111,7 @@ func (w *podWorker) killPod(ctx context.Context, pod *v1.Pod, obs observation, a
 		reasons[k.ID] = k
 	}
 	if acts.KillPodReason == plan.PodSandboxNotReady || acts.KillPodReason == plan.PodSandboxNetworkChanged || acts.KillPodReason == plan.PodSandboxNoIP {
-		w.record(EventNormal, "SandboxChanged", "", "Pod sandbox changed, it will be killed and re-created.")
+		w.record(agentapi.EventNormal, "SandboxChanged", "", "Pod sandbox changed, it will be killed and re-created.")
 	}
 	for _, group := range plan.StopOrder(pod, obs.plan) {
 		var wg sync.WaitGroup
@@ -134,8 +136,8 @@ func (w *podWorker) killPod(ctx context.Context, pod *v1.Pod, obs observation, a
 		if !ready[id] {
 			continue
 		}
-		if err := w.a.cfg.Runtime.StopPodSandbox(ctx, id); err != nil && !isNotFound(err) {
-			w.record(EventWarning, "FailedKillPod", "", fmt.Sprintf("error stopping sandbox %s: %v", id, err))
+		if err := w.deps.runtime.StopPodSandbox(ctx, id); err != nil && !criclient.IsNotFound(err) {
+			w.record(agentapi.EventWarning, "FailedKillPod", "", fmt.Sprintf("error stopping sandbox %s: %v", id, err))
 		}
 	}
 }
@@ -168,23 +170,23 @@ func (w *podWorker) killContainer(ctx context.Context, pod *v1.Pod, obs observat
 	case plan.KillSpecChanged:
 		message = fmt.Sprintf("Container %s definition changed, will be restarted", k.Name)
 	}
-	w.record(EventNormal, "Killing", object, message)
+	w.record(agentapi.EventNormal, "Killing", object, message)
 	if spec != nil && probeGrace(spec, k.Reason) > 0 {
 		grace = probeGrace(spec, k.Reason)
 	}
-	start := w.a.now()
+	start := w.deps.clock.Now()
 	if st := obs.containers[k.ID]; spec != nil && spec.Lifecycle != nil && spec.Lifecycle.PreStop != nil &&
 		st.GetState() == runtimeapi.ContainerState_CONTAINER_RUNNING {
 		w.runPreStop(ctx, pod, obs, k, spec, grace)
 	}
-	remaining := max(grace-w.a.now().Sub(start), 2*time.Second)
+	remaining := max(grace-w.deps.clock.Now().Sub(start), 2*time.Second)
 	if grace == 0 {
 		remaining = 0
 	}
-	if err := w.a.cfg.Runtime.StopContainer(ctx, k.ID, remaining); err != nil && !isNotFound(err) {
-		w.record(EventWarning, "FailedKillPod", object, fmt.Sprintf("error killing container %s: %v", k.Name, err))
+	if err := w.deps.runtime.StopContainer(ctx, k.ID, remaining); err != nil && !criclient.IsNotFound(err) {
+		w.record(agentapi.EventWarning, "FailedKillPod", object, fmt.Sprintf("error killing container %s: %v", k.Name, err))
 	}
-	w.a.probes.Remove(k.ID)
+	w.deps.probes.Remove(k.ID)
 }
 
 // probeGrace is a failed probe's own terminationGracePeriodSeconds, if set.
@@ -208,7 +210,7 @@ func (w *podWorker) runPreStop(ctx context.Context, pod *v1.Pod, obs observation
 	hookCtx, cancel := context.WithTimeout(ctx, grace)
 	defer cancel()
 	if err := w.runHook(hookCtx, spec.Lifecycle.PreStop, pod, obs, k.ID, spec); err != nil {
-		w.record(EventWarning, "FailedPreStopHook", containerObject(pod, k.Name),
+		w.record(agentapi.EventWarning, "FailedPreStopHook", containerObject(pod, k.Name),
 			fmt.Sprintf("PreStopHook failed: %v", err))
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"os"
 
+	"github.com/berth-dev/berth/internal/agent/criclient"
 	"github.com/berth-dev/berth/internal/agent/plan"
 	"github.com/berth-dev/berth/internal/agent/podspec"
 )
@@ -38,8 +39,8 @@ func (w *podWorker) removeOldContainers(ctx context.Context, obs observation) {
 			remaining[c.SandboxID]++
 			continue
 		}
-		if err := w.a.cfg.Runtime.RemoveContainer(ctx, c.ID); err != nil && !isNotFound(err) {
-			w.a.log.Debug("remove old container", "pod", w.uid, "container", c.ID, "error", err)
+		if err := w.deps.runtime.RemoveContainer(ctx, c.ID); err != nil && !criclient.IsNotFound(err) {
+			w.deps.log.Debug("remove old container", "pod", w.uid, "container", c.ID, "error", err)
 			remaining[c.SandboxID]++
 			continue
 		}
@@ -61,8 +62,8 @@ func (w *podWorker) removeOldSandboxes(ctx context.Context, obs observation, rem
 		if sb.ID == current.ID || sb.Ready || remaining[sb.ID] > 0 {
 			continue
 		}
-		if err := w.a.cfg.Runtime.RemovePodSandbox(ctx, sb.ID); err != nil && !isNotFound(err) {
-			w.a.log.Debug("remove old sandbox", "pod", w.uid, "sandbox", sb.ID, "error", err)
+		if err := w.deps.runtime.RemovePodSandbox(ctx, sb.ID); err != nil && !criclient.IsNotFound(err) {
+			w.deps.log.Debug("remove old sandbox", "pod", w.uid, "sandbox", sb.ID, "error", err)
 		}
 	}
 }
@@ -70,5 +71,5 @@ func (w *podWorker) removeOldSandboxes(ctx context.Context, obs observation, rem
 // logDirectory is the pod's log directory.
 func (w *podWorker) logDirectory() string {
 	pod := w.snapshotPod()
-	return podspec.PodLogDirectory(w.a.cfg.PodLogDir, pod.Namespace, pod.Name, w.uid)
+	return podspec.PodLogDirectory(w.deps.podLogDir, pod.Namespace, pod.Name, w.uid)
 }

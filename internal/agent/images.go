@@ -10,6 +10,7 @@ import (
 	v1 "k8s.io/api/core/v1"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
+	"github.com/berth-dev/berth/internal/agent/agentapi"
 	"github.com/berth-dev/berth/internal/agent/podstatus"
 )
 
@@ -35,7 +36,7 @@ var errImageWaiting = errors.New("image not available")
 // to pull. A failed pull is ErrImagePull, and later tries wait out a
 // back-off (ImagePullBackOff), as in the kubelet.
 func (w *podWorker) ensureImage(ctx context.Context, pod *v1.Pod, c *v1.Container, object string, sandbox *runtimeapi.PodSandboxConfig) (imageInfo, error) {
-	present, err := w.a.cfg.Images.ImageStatus(ctx, c.Image)
+	present, err := w.deps.images.ImageStatus(ctx, c.Image)
 	if err != nil {
 		return imageInfo{}, w.imageWaiting(c, object, reasonErrImagePull, fmt.Sprintf("Failed to inspect image %q: %v", c.Image, err))
 	}
@@ -44,27 +45,27 @@ func (w *podWorker) ensureImage(ctx context.Context, pod *v1.Pod, c *v1.Containe
 		return imageInfo{}, w.imageWaiting(c, object, reasonErrImageNeverPull,
 			fmt.Sprintf("Container image %q is not present with pull policy of Never", c.Image))
 	case c.ImagePullPolicy != v1.PullAlways && present != nil:
-		w.record(EventNormal, "Pulled", object, fmt.Sprintf("Container image %q already present on machine", c.Image))
+		w.record(agentapi.EventNormal, "Pulled", object, fmt.Sprintf("Container image %q already present on machine", c.Image))
 		return infoOf(present), nil
 	}
 	key := backoffKey(string(pod.UID), c.Image)
-	now := w.a.now()
-	if until := w.a.pullBackoff.UntilRecorded(key, now); until.After(now) {
-		w.record(EventNormal, "BackOff", object, fmt.Sprintf("Back-off pulling image %q", c.Image))
+	now := w.deps.clock.Now()
+	if until := w.deps.pullBackoff.UntilRecorded(key, now); until.After(now) {
+		w.record(agentapi.EventNormal, "BackOff", object, fmt.Sprintf("Back-off pulling image %q", c.Image))
 		w.setWaiting(c.Name, podstatus.Waiting{Reason: reasonImagePullBackOff, Message: fmt.Sprintf("Back-off pulling image %q", c.Image)})
 		return imageInfo{}, errImageWaiting
 	}
-	w.record(EventNormal, "Pulling", object, fmt.Sprintf("Pulling image %q", c.Image))
-	ref, err := w.a.cfg.Images.PullImage(ctx, c.Image, sandbox)
+	w.record(agentapi.EventNormal, "Pulling", object, fmt.Sprintf("Pulling image %q", c.Image))
+	ref, err := w.deps.images.PullImage(ctx, c.Image, sandbox)
 	if err != nil {
-		failedAt := w.a.now()
-		w.a.pullBackoff.Next(key, failedAt, failedAt)
+		failedAt := w.deps.clock.Now()
+		w.deps.pullBackoff.Next(key, failedAt, failedAt)
 		return imageInfo{}, w.imageWaiting(c, object, reasonErrImagePull, fmt.Sprintf("Failed to pull image %q: %v", c.Image, err))
 	}
-	w.a.pullBackoff.Forget(key)
-	w.record(EventNormal, "Pulled", object, fmt.Sprintf("Successfully pulled image %q in %s", c.Image, w.a.now().Sub(now).Round(time.Millisecond)))
+	w.deps.pullBackoff.Forget(key)
+	w.record(agentapi.EventNormal, "Pulled", object, fmt.Sprintf("Successfully pulled image %q in %s", c.Image, w.deps.clock.Now().Sub(now).Round(time.Millisecond)))
 	info := imageInfo{ref: ref}
-	if img, err := w.a.cfg.Images.ImageStatus(ctx, c.Image); err == nil && img != nil {
+	if img, err := w.deps.images.ImageStatus(ctx, c.Image); err == nil && img != nil {
 		info = infoOf(img)
 	}
 	return info, nil
@@ -73,8 +74,8 @@ func (w *podWorker) ensureImage(ctx context.Context, pod *v1.Pod, c *v1.Containe
 // imageWaiting records an image problem as an event and the container's
 // waiting reason.
 func (w *podWorker) imageWaiting(c *v1.Container, object, reason, message string) error {
-	w.record(EventWarning, "Failed", object, message)
-	w.record(EventWarning, "Failed", object, "Error: "+reason)
+	w.record(agentapi.EventWarning, "Failed", object, message)
+	w.record(agentapi.EventWarning, "Failed", object, "Error: "+reason)
 	w.setWaiting(c.Name, podstatus.Waiting{Reason: reason, Message: message})
 	return errImageWaiting
 }

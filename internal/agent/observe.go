@@ -8,6 +8,7 @@ import (
 
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
+	"github.com/berth-dev/berth/internal/agent/criclient"
 	"github.com/berth-dev/berth/internal/agent/plan"
 	"github.com/berth-dev/berth/internal/agent/podspec"
 )
@@ -26,19 +27,19 @@ type observation struct {
 
 // observe lists one pod's sandboxes and containers with their statuses.
 // An object removed between the list and its status is skipped.
-func (a *Agent) observe(ctx context.Context, uid string) (observation, error) {
+func (deps *syncDeps) observe(ctx context.Context, uid string) (observation, error) {
 	obs := observation{
 		sandboxes:  map[string]*runtimeapi.PodSandboxStatus{},
 		containers: map[string]*runtimeapi.ContainerStatus{},
 	}
 	selector := map[string]string{podspec.LabelPodUID: uid}
-	sandboxes, err := a.cfg.Runtime.ListPodSandbox(ctx, selector)
+	sandboxes, err := deps.runtime.ListPodSandbox(ctx, selector)
 	if err != nil {
 		return obs, fmt.Errorf("list sandboxes of pod %s: %w", uid, err)
 	}
 	for _, sb := range sandboxes {
-		observed, status, err := a.observeSandbox(ctx, sb)
-		if isNotFound(err) {
+		observed, status, err := deps.observeSandbox(ctx, sb)
+		if criclient.IsNotFound(err) {
 			continue
 		}
 		if err != nil {
@@ -49,13 +50,13 @@ func (a *Agent) observe(ctx context.Context, uid string) (observation, error) {
 			obs.sandboxes[sb.GetId()] = status
 		}
 	}
-	containers, err := a.cfg.Runtime.ListContainers(ctx, selector)
+	containers, err := deps.runtime.ListContainers(ctx, selector)
 	if err != nil {
 		return obs, fmt.Errorf("list containers of pod %s: %w", uid, err)
 	}
 	for _, c := range containers {
-		status, err := a.cfg.Runtime.ContainerStatus(ctx, c.GetId())
-		if isNotFound(err) {
+		status, err := deps.runtime.ContainerStatus(ctx, c.GetId())
+		if criclient.IsNotFound(err) {
 			continue
 		}
 		if err != nil {
@@ -63,12 +64,12 @@ func (a *Agent) observe(ctx context.Context, uid string) (observation, error) {
 		}
 		observed, meta, err := observedContainer(c.GetPodSandboxId(), status)
 		if err != nil {
-			a.log.Debug("container without the agent's labels", "pod", uid, "container", c.GetId(), "error", err)
+			deps.log.Debug("container without the agent's labels", "pod", uid, "container", c.GetId(), "error", err)
 			obs.foreign = append(obs.foreign, c.GetId())
 			continue
 		}
 		if observed.State == plan.StateExited && observed.Message == "" {
-			observed.Message = a.terminationMessage(uid, meta, observed.ExitCode, status.GetLogPath())
+			observed.Message = deps.terminationMessage(uid, meta, observed.ExitCode, status.GetLogPath())
 		}
 		obs.plan.Containers = append(obs.plan.Containers, observed)
 		obs.containers[c.GetId()] = status
@@ -78,7 +79,7 @@ func (a *Agent) observe(ctx context.Context, uid string) (observation, error) {
 
 // observeSandbox converts a listed sandbox; a ready one's status is read
 // for its IPs and network mode.
-func (a *Agent) observeSandbox(ctx context.Context, sb *runtimeapi.PodSandbox) (plan.Sandbox, *runtimeapi.PodSandboxStatus, error) {
+func (deps *syncDeps) observeSandbox(ctx context.Context, sb *runtimeapi.PodSandbox) (plan.Sandbox, *runtimeapi.PodSandboxStatus, error) {
 	observed := plan.Sandbox{
 		ID:        sb.GetId(),
 		Attempt:   sb.GetMetadata().GetAttempt(),
@@ -88,7 +89,7 @@ func (a *Agent) observeSandbox(ctx context.Context, sb *runtimeapi.PodSandbox) (
 	if !observed.Ready {
 		return observed, nil, nil
 	}
-	status, err := a.cfg.Runtime.PodSandboxStatus(ctx, sb.GetId())
+	status, err := deps.runtime.PodSandboxStatus(ctx, sb.GetId())
 	if err != nil {
 		return observed, nil, fmt.Errorf("status of sandbox %s: %w", sb.GetId(), err)
 	}

@@ -22,12 +22,12 @@ import (
 // (stopPodSlice), else it removes the pod-level directories (removePodDirs).
 // A failure is logged: the pod is gone either way.
 func (w *podWorker) removePodCgroup(pod *v1.Pod) {
-	if !w.a.cfg.SystemdCgroup {
+	if !w.deps.systemdCgroup {
 		removePodDirs(podspec.PodCgroupParent("", pod))
 		return
 	}
 	if err := stopPodSlice(context.Background(), podspec.PodSlice(pod)); err != nil {
-		w.a.log.Warn("pod cgroup left behind", "pod", pod.Namespace+"/"+pod.Name, "error", err)
+		w.deps.log.Warn("pod cgroup left behind", "pod", pod.Namespace+"/"+pod.Name, "error", err)
 	}
 }
 

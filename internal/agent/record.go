@@ -3,26 +3,9 @@ package agent
 import (
 	"sync"
 	"time"
-)
 
-// Event types, as Kubernetes names them.
-const (
-	EventNormal  = "Normal"
-	EventWarning = "Warning"
+	"github.com/berth-dev/berth/internal/agent/agentapi"
 )
-
-// Event is one thing that happened to a pod, as `berth describe` shows it.
-// A repeat of the same event raises Count instead of adding an entry, as
-// the API server's event aggregation does.
-type Event struct {
-	Type      string    `json:"type"`
-	Reason    string    `json:"reason"`
-	Object    string    `json:"object,omitempty"` // e.g. "spec.containers{app}"
-	Message   string    `json:"message"`
-	Count     int       `json:"count"`
-	FirstTime time.Time `json:"firstTime"`
-	LastTime  time.Time `json:"lastTime"`
-}
 
 // maxEventsPerPod bounds each pod's event log; the oldest go first.
 const maxEventsPerPod = 100
@@ -30,7 +13,7 @@ const maxEventsPerPod = 100
 // eventLog is one pod's bounded event history; safe for concurrent use.
 type eventLog struct {
 	mu     sync.Mutex
-	events []Event
+	events []agentapi.Event
 	now    func() time.Time
 }
 
@@ -54,18 +37,18 @@ func (l *eventLog) record(typ, reason, object, message string) int {
 			return moved.Count
 		}
 	}
-	l.events = append(l.events, Event{
+	l.events = append(l.events, agentapi.Event{
 		Type: typ, Reason: reason, Object: object, Message: message, Count: 1, FirstTime: now, LastTime: now,
 	})
 	if len(l.events) > maxEventsPerPod {
-		l.events = append([]Event(nil), l.events[len(l.events)-maxEventsPerPod:]...)
+		l.events = append([]agentapi.Event(nil), l.events[len(l.events)-maxEventsPerPod:]...)
 	}
 	return 1
 }
 
 // list returns a copy of the events, oldest first.
-func (l *eventLog) list() []Event {
+func (l *eventLog) list() []agentapi.Event {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	return append([]Event(nil), l.events...)
+	return append([]agentapi.Event(nil), l.events...)
 }

@@ -11,6 +11,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
+	"github.com/berth-dev/berth/internal/agent/agentapi"
 	"github.com/berth-dev/berth/internal/agent/manifest"
 	"github.com/berth-dev/berth/internal/agent/podspec"
 )
@@ -31,7 +32,7 @@ const orphanGrace = 2
 // afresh. Watched directories are watched again if they still pass
 // manifest.CheckTrustedDir.
 func (a *Agent) recoverPods(ctx context.Context) error {
-	sandboxes, err := a.cfg.Runtime.ListPodSandbox(ctx, map[string]string{podspec.LabelAgent: "true"})
+	sandboxes, err := a.deps.runtime.ListPodSandbox(ctx, map[string]string{podspec.LabelAgent: "true"})
 	if err != nil {
 		return fmt.Errorf("agent: recover: list sandboxes: %w", err)
 	}
@@ -55,7 +56,7 @@ func (a *Agent) recoverPods(ctx context.Context) error {
 		}
 		w := a.startWorkerLocked(d)
 		if len(d.sourcesMissing) > 0 {
-			w.record(EventWarning, "SourcesNotFound", "", "The agent's store lacks "+strings.Join(d.sourcesMissing, ", ")+
+			w.record(agentapi.EventWarning, "SourcesNotFound", "", "The agent's store lacks "+strings.Join(d.sourcesMissing, ", ")+
 				": the pod is left as it is until its manifests are applied again")
 		}
 		if d.watchDir != "" {
@@ -90,7 +91,7 @@ type quarantineReporter interface {
 // pods that are gone, unless the runtime quarantined records: a pod it no
 // longer lists may then still run, on these volumes.
 func (a *Agent) teardownOrphans(ctx context.Context, keep map[string]bool) {
-	if q, ok := a.cfg.Runtime.(quarantineReporter); ok {
+	if q, ok := a.deps.runtime.(quarantineReporter); ok {
 		n, err := q.QuarantinedRecords(ctx)
 		if err != nil || n > 0 {
 			a.log.Warn("recover: volumes and sources of pods the runtime does not list are kept: it quarantined records of pods that may still run",
@@ -98,10 +99,10 @@ func (a *Agent) teardownOrphans(ctx context.Context, keep map[string]bool) {
 			return
 		}
 	}
-	if err := a.volumes.TeardownOrphans(keep); err != nil {
+	if err := a.deps.volumes.TeardownOrphans(keep); err != nil {
 		a.log.Warn("recover: tear down the volumes of pods that are gone", "error", err)
 	}
-	if err := a.sourceStore.RemoveExcept(keep); err != nil {
+	if err := a.deps.sources.RemoveExcept(keep); err != nil {
 		a.log.Warn("recover: remove the sources of pods that are gone", "error", err)
 	}
 }
@@ -169,7 +170,7 @@ func (a *Agent) desiredFromSandboxLocked(sb *runtimeapi.PodSandbox) desiredPod {
 // as it is (nothing is removed) until its manifests are applied again.
 func (a *Agent) recoverSources(meta podspec.SandboxMeta) (podspec.Sources, []string) {
 	pod := meta.Namespace + "/" + meta.Name
-	held, err := a.sourceStore.Load(meta.UID)
+	held, err := a.deps.sources.Load(meta.UID)
 	switch {
 	case err != nil && !meta.LegacySources.Empty():
 		a.log.Info("recover: sources read from the sandbox (made by an older agent); kept in the agent's store from now on", "pod", pod)
@@ -182,7 +183,7 @@ func (a *Agent) recoverSources(meta podspec.SandboxMeta) (podspec.Sources, []str
 			"pod", pod, "sources", missing, "error", err)
 		return podspec.Sources{}, missing
 	}
-	diff, err := a.sourceStore.Compare(meta.SourceRefs, held)
+	diff, err := a.deps.sources.Compare(meta.SourceRefs, held)
 	if err != nil {
 		a.log.Warn("recover: cannot check the pod's sources", "pod", pod, "error", err)
 	}
@@ -227,7 +228,7 @@ func orphan(sb *runtimeapi.PodSandbox) desiredPod {
 // adopt takes over a pod uid the relist found without a worker: its
 // sandboxes are read back as at start.
 func (a *Agent) adopt(ctx context.Context, uid string) {
-	sandboxes, err := a.cfg.Runtime.ListPodSandbox(ctx, map[string]string{podspec.LabelPodUID: uid, podspec.LabelAgent: "true"})
+	sandboxes, err := a.deps.runtime.ListPodSandbox(ctx, map[string]string{podspec.LabelPodUID: uid, podspec.LabelAgent: "true"})
 	if err != nil || len(sandboxes) == 0 {
 		return
 	}

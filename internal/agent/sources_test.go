@@ -12,6 +12,9 @@ import (
 	"testing"
 
 	v1 "k8s.io/api/core/v1"
+
+	"github.com/berth-dev/berth/internal/agent/agentapi"
+	"github.com/berth-dev/berth/internal/agent/criclient/criclienttest"
 )
 
 const secretValue = "s3cr3t-7f9d1c" //nolint:gosec // G101: a made-up value the test looks for in logs and events
@@ -48,10 +51,10 @@ spec:
 
 // checkMetadataSmallWithoutSecrets fails when a sandbox or container
 // carries more than 64 KiB of labels and annotations, or the Secret.
-func checkMetadataSmallWithoutSecrets(t *testing.T, rt *fakeRuntime) {
+func checkMetadataSmallWithoutSecrets(t *testing.T, rt *criclienttest.Runtime) {
 	t.Helper()
 	encoded := base64.StdEncoding.EncodeToString([]byte(secretValue))
-	for object, m := range rt.metadata() {
+	for object, m := range rt.Metadata() {
 		size := 0
 		for k, v := range m {
 			size += len(k) + len(v)
@@ -66,7 +69,7 @@ func checkMetadataSmallWithoutSecrets(t *testing.T, rt *fakeRuntime) {
 }
 
 func TestLargeSourcesStayOutOfCRIMetadata(t *testing.T) {
-	rt := newFakeRuntime()
+	rt := criclienttest.New()
 	dir := t.TempDir()
 	first := startTestAgentIn(t, rt, dir)
 	uid := first.apply(t, largeSourcesManifest()).Pods()[0].UID
@@ -88,7 +91,7 @@ func TestLargeSourcesStayOutOfCRIMetadata(t *testing.T) {
 	if st := ctrStatus(second.pod(t, "big"), "app"); st.RestartCount != 0 {
 		t.Errorf("after the restart: %+v", st)
 	}
-	if sandboxes, _ := rt.counts(); sandboxes != 1 {
+	if sandboxes, _ := rt.Counts(); sandboxes != 1 {
 		t.Errorf("%d sandboxes after the restart; want 1", sandboxes)
 	}
 
@@ -106,7 +109,7 @@ func TestLargeSourcesStayOutOfCRIMetadata(t *testing.T) {
 // nothing removed) until its manifests are applied again; records of pods
 // that are gone are removed.
 func TestRecoveryWithoutTheStoredSourcesLeavesThePodAlone(t *testing.T) {
-	rt := newFakeRuntime()
+	rt := criclienttest.New()
 	dir := t.TempDir()
 	first := startTestAgentIn(t, rt, dir)
 	manifest := configMapReader
@@ -131,7 +134,7 @@ func TestRecoveryWithoutTheStoredSourcesLeavesThePodAlone(t *testing.T) {
 		return err == nil && hasEvent(d.Events, "SourcesNotFound", "ConfigMap cfg")
 	})
 	waitFor(t, "the new agent reports reader running", func() bool { return ctrStatus(second.pod(t, "reader"), "app").State.Running != nil })
-	if sandboxes, containers := rt.counts(); sandboxes != 1 || containers != 1 {
+	if sandboxes, containers := rt.Counts(); sandboxes != 1 || containers != 1 {
 		t.Errorf("runtime holds %d sandboxes, %d containers; want 1 and 1", sandboxes, containers)
 	}
 	if second.volumes.setUpWith(uid).ConfigMaps != nil {
@@ -149,7 +152,7 @@ func TestRecoveryWithoutTheStoredSourcesLeavesThePodAlone(t *testing.T) {
 	})
 }
 
-func hasEvent(events []Event, reason, text string) bool {
+func hasEvent(events []agentapi.Event, reason, text string) bool {
 	for _, e := range events {
 		if e.Reason == reason && strings.Contains(e.Message, text) {
 			return true

@@ -10,6 +10,7 @@ import (
 	v1 "k8s.io/api/core/v1"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
+	"github.com/berth-dev/berth/internal/agent/agentapi"
 	"github.com/berth-dev/berth/internal/agent/backoff"
 	"github.com/berth-dev/berth/internal/agent/plan"
 	"github.com/berth-dev/berth/internal/agent/podspec"
@@ -36,24 +37,24 @@ func (s sandboxInfo) ip() string {
 func (w *podWorker) sandbox(ctx context.Context, d desiredPod, obs observation, acts plan.Actions) (sandboxInfo, error) {
 	cfg, err := w.sandboxConfig(d, acts.Attempt)
 	if err != nil {
-		w.record(EventWarning, "FailedCreatePodSandBox", "", "Failed to build the pod sandbox config: "+err.Error())
+		w.record(agentapi.EventWarning, "FailedCreatePodSandBox", "", "Failed to build the pod sandbox config: "+err.Error())
 		return sandboxInfo{}, err
 	}
 	if !acts.CreateSandbox {
 		return sandboxFromStatus(acts.SandboxID, cfg, obs.sandboxes[acts.SandboxID]), nil
 	}
 	if err := ensureLogDirectory(cfg); err != nil {
-		w.record(EventWarning, "FailedCreatePodSandBox", "", err.Error())
+		w.record(agentapi.EventWarning, "FailedCreatePodSandBox", "", err.Error())
 		return sandboxInfo{}, err
 	}
-	id, err := w.a.cfg.Runtime.RunPodSandbox(ctx, cfg)
+	id, err := w.deps.runtime.RunPodSandbox(ctx, cfg)
 	if err != nil {
-		w.record(EventWarning, "FailedCreatePodSandBox", "", "Failed to create pod sandbox: "+err.Error())
+		w.record(agentapi.EventWarning, "FailedCreatePodSandBox", "", "Failed to create pod sandbox: "+err.Error())
 		return sandboxInfo{}, err
 	}
-	status, err := w.a.cfg.Runtime.PodSandboxStatus(ctx, id)
+	status, err := w.deps.runtime.PodSandboxStatus(ctx, id)
 	if err != nil {
-		w.record(EventWarning, "FailedCreatePodSandBox", "", fmt.Sprintf("Failed to get the status of sandbox %s: %v", id, err))
+		w.record(agentapi.EventWarning, "FailedCreatePodSandBox", "", fmt.Sprintf("Failed to get the status of sandbox %s: %v", id, err))
 		return sandboxInfo{}, err
 	}
 	return sandboxFromStatus(id, cfg, status), nil
@@ -73,15 +74,15 @@ func sandboxFromStatus(id string, cfg *runtimeapi.PodSandboxConfig, st *runtimea
 
 // sandboxConfig is the pod's CRI sandbox config for a given attempt.
 func (w *podWorker) sandboxConfig(d desiredPod, attempt uint32) (*runtimeapi.PodSandboxConfig, error) {
-	refs, err := w.a.sourceStore.Refs(d.sources)
+	refs, err := w.deps.sources.Refs(d.sources)
 	if err != nil {
 		return nil, err
 	}
 	cfg, err := podspec.SandboxConfig(d.pod, attempt, refs, podspec.SandboxOptions{
-		LogRoot:       w.a.cfg.PodLogDir,
-		SystemdCgroup: w.a.cfg.SystemdCgroup,
-		HostDNS:       w.a.node.dns,
-		Seccomp:       w.a.seccomp(),
+		LogRoot:       w.deps.podLogDir,
+		SystemdCgroup: w.deps.systemdCgroup,
+		HostDNS:       w.deps.node.dns,
+		Seccomp:       w.deps.seccomp(),
 		ConfigSource:  "file",
 		ConfigSeen:    d.pod.CreationTimestamp.Time,
 	})
@@ -96,8 +97,8 @@ func (w *podWorker) sandboxConfig(d desiredPod, attempt uint32) (*runtimeapi.Pod
 
 // seccomp are the node's seccomp settings: Localhost profiles under
 // <root>/seccomp, Unconfined by default as in the kubelet.
-func (a *Agent) seccomp() podspec.SeccompSettings {
-	return podspec.SeccompSettings{ProfileRoot: filepath.Join(a.cfg.RootDir, "seccomp")}
+func (deps *syncDeps) seccomp() podspec.SeccompSettings {
+	return podspec.SeccompSettings{ProfileRoot: filepath.Join(deps.rootDir, "seccomp")}
 }
 
 // startContainer pulls the image as the pull policy says, creates and
@@ -111,7 +112,7 @@ func (w *podWorker) startContainer(ctx context.Context, d desiredPod, sb sandbox
 	}
 	object := containerObject(pod, s.Name)
 	if last := newestExited(obs.plan, s.Name); last != nil {
-		w.a.crashBackoff.Next(backoff.Key(w.uid, s.Name, podspec.ContainerHash(spec)), last.FinishedAt, w.a.now())
+		w.deps.crashBackoff.Next(backoff.Key(w.uid, s.Name, podspec.ContainerHash(spec)), last.FinishedAt, w.deps.clock.Now())
 	}
 	img, err := w.ensureImage(ctx, pod, spec, object, sb.config)
 	if err != nil {
@@ -121,15 +122,15 @@ func (w *podWorker) startContainer(ctx context.Context, d desiredPod, sb sandbox
 	if err != nil {
 		return w.failStart(s.Name, object, "CreateContainerConfigError", err)
 	}
-	id, err := w.a.cfg.Runtime.CreateContainer(ctx, sb.id, cfg, sb.config)
+	id, err := w.deps.runtime.CreateContainer(ctx, sb.id, cfg, sb.config)
 	if err != nil {
 		return w.failStart(s.Name, object, "CreateContainerError", err)
 	}
-	w.record(EventNormal, "Created", object, "Created container "+s.Name)
-	if err := w.a.cfg.Runtime.StartContainer(ctx, id); err != nil {
+	w.record(agentapi.EventNormal, "Created", object, "Created container "+s.Name)
+	if err := w.deps.runtime.StartContainer(ctx, id); err != nil {
 		return w.failStart(s.Name, object, "RunContainerError", err)
 	}
-	w.record(EventNormal, "Started", object, "Started container "+s.Name)
+	w.record(agentapi.EventNormal, "Started", object, "Started container "+s.Name)
 	w.clearWaiting(s.Name)
 	if spec.Lifecycle != nil && spec.Lifecycle.PostStart != nil {
 		return w.runPostStart(ctx, pod, sb, obs, spec, id)
@@ -140,7 +141,7 @@ func (w *podWorker) startContainer(ctx context.Context, d desiredPod, sb sandbox
 // failStart records why a container could not be started.
 func (w *podWorker) failStart(name, object, reason string, err error) error {
 	w.setWaiting(name, podstatus.Waiting{Reason: reason, Message: err.Error()})
-	w.record(EventWarning, "Failed", object, "Error: "+err.Error())
+	w.record(agentapi.EventWarning, "Failed", object, "Error: "+err.Error())
 	return err
 }
 
@@ -148,12 +149,12 @@ func (w *podWorker) failStart(name, object, reason string, err error) error {
 // killed (the restart policy then decides), as the kubelet does.
 func (w *podWorker) runPostStart(ctx context.Context, pod *v1.Pod, sb sandboxInfo, obs observation, spec *v1.Container, id string) error {
 	target := probe.Target{PodIP: sb.ip(), HostNetwork: sb.hostNetwork, ContainerID: id, Container: spec}
-	err := probe.RunHook(ctx, spec.Lifecycle.PostStart, target, w.a.cfg.Runtime)
+	err := probe.RunHook(ctx, spec.Lifecycle.PostStart, target, w.deps.runtime)
 	if err == nil {
 		return nil
 	}
 	object := containerObject(pod, spec.Name)
-	w.record(EventWarning, "FailedPostStartHook", object, "PostStartHook failed: "+err.Error())
+	w.record(agentapi.EventWarning, "FailedPostStartHook", object, "PostStartHook failed: "+err.Error())
 	kill := plan.Kill{ID: id, Name: spec.Name, Reason: "FailedPostStartHook", Message: err.Error()}
 	w.killContainer(ctx, pod, obs, kill, podGrace(pod))
 	return fmt.Errorf("container %q: postStart hook: %w", spec.Name, err)
@@ -166,7 +167,7 @@ func (w *podWorker) runHook(ctx context.Context, h *v1.LifecycleHandler, pod *v1
 	if sb, ok := obs.current(); ok {
 		target.PodIP = sb.IP
 	}
-	return probe.RunHook(ctx, h, target, w.a.cfg.Runtime)
+	return probe.RunHook(ctx, h, target, w.deps.runtime)
 }
 
 // containerConfig builds the CRI config of one container instance; its
@@ -185,24 +186,24 @@ func (w *podWorker) containerConfig(d desiredPod, sb sandboxInfo, spec *v1.Conta
 	return podspec.ContainerConfig(d.pod, spec, typ, restartCount, podspec.ContainerOptions{
 		Sources: d.sources,
 		Downward: podspec.Downward{
-			PodIPs: sb.ips, HostIPs: w.a.node.hostIPs, Allocatable: w.a.node.allocatable,
+			PodIPs: sb.ips, HostIPs: w.deps.node.hostIPs, Allocatable: w.deps.node.allocatable,
 		},
-		Seccomp:                    w.a.seccomp(),
+		Seccomp:                    w.deps.seccomp(),
 		TerminationMessageHostPath: msgPath,
 		ImageUser:                  img.user,
-		ResolveSubPath:             w.a.volumes.MountSubPath,
+		ResolveSubPath:             w.deps.volumes.MountSubPath,
 	}, volumes)
 }
 
 // podDir is the agent's directory of a pod: <root>/pods/<uid>.
-func (a *Agent) podDir(uid string) string {
-	return filepath.Join(a.cfg.RootDir, "pods", uid)
+func (deps *syncDeps) podDir(uid string) string {
+	return filepath.Join(deps.rootDir, "pods", uid)
 }
 
 // terminationMessageFile creates the empty host file a container instance
 // writes its termination message to: <pod dir>/containers/<name>/<restart>.
 func (w *podWorker) terminationMessageFile(name string, restartCount int) (string, error) {
-	dir := filepath.Join(w.a.podDir(w.uid), "containers", name)
+	dir := filepath.Join(w.deps.podDir(w.uid), "containers", name)
 	if err := os.MkdirAll(dir, 0o750); err != nil {
 		return "", fmt.Errorf("termination message file: %w", err)
 	}

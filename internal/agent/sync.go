@@ -8,6 +8,7 @@ import (
 
 	v1 "k8s.io/api/core/v1"
 
+	"github.com/berth-dev/berth/internal/agent/agentapi"
 	"github.com/berth-dev/berth/internal/agent/backoff"
 	"github.com/berth-dev/berth/internal/agent/plan"
 	"github.com/berth-dev/berth/internal/agent/podspec"
@@ -20,10 +21,10 @@ import (
 // latest and whether the pod is gone for good.
 func (w *podWorker) sync(ctx context.Context) (time.Duration, bool) {
 	d := w.snapshot()
-	obs, err := w.a.observe(ctx, w.uid)
+	obs, err := w.deps.observe(ctx, w.uid)
 	if err != nil {
 		if ctx.Err() == nil {
-			w.a.log.Warn("sync: observe", "pod", d.key(), "error", err)
+			w.deps.log.Warn("sync: observe", "pod", d.key(), "error", err)
 		}
 		return retryAfterFailure, false
 	}
@@ -31,17 +32,17 @@ func (w *podWorker) sync(ctx context.Context) (time.Duration, bool) {
 		return w.terminate(ctx, d, obs)
 	}
 	if err := w.ensureVolumes(ctx, d); err != nil {
-		w.record(EventWarning, "FailedMount", "", err.Error())
+		w.record(agentapi.EventWarning, "FailedMount", "", err.Error())
 		w.updateStatus(d, obs, plan.Actions{})
 		return retryAfterFailure, false
 	}
 	acts := plan.Compute(plan.Input{
 		Pod: d.pod, Observed: obs.plan, Probes: w.probeStatuses(obs.plan),
-		Backoff: w.backoffs(d.pod, obs.plan), Hash: podspec.ContainerHash, Now: w.a.now(),
+		Backoff: w.backoffs(d.pod, obs.plan), Hash: podspec.ContainerHash, Now: w.deps.clock.Now(),
 	})
 	next := w.execute(ctx, d, obs, acts)
 	if acted(acts) {
-		if fresh, err := w.a.observe(ctx, w.uid); err == nil {
+		if fresh, err := w.deps.observe(ctx, w.uid); err == nil {
 			obs = fresh
 		}
 	}
@@ -73,10 +74,10 @@ func (w *podWorker) ensureVolumes(ctx context.Context, d desiredPod) error {
 		return fmt.Errorf("the agent's store lacks %s of this pod (found at recovery): its volumes and containers are left as they are until its manifests are applied again",
 			strings.Join(d.sourcesMissing, ", "))
 	}
-	if err := w.a.sourceStore.Save(w.uid, d.sources); err != nil {
+	if err := w.deps.sources.Save(w.uid, d.sources); err != nil {
 		return fmt.Errorf("keep the pod's ConfigMaps and Secrets: %w", err)
 	}
-	paths, err := w.a.volumes.Setup(ctx, d.pod, d.sources, w.a.downward(nil))
+	paths, err := w.deps.volumes.Setup(ctx, d.pod, d.sources, w.deps.downward(nil))
 	if err != nil {
 		return err
 	}
@@ -87,8 +88,8 @@ func (w *podWorker) ensureVolumes(ctx context.Context, d desiredPod) error {
 }
 
 // downward is what the downward API takes from outside the pod.
-func (a *Agent) downward(podIPs []string) podspec.Downward {
-	return podspec.Downward{PodIPs: podIPs, HostIPs: a.node.hostIPs, Allocatable: a.node.allocatable}
+func (deps *syncDeps) downward(podIPs []string) podspec.Downward {
+	return podspec.Downward{PodIPs: podIPs, HostIPs: deps.node.hostIPs, Allocatable: deps.node.allocatable}
 }
 
 // probeStatuses reads the probe manager's results for the newest instance
@@ -102,7 +103,7 @@ func (w *podWorker) probeStatuses(o plan.Observed) map[string]plan.ProbeStatus {
 		}
 		seen[c.Name] = true
 		newest := o.Instances(c.Name)[0]
-		st, tracked := w.a.probes.Status(newest.ID)
+		st, tracked := w.deps.probes.Status(newest.ID)
 		if !tracked {
 			continue
 		}
@@ -118,14 +119,14 @@ func (w *podWorker) probeStatuses(o plan.Observed) map[string]plan.ProbeStatus {
 // back: its newest exited instance's finish time plus its current delay.
 func (w *podWorker) backoffs(pod *v1.Pod, o plan.Observed) map[string]time.Time {
 	out := map[string]time.Time{}
-	now := w.a.now()
+	now := w.deps.clock.Now()
 	for _, c := range allSpecContainers(pod) {
 		last := newestExited(o, c.Name)
 		if last == nil {
 			continue
 		}
 		key := backoff.Key(w.uid, c.Name, podspec.ContainerHash(c))
-		if until := w.a.crashBackoff.Until(key, last.FinishedAt, now); !until.IsZero() {
+		if until := w.deps.crashBackoff.Until(key, last.FinishedAt, now); !until.IsZero() {
 			out[c.Name] = until
 		}
 	}
@@ -162,8 +163,8 @@ func (w *podWorker) trackProbes(pod *v1.Pod, obs observation) {
 		}
 		running[c.ID] = true
 		target := probe.Target{PodIP: sb.IP, HostNetwork: sb.HostNetwork, ContainerID: c.ID, Container: spec}
-		if err := w.a.probes.Add(w.uid, target, c.StartedAt); err != nil {
-			w.a.log.Debug("probe manager: add", "pod", w.uid, "container", c.Name, "error", err)
+		if err := w.deps.probes.Add(w.uid, target, c.StartedAt); err != nil {
+			w.deps.log.Debug("probe manager: add", "pod", w.uid, "container", c.Name, "error", err)
 		}
 	}
 	w.mu.Lock()
@@ -172,7 +173,7 @@ func (w *podWorker) trackProbes(pod *v1.Pod, obs observation) {
 	w.mu.Unlock()
 	for id := range previous {
 		if !running[id] {
-			w.a.probes.Remove(id)
+			w.deps.probes.Remove(id)
 		}
 	}
 }
@@ -188,11 +189,11 @@ func (w *podWorker) updateStatus(d desiredPod, obs observation, acts plan.Action
 	}
 	w.status = podstatus.Compute(podstatus.Input{
 		Pod: d.pod, Observed: obs.plan, Probes: probes, Waiting: w.waiting,
-		Previous: previous, Terminal: acts.Done, HostIPs: w.a.node.hostIPs, Now: w.a.now(),
-		RuntimeName: w.a.cfg.RuntimeName,
+		Previous: previous, Terminal: acts.Done, HostIPs: w.deps.node.hostIPs, Now: w.deps.clock.Now(),
+		RuntimeName: w.deps.runtimeName,
 	})
 	w.synced = true
-	w.logPaths = obs.logPaths(podspec.PodLogDirectory(w.a.cfg.PodLogDir, d.pod.Namespace, d.pod.Name, w.uid))
+	w.logPaths = obs.logPaths(podspec.PodLogDirectory(w.deps.podLogDir, d.pod.Namespace, d.pod.Name, w.uid))
 }
 
 // view is the pod as the API shows it: as applied, with its status.
@@ -204,7 +205,7 @@ func (w *podWorker) view() v1.Pod {
 		pod.Status = *w.status.DeepCopy()
 	} else {
 		// Not synced yet: nothing of it runs.
-		pod.Status = podstatus.Compute(podstatus.Input{Pod: pod, HostIPs: w.a.node.hostIPs, RuntimeName: w.a.cfg.RuntimeName, Now: w.a.now()})
+		pod.Status = podstatus.Compute(podstatus.Input{Pod: pod, HostIPs: w.deps.node.hostIPs, RuntimeName: w.deps.runtimeName, Now: w.deps.clock.Now()})
 	}
 	return *pod
 }

@@ -10,6 +10,8 @@ import (
 
 	v1 "k8s.io/api/core/v1"
 
+	"github.com/berth-dev/berth/internal/agent/agentapi"
+	"github.com/berth-dev/berth/internal/agent/criclient"
 	"github.com/berth-dev/berth/internal/agent/plan"
 	"github.com/berth-dev/berth/internal/agent/podspec"
 	"github.com/berth-dev/berth/internal/agent/podstatus"
@@ -30,7 +32,7 @@ func (w *podWorker) terminate(ctx context.Context, d desiredPod, obs observation
 			go func() {
 				defer wg.Done()
 				kill := plan.Kill{ID: c.ID, Name: c.Name, Type: c.Type, Reason: plan.KillPodDone}
-				w.killContainer(ctx, d.pod, obs, kill, max(deadline.Sub(w.a.now()), 0))
+				w.killContainer(ctx, d.pod, obs, kill, max(deadline.Sub(w.deps.clock.Now()), 0))
 			}()
 		}
 		wg.Wait()
@@ -38,15 +40,15 @@ func (w *podWorker) terminate(ctx context.Context, d desiredPod, obs observation
 	if !w.removeSandboxes(ctx, d, obs) {
 		return retryAfterFailure, false
 	}
-	w.a.probes.RemovePod(w.uid)
+	w.deps.probes.RemovePod(w.uid)
 	if err := w.cleanUpHost(d); err != nil {
-		w.record(EventWarning, "FailedUnmount", "", err.Error())
+		w.record(agentapi.EventWarning, "FailedUnmount", "", err.Error())
 		return retryAfterFailure, false
 	}
 	if w.restartIfReapplied() {
 		return 0, false
 	}
-	w.a.log.Info("pod removed", "pod", d.key(), "uid", w.uid)
+	w.deps.log.Info("pod removed", "pod", d.key(), "uid", w.uid)
 	return 0, true
 }
 
@@ -54,23 +56,23 @@ func (w *podWorker) terminate(ctx context.Context, d desiredPod, obs observation
 // containers); it reports whether the runtime holds nothing of it now.
 func (w *podWorker) removeSandboxes(ctx context.Context, d desiredPod, obs observation) bool {
 	for _, sb := range obs.plan.Sandboxes {
-		if err := w.a.cfg.Runtime.StopPodSandbox(ctx, sb.ID); err != nil && !isNotFound(err) {
-			w.record(EventWarning, "FailedKillPod", "", "error stopping sandbox "+sb.ID+": "+err.Error())
+		if err := w.deps.runtime.StopPodSandbox(ctx, sb.ID); err != nil && !criclient.IsNotFound(err) {
+			w.record(agentapi.EventWarning, "FailedKillPod", "", "error stopping sandbox "+sb.ID+": "+err.Error())
 			return false
 		}
-		if err := w.a.cfg.Runtime.RemovePodSandbox(ctx, sb.ID); err != nil && !isNotFound(err) {
-			w.record(EventWarning, "FailedKillPod", "", "error removing sandbox "+sb.ID+": "+err.Error())
+		if err := w.deps.runtime.RemovePodSandbox(ctx, sb.ID); err != nil && !criclient.IsNotFound(err) {
+			w.record(agentapi.EventWarning, "FailedKillPod", "", "error removing sandbox "+sb.ID+": "+err.Error())
 			return false
 		}
 	}
 	// Containers outside any sandbox of the pod (the runtime lost the
 	// sandbox) are removed one by one.
 	for _, c := range obs.plan.Containers {
-		_ = w.a.cfg.Runtime.RemoveContainer(ctx, c.ID) // checked by the observation below
+		_ = w.deps.runtime.RemoveContainer(ctx, c.ID) // checked by the observation below
 	}
-	left, err := w.a.observe(ctx, w.uid)
+	left, err := w.deps.observe(ctx, w.uid)
 	if err != nil || len(left.plan.Sandboxes)+len(left.plan.Containers)+len(left.foreign) > 0 {
-		w.a.log.Debug("terminate: the runtime still holds parts of the pod", "pod", d.key(), "error", err)
+		w.deps.log.Debug("terminate: the runtime still holds parts of the pod", "pod", d.key(), "error", err)
 		return false
 	}
 	return true
@@ -80,14 +82,14 @@ func (w *podWorker) removeSandboxes(ctx context.Context, d desiredPod, obs obser
 // directory with the volumes (unmounted first), its sources in the store,
 // its log directory and its cgroup.
 func (w *podWorker) cleanUpHost(d desiredPod) error {
-	if err := w.a.volumes.Teardown(w.uid); err != nil {
+	if err := w.deps.volumes.Teardown(w.uid); err != nil {
 		return err
 	}
-	if err := w.a.sourceStore.Remove(w.uid); err != nil {
+	if err := w.deps.sources.Remove(w.uid); err != nil {
 		return err
 	}
 	if safeName(d.pod.Namespace) && safeName(d.pod.Name) && safeName(w.uid) {
-		logDir := podspec.PodLogDirectory(w.a.cfg.PodLogDir, d.pod.Namespace, d.pod.Name, w.uid)
+		logDir := podspec.PodLogDirectory(w.deps.podLogDir, d.pod.Namespace, d.pod.Name, w.uid)
 		if err := os.RemoveAll(logDir); err != nil {
 			return fmt.Errorf("pod log directory: %w", err)
 		}
@@ -113,7 +115,7 @@ func (w *podWorker) restartIfReapplied() bool {
 	w.desired.reapply = false
 	w.synced = false
 	w.waiting = map[string]podstatus.Waiting{}
-	w.a.log.Info("pod applied again while it terminated: starting it again", "pod", w.key, "uid", w.uid)
+	w.deps.log.Info("pod applied again while it terminated: starting it again", "pod", w.key, "uid", w.uid)
 	return true
 }
 

@@ -24,8 +24,8 @@ const (
 // terminationMessage is what an exited container left in its termination
 // message file, else (policy FallbackToLogsOnError, non-zero exit) the
 // tail of its log, as the kubelet reads it.
-func (a *Agent) terminationMessage(uid string, meta podspec.ContainerMeta, exitCode int32, logPath string) string {
-	path := filepath.Join(a.podDir(uid), "containers", meta.Name, strconv.Itoa(meta.RestartCount))
+func (deps *syncDeps) terminationMessage(uid string, meta podspec.ContainerMeta, exitCode int32, logPath string) string {
+	path := filepath.Join(deps.podDir(uid), "containers", meta.Name, strconv.Itoa(meta.RestartCount))
 	if msg := readHead(path, maxTerminationMessage); msg != "" {
 		return msg
 	}
@@ -33,7 +33,7 @@ func (a *Agent) terminationMessage(uid string, meta podspec.ContainerMeta, exitC
 		return ""
 	}
 	if !filepath.IsAbs(logPath) {
-		logPath = filepath.Join(podspec.PodLogDirectory(a.cfg.PodLogDir, meta.Namespace, meta.PodRef.Name, uid), logPath)
+		logPath = filepath.Join(podspec.PodLogDirectory(deps.podLogDir, meta.Namespace, meta.PodRef.Name, uid), logPath)
 	}
 	return logTail(logPath, fallbackLogLines, maxFallbackMessage)
 }

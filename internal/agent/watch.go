@@ -7,7 +7,9 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+	"k8s.io/utils/clock"
 
+	"github.com/berth-dev/berth/internal/agent/criclient"
 	"github.com/berth-dev/berth/internal/agent/podspec"
 )
 
@@ -32,7 +34,7 @@ const eventlessRelist = time.Second
 func (a *Agent) watchEvents(ctx context.Context) {
 	delay := eventRetryFirst
 	for ctx.Err() == nil {
-		stream, err := a.cfg.Runtime.ContainerEvents(ctx)
+		stream, err := a.deps.runtime.ContainerEvents(ctx)
 		if err == nil {
 			a.relistNow()
 			var delivered bool
@@ -51,7 +53,7 @@ func (a *Agent) watchEvents(ctx context.Context) {
 			return
 		}
 		a.log.Debug("container events: stream ended; resubscribing", "error", err, "retry", delay)
-		if !sleepCtx(ctx, delay) {
+		if !sleepCtx(ctx, a.deps.clock, delay) {
 			return
 		}
 		delay = min(2*delay, eventRetryMax)
@@ -60,7 +62,7 @@ func (a *Agent) watchEvents(ctx context.Context) {
 
 // consumeEvents dispatches a stream's events until it breaks; it reports
 // whether any arrived and why the stream ended.
-func (a *Agent) consumeEvents(stream EventStream) (bool, error) {
+func (a *Agent) consumeEvents(stream criclient.EventStream) (bool, error) {
 	delivered := false
 	for {
 		ev, err := stream.Recv()
@@ -74,7 +76,7 @@ func (a *Agent) consumeEvents(stream EventStream) (bool, error) {
 
 // relistEvery asks for a relist every period until ctx ends.
 func (a *Agent) relistEvery(ctx context.Context, period time.Duration) {
-	for sleepCtx(ctx, period) {
+	for sleepCtx(ctx, a.deps.clock, period) {
 		a.relistNow()
 	}
 }
@@ -106,13 +108,13 @@ func (a *Agent) dispatchEvent(ev *runtimeapi.ContainerEventResponse) {
 // relistLoop lists the runtime's sandboxes every RelistPeriod and when
 // asked (relistNow): it is the safety net under the event stream.
 func (a *Agent) relistLoop(ctx context.Context) {
-	ticker := time.NewTicker(a.cfg.RelistPeriod)
+	ticker := a.deps.clock.NewTicker(a.cfg.RelistPeriod)
 	defer ticker.Stop()
 	for {
 		select {
 		case <-ctx.Done():
 			return
-		case <-ticker.C:
+		case <-ticker.C():
 		case <-a.relistRequests:
 		}
 		if err := a.relist(ctx); err != nil && ctx.Err() == nil {
@@ -133,7 +135,7 @@ func (a *Agent) relistNow() {
 // worker (created by a previous agent whose pod this one does not know):
 // they are recovered from their annotations, or removed.
 func (a *Agent) relist(ctx context.Context) error {
-	sandboxes, err := a.cfg.Runtime.ListPodSandbox(ctx, map[string]string{podspec.LabelAgent: "true"})
+	sandboxes, err := a.deps.runtime.ListPodSandbox(ctx, map[string]string{podspec.LabelAgent: "true"})
 	if err != nil {
 		return err
 	}
@@ -154,14 +156,14 @@ func (a *Agent) relist(ctx context.Context) error {
 	return nil
 }
 
-// sleepCtx waits d; it reports false when ctx ended first.
-func sleepCtx(ctx context.Context, d time.Duration) bool {
-	t := time.NewTimer(d)
+// sleepCtx waits d on clk; it reports false when ctx ended first.
+func sleepCtx(ctx context.Context, clk clock.Clock, d time.Duration) bool {
+	t := clk.NewTimer(d)
 	defer t.Stop()
 	select {
 	case <-ctx.Done():
 		return false
-	case <-t.C:
+	case <-t.C():
 		return true
 	}
 }

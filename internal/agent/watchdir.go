@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"slices"
 
+	"github.com/berth-dev/berth/internal/agent/agentapi"
 	"github.com/berth-dev/berth/internal/agent/manifest"
 	"github.com/berth-dev/berth/internal/errdefs"
 )
@@ -15,9 +16,9 @@ import (
 // added, changed or removed later add, replace or remove pods, as the
 // kubelet's static pod directory does. A directory already watched is
 // only applied again.
-func (a *Agent) watchDirectory(dir string) (ApplyResponse, error) {
+func (a *Agent) watchDirectory(dir string) (agentapi.ApplyResponse, error) {
 	if !filepath.IsAbs(dir) {
-		return ApplyResponse{}, fmt.Errorf("watchDir %q: want an absolute path: %w", dir, errdefs.ErrInvalidArgument)
+		return agentapi.ApplyResponse{}, fmt.Errorf("watchDir %q: want an absolute path: %w", dir, errdefs.ErrInvalidArgument)
 	}
 	// The real path is the one the watch keys on and rereads;
 	// LoadTrustedDir checks that no one but root can change it.
@@ -31,21 +32,21 @@ func (a *Agent) watchDirectory(dir string) (ApplyResponse, error) {
 		err = b.Validate()
 	}
 	if err != nil {
-		return ApplyResponse{}, fmt.Errorf("watch %s: %w: %w", dir, errdefs.ErrInvalidArgument, err)
+		return agentapi.ApplyResponse{}, fmt.Errorf("watch %s: %w: %w", dir, errdefs.ErrInvalidArgument, err)
 	}
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	results := a.applyDirLocked(dir, b, nil)
 	a.startWatchLocked(dir)
-	return ApplyResponse{Objects: results}, nil
+	return agentapi.ApplyResponse{Objects: results}, nil
 }
 
 // startWatchLocked starts watching dir unless it is watched already.
 func (a *Agent) startWatchLocked(dir string) {
-	if _, watched := a.watches[dir]; watched || a.ctx == nil || a.stopping {
+	if _, watched := a.watches[dir]; watched || !a.started || a.stopping {
 		return
 	}
-	ctx, cancel := context.WithCancel(a.ctx)
+	ctx, cancel := context.WithCancel(a.life)
 	a.watches[dir] = cancel
 	a.running.Add(1)
 	go func() {
@@ -82,7 +83,7 @@ func (a *Agent) onDirChange(ctx context.Context, dir string, b *manifest.Bundle,
 		return // unwatched meanwhile
 	}
 	for _, r := range a.applyDirLocked(dir, b, broken) {
-		if r.Kind == KindPod && r.Outcome != OutcomeUnchanged {
+		if r.Kind == agentapi.KindPod && r.Outcome != agentapi.OutcomeUnchanged {
 			a.log.Info("watched directory: pod "+r.Outcome, "dir", dir, "pod", r.Namespace+"/"+r.Name, "uid", r.UID)
 		}
 	}
@@ -91,7 +92,7 @@ func (a *Agent) onDirChange(ctx context.Context, dir string, b *manifest.Bundle,
 // applyDirLocked applies the directory's bundle and deletes the pods that
 // came from the directory but are no longer in it, except those of files
 // listed in keep (files with problems).
-func (a *Agent) applyDirLocked(dir string, b *manifest.Bundle, keep []string) []ApplyResult {
+func (a *Agent) applyDirLocked(dir string, b *manifest.Bundle, keep []string) []agentapi.ApplyResult {
 	results := a.applyBundleLocked(b, dir)
 	wanted := map[string]bool{}
 	for _, p := range b.Pods {
@@ -104,16 +105,16 @@ func (a *Agent) applyDirLocked(dir string, b *manifest.Bundle, keep []string) []
 			continue
 		}
 		w.beginTermination(nil, "Killing", "its manifest was removed from "+dir)
-		results = append(results, ApplyResult{Kind: KindPod, Namespace: d.pod.Namespace, Name: d.pod.Name, UID: w.uid, Outcome: OutcomeDeleted})
+		results = append(results, agentapi.ApplyResult{Kind: agentapi.KindPod, Namespace: d.pod.Namespace, Name: d.pod.Name, UID: w.uid, Outcome: agentapi.OutcomeDeleted})
 	}
 	return results
 }
 
 // Unwatch stops watching a directory and deletes the pods that came from
 // it.
-func (a *Agent) Unwatch(_ context.Context, dir string) (DeleteResponse, error) {
+func (a *Agent) Unwatch(_ context.Context, dir string) (agentapi.DeleteResponse, error) {
 	if err := a.checkReady(); err != nil {
-		return DeleteResponse{}, err
+		return agentapi.DeleteResponse{}, err
 	}
 	dir = filepath.Clean(dir)
 	if real, err := filepath.EvalSymlinks(dir); err == nil {
@@ -123,13 +124,13 @@ func (a *Agent) Unwatch(_ context.Context, dir string) (DeleteResponse, error) {
 	defer a.mu.Unlock()
 	stop, watched := a.watches[dir]
 	if !watched && !a.hasPodsFromLocked(dir) {
-		return DeleteResponse{}, fmt.Errorf("directory %s is not watched: %w", dir, errdefs.ErrNotFound)
+		return agentapi.DeleteResponse{}, fmt.Errorf("directory %s is not watched: %w", dir, errdefs.ErrNotFound)
 	}
 	if watched { // else refused at recovery: its pods still go
 		stop()
 		delete(a.watches, dir)
 	}
-	resp := DeleteResponse{Pods: []ApplyResult{}}
+	resp := agentapi.DeleteResponse{Pods: []agentapi.ApplyResult{}}
 	for _, w := range a.workers {
 		d := w.snapshot()
 		if d.watchDir != dir {
@@ -139,7 +140,7 @@ func (a *Agent) Unwatch(_ context.Context, dir string) (DeleteResponse, error) {
 		if !d.terminating() {
 			w.beginTermination(nil, "Killing", "the watch of "+dir+" stopped")
 		}
-		resp.Pods = append(resp.Pods, ApplyResult{Kind: KindPod, Namespace: d.pod.Namespace, Name: d.pod.Name, UID: w.uid, Outcome: OutcomeDeleted})
+		resp.Pods = append(resp.Pods, agentapi.ApplyResult{Kind: agentapi.KindPod, Namespace: d.pod.Namespace, Name: d.pod.Name, UID: w.uid, Outcome: agentapi.OutcomeDeleted})
 	}
 	return resp, nil
 }

@@ -11,6 +11,8 @@ import (
 
 	v1 "k8s.io/api/core/v1"
 
+	"github.com/berth-dev/berth/internal/agent/agentapi"
+	"github.com/berth-dev/berth/internal/agent/criclient/criclienttest"
 	"github.com/berth-dev/berth/internal/errdefs"
 )
 
@@ -40,13 +42,13 @@ func (a *testAgent) watched() []string {
 }
 
 func TestWatchRefusesADirectoryOthersCanWrite(t *testing.T) {
-	a := startTestAgent(t, newFakeRuntime())
+	a := startTestAgent(t, criclienttest.New())
 	dir := manifestDir(t, "static")
 	for _, mode := range []os.FileMode{0o777, 0o775} {
 		if err := os.Chmod(dir, mode); err != nil {
 			t.Fatal(err)
 		}
-		_, err := a.Apply(context.Background(), ApplyRequest{WatchDir: dir})
+		_, err := a.Apply(context.Background(), agentapi.ApplyRequest{WatchDir: dir})
 		if !errors.Is(err, errdefs.ErrInvalidArgument) || !strings.Contains(err.Error(), "writable by group or others") {
 			t.Errorf("mode %04o: watch: %v; want a refusal", mode, err)
 		}
@@ -62,7 +64,7 @@ func TestWatchRefusesADirectoryOthersCanWrite(t *testing.T) {
 	if err := os.Symlink(dir, link); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := a.Apply(context.Background(), ApplyRequest{WatchDir: link}); err != nil {
+	if _, err := a.Apply(context.Background(), agentapi.ApplyRequest{WatchDir: link}); err != nil {
 		t.Fatalf("watch through a link: %v", err)
 	}
 	if got := a.watched(); len(got) != 1 || got[0] != dir {
@@ -73,10 +75,10 @@ func TestWatchRefusesADirectoryOthersCanWrite(t *testing.T) {
 // A restarted agent does not watch again a directory that others can now
 // write; its pods keep running, and stopping the watch still deletes them.
 func TestRecoveryRefusesAWatchedDirectoryOthersCanWrite(t *testing.T) {
-	rt := newFakeRuntime()
+	rt := criclienttest.New()
 	first := startTestAgent(t, rt)
 	dir := manifestDir(t, "static")
-	if _, err := first.Apply(context.Background(), ApplyRequest{WatchDir: dir}); err != nil {
+	if _, err := first.Apply(context.Background(), agentapi.ApplyRequest{WatchDir: dir}); err != nil {
 		t.Fatal(err)
 	}
 	waitFor(t, "static runs", func() bool { return first.pod(t, "static").Status.Phase == v1.PodRunning })

@@ -7,6 +7,7 @@ import (
 
 	v1 "k8s.io/api/core/v1"
 
+	"github.com/berth-dev/berth/internal/agent/agentapi"
 	"github.com/berth-dev/berth/internal/agent/podspec"
 	"github.com/berth-dev/berth/internal/agent/podstatus"
 )
@@ -16,7 +17,7 @@ import (
 // a probe result, a back-off timer, a new desired spec) calls trigger;
 // triggers that arrive during a sync coalesce into one more sync.
 type podWorker struct {
-	a      *Agent
+	deps   *syncDeps
 	uid    string
 	key    string // namespace/name: fixed for a uid, read without mu
 	wake   chan struct{}
@@ -45,11 +46,11 @@ type podWorker struct {
 // the relist, so that a lost wake-up costs little.
 const idleResync = time.Minute
 
-func newPodWorker(a *Agent, desired desiredPod) *podWorker {
+func newPodWorker(deps *syncDeps, desired desiredPod) *podWorker {
 	return &podWorker{
-		a: a, uid: string(desired.pod.UID), key: desired.key(), desired: desired,
+		deps: deps, uid: string(desired.pod.UID), key: desired.key(), desired: desired,
 		wake: make(chan struct{}, 1), done: make(chan struct{}),
-		events:         newEventLog(a.now),
+		events:         newEventLog(deps.clock.Now),
 		volumesVersion: -1,
 		waiting:        map[string]podstatus.Waiting{},
 	}
@@ -63,17 +64,18 @@ func (w *podWorker) trigger() {
 	}
 }
 
-// run syncs until the pod is gone (terminated and removed) or ctx ends.
-func (w *podWorker) run(ctx context.Context) {
+// run syncs until the pod is gone (terminated and removed: it reports
+// true, and the caller forgets the worker) or ctx ends.
+func (w *podWorker) run(ctx context.Context) bool {
 	defer close(w.done)
-	timer := time.NewTimer(0) // the first sync runs at once
+	timer := w.deps.clock.NewTimer(0) // the first sync runs at once
 	defer timer.Stop()
 	for {
 		select {
 		case <-ctx.Done():
-			return
+			return false
 		case <-w.wake:
-		case <-timer.C:
+		case <-timer.C():
 		}
 		syncCtx, cancel := context.WithCancel(ctx)
 		w.mu.Lock()
@@ -82,15 +84,14 @@ func (w *podWorker) run(ctx context.Context) {
 		next, finished := w.sync(syncCtx)
 		cancel()
 		if finished {
-			w.a.forget(w)
-			return
+			return true
 		}
 		if next <= 0 || next > idleResync {
 			next = idleResync
 		}
 		if !timer.Stop() {
 			select {
-			case <-timer.C:
+			case <-timer.C():
 			default:
 			}
 		}
@@ -122,11 +123,11 @@ func (w *podWorker) record(typ, reason, object, message string) {
 	count := w.events.record(typ, reason, object, message)
 	switch {
 	case count > 1:
-		w.a.log.Debug(reason, "pod", w.key, "object", object, "message", message, "count", count)
-	case typ == EventWarning:
-		w.a.log.Warn(reason, "pod", w.key, "object", object, "message", message)
+		w.deps.log.Debug(reason, "pod", w.key, "object", object, "message", message, "count", count)
+	case typ == agentapi.EventWarning:
+		w.deps.log.Warn(reason, "pod", w.key, "object", object, "message", message)
 	default:
-		w.a.log.Info(reason, "pod", w.key, "object", object, "message", message)
+		w.deps.log.Info(reason, "pod", w.key, "object", object, "message", message)
 	}
 }
 

@@ -13,7 +13,7 @@ import (
 
 	v1 "k8s.io/api/core/v1"
 
-	"github.com/berth-dev/berth/internal/agent"
+	"github.com/berth-dev/berth/internal/agent/agentapi"
 	"github.com/berth-dev/berth/internal/image"
 	"github.com/berth-dev/berth/test/harness"
 	"github.com/berth-dev/berth/test/testimage"
@@ -23,7 +23,7 @@ import (
 type bench struct {
 	t       *testing.T
 	d       *harness.Daemon
-	client  *agent.Client
+	client  *agentapi.Client
 	metrics string // http://127.0.0.1:port/metrics
 	dir     string // manifests
 }
@@ -104,7 +104,7 @@ func startBench(t *testing.T) *bench {
 	}
 	d := harness.Start(t, harness.Options{BinDir: bin, Config: config, Layouts: []string{layout},
 		ServeArgs: []string{"--pod-log-dir=" + filepath.Join(tmp, "pod-logs")}})
-	b := &bench{t: t, d: d, client: agent.NewClient(filepath.Join(d.State, agent.SocketName)),
+	b := &bench{t: t, d: d, client: agentapi.NewClient(filepath.Join(d.State, agentapi.SocketName)),
 		metrics: "http://" + addr + "/metrics", dir: t.TempDir()}
 	d.BeforeCleanup = func() { b.deleteAll() }
 	if !waitFor(30*time.Second, func() bool { return b.client.Reachable(context.Background()) }) {

@@ -13,7 +13,7 @@ import (
 
 	v1 "k8s.io/api/core/v1"
 
-	"github.com/berth-dev/berth/internal/agent"
+	"github.com/berth-dev/berth/internal/agent/agentapi"
 	"github.com/berth-dev/berth/test/harness"
 )
 
@@ -21,7 +21,7 @@ import (
 type node struct {
 	*harness.Daemon
 	t         *testing.T
-	client    *agent.Client
+	client    *agentapi.Client
 	logDir    string // --pod-log-dir
 	manifests string // where apply writes the test's YAML
 	watched   []string
@@ -45,7 +45,7 @@ func startNode(t *testing.T, serveArgs ...string) *node {
 	n.Daemon = harness.Start(t, harness.Options{
 		BinDir: env.BinDir, Config: env.Config, Layouts: []string{env.Layout}, ServeArgs: args,
 	})
-	n.client = agent.NewClient(filepath.Join(n.State, agent.SocketName))
+	n.client = agentapi.NewClient(filepath.Join(n.State, agentapi.SocketName))
 	n.BeforeCleanup = n.deleteAllPods
 	n.waitAgent()
 	return n

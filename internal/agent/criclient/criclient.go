@@ -1,4 +1,9 @@
-package agent
+// Package criclient is the node agent's side of CRI: Runtime and Images
+// are the parts of the RuntimeService and ImageService the agent uses
+// (nothing else, so any CRI runtime will do), and CRIClient implements both
+// over one gRPC connection to a unix socket (Dial). Package criclienttest
+// has an in-memory runtime for tests.
+package criclient
 
 import (
 	"context"
@@ -277,7 +282,7 @@ func (c *CRIClient) ImageStatus(ctx context.Context, ref string) (*runtimeapi.Im
 	ctx, cancel := context.WithTimeout(ctx, callTimeout)
 	defer cancel()
 	resp, err := c.images.ImageStatus(ctx, &runtimeapi.ImageStatusRequest{Image: &runtimeapi.ImageSpec{Image: ref}})
-	if isNotFound(err) {
+	if IsNotFound(err) {
 		return nil, nil
 	}
 	return resp.GetImage(), err
@@ -291,8 +296,8 @@ func (c *CRIClient) PullImage(ctx context.Context, ref string, sandbox *runtimea
 	return resp.GetImageRef(), err
 }
 
-// isNotFound reports whether a CRI call failed because its object is gone.
-func isNotFound(err error) bool {
+// IsNotFound reports whether a CRI call failed because its object is gone.
+func IsNotFound(err error) bool {
 	if err == nil {
 		return false
 	}

@@ -1,32 +1,32 @@
-package agent
+// Package criclienttest is an in-memory CRI runtime for tests: a
+// criclient.Runtime and criclient.Images that records every call, so
+// tests of packages built on the CRI client assert what was asked of the
+// runtime, in order, without a daemon.
+package criclienttest
 
 import (
 	"context"
 	"fmt"
 	"maps"
-	"os"
-	"path/filepath"
 	"strconv"
 	"sync"
 	"time"
 
+	"github.com/berth-dev/berth/internal/agent/criclient"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/proto"
-	v1 "k8s.io/api/core/v1"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
-
-	"github.com/berth-dev/berth/internal/agent/podspec"
 )
 
-// fakeRuntime is an in-memory CRI runtime. A container whose command is
+// Runtime is an in-memory CRI runtime. A container whose command is
 // ["exit", "N"] exits with N as soon as it starts; any other runs until
-// stopped (exit 137) or until the test calls exit.
-type fakeRuntime struct {
+// stopped (exit 137) or until the test calls Exit.
+type Runtime struct {
 	mu         sync.Mutex
 	next       int
-	sandboxes  map[string]*fakeSandbox
-	containers map[string]*fakeContainer
+	sandboxes  map[string]*sandbox
+	containers map[string]*container
 	images     map[string]bool
 	pullErr    error
 	log        []string // "create <name>", "start <name>", "stop <name>", "runp", "stopp", "rmp"
@@ -39,20 +39,22 @@ type fakeRuntime struct {
 	quarantined int
 }
 
-func (f *fakeRuntime) QuarantinedRecords(context.Context) (int, error) {
+// QuarantinedRecords reports what SetQuarantined set, as berth's verbose
+// Status does.
+func (f *Runtime) QuarantinedRecords(context.Context) (int, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	return f.quarantined, nil
 }
 
-type fakeSandbox struct {
+type sandbox struct {
 	config  *runtimeapi.PodSandboxConfig
 	state   runtimeapi.PodSandboxState
 	created time.Time
 	ip      string
 }
 
-type fakeContainer struct {
+type container struct {
 	id, sandbox string
 	config      *runtimeapi.ContainerConfig
 	state       runtimeapi.ContainerState
@@ -62,24 +64,25 @@ type fakeContainer struct {
 	exitCode    int32
 }
 
-func newFakeRuntime() *fakeRuntime {
-	return &fakeRuntime{
-		sandboxes: map[string]*fakeSandbox{}, containers: map[string]*fakeContainer{},
+// New returns an empty runtime that holds the image "busybox".
+func New() *Runtime {
+	return &Runtime{
+		sandboxes: map[string]*sandbox{}, containers: map[string]*container{},
 		images: map[string]bool{"busybox": true},
 	}
 }
 
-var errFakeNotFound = status.Error(codes.NotFound, "not found")
+var errNotFound = status.Error(codes.NotFound, "not found")
 
-func (f *fakeRuntime) newID() string {
+func (f *Runtime) newID() string {
 	f.next++
 	return fmt.Sprintf("%064d", f.next)
 }
 
-func (f *fakeRuntime) record(entry string) { f.log = append(f.log, entry) }
+func (f *Runtime) record(entry string) { f.log = append(f.log, entry) }
 
 // publish sends an event to every subscriber (the caller holds f.mu).
-func (f *fakeRuntime) publish(id string, typ runtimeapi.ContainerEventType) {
+func (f *Runtime) publish(id string, typ runtimeapi.ContainerEventType) {
 	c := f.containers[id]
 	var labels map[string]string
 	if c != nil {
@@ -101,24 +104,24 @@ func (f *fakeRuntime) publish(id string, typ runtimeapi.ContainerEventType) {
 // otherwise: the fake refuses configs that big, as a runtime would.
 const grpcDefaultMaxMessage = 4 << 20
 
-func (f *fakeRuntime) RunPodSandbox(_ context.Context, cfg *runtimeapi.PodSandboxConfig) (string, error) {
+func (f *Runtime) RunPodSandbox(_ context.Context, cfg *runtimeapi.PodSandboxConfig) (string, error) {
 	if size := proto.Size(&runtimeapi.RunPodSandboxRequest{Config: cfg}); size > grpcDefaultMaxMessage {
 		return "", status.Errorf(codes.ResourceExhausted, "grpc: received message larger than max (%d vs. %d)", size, grpcDefaultMaxMessage)
 	}
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	id := f.newID()
-	f.sandboxes[id] = &fakeSandbox{config: cfg, state: runtimeapi.PodSandboxState_SANDBOX_READY, created: time.Now(), ip: "10.0.0." + strconv.Itoa(f.next%250+1)}
+	f.sandboxes[id] = &sandbox{config: cfg, state: runtimeapi.PodSandboxState_SANDBOX_READY, created: time.Now(), ip: "10.0.0." + strconv.Itoa(f.next%250+1)}
 	f.record("runp " + cfg.GetMetadata().GetName())
 	return id, nil
 }
 
-func (f *fakeRuntime) StopPodSandbox(_ context.Context, id string) error {
+func (f *Runtime) StopPodSandbox(_ context.Context, id string) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	sb := f.sandboxes[id]
 	if sb == nil {
-		return errFakeNotFound
+		return errNotFound
 	}
 	for cid, c := range f.containers {
 		if c.sandbox == id && c.state != runtimeapi.ContainerState_CONTAINER_EXITED {
@@ -130,7 +133,7 @@ func (f *fakeRuntime) StopPodSandbox(_ context.Context, id string) error {
 	return nil
 }
 
-func (f *fakeRuntime) RemovePodSandbox(_ context.Context, id string) error {
+func (f *Runtime) RemovePodSandbox(_ context.Context, id string) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	sb := f.sandboxes[id]
@@ -147,12 +150,12 @@ func (f *fakeRuntime) RemovePodSandbox(_ context.Context, id string) error {
 	return nil
 }
 
-func (f *fakeRuntime) PodSandboxStatus(_ context.Context, id string) (*runtimeapi.PodSandboxStatus, error) {
+func (f *Runtime) PodSandboxStatus(_ context.Context, id string) (*runtimeapi.PodSandboxStatus, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	sb := f.sandboxes[id]
 	if sb == nil {
-		return nil, errFakeNotFound
+		return nil, errNotFound
 	}
 	return &runtimeapi.PodSandboxStatus{
 		Id: id, Metadata: sb.config.GetMetadata(), State: sb.state, CreatedAt: sb.created.UnixNano(),
@@ -173,7 +176,7 @@ func matches(labels, selector map[string]string) bool {
 	return true
 }
 
-func (f *fakeRuntime) ListPodSandbox(_ context.Context, selector map[string]string) ([]*runtimeapi.PodSandbox, error) {
+func (f *Runtime) ListPodSandbox(_ context.Context, selector map[string]string) ([]*runtimeapi.PodSandbox, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.lists++
@@ -189,7 +192,7 @@ func (f *fakeRuntime) ListPodSandbox(_ context.Context, selector map[string]stri
 	return out, nil
 }
 
-func (f *fakeRuntime) CreateContainer(_ context.Context, sandboxID string, cfg *runtimeapi.ContainerConfig, _ *runtimeapi.PodSandboxConfig) (string, error) {
+func (f *Runtime) CreateContainer(_ context.Context, sandboxID string, cfg *runtimeapi.ContainerConfig, _ *runtimeapi.PodSandboxConfig) (string, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	sb := f.sandboxes[sandboxID]
@@ -197,18 +200,18 @@ func (f *fakeRuntime) CreateContainer(_ context.Context, sandboxID string, cfg *
 		return "", fmt.Errorf("sandbox %s not ready", sandboxID)
 	}
 	id := f.newID()
-	f.containers[id] = &fakeContainer{id: id, sandbox: sandboxID, config: cfg, state: runtimeapi.ContainerState_CONTAINER_CREATED, created: time.Now()}
+	f.containers[id] = &container{id: id, sandbox: sandboxID, config: cfg, state: runtimeapi.ContainerState_CONTAINER_CREATED, created: time.Now()}
 	f.record("create " + cfg.GetMetadata().GetName())
 	f.publish(id, runtimeapi.ContainerEventType_CONTAINER_CREATED_EVENT)
 	return id, nil
 }
 
-func (f *fakeRuntime) StartContainer(_ context.Context, id string) error {
+func (f *Runtime) StartContainer(_ context.Context, id string) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	c := f.containers[id]
 	if c == nil {
-		return errFakeNotFound
+		return errNotFound
 	}
 	c.state, c.started = runtimeapi.ContainerState_CONTAINER_RUNNING, time.Now()
 	f.record("start " + c.config.GetMetadata().GetName())
@@ -220,14 +223,14 @@ func (f *fakeRuntime) StartContainer(_ context.Context, id string) error {
 	return nil
 }
 
-func (f *fakeRuntime) exitLocked(id string, code int32) {
+func (f *Runtime) exitLocked(id string, code int32) {
 	c := f.containers[id]
 	c.state, c.finished, c.exitCode = runtimeapi.ContainerState_CONTAINER_EXITED, time.Now(), code
 	f.publish(id, runtimeapi.ContainerEventType_CONTAINER_STOPPED_EVENT)
 }
 
-// exit makes the running instance of a container exit.
-func (f *fakeRuntime) exit(name string, code int32) error {
+// Exit makes the running instance of a container exit.
+func (f *Runtime) Exit(name string, code int32) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	for id, c := range f.containers {
@@ -239,12 +242,12 @@ func (f *fakeRuntime) exit(name string, code int32) error {
 	return fmt.Errorf("no running container %q", name)
 }
 
-func (f *fakeRuntime) StopContainer(_ context.Context, id string, _ time.Duration) error {
+func (f *Runtime) StopContainer(_ context.Context, id string, _ time.Duration) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	c := f.containers[id]
 	if c == nil {
-		return errFakeNotFound
+		return errNotFound
 	}
 	f.record("stop " + c.config.GetMetadata().GetName())
 	if c.state != runtimeapi.ContainerState_CONTAINER_EXITED {
@@ -253,14 +256,14 @@ func (f *fakeRuntime) StopContainer(_ context.Context, id string, _ time.Duratio
 	return nil
 }
 
-func (f *fakeRuntime) RemoveContainer(_ context.Context, id string) error {
+func (f *Runtime) RemoveContainer(_ context.Context, id string) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	delete(f.containers, id)
 	return nil
 }
 
-func (f *fakeRuntime) ListContainers(_ context.Context, selector map[string]string) ([]*runtimeapi.Container, error) {
+func (f *Runtime) ListContainers(_ context.Context, selector map[string]string) ([]*runtimeapi.Container, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	var out []*runtimeapi.Container
@@ -275,12 +278,12 @@ func (f *fakeRuntime) ListContainers(_ context.Context, selector map[string]stri
 	return out, nil
 }
 
-func (f *fakeRuntime) ContainerStatus(_ context.Context, id string) (*runtimeapi.ContainerStatus, error) {
+func (f *Runtime) ContainerStatus(_ context.Context, id string) (*runtimeapi.ContainerStatus, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	c := f.containers[id]
 	if c == nil {
-		return nil, errFakeNotFound
+		return nil, errNotFound
 	}
 	st := &runtimeapi.ContainerStatus{
 		Id: id, Metadata: c.config.GetMetadata(), State: c.state, CreatedAt: c.created.UnixNano(),
@@ -300,7 +303,7 @@ func (f *fakeRuntime) ContainerStatus(_ context.Context, id string) (*runtimeapi
 	return st, nil
 }
 
-func (f *fakeRuntime) ExecSync(_ context.Context, id string, cmd []string, _ time.Duration) ([]byte, []byte, int32, error) {
+func (f *Runtime) ExecSync(_ context.Context, id string, cmd []string, _ time.Duration) ([]byte, []byte, int32, error) {
 	f.mu.Lock()
 	run := f.execResult
 	f.mu.Unlock()
@@ -310,12 +313,12 @@ func (f *fakeRuntime) ExecSync(_ context.Context, id string, cmd []string, _ tim
 	return nil, nil, run(id, cmd), nil
 }
 
-type fakeStream struct {
+type stream struct {
 	ctx context.Context
 	ch  chan *runtimeapi.ContainerEventResponse
 }
 
-func (s *fakeStream) Recv() (*runtimeapi.ContainerEventResponse, error) {
+func (s *stream) Recv() (*runtimeapi.ContainerEventResponse, error) {
 	select {
 	case ev := <-s.ch:
 		return ev, nil
@@ -324,7 +327,7 @@ func (s *fakeStream) Recv() (*runtimeapi.ContainerEventResponse, error) {
 	}
 }
 
-func (f *fakeRuntime) ContainerEvents(ctx context.Context) (EventStream, error) {
+func (f *Runtime) ContainerEvents(ctx context.Context) (criclient.EventStream, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.subscribes++
@@ -333,10 +336,10 @@ func (f *fakeRuntime) ContainerEvents(ctx context.Context) (EventStream, error) 
 	}
 	ch := make(chan *runtimeapi.ContainerEventResponse, 100)
 	f.subs = append(f.subs, ch)
-	return &fakeStream{ctx: ctx, ch: ch}, nil
+	return &stream{ctx: ctx, ch: ch}, nil
 }
 
-func (f *fakeRuntime) ImageStatus(_ context.Context, ref string) (*runtimeapi.Image, error) {
+func (f *Runtime) ImageStatus(_ context.Context, ref string) (*runtimeapi.Image, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if !f.images[ref] {
@@ -345,7 +348,7 @@ func (f *fakeRuntime) ImageStatus(_ context.Context, ref string) (*runtimeapi.Im
 	return &runtimeapi.Image{Id: "sha256:" + ref}, nil
 }
 
-func (f *fakeRuntime) PullImage(_ context.Context, ref string, _ *runtimeapi.PodSandboxConfig) (string, error) {
+func (f *Runtime) PullImage(_ context.Context, ref string, _ *runtimeapi.PodSandboxConfig) (string, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.record("pull " + ref)
@@ -356,77 +359,18 @@ func (f *fakeRuntime) PullImage(_ context.Context, ref string, _ *runtimeapi.Pod
 	return "sha256:" + ref, nil
 }
 
-// calls returns the recorded calls so far.
-func (f *fakeRuntime) calls() []string {
+// Calls returns the recorded calls so far.
+func (f *Runtime) Calls() []string {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	return append([]string(nil), f.log...)
 }
 
-// live counts sandboxes and containers, and containers by name and state.
-func (f *fakeRuntime) counts() (sandboxes, containers int) {
+// Counts returns how many sandboxes and containers the runtime holds.
+func (f *Runtime) Counts() (sandboxes, containers int) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	return len(f.sandboxes), len(f.containers)
-}
-
-// fakeVolumes puts every volume in a directory of its own.
-type fakeVolumes struct {
-	root     string
-	mu       sync.Mutex
-	torndown []string
-	sweeps   int                        // TeardownOrphans calls
-	sources  map[string]podspec.Sources // by pod uid, as last set up
-}
-
-func (v *fakeVolumes) Setup(_ context.Context, pod *v1.Pod, sources podspec.Sources, _ podspec.Downward) (podspec.VolumePaths, error) {
-	v.mu.Lock()
-	if v.sources == nil {
-		v.sources = map[string]podspec.Sources{}
-	}
-	v.sources[string(pod.UID)] = sources
-	v.mu.Unlock()
-	paths := podspec.VolumePaths{}
-	for _, vol := range pod.Spec.Volumes {
-		dir := filepath.Join(v.root, "pods", string(pod.UID), "volumes", vol.Name)
-		if err := os.MkdirAll(dir, 0o755); err != nil {
-			return nil, err
-		}
-		paths[vol.Name] = dir
-	}
-	return paths, nil
-}
-
-func (v *fakeVolumes) Teardown(uid string) error {
-	v.mu.Lock()
-	defer v.mu.Unlock()
-	v.torndown = append(v.torndown, uid)
-	return os.RemoveAll(filepath.Join(v.root, "pods", uid))
-}
-
-func (v *fakeVolumes) TeardownOrphans(map[string]bool) error {
-	v.mu.Lock()
-	defer v.mu.Unlock()
-	v.sweeps++
-	return nil
-}
-
-func (v *fakeVolumes) orphanSweeps() int {
-	v.mu.Lock()
-	defer v.mu.Unlock()
-	return v.sweeps
-}
-
-// MountSubPath joins by name: the fake runtime mounts nothing.
-func (v *fakeVolumes) MountSubPath(req podspec.SubPathMount) (string, error) {
-	return filepath.Join(req.VolumePath, req.SubPath), nil
-}
-
-// setUpWith returns the sources a pod's volumes were last set up with.
-func (v *fakeVolumes) setUpWith(uid string) podspec.Sources {
-	v.mu.Lock()
-	defer v.mu.Unlock()
-	return v.sources[uid]
 }
 
 // brokenStream is an event stream that fails at its first Recv, as a gRPC
@@ -435,15 +379,16 @@ type brokenStream struct{ err error }
 
 func (b brokenStream) Recv() (*runtimeapi.ContainerEventResponse, error) { return nil, b.err }
 
-func (f *fakeRuntime) eventCalls() (subscribes, lists int) {
+// EventCalls counts ContainerEvents and ListPodSandbox calls.
+func (f *Runtime) EventCalls() (subscribes, lists int) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	return f.subscribes, f.lists
 }
 
-// metadata is every label and annotation of every sandbox and container,
+// Metadata is every label and annotation of every sandbox and container,
 // by "sandbox <name>" or "container <name>".
-func (f *fakeRuntime) metadata() map[string]map[string]string {
+func (f *Runtime) Metadata() map[string]map[string]string {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	out := map[string]map[string]string{}
@@ -459,3 +404,38 @@ func (f *fakeRuntime) metadata() map[string]map[string]string {
 	}
 	return out
 }
+
+// SetPullError makes every PullImage fail with err (nil: pulls succeed).
+func (f *Runtime) SetPullError(err error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.pullErr = err
+}
+
+// SetEventsError makes every event stream break at once with err.
+func (f *Runtime) SetEventsError(err error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.eventsErr = err
+}
+
+// SetQuarantined sets what QuarantinedRecords reports.
+func (f *Runtime) SetQuarantined(n int) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.quarantined = n
+}
+
+// SetExecResult sets the exit code ExecSync returns (probes and hooks);
+// nil: every exec exits 0.
+func (f *Runtime) SetExecResult(run func(id string, cmd []string) int32) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.execResult = run
+}
+
+// Compile-time checks: the fake is what the agent needs.
+var (
+	_ criclient.Runtime = (*Runtime)(nil)
+	_ criclient.Images  = (*Runtime)(nil)
+)

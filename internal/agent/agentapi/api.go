@@ -1,6 +1,8 @@
-package agent
+package agentapi
 
 import (
+	"time"
+
 	v1 "k8s.io/api/core/v1"
 
 	"github.com/berth-dev/berth/internal/agent/manifest"
@@ -102,4 +104,23 @@ type PodDetail struct {
 // ErrorResponse is the body of every error answer.
 type ErrorResponse struct {
 	Error string `json:"error"`
+}
+
+// Event types, as Kubernetes names them.
+const (
+	EventNormal  = "Normal"
+	EventWarning = "Warning"
+)
+
+// Event is one thing that happened to a pod, as `berth describe` shows it.
+// A repeat of the same event raises Count instead of adding an entry, as
+// the API server's event aggregation does.
+type Event struct {
+	Type      string    `json:"type"`
+	Reason    string    `json:"reason"`
+	Object    string    `json:"object,omitempty"` // e.g. "spec.containers{app}"
+	Message   string    `json:"message"`
+	Count     int       `json:"count"`
+	FirstTime time.Time `json:"firstTime"`
+	LastTime  time.Time `json:"lastTime"`
 }

@@ -1,0 +1,51 @@
+package agent
+
+import (
+	"context"
+	"log/slog"
+
+	v1 "k8s.io/api/core/v1"
+	"k8s.io/utils/clock"
+
+	"github.com/berth-dev/berth/internal/agent/backoff"
+	"github.com/berth-dev/berth/internal/agent/criclient"
+	"github.com/berth-dev/berth/internal/agent/podspec"
+	"github.com/berth-dev/berth/internal/agent/probe"
+	"github.com/berth-dev/berth/internal/agent/sourcestore"
+)
+
+// volumeManager materializes pods' volumes on the host; MountSubPath
+// gives a volumeMount's subPath its own mount under the pod directory;
+// Teardown removes the whole pod directory (<RootDir>/pods/<uid>), those
+// mounts included.
+type volumeManager interface {
+	Setup(ctx context.Context, pod *v1.Pod, sources podspec.Sources, downward podspec.Downward) (podspec.VolumePaths, error)
+	MountSubPath(req podspec.SubPathMount) (string, error)
+	Teardown(uid string) error
+	TeardownOrphans(keep map[string]bool) error
+}
+
+// syncDeps is what a pod worker's sync needs, and nothing of the desired
+// state (which pods exist, by which name, from which directory): the
+// runtime, the host's side of a pod (volumes, the sources store, the
+// agent's and the log directories, the node's facts), the probe manager,
+// the back-offs, the clock and the log. The Agent builds one in New and
+// shares it with every worker; a test can build one around
+// criclienttest.Runtime and run a sync without an Agent.
+type syncDeps struct {
+	runtime      criclient.Runtime
+	images       criclient.Images
+	volumes      volumeManager
+	sources      *sourcestore.Store // the pods' ConfigMaps and Secrets
+	probes       *probe.Manager
+	crashBackoff *backoff.Backoff
+	pullBackoff  *backoff.Backoff
+	clock        clock.WithTicker
+	log          *slog.Logger
+	node         node
+
+	runtimeName   string // container IDs in statuses read "<name>://<id>"
+	systemdCgroup bool   // pods' cgroup parents are systemd slices
+	rootDir       string // <rootDir>/pods/<uid>: the pods' agent directories
+	podLogDir     string // the root of the pods' log directories
+}
