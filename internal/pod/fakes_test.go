@@ -39,6 +39,8 @@ type fakeWorld struct {
 	pinned map[string]bool
 	// teardowns are the attachments CNI DEL got.
 	teardowns []network.Attachment
+	// cgroupRoot stands in for /sys/fs/cgroup.
+	cgroupRoot string
 }
 
 func newFakeWorld() *fakeWorld {
@@ -239,7 +241,7 @@ func (f *fakeWorld) Teardown(_ context.Context, a network.Attachment) error {
 }
 
 // newFakeService is a Service on temp dirs with f in place of runc, the
-// monitors, the host and CNI, and a temp cgroup root.
+// monitors, the host and CNI, and f's temp dir as its cgroup root.
 func newFakeService(t *testing.T, root, state string, f *fakeWorld) *Service {
 	t.Helper()
 	resolv := filepath.Join(t.TempDir(), "resolv.conf")
@@ -251,6 +253,9 @@ func newFakeService(t *testing.T, root, state string, f *fakeWorld) *Service {
 		t.Fatal(err)
 	}
 	f.use(s)
-	s.cgroupRoot = t.TempDir()
+	if f.cgroupRoot == "" {
+		f.cgroupRoot = t.TempDir()
+	}
+	s.cgroupRoot = f.cgroupRoot
 	return s
 }
