@@ -23,7 +23,7 @@ func (s *Service) Attach(ctx context.Context, id string, st ExecStreams) error {
 	}
 	req := monitor.AttachRequest{Stdin: st.Stdin != nil, Stdout: st.Stdout != nil, Stderr: st.Stderr != nil, TTY: st.TTY}
 	streams := monitor.AttachStreams{Stdin: st.Stdin, Stdout: st.Stdout, Stderr: st.Stderr, Resize: st.Resize}
-	if err := monitor.NewClient(sb.snapshot().MonitorSocket).Attach(ctx, rec.ID, req, streams); err != nil {
+	if err := s.calls.Attach(ctx, sb.snapshot().MonitorSocket, rec.ID, req, streams); err != nil {
 		return fmt.Errorf("container %s: %w", rec.ID, err)
 	}
 	return nil

@@ -16,8 +16,8 @@ func (s *Service) removeEmptyDefaultCgroup() {
 	if s.cfg.SystemdCgroup {
 		return
 	}
-	roots, _ := filepath.Glob("/sys/fs/cgroup/*")
-	roots = append(roots, "/sys/fs/cgroup")
+	roots, _ := filepath.Glob(filepath.Join(s.cgroupRoot, "*"))
+	roots = append(roots, s.cgroupRoot)
 	for _, root := range roots {
 		_ = os.Remove(filepath.Join(root, oci.DefaultCgroupParent))
 	}

@@ -89,17 +89,16 @@ func (s *Service) CreateContainer(ctx context.Context, sandboxID string, cfg *ru
 // runcCreate asks the pod's monitor to `runc create` the container (step 5).
 func (s *Service) runcCreate(ctx context.Context, rec *Container, monitorSocket string, rb *rollback) (int, error) {
 	defer s.phase(opCreateContainer, "runc_create")()
-	client := monitor.NewClient(monitorSocket)
 	// Registered before the call: the monitor may finish runc create even
 	// when this request gives up waiting for it.
 	rb.add("delete runc container", func(ctx context.Context) error {
 		fctx, cancel := context.WithTimeout(ctx, 2*time.Second)
-		_ = client.Forget(fctx, rec.ID)
+		_ = s.calls.Forget(fctx, monitorSocket, rec.ID)
 		cancel()
 		return s.killAndDelete(ctx, rec.ID, false)
 	})
 	cfg := rec.Config
-	pid, err := client.Create(ctx, monitor.CreateRequest{
+	pid, err := s.calls.Create(ctx, monitorSocket, monitor.CreateRequest{
 		ID: rec.ID, Bundle: rec.Bundle, LogPath: rec.LogPath,
 		Stdin: cfg.GetStdin(), StdinOnce: cfg.GetStdinOnce(), Terminal: cfg.GetTty(),
 		CgroupPath: rec.CgroupPath, SystemdCgroup: cgrouppath.IsSystemd(rec.CgroupPath),
@@ -144,9 +143,9 @@ func (s *Service) prepareBundle(rec *Container, sb *Sandbox, img image.Image, rb
 	if err := os.MkdirAll(rec.Bundle, store.PrivateDirMode); err != nil {
 		return fmt.Errorf("bundle: %w", err)
 	}
-	rb.add("unmount rootfs", func(context.Context) error { return image.UnmountRootfs(rec.Rootfs) })
+	rb.add("unmount rootfs", func(context.Context) error { return s.host.UnmountRootfs(rec.Rootfs) })
 	mounted := s.phase(opCreateContainer, "rootfs")
-	err = image.MountRootfs(layers, filepath.Join(rec.Dir, "upper"), filepath.Join(rec.Dir, "work"), rec.Rootfs)
+	err = s.host.MountRootfs(layers, filepath.Join(rec.Dir, "upper"), filepath.Join(rec.Dir, "work"), rec.Rootfs)
 	mounted()
 	if err != nil {
 		return fmt.Errorf("rootfs: %w", err)

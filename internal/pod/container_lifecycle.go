@@ -11,7 +11,6 @@ import (
 	"time"
 
 	"github.com/berth-dev/berth/internal/errdefs"
-	"github.com/berth-dev/berth/internal/image"
 	"github.com/berth-dev/berth/internal/monitor"
 )
 
@@ -44,7 +43,7 @@ func (s *Service) StartContainer(ctx context.Context, id string) error {
 	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), startTimeout)
 	defer cancel()
 	started := s.phase(opStartContainer, "runc_start")
-	err = monitor.NewClient(sb.snapshot().MonitorSocket).Start(sctx, rec.ID)
+	err = s.calls.Start(sctx, sb.snapshot().MonitorSocket, rec.ID)
 	started()
 	if err != nil {
 		return fmt.Errorf("container %s: runc start: %w", rec.ID, err)
@@ -99,14 +98,14 @@ func (s *Service) stopContainerEntry(ctx context.Context, e *containerEntry, tim
 	shared := s.sharesPIDNamespace(rec.SandboxID)
 	if timeout > 0 && rec.State == ContainerRunning {
 		sig := s.stopSignal(&rec)
-		if err := s.runc.Kill(ctx, rec.ID, sig, shared); err != nil && !isGone(err) {
+		if err := s.runtime.Kill(ctx, rec.ID, sig, shared); err != nil && !isGone(err) {
 			return fmt.Errorf("container %s: signal %d: %w", rec.ID, sig, err)
 		}
 		if exited, err := s.waitExit(ctx, e, time.Duration(timeout)*time.Second); exited || err != nil {
 			return err
 		}
 	}
-	if err := s.runc.Kill(ctx, rec.ID, syscall.SIGKILL, shared); err != nil && !isGone(err) {
+	if err := s.runtime.Kill(ctx, rec.ID, syscall.SIGKILL, shared); err != nil && !isGone(err) {
 		return fmt.Errorf("container %s: SIGKILL: %w", rec.ID, err)
 	}
 	if exited, err := s.waitExit(ctx, e, killWait); exited || err != nil {
@@ -122,7 +121,7 @@ func (s *Service) exitWithoutMonitor(ctx context.Context, e *containerEntry) err
 	id := e.snapshot().ID
 	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
 	defer cancel()
-	st, err := s.runc.State(sctx, id)
+	st, err := s.runtime.State(sctx, id)
 	switch {
 	case err != nil && !errdefs.IsNotFound(err):
 		return fmt.Errorf("container %s: state after SIGKILL: %w", id, err)
@@ -174,18 +173,18 @@ func (s *Service) cleanUpContainer(ctx context.Context, rec *Container) error {
 		if err := s.killAndDelete(ctx, rec.ID, false); err != nil {
 			return err
 		}
-	} else if err := s.runc.Delete(ctx, rec.ID, true); err != nil && !isGone(err) {
+	} else if err := s.runtime.Delete(ctx, rec.ID, true); err != nil && !isGone(err) {
 		return fmt.Errorf("runc delete %s: %w", rec.ID, err)
 	}
 	if sb, err := s.findSandbox(rec.SandboxID); err == nil {
 		fctx, cancel := context.WithTimeout(ctx, 2*time.Second)
-		_ = monitor.NewClient(sb.snapshot().MonitorSocket).Forget(fctx, rec.ID)
+		_ = s.calls.Forget(fctx, sb.snapshot().MonitorSocket, rec.ID)
 		cancel()
 	}
 	if err := os.Remove(filepath.Join(s.exitsDir(), rec.ID+".json")); err != nil && !errors.Is(err, os.ErrNotExist) {
 		return fmt.Errorf("exit file: %w", err)
 	}
-	if err := image.UnmountRootfs(filepath.Join(s.bundlesDir(), rec.ID, "rootfs")); err != nil {
+	if err := s.host.UnmountRootfs(filepath.Join(s.bundlesDir(), rec.ID, "rootfs")); err != nil {
 		return fmt.Errorf("rootfs: %w", err)
 	}
 	// Everything else first, the record last: a crash in between leaves a
@@ -201,10 +200,10 @@ func (s *Service) cleanUpContainer(ctx context.Context, rec *Container) error {
 
 // killAndDelete force-deletes a runc container; a missing one is fine.
 func (s *Service) killAndDelete(ctx context.Context, id string, all bool) error {
-	if err := s.runc.Kill(ctx, id, syscall.SIGKILL, all); err != nil && !isGone(err) {
+	if err := s.runtime.Kill(ctx, id, syscall.SIGKILL, all); err != nil && !isGone(err) {
 		s.log.Debug("runc kill", "id", id, "error", err)
 	}
-	if err := s.runc.Delete(ctx, id, true); err != nil && !isGone(err) {
+	if err := s.runtime.Delete(ctx, id, true); err != nil && !isGone(err) {
 		return fmt.Errorf("runc delete %s: %w", id, err)
 	}
 	return nil
@@ -271,7 +270,7 @@ func (s *Service) ReopenContainerLog(ctx context.Context, id string) error {
 	if err != nil {
 		return fmt.Errorf("container %s: %w", rec.ID, err)
 	}
-	if err := monitor.NewClient(sb.snapshot().MonitorSocket).ReopenLog(ctx, rec.ID); err != nil {
+	if err := s.calls.ReopenLog(ctx, sb.snapshot().MonitorSocket, rec.ID); err != nil {
 		return fmt.Errorf("container %s: reopen log: %w", rec.ID, err)
 	}
 	return nil

@@ -25,4 +25,8 @@
 // returns copies of its records; the gRPC edge converts them to CRI statuses.
 // Lifecycle operations on one object are serialized by that object's op lock;
 // reads never wait for a slow stop.
+//
+// runc, the pod monitors and the host (namespace pins, overlay mounts) are
+// reached only through the small interfaces of seams.go, so that the unit
+// tests run rollback and recovery against fakes, without root.
 package pod

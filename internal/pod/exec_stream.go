@@ -65,7 +65,7 @@ func (s *Service) execPipes(ctx context.Context, id string, process []byte, st E
 		}
 		go copyAndClose(stdinW, st.Stdin)
 	}
-	exe, err := s.runc.StartExec(id, opts)
+	exe, err := s.runtime.StartExec(id, opts)
 	pipes.closeWriters()
 	if opts.Stdin != nil {
 		opts.Stdin.Close()
@@ -97,7 +97,7 @@ func (s *Service) execTerminal(ctx context.Context, id string, process []byte, s
 		_ = runc.Resize(master, size.Width, size.Height) // a closed pty ends the exec anyway
 		return nil                                       // keep applying later sizes
 	})
-	exe, err := s.runc.StartExec(id, runc.ExecOpts{Process: process, Terminal: true, Stdin: slave, Stdout: slave, Stderr: slave})
+	exe, err := s.runtime.StartExec(id, runc.ExecOpts{Process: process, Terminal: true, Stdin: slave, Stdout: slave, Stderr: slave})
 	slave.Close()
 	if err != nil {
 		return -1, err

@@ -18,36 +18,40 @@ import (
 // container exit, and applies each exit to its container as it appears. The
 // files stay until the container is removed, so an exit that happened while
 // the daemon was down is read by recovery instead.
+//
+// The inotify descriptor is non-blocking and read through an *os.File, so
+// that close wakes the read (the runtime poller) instead of leaving it
+// blocked on a descriptor number that the next open may reuse.
 type exitWatcher struct {
-	fd     int
-	once   sync.Once
-	done   chan struct{}
-	handle func(id string)
-	log    *slog.Logger
+	file    *os.File
+	once    sync.Once
+	done    chan struct{}
+	stopped chan struct{} // closed when loop returns
+	handle  func(id string)
+	log     *slog.Logger
 }
 
 func newExitWatcher(dir string, log *slog.Logger, handle func(id string)) (*exitWatcher, error) {
-	fd, err := unix.InotifyInit1(unix.IN_CLOEXEC)
+	fd, err := unix.InotifyInit1(unix.IN_CLOEXEC | unix.IN_NONBLOCK)
 	if err != nil {
 		return nil, err
 	}
 	if _, err := unix.InotifyAddWatch(fd, dir, unix.IN_CLOSE_WRITE|unix.IN_MOVED_TO); err != nil {
-		unix.Close(fd)
+		_ = unix.Close(fd) // the watch's error is the one to report
 		return nil, err
 	}
-	w := &exitWatcher{fd: fd, done: make(chan struct{}), handle: handle, log: log}
+	w := &exitWatcher{file: os.NewFile(uintptr(fd), "inotify "+dir), done: make(chan struct{}),
+		stopped: make(chan struct{}), handle: handle, log: log}
 	go w.loop()
 	return w, nil
 }
 
 func (w *exitWatcher) loop() {
+	defer close(w.stopped)
 	buf := make([]byte, 64*1024)
 	for {
-		n, err := unix.Read(w.fd, buf)
+		n, err := w.file.Read(buf)
 		if err != nil {
-			if errors.Is(err, unix.EINTR) {
-				continue
-			}
 			select {
 			case <-w.done:
 			default:
@@ -55,14 +59,24 @@ func (w *exitWatcher) loop() {
 			}
 			return
 		}
-		for off := 0; off+unix.SizeofInotifyEvent <= n; {
-			ev := (*unix.InotifyEvent)(unsafe.Pointer(&buf[off])) //nolint:gosec // G103: the loop bound keeps a whole event header within n bytes read
-			nameBytes := buf[off+unix.SizeofInotifyEvent : off+unix.SizeofInotifyEvent+int(ev.Len)]
-			off += unix.SizeofInotifyEvent + int(ev.Len)
-			name := strings.TrimRight(string(nameBytes), "\x00")
-			if id, ok := strings.CutSuffix(name, ".json"); ok && !strings.HasPrefix(name, ".") {
-				w.handle(id)
-			}
+		w.dispatch(buf[:n])
+	}
+}
+
+// dispatch hands the id of each exit file named in a read of inotify
+// events to the handler.
+func (w *exitWatcher) dispatch(buf []byte) {
+	for off := 0; off+unix.SizeofInotifyEvent <= len(buf); {
+		ev := (*unix.InotifyEvent)(unsafe.Pointer(&buf[off])) //nolint:gosec // G103: the loop bound keeps a whole event header within the bytes read
+		end := off + unix.SizeofInotifyEvent + int(ev.Len)
+		if end > len(buf) {
+			w.log.Error("exit watcher: inotify event longer than the read", "length", ev.Len)
+			return
+		}
+		name := strings.TrimRight(string(buf[off+unix.SizeofInotifyEvent:end]), "\x00")
+		off = end
+		if id, ok := strings.CutSuffix(name, ".json"); ok && !strings.HasPrefix(name, ".") {
+			w.handle(id)
 		}
 	}
 }
@@ -70,7 +84,7 @@ func (w *exitWatcher) loop() {
 func (w *exitWatcher) close() {
 	w.once.Do(func() {
 		close(w.done)
-		unix.Close(w.fd)
+		_ = w.file.Close() // wakes loop's read; nothing was written
 	})
 }
 

@@ -50,17 +50,16 @@ func (s *Service) startPause(ctx context.Context, rec *Sandbox, rb *rollback) er
 	if err := store.WriteFileAtomic(filepath.Join(bundle, "config.json"), data, 0o600); err != nil {
 		return fmt.Errorf("pod sandbox %s: pause spec: %w", rec.ID, err)
 	}
-	client := monitor.NewClient(rec.MonitorSocket)
 	// Registered before the call: the monitor may finish runc create even
 	// when this request gives up waiting for it.
 	rb.add("delete berth-pause", func(ctx context.Context) error { return s.killAndDelete(ctx, rec.ID, true) })
-	pid, err := client.Create(ctx, monitor.CreateRequest{
+	pid, err := s.calls.Create(ctx, rec.MonitorSocket, monitor.CreateRequest{
 		ID: rec.ID, Bundle: bundle, CgroupPath: spec.Linux.CgroupsPath, SystemdCgroup: cgrouppath.IsSystemd(spec.Linux.CgroupsPath),
 	})
 	if err != nil {
 		return fmt.Errorf("pod sandbox %s: berth-pause: runc create: %w", rec.ID, err)
 	}
-	if err := client.Start(ctx, rec.ID); err != nil {
+	if err := s.calls.Start(ctx, rec.MonitorSocket, rec.ID); err != nil {
 		return fmt.Errorf("pod sandbox %s: berth-pause: runc start: %w", rec.ID, err)
 	}
 	rec.PausePid = pid

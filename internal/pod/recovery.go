@@ -10,9 +10,7 @@ import (
 	"time"
 
 	"github.com/berth-dev/berth/internal/errdefs"
-	"github.com/berth-dev/berth/internal/image"
 	"github.com/berth-dev/berth/internal/monitor"
-	"github.com/berth-dev/berth/internal/network"
 )
 
 // Recover rebuilds the in-memory view from the durable records after a
@@ -75,7 +73,7 @@ func (s *Service) loadSandboxes(ctx context.Context) int {
 		if rec.State == SandboxCreating || rec.State == SandboxRemoving {
 			s.log.Info("recovery: removing half-made sandbox", "id", id, "state", rec.State)
 			wctx, cancel := context.WithTimeout(ctx, 10*time.Second)
-			network.WaitForPlugins(wctx, rec.ID)
+			s.host.WaitForPlugins(wctx, rec.ID)
 			cancel()
 			if err := s.cleanUpSandbox(ctx, &rec); err != nil {
 				s.log.Error("recovery: sandbox cleanup", "id", id, "error", err)
@@ -100,7 +98,7 @@ func (s *Service) loadSandboxes(ctx context.Context) int {
 // sandboxLost reports a ready sandbox that lost its namespaces or its
 // berth-pause (a reboot, or someone killed it). Its network is released.
 func (s *Service) sandboxLost(ctx context.Context, rec *Sandbox) bool {
-	if !rec.HostNetwork && !network.IsPinned(rec.NetNS) {
+	if !rec.HostNetwork && !s.host.IsPinned(rec.NetNS) {
 		s.log.Warn("recovery: sandbox lost its network namespace", "id", rec.ID)
 		a := attachment(rec)
 		a.NetnsPath = ""
@@ -119,7 +117,7 @@ func (s *Service) sandboxLost(ctx context.Context, rec *Sandbox) bool {
 	}
 	pctx, cancel := context.WithTimeout(ctx, 3*time.Second)
 	defer cancel()
-	if err := monitor.NewClient(s.monitorSocket(rec.ID)).Ping(pctx); err != nil {
+	if err := s.monitors.Ping(pctx, s.monitorSocket(rec.ID)); err != nil {
 		// Without its monitor a pod can neither start containers nor report
 		// exits: not ready, so that kubelet recreates it.
 		s.log.Error("recovery: pod monitor does not answer; sandbox not ready", "id", rec.ID, "error", err)
@@ -164,7 +162,7 @@ func (s *Service) loadContainer(ctx context.Context, id string) bool {
 		if validID(id) {
 			// Removal deletes the record last: its data went first.
 			s.log.Info("recovery: removing container directory without record", "id", id)
-			_ = image.UnmountRootfs(filepath.Join(s.bundlesDir(), id, "rootfs"))
+			_ = s.host.UnmountRootfs(filepath.Join(s.bundlesDir(), id, "rootfs"))
 			_ = os.RemoveAll(filepath.Join(s.bundlesDir(), id))
 			_ = os.RemoveAll(filepath.Join(s.containersDir(), id))
 			return false
@@ -204,7 +202,7 @@ func (s *Service) reconcileContainer(ctx context.Context, rec *Container) {
 		rec.Reason = exitReason(x.ExitCode, x.OOMKilled)
 	} else {
 		sctx, cancel := context.WithTimeout(ctx, 5*time.Second)
-		st, err := s.runc.State(sctx, rec.ID)
+		st, err := s.runtime.State(sctx, rec.ID)
 		cancel()
 		if err == nil && (st.Status == "running" || st.Status == "created" || st.Status == "paused") {
 			if rec.State == ContainerCreated && st.Status != "created" {
@@ -249,10 +247,10 @@ func (s *Service) removeOrphanDirs(ctx context.Context) {
 			}
 			s.log.Info("recovery: removing orphan directory", "dir", filepath.Join(dir, id))
 			if dir == s.podsDir() {
-				_ = network.Unpin(filepath.Join(dir, id, "ns"))
+				_ = s.host.UnpinNamespaces(filepath.Join(dir, id, "ns"))
 			} else {
 				_ = s.killAndDelete(ctx, id, false)
-				_ = image.UnmountRootfs(filepath.Join(dir, id, "rootfs"))
+				_ = s.host.UnmountRootfs(filepath.Join(dir, id, "rootfs"))
 			}
 			_ = os.RemoveAll(filepath.Join(dir, id))
 		}

@@ -88,7 +88,7 @@ func (s *Service) setUpSandbox(ctx context.Context, rec *Sandbox, rb *rollback) 
 		return fmt.Errorf("pod sandbox %s: pod dir: %w", rec.ID, err)
 	}
 	pinned := s.phase(opRunSandbox, "pin_namespaces")
-	ns, err := network.Pin(network.PinOptions{
+	ns, err := s.host.PinNamespaces(network.PinOptions{
 		Dir:      filepath.Join(dir, "ns"),
 		Net:      !rec.HostNetwork,
 		IPC:      namespaceMode(cfg).GetIpc() != runtimeapi.NamespaceMode_NODE,
@@ -99,7 +99,7 @@ func (s *Service) setUpSandbox(ctx context.Context, rec *Sandbox, rb *rollback) 
 	if err != nil {
 		return fmt.Errorf("pod sandbox %s: namespaces: %w", rec.ID, err)
 	}
-	rb.add("unpin namespaces", func(context.Context) error { return network.Unpin(filepath.Join(dir, "ns")) })
+	rb.add("unpin namespaces", func(context.Context) error { return s.host.UnpinNamespaces(filepath.Join(dir, "ns")) })
 	rec.NetNS, rec.IPCNS, rec.UTSNS = ns.Net, ns.IPC, ns.UTS
 	if err := s.startMonitor(rec, rb); err != nil {
 		return err
@@ -185,7 +185,7 @@ func (s *Service) writePodFiles(rec *Sandbox, dir string) error {
 // startMonitor launches the pod's berth-monitor.
 func (s *Service) startMonitor(rec *Sandbox, rb *rollback) error {
 	defer s.phase(opRunSandbox, "monitor")()
-	pid, err := monitor.Launch(monitor.LaunchOptions{
+	pid, err := s.monitors.Launch(monitor.LaunchOptions{
 		Binary:   s.cfg.MonitorPath,
 		PodID:    rec.ID,
 		Socket:   rec.MonitorSocket,
@@ -198,7 +198,7 @@ func (s *Service) startMonitor(rec *Sandbox, rb *rollback) error {
 		return fmt.Errorf("pod sandbox %s: monitor: %w", rec.ID, err)
 	}
 	rec.MonitorPid = pid
-	rb.add("stop monitor", func(ctx context.Context) error { return s.stopMonitor(ctx, rec.MonitorSocket, pid) })
+	rb.add("stop monitor", func(ctx context.Context) error { return s.monitors.Stop(ctx, rec.MonitorSocket, pid) })
 	return nil
 }
 

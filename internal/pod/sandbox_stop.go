@@ -6,13 +6,8 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"strings"
-	"syscall"
-	"time"
 
 	"github.com/berth-dev/berth/internal/errdefs"
-	"github.com/berth-dev/berth/internal/monitor"
-	"github.com/berth-dev/berth/internal/network"
 )
 
 // StopSandbox kills every container of the sandbox, stops berth-pause and
@@ -127,17 +122,17 @@ func (s *Service) cleanUpSandbox(ctx context.Context, rec *Sandbox) error {
 	}
 	if !rec.HostNetwork && !rec.NetworkDown {
 		a := attachment(rec)
-		if !network.IsPinned(a.NetnsPath) {
+		if !s.host.IsPinned(a.NetnsPath) {
 			a.NetnsPath = ""
 		}
 		if err := s.cfg.Network.Teardown(ctx, a); err != nil {
 			return fmt.Errorf("network: %w", err)
 		}
 	}
-	if err := s.stopMonitor(ctx, s.monitorSocket(rec.ID), rec.MonitorPid); err != nil {
+	if err := s.monitors.Stop(ctx, s.monitorSocket(rec.ID), rec.MonitorPid); err != nil {
 		return fmt.Errorf("monitor: %w", err)
 	}
-	if err := network.Unpin(filepath.Join(s.podDir(rec.ID), "ns")); err != nil {
+	if err := s.host.UnpinNamespaces(filepath.Join(s.podDir(rec.ID), "ns")); err != nil {
 		return fmt.Errorf("namespaces: %w", err)
 	}
 	for _, dir := range []string{s.podDir(rec.ID), filepath.Join(s.bundlesDir(), rec.ID)} {
@@ -157,52 +152,6 @@ func (s *Service) forgetSandbox(rec *Sandbox) {
 	s.mu.Unlock()
 	s.sandboxIDs.Delete(rec.ID)
 	s.sandboxNames.ReleaseByKey(rec.ID)
-}
-
-// stopMonitor asks a pod monitor to exit and waits until it has; if it does
-// not answer or stay, it kills it by pid after checking that the pid still
-// is that monitor.
-func (s *Service) stopMonitor(ctx context.Context, socket string, pid int) error {
-	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
-	defer cancel()
-	err := monitor.NewClient(socket).Shutdown(ctx)
-	if pid == 0 || (err == nil && monitorGone(ctx, pid, socket)) {
-		_ = os.Remove(socket)
-		return nil
-	}
-	if isMonitorProcess(pid, socket) {
-		if kerr := syscall.Kill(pid, syscall.SIGKILL); kerr != nil && !errors.Is(kerr, syscall.ESRCH) {
-			return fmt.Errorf("kill pid %d: %w", pid, kerr)
-		}
-	}
-	_ = os.Remove(socket)
-	return nil
-}
-
-// monitorGone waits until the monitor that answered Shutdown has exited (it
-// answers first), or ctx ends; it reports whether it exited.
-func monitorGone(ctx context.Context, pid int, socket string) bool {
-	tick := time.NewTicker(5 * time.Millisecond)
-	defer tick.Stop()
-	for isMonitorProcess(pid, socket) {
-		select {
-		case <-ctx.Done():
-			return false
-		case <-tick.C:
-		}
-	}
-	return true
-}
-
-// isMonitorProcess guards against pid reuse: the process must be a
-// berth-monitor serving this socket.
-func isMonitorProcess(pid int, socket string) bool {
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", pid))
-	if err != nil {
-		return false
-	}
-	cmd := string(b)
-	return strings.Contains(cmd, "berth-monitor") && strings.Contains(cmd, socket)
 }
 
 // deletePause removes a sandbox's berth-pause container and its bundle. The

@@ -59,9 +59,16 @@ type Config struct {
 // Service runs sandboxes and containers. Create it with New, then call Recover
 // once before serving requests.
 type Service struct {
-	cfg  Config
-	log  *slog.Logger
-	runc *runc.Runc
+	cfg Config
+	log *slog.Logger
+
+	// The seams to runc, the pod monitors and the host (seams.go).
+	runtime  containerRuntime
+	monitors podMonitors
+	calls    monitorCalls
+	host     podHost
+	// cgroupRoot is where cgroup hierarchies are mounted (/sys/fs/cgroup).
+	cgroupRoot string
 
 	sandboxNames   *store.Registrar
 	containerNames *store.Registrar
@@ -123,7 +130,11 @@ func New(cfg Config) (*Service, error) {
 	s := &Service{
 		cfg:            cfg,
 		log:            cfg.Logger,
-		runc:           &runc.Runc{Path: cfg.RuncPath, Root: cfg.RuncRoot, SystemdCgroup: cfg.SystemdCgroup},
+		runtime:        &runc.Runc{Path: cfg.RuncPath, Root: cfg.RuncRoot, SystemdCgroup: cfg.SystemdCgroup},
+		monitors:       monitorClients{},
+		calls:          monitorClients{},
+		host:           hostOps{},
+		cgroupRoot:     "/sys/fs/cgroup",
 		sandboxNames:   store.NewRegistrar(),
 		containerNames: store.NewRegistrar(),
 		sandboxIDs:     store.NewIDIndex(),

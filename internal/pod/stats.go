@@ -97,7 +97,7 @@ func (s *Service) SandboxStats(id string) (SandboxStats, error) {
 		st.Containers = append(st.Containers, cs)
 		addUsage(&st, &cs)
 	}
-	if !rec.HostNetwork && rec.State == SandboxReady && network.IsPinned(rec.NetNS) {
+	if !rec.HostNetwork && rec.State == SandboxReady && s.host.IsPinned(rec.NetNS) {
 		if st.Interfaces, err = network.InterfaceStats(rec.NetNS); err != nil {
 			return st, fmt.Errorf("pod sandbox %s: %w", rec.ID, err)
 		}

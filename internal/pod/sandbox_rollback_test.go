@@ -1,0 +1,180 @@
+package pod
+
+import (
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+
+	"github.com/berth-dev/berth/internal/errdefs"
+)
+
+// sharedPIDSandboxConfig asks for every step of RunSandbox: its own network
+// namespace and one PID namespace for the pod (berth-pause).
+func sharedPIDSandboxConfig() *runtimeapi.PodSandboxConfig {
+	cfg := goodSandboxConfig()
+	cfg.Hostname = "web"
+	cfg.Linux = &runtimeapi.LinuxPodSandboxConfig{SecurityContext: &runtimeapi.LinuxSandboxSecurityContext{
+		NamespaceOptions: &runtimeapi.NamespaceOption{Pid: runtimeapi.NamespaceMode_POD},
+	}}
+	return cfg
+}
+
+// undoOps are the fake ops that undo a step of RunSandbox.
+var undoOps = []string{"unpin", "stop-monitor", "teardown", "kill", "delete"}
+
+// TestRunSandboxRollback fails each step of RunSandbox (docs/architecture.md,
+// "RunPodSandbox") in turn and checks that the steps before it were undone,
+// newest first, and that no record, name, pod dir or bundle is left.
+func TestRunSandboxRollback(t *testing.T) {
+	errFake := errors.New("injected failure")
+	cases := []struct {
+		step    string
+		inject  func(t *testing.T, s *Service, f *fakeWorld)
+		wantErr string
+		// done are the fake ops that ran before the failure (any order:
+		// CNI ADD and berth-pause run side by side); undone the undo ops,
+		// in order.
+		done, undone []string
+	}{
+		{step: "1 reserve name", inject: reserveTwin, wantErr: errdefs.ErrAlreadyExists.Error()},
+		{step: "2 intent record", inject: blockRecords, wantErr: "record dir"},
+		{step: "3 pin namespaces", inject: failOp("pin", errFake), wantErr: "namespaces: injected",
+			done: []string{"pin"}},
+		{step: "4 start monitor", inject: failOp("launch", errFake), wantErr: "monitor: injected",
+			done: []string{"pin", "launch"}, undone: []string{"unpin"}},
+		{step: "5 CNI ADD", inject: failOp("setup", errFake), wantErr: "network: injected",
+			done:   []string{"pin", "launch", "setup", "create", "start"},
+			undone: []string{"kill", "delete", "stop-monitor", "unpin"}},
+		{step: "5 berth-pause runc create", inject: failOp("create", errFake), wantErr: "berth-pause: runc create: injected",
+			done:   []string{"pin", "launch", "setup", "create"},
+			undone: []string{"kill", "delete", "teardown", "stop-monitor", "unpin"}},
+		{step: "5 berth-pause runc start", inject: failOp("start", errFake), wantErr: "berth-pause: runc start: injected",
+			done:   []string{"pin", "launch", "setup", "create", "start"},
+			undone: []string{"kill", "delete", "teardown", "stop-monitor", "unpin"}},
+		{step: "6 pod files", inject: noHostResolvConf, wantErr: "resolv.conf",
+			done:   []string{"pin", "launch", "setup", "create", "start"},
+			undone: []string{"kill", "delete", "teardown", "stop-monitor", "unpin"}},
+		{step: "7 record ready", inject: blockReadyRecord, wantErr: "sandbox.json",
+			done:   []string{"pin", "launch", "setup", "create", "start"},
+			undone: []string{"kill", "delete", "teardown", "stop-monitor", "unpin"}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.step, func(t *testing.T) {
+			root, state := t.TempDir(), t.TempDir()
+			f := newFakeWorld()
+			s := newFakeService(t, root, state, f)
+			tc.inject(t, s, f)
+			cfg := sharedPIDSandboxConfig()
+			id, err := s.RunSandbox(context.Background(), cfg, "")
+			if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
+				t.Fatalf("RunSandbox = %q, %v; want an error with %q", id, err, tc.wantErr)
+			}
+			var done, undone []string
+			for _, op := range f.log(true) {
+				if slices.Contains(undoOps, op) {
+					undone = append(undone, op)
+				} else {
+					done = append(done, op)
+				}
+			}
+			slices.Sort(done)
+			want := slices.Sorted(slices.Values(tc.done))
+			if !slices.Equal(done, want) || !slices.Equal(undone, tc.undone) {
+				t.Errorf("calls %v: done %v, want %v; undone %v, want %v", f.log(false), done, want, undone, tc.undone)
+			}
+			checkNoSandboxLeft(t, s, cfg, tc.step == "1 reserve name")
+		})
+	}
+}
+
+// TestRunSandboxWithFakes is the same run with nothing failing: the
+// sandbox is ready and nothing is undone.
+func TestRunSandboxWithFakes(t *testing.T) {
+	f := newFakeWorld()
+	s := newFakeService(t, t.TempDir(), t.TempDir(), f)
+	id, err := s.RunSandbox(context.Background(), sharedPIDSandboxConfig(), "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	sb, err := s.Sandbox(id)
+	if err != nil || sb.State != SandboxReady || sb.PausePid != fakeInitPid || sb.MonitorPid != fakeMonitorPid ||
+		!slices.Equal(sb.IPs, []string{"10.88.0.5"}) {
+		t.Fatalf("sandbox %+v, %v", sb, err)
+	}
+	var onDisk Sandbox
+	if err := readSandboxRecord(s.sandboxRecordPath(id), id, &onDisk); err != nil || onDisk.State != SandboxReady {
+		t.Errorf("record on disk: %s, %v", onDisk.State, err)
+	}
+	for _, op := range f.log(true) {
+		if slices.Contains(undoOps, op) {
+			t.Errorf("%s undone: %v", op, f.log(false))
+		}
+	}
+}
+
+// checkNoSandboxLeft checks that a failed RunSandbox left nothing: no
+// record, pod dir, bundle or exit file, and its name is free (but for a
+// twin's reservation, which must stay).
+func checkNoSandboxLeft(t *testing.T, s *Service, cfg *runtimeapi.PodSandboxConfig, twinHoldsName bool) {
+	t.Helper()
+	for _, dir := range []string{s.podsDir(), s.bundlesDir(), s.exitsDir(), s.monitorsDir()} {
+		if entries, _ := os.ReadDir(dir); len(entries) != 0 {
+			t.Errorf("%s left: %v", dir, entries)
+		}
+	}
+	if ids := recordIDs(s.sandboxesDir()); len(ids) != 0 {
+		t.Errorf("sandbox records left: %v", ids)
+	}
+	if len(s.Sandboxes()) != 0 {
+		t.Errorf("sandboxes listed: %+v", s.Sandboxes())
+	}
+	key, held := s.sandboxNames.Get(sandboxName(cfg.GetMetadata()))
+	if held != twinHoldsName || (twinHoldsName && key != "twin") {
+		t.Errorf("name held %v by %q; want held %v", held, key, twinHoldsName)
+	}
+}
+
+func failOp(op string, err error) func(*testing.T, *Service, *fakeWorld) {
+	return func(_ *testing.T, _ *Service, f *fakeWorld) { f.fail[op] = err }
+}
+
+// reserveTwin makes the name taken by a concurrent twin.
+func reserveTwin(t *testing.T, s *Service, _ *fakeWorld) {
+	if err := s.sandboxNames.Reserve(sandboxName(sharedPIDSandboxConfig().GetMetadata()), "twin"); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// blockRecords puts a file where the sandbox records dir is: the intent
+// record cannot be written, even by root.
+func blockRecords(t *testing.T, s *Service, _ *fakeWorld) {
+	if err := os.Remove(s.sandboxesDir()); err != nil {
+		t.Fatal(err)
+	}
+	writeFile(t, s.sandboxesDir(), "not a dir")
+}
+
+// noHostResolvConf makes step 6 fail: the pod gives no DNS config and the
+// host's resolv.conf is missing.
+func noHostResolvConf(t *testing.T, s *Service, _ *fakeWorld) {
+	s.cfg.HostResolvConf = filepath.Join(t.TempDir(), "missing")
+}
+
+// blockReadyRecord makes the ready record fail to replace the intent: once
+// CNI ADD ran, a directory (which rename cannot replace, even for root)
+// takes the record file's place.
+func blockReadyRecord(t *testing.T, s *Service, f *fakeWorld) {
+	f.hook["setup"] = func(id string) {
+		path := s.sandboxRecordPath(id)
+		if err := os.Remove(path); err != nil {
+			t.Error(err)
+		}
+		writeFile(t, filepath.Join(path, "blocker"), "")
+	}
+}
