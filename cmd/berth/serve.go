@@ -57,9 +57,9 @@ runs in the daemon on its own socket unless --agent=false.`,
 // goroutines' stacks to stderr.
 func serve(ctx context.Context, cfg config.Config, agentOpts *agentFlags) error {
 	log := newLogger(cfg)
+	defer dumpStacksOnSignal(os.Stderr)()
 	ctx, stop := signal.NotifyContext(ctx, syscall.SIGTERM, syscall.SIGINT)
 	defer stop()
-	dumpStacksOnSignal(ctx, os.Stderr)
 	if err := checkCgroupDriver(cfg); err != nil {
 		return err
 	}

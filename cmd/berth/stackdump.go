@@ -1,7 +1,6 @@
 package main
 
 import (
-	"context"
 	"fmt"
 	"io"
 	"os"
@@ -13,22 +12,23 @@ import (
 
 // dumpStacksOnSignal writes every goroutine's stack to w each time the
 // daemon gets SIGUSR1, as containerd and CRI-O do, so that a daemon that
-// seems stuck can be looked into without stopping it. It returns when ctx
-// ends.
-func dumpStacksOnSignal(ctx context.Context, w io.Writer) {
+// seems stuck — in shutdown too — can be looked into without stopping it.
+// The returned func ends it.
+func dumpStacksOnSignal(w io.Writer) (stop func()) {
 	sigs := make(chan os.Signal, 1)
 	signal.Notify(sigs, syscall.SIGUSR1)
+	done := make(chan struct{})
 	go func() {
-		defer signal.Stop(sigs)
 		for {
 			select {
-			case <-ctx.Done():
+			case <-done:
 				return
 			case <-sigs:
 				writeStacks(w)
 			}
 		}
 	}()
+	return func() { signal.Stop(sigs); close(done) }
 }
 
 // writeStacks writes all goroutines' stacks between two marker lines.

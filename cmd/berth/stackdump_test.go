@@ -2,7 +2,6 @@ package main
 
 import (
 	"bytes"
-	"context"
 	"strings"
 	"sync"
 	"syscall"
@@ -29,10 +28,9 @@ func (l *lockedBuffer) String() string {
 }
 
 func TestSIGUSR1DumpsStacks(t *testing.T) {
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
 	var out lockedBuffer
-	dumpStacksOnSignal(ctx, &out)
+	stop := dumpStacksOnSignal(&out)
+	defer stop()
 	if err := syscall.Kill(syscall.Getpid(), syscall.SIGUSR1); err != nil {
 		t.Fatal(err)
 	}

@@ -55,7 +55,9 @@ type Config struct {
 	// Clock is what the agent reads the time from and waits with (syncs'
 	// timers, back-offs, the relist ticker, event resubscription, pod
 	// events' times, deletion deadlines); default the real clock. Tests
-	// pass a fake one.
+	// pass a fake one. Crash back-off compares it with the exit times the
+	// runtime reports, and probes keep their own real timers: both assume
+	// wall time.
 	Clock  clock.WithTicker
 	Logger *slog.Logger
 }
@@ -121,6 +123,29 @@ func New(cfg Config) (*Agent, error) {
 		}
 		cfg.NodeName = host
 	}
+	cfg = cfg.withDefaults()
+	sourceStore, err := sourcestore.Open(filepath.Join(cfg.RootDir, "sources"))
+	if err != nil {
+		return nil, fmt.Errorf("agent: %w", err)
+	}
+	log := cfg.Logger.With("component", "agent")
+	a := &Agent{
+		cfg: cfg, log: log,
+		deps:           newSyncDeps(cfg, sourceStore, log),
+		relistRequests: make(chan struct{}, 1),
+		workers:        map[string]*podWorker{},
+		current:        map[string]string{},
+		configMaps:     map[string]*configMapEntry{},
+		secrets:        map[string]*secretEntry{},
+		watches:        map[string]context.CancelFunc{},
+	}
+	a.life, a.endLife = context.WithCancel(context.Background())
+	a.deps.probes = probe.NewManager(cfg.Runtime, probe.Options{SecondsUnit: cfg.ProbeSecond, OnAttempt: a.probeAttempt})
+	return a, nil
+}
+
+// withDefaults fills the optional fields New leaves to defaults.
+func (cfg Config) withDefaults() Config {
 	if cfg.RelistPeriod <= 0 {
 		cfg.RelistPeriod = DefaultRelistPeriod
 	}
@@ -133,38 +158,26 @@ func New(cfg Config) (*Agent, error) {
 	if cfg.Clock == nil {
 		cfg.Clock = clock.RealClock{}
 	}
-	sourceStore, err := sourcestore.Open(filepath.Join(cfg.RootDir, "sources"))
-	if err != nil {
-		return nil, fmt.Errorf("agent: %w", err)
+	return cfg
+}
+
+// newSyncDeps is what every pod worker of the agent syncs with.
+func newSyncDeps(cfg Config, sources *sourcestore.Store, log *slog.Logger) *syncDeps {
+	return &syncDeps{
+		runtime:       cfg.Runtime,
+		images:        cfg.Images,
+		volumes:       &volume.Manager{Root: cfg.RootDir},
+		sources:       sources,
+		crashBackoff:  backoff.New(cfg.Backoff),
+		pullBackoff:   backoff.New(cfg.Backoff),
+		clock:         cfg.Clock,
+		log:           log,
+		node:          readNode(),
+		runtimeName:   cfg.RuntimeName,
+		systemdCgroup: cfg.SystemdCgroup,
+		rootDir:       cfg.RootDir,
+		podLogDir:     cfg.PodLogDir,
 	}
-	log := cfg.Logger.With("component", "agent")
-	a := &Agent{
-		cfg: cfg, log: log,
-		deps: &syncDeps{
-			runtime:       cfg.Runtime,
-			images:        cfg.Images,
-			volumes:       &volume.Manager{Root: cfg.RootDir},
-			sources:       sourceStore,
-			crashBackoff:  backoff.New(cfg.Backoff),
-			pullBackoff:   backoff.New(cfg.Backoff),
-			clock:         cfg.Clock,
-			log:           log,
-			node:          readNode(),
-			runtimeName:   cfg.RuntimeName,
-			systemdCgroup: cfg.SystemdCgroup,
-			rootDir:       cfg.RootDir,
-			podLogDir:     cfg.PodLogDir,
-		},
-		relistRequests: make(chan struct{}, 1),
-		workers:        map[string]*podWorker{},
-		current:        map[string]string{},
-		configMaps:     map[string]*configMapEntry{},
-		secrets:        map[string]*secretEntry{},
-		watches:        map[string]context.CancelFunc{},
-	}
-	a.life, a.endLife = context.WithCancel(context.Background())
-	a.deps.probes = probe.NewManager(cfg.Runtime, probe.Options{SecondsUnit: cfg.ProbeSecond, OnAttempt: a.probeAttempt})
-	return a, nil
 }
 
 // Run recovers the pods the runtime holds, then keeps every pod in sync

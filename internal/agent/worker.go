@@ -68,8 +68,9 @@ func (w *podWorker) trigger() {
 // true, and the caller forgets the worker) or ctx ends.
 func (w *podWorker) run(ctx context.Context) bool {
 	defer close(w.done)
-	timer := w.deps.clock.NewTimer(0) // the first sync runs at once
+	timer := w.deps.clock.NewTimer(idleResync)
 	defer timer.Stop()
+	w.trigger() // the first sync runs at once, on a fake clock too
 	for {
 		select {
 		case <-ctx.Done():

@@ -49,11 +49,11 @@ func startCluster(t *testing.T) *cluster {
 	})
 	c := &cluster{t: t, cp: cp, kubelet: k, berth: d, kubectlBin: filepath.Join(bin, "kubectl")}
 	k.Start(d.Socket)
-	c.waitFor("node localhost to be Ready", 2*time.Minute, func() bool {
+	c.waitFor(t, "node localhost to be Ready", 2*time.Minute, func() bool {
 		out, _ := c.try("get", "node", "localhost", "-o", `jsonpath={.status.conditions[?(@.type=="Ready")].status}`)
 		return out == "True"
 	})
-	c.waitFor("the default service account", time.Minute, func() bool {
+	c.waitFor(t, "the default service account", time.Minute, func() bool {
 		_, err := c.try("get", "serviceaccount", "default")
 		return err == nil
 	})
@@ -93,7 +93,7 @@ func (c *cluster) teardown() {
 	}
 	c.kubectl("delete", "deployments,jobs,pods", "--all", "--all-namespaces", "--wait=false")
 	c.kubectl("delete", "namespaces", "-l", "e2e-framework", "--wait=false") // left by a failed conformance spec
-	c.waitFor("kubelet to remove every sandbox and container from berth", 5*time.Minute, c.berthEmpty)
+	c.waitFor(c.t, "kubelet to remove every sandbox and container from berth", 5*time.Minute, c.berthEmpty)
 }
 
 // berthEmpty reports whether berth lists no sandbox and no container.
@@ -172,18 +172,32 @@ func (c *cluster) kubectlT(t *testing.T, args ...string) string {
 	return out
 }
 
-// waitFor polls cond until it holds; on timeout it fails with the end of
-// kubelet's log.
-func (c *cluster) waitFor(what string, timeout time.Duration, cond func() bool) {
-	c.t.Helper()
-	c.kubelet.WaitFor(what, timeout, func() bool {
-		c.cp.CheckRunning()
-		if died := c.kubelet.Died(); died != "" {
-			harness.Summarize("%s: %s", c.t.Name(), died)
-			c.t.Fatal(died)
+// waitFor polls cond until it holds. It fails t (the test or subtest
+// waiting) at once when kubelet or a control plane component exited, and
+// on timeout with the end of kubelet's log.
+func (c *cluster) waitFor(t *testing.T, what string, timeout time.Duration, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(timeout)
+	for !cond() {
+		down := c.kubelet.Died()
+		if down == "" {
+			down = c.cp.Down()
 		}
-		return cond()
-	})
+		if down != "" {
+			harness.Summarize("%s: %s", t.Name(), firstLine(down))
+			t.Fatal(down)
+		}
+		if time.Now().After(deadline) {
+			harness.Summarize("%s: timed out after %v waiting for %s", t.Name(), timeout, what)
+			t.Fatalf("timed out after %v waiting for %s\n%s", timeout, what, c.kubelet.LogTail(60))
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+}
+
+func firstLine(s string) string {
+	first, _, _ := strings.Cut(s, "\n")
+	return first
 }
 
 // dumpStacks puts berth's goroutine stacks in its log and kubelet's in

@@ -49,7 +49,7 @@ func (c *cluster) testLogRotation(t *testing.T) {
 	dir := filepath.Join(c.kubelet.PodLogs, "default_chatty_"+uid, "chatty")
 	var files []string
 	var seen map[int]int
-	c.waitFor("every line of chatty in its logs", 3*time.Minute, func() bool {
+	c.waitFor(t, "every line of chatty in its logs", 3*time.Minute, func() bool {
 		var err error
 		files, seen, err = readLogs(dir)
 		return err == nil && len(seen) == chattyLines

@@ -48,7 +48,7 @@ spec:
 // proxies to kubelet's server and kubelet to berth's streaming server.
 func (c *cluster) testTools(t *testing.T) {
 	c.apply(t, talkPod)
-	c.waitFor("containers ticker, shell and web to run", 2*time.Minute, func() bool {
+	c.waitFor(t, "containers ticker, shell and web to run", 2*time.Minute, func() bool {
 		out, _ := c.try("get", "pod", "talk", "-o", `jsonpath={.status.containerStatuses[?(@.state.running)].name}`)
 		f := strings.Fields(out)
 		return contains(f, "ticker") && contains(f, "shell") && contains(f, "web")
@@ -88,7 +88,7 @@ func (c *cluster) testLogs(t *testing.T) {
 	if last < first+15 {
 		t.Fatalf("logs -f ended after ticks %d..%d: %v", first, last, ctx.Err())
 	}
-	c.waitFor("crasher to restart", 2*time.Minute, func() bool { return c.restarts(t, "talk", "crasher") == "1" })
+	c.waitFor(t, "crasher to restart", 2*time.Minute, func() bool { return c.restarts(t, "talk", "crasher") == "1" })
 	if prev := c.kubectlT(t, "logs", "--previous", "talk", "-c", "crasher"); prev != "crashing" {
 		t.Errorf("logs --previous = %q, want crashing", prev)
 	}

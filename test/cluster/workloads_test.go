@@ -61,7 +61,7 @@ func (c *cluster) testDeployment(t *testing.T) {
 func (c *cluster) waitPods(t *testing.T, selector string, n int) {
 	t.Helper()
 	key, value, _ := strings.Cut(selector, "=")
-	c.waitFor(fmt.Sprintf("%d pods %s in the API and in berth", n, selector), 3*time.Minute, func() bool {
+	c.waitFor(t, fmt.Sprintf("%d pods %s in the API and in berth", n, selector), 3*time.Minute, func() bool {
 		out, err := c.try("get", "pods", "-l", selector, "-o", "jsonpath={.items[*].metadata.name}")
 		if err != nil || len(strings.Fields(out)) != n {
 			return false
@@ -166,7 +166,7 @@ func (c *cluster) testLifecycle(t *testing.T) {
 		t.Errorf("postStart hook and sidecar: got %q", out)
 	}
 	c.kubectlT(t, "exec", "lifecycle", "-c", "flaky", "--", "touch", "/tmp/broken")
-	c.waitFor("the liveness probe to restart flaky", 2*time.Minute, func() bool { return c.restarts(t, "lifecycle", "flaky") == "1" })
+	c.waitFor(t, "the liveness probe to restart flaky", 2*time.Minute, func() bool { return c.restarts(t, "lifecycle", "flaky") == "1" })
 	c.kubectlT(t, "wait", "--for=condition=Ready", "pod/lifecycle", "--timeout=2m")
 	c.kubectlT(t, "delete", "pod/lifecycle", "--timeout=2m")
 	if b, err := os.ReadFile(filepath.Join(hostDir, "prestop")); err != nil || string(b) != "stopping\n" {

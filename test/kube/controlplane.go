@@ -179,11 +179,20 @@ func (cp *ControlPlane) waitReady() {
 
 // CheckRunning fails the test when a component exited.
 func (cp *ControlPlane) CheckRunning() {
+	if down := cp.Down(); down != "" {
+		cp.t.Fatal(down)
+	}
+}
+
+// Down says which component exited, with the end of its log; "" while
+// all run.
+func (cp *ControlPlane) Down() string {
 	for _, p := range cp.processes {
 		if p.Exited() {
-			cp.t.Fatalf("%s exited: %s\n%s", p.Name, p.ExitStatus(), p.LogTail(40))
+			return fmt.Sprintf("%s exited: %s\n%s", p.Name, p.ExitStatus(), p.LogTail(40))
 		}
 	}
+	return ""
 }
 
 // stop ends the components in reverse order; a failed test shows the end

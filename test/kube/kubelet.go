@@ -306,3 +306,6 @@ func (k *Kubelet) Died() string {
 	end := min(from+8, len(lines))
 	return fmt.Sprintf("kubelet exited: %s; its log: %s", k.proc.ExitStatus(), strings.Join(lines[from:end], " | "))
 }
+
+// LogTail is the end of kubelet's log, with a header.
+func (k *Kubelet) LogTail(n int) string { return k.proc.LogTail(n) }

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"os/signal"
 	"path/filepath"
 	"regexp"
 	"strconv"
@@ -117,6 +118,11 @@ func Run(ctx context.Context, t *testing.T, dir string, o Options) {
 	cmdline := o.Command()
 	ctx, cancel := context.WithTimeout(ctx, o.Timeout+5*time.Minute)
 	defer cancel()
+	// ginkgo and e2e.test are in a process group of their own, which a
+	// Ctrl-C of the test does not reach: SIGINT or SIGTERM ends the run
+	// (the group), and the test then tears the cluster down.
+	ctx, stopSignals := signal.NotifyContext(ctx, syscall.SIGINT, syscall.SIGTERM)
+	defer stopSignals()
 	cmd := exec.CommandContext(ctx, cmdline[0], cmdline[1:]...)
 	cmd.Dir = o.ReportDir
 	// ginkgo runs e2e.test in processes of its own: a cancelled run ends
