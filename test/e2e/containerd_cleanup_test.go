@@ -56,6 +56,13 @@ func (c *ctrdNode) teardown() {
 			t.Errorf("%s exited during the test: %v", p.Name, p.ExitStatus())
 		}
 	}
+	if c.ctrd.Running() && c.ctrd.rt != nil {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		if sandboxes, containers, err := c.ctrd.listAll(ctx); err == nil {
+			c.seen.runtime(sandboxes, containers) // before the agent deletes them
+		}
+		cancel()
+	}
 	if c.agent.Running() && c.ctrd.Running() {
 		c.drain()
 	}

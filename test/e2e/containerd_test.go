@@ -117,8 +117,11 @@ func (c *containerd) checkOffline() error {
 	defer cancel()
 	const ref = "docker.io/berth-test/absent:offline"
 	_, err := c.img.PullImage(ctx, &runtimeapi.PullImageRequest{Image: &runtimeapi.ImageSpec{Image: ref}})
-	if err == nil || !strings.Contains(err.Error(), strings.TrimPrefix(offlineServer, "http://")) {
-		return fmt.Errorf("pull of %s: %v; want a failure at %s", ref, err, offlineServer)
+	if err == nil {
+		return fmt.Errorf("pull of %s succeeded; want a failure at %s", ref, offlineServer)
+	}
+	if !strings.Contains(err.Error(), strings.TrimPrefix(offlineServer, "http://")) {
+		return fmt.Errorf("pull of %s: %w; want a failure at %s", ref, err, offlineServer)
 	}
 	return nil
 }
@@ -200,8 +203,11 @@ func (c *containerd) importImages(archive string) error {
 	defer cancel()
 	for _, ref := range []string{pauseRef, busyboxRef} {
 		resp, err := c.img.ImageStatus(ctx, &runtimeapi.ImageStatusRequest{Image: &runtimeapi.ImageSpec{Image: ref}})
-		if err != nil || resp.GetImage() == nil {
-			return fmt.Errorf("the CRI plugin does not list %s after the import (error %v)", ref, err)
+		if err != nil {
+			return fmt.Errorf("the CRI plugin's status of %s after the import: %w", ref, err)
+		}
+		if resp.GetImage() == nil {
+			return fmt.Errorf("the CRI plugin does not list %s after the import", ref)
 		}
 	}
 	return nil
