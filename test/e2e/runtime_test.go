@@ -63,13 +63,15 @@ var runtimes = []runtimeKind{
 }
 
 // onEachRuntime runs a scenario on every runtime, as subtests named after
-// the runtimes.
+// the runtimes. They run side by side (each runtime has its own
+// directories, network and subnet); the scenarios one after the other.
 func onEachRuntime(t *testing.T, scenario func(t *testing.T, n *node)) {
 	for _, kind := range runtimes {
 		t.Run(kind.name, func(t *testing.T) {
 			if reason := kind.skip(); reason != "" {
 				t.Skip(reason)
 			}
+			t.Parallel()
 			scenario(t, startNode(t, kind))
 		})
 	}
