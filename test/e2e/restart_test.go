@@ -8,7 +8,8 @@ import (
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 )
 
-// kill -9 of the daemon (and so of its agent): the pod keeps running, and
+// kill -9 of the agent (of berth serve with it, on berth): the pod keeps
+// running, and
 // the restarted agent picks it up from the runtime's labels with its
 // restart count, without creating anything twice.
 func TestAgentRestartKeepsPodsAndRestartCounts(t *testing.T) {

@@ -57,7 +57,7 @@ spec:
 
 // 5 MB of ConfigMaps and a Secret: the pod runs and reads them, the CRI
 // never shows the Secret's value nor carries the sources, and after kill -9
-// of the daemon the agent finds the sources again (a crashed container is
+// of the agent (of berth serve, on berth) it finds the sources again (a crashed container is
 // started again with the Secret in its env and its volumes intact).
 func TestLargeSourcesAndSecretsStayOutOfCRI(t *testing.T) {
 	onEachRuntime(t, largeSourcesAndSecretsStayOutOfCRI)
