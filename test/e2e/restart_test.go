@@ -9,9 +9,8 @@ import (
 )
 
 // kill -9 of the agent (of berth serve with it, on berth): the pod keeps
-// running, and
-// the restarted agent picks it up from the runtime's labels with its
-// restart count, without creating anything twice.
+// running, and the restarted agent picks it up from the runtime's labels
+// with its restart count, without creating anything twice.
 func TestAgentRestartKeepsPodsAndRestartCounts(t *testing.T) {
 	onEachRuntime(t, agentRestartKeepsPodsAndRestartCounts)
 }
