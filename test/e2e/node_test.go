@@ -61,13 +61,18 @@ func (n *node) startAgent() {
 	n.waitAgent()
 }
 
-// waitAgent waits until the agent answers (it starts after the runtime).
+// waitAgent waits until the agent lists its pods: it starts after the
+// runtime, and answers reads once it has recovered them.
 func (n *node) waitAgent() {
 	n.t.Helper()
 	deadline := time.Now().Add(30 * time.Second)
-	for !n.client.Reachable(context.Background()) {
+	for {
+		_, err := n.client.ListPods(context.Background(), "")
+		if err == nil {
+			return
+		}
 		if time.Now().After(deadline) {
-			n.t.Fatalf("the agent did not answer on %s within 30s\n%s", n.client.Socket(), n.rt.logTail(40))
+			n.t.Fatalf("the agent on %s does not list its pods after 30s: %v\n%s", n.client.Socket(), err, n.rt.logTail(40))
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
