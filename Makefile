@@ -50,16 +50,16 @@ image: ## build a busybox image from busybox-static and import it as docker.io/l
 	$(GO) run ./test/testimage/cmd/mkimage -o $(BIN)/busybox-oci.tar
 	$(PREFIX)/bin/berth image import --root $(ROOT_DIR) $(BIN)/busybox-oci.tar
 
-test: vet ## unit (with the fuzz targets' seed corpora), integration, e2e and containerd tests, all with the race detector (the root suites skip when not root)
+test: vet ## unit (with the fuzz targets' seed corpora), integration and e2e tests (the agent on berth and on containerd), all with the race detector (the root suites skip when not root)
 	BERTH_TEST_RACE=1 $(GO) test -race -count=1 ./...
 
 test-unit: ## unit tests only
-	$(GO) test -count=1 $$($(GO) list ./... | grep -v -e /test/integration -e /test/e2e -e /test/containerd)
+	$(GO) test -count=1 $$($(GO) list ./... | grep -v -e /test/integration -e /test/e2e)
 
 test-integration: ## root integration tests against a live berth serve
 	$(GO) test -count=1 -v ./test/integration/
 
-test-e2e: ## root end-to-end tests: Pod YAML through the agent of a live berth serve
+test-e2e: ## root end-to-end tests: Pod YAML through the agent, each scenario on berth serve and on containerd (skipped without containerd)
 	$(GO) test -count=1 -v ./test/e2e/
 
 # Native Go fuzz targets, package:FuzzName. `make test` runs their seed

@@ -36,7 +36,14 @@ func startTestAgent(t *testing.T, rt *criclienttest.Runtime) *testAgent {
 // dir: a second agent started in the same dir finds the first's store.
 func startTestAgentIn(t *testing.T, rt *criclienttest.Runtime, dir string) *testAgent {
 	t.Helper()
-	a, vols := newTestAgent(t, rt, dir, clock.RealClock{})
+	return startTestAgentWith(t, rt, dir, &fakeVolumes{root: dir + "/root"})
+}
+
+// startTestAgentWith is startTestAgentIn with the given volumes.
+func startTestAgentWith(t *testing.T, rt *criclienttest.Runtime, dir string, vols *fakeVolumes) *testAgent {
+	t.Helper()
+	a, _ := newTestAgent(t, rt, dir, clock.RealClock{})
+	a.deps.volumes = vols
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- a.Run(ctx) }()
@@ -270,6 +277,40 @@ spec:
 	time.Sleep(300 * time.Millisecond) // a few relists
 	if sandboxes, containers := rt.Counts(); sandboxes != 1 || containers != 2 {
 		t.Errorf("after the restart the runtime holds %d sandboxes and %d containers; want 1 and 2", sandboxes, containers)
+	}
+}
+
+// A restarted agent shows its pods as they run from the moment it is
+// ready, while their workers' first syncs still set their volumes up
+// (held here): `berth exec` right after a restart finds the container.
+func TestRecoveredPodsShowTheirStatusAtOnce(t *testing.T) {
+	rt := criclienttest.New()
+	dir := t.TempDir()
+	first := startTestAgentIn(t, rt, dir)
+	first.apply(t, `
+apiVersion: v1
+kind: Pod
+metadata: {name: survivor}
+spec:
+  containers:
+  - {name: app, image: busybox, imagePullPolicy: IfNotPresent, command: [sleep, "1000"]}
+`)
+	waitFor(t, "survivor runs after one restart", func() bool {
+		st := ctrStatus(first.pod(t, "survivor"), "app")
+		if st.State.Running != nil && st.RestartCount == 0 {
+			if err := rt.Exit("app", 1); err != nil {
+				t.Fatal(err)
+			}
+		}
+		return st.State.Running != nil && st.RestartCount == 1
+	})
+	first.stop()
+	gate := make(chan struct{})
+	defer close(gate)
+	second := startTestAgentWith(t, rt, dir, &fakeVolumes{root: dir + "/root", setupGate: gate})
+	pod := second.pod(t, "survivor")
+	if st := ctrStatus(pod, "app"); pod.Status.Phase != v1.PodRunning || st.State.Running == nil || st.RestartCount != 1 {
+		t.Errorf("right after recovery: phase %s, app %+v; want Running, the app running with 1 restart", pod.Status.Phase, st)
 	}
 }
 

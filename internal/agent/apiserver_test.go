@@ -33,6 +33,26 @@ func serveAPI(t *testing.T, a *Agent) *agentapi.Client {
 	return agentapi.NewClient(socket)
 }
 
+// Until the agent has recovered its pods its API answers no read (an
+// empty list would say that no pod runs), though it is reachable.
+func TestAPIRefusesReadsWhileRecovering(t *testing.T) {
+	a, err := New(Config{Runtime: criclienttest.New(), Images: criclienttest.New(), RootDir: t.TempDir(), PodLogDir: t.TempDir(), Logger: slog.New(slog.DiscardHandler)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	client := serveAPI(t, a) // a does not Run: it never becomes ready
+	ctx := context.Background()
+	if _, err := client.ListPods(ctx, ""); err == nil || !strings.Contains(err.Error(), "recovering its pods") {
+		t.Errorf("list before recovery: %v; want a refusal saying the agent is recovering", err)
+	}
+	if _, err := client.DescribePod(ctx, "default", "any"); err == nil || !strings.Contains(err.Error(), "recovering its pods") {
+		t.Errorf("describe before recovery: %v; want the same refusal, not not-found", err)
+	}
+	if !client.Reachable(ctx) {
+		t.Error("Reachable before recovery: false; want true (an agent answers: none is to be started)")
+	}
+}
+
 func TestAPIAppliesListsDescribesAndDeletes(t *testing.T) {
 	a := startTestAgent(t, criclienttest.New())
 	client := serveAPI(t, a.Agent)

@@ -95,6 +95,10 @@ func checkUIDs(b *manifest.Bundle) error {
 	return nil
 }
 
+// Ready refuses reads of the API until Run has recovered the pods, and
+// once it is stopping.
+func (a *Agent) Ready() error { return a.checkReady() }
+
 // checkReady refuses requests until Run has recovered the pods, and once
 // it is stopping.
 func (a *Agent) checkReady() error {

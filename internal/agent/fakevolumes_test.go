@@ -18,9 +18,18 @@ type fakeVolumes struct {
 	torndown []string
 	sweeps   int                        // TeardownOrphans calls
 	sources  map[string]podspec.Sources // by pod uid, as last set up
+	// setupGate, when set, holds every Setup until it is closed.
+	setupGate chan struct{}
 }
 
-func (v *fakeVolumes) Setup(_ context.Context, pod *v1.Pod, sources podspec.Sources, _ podspec.Downward) (podspec.VolumePaths, error) {
+func (v *fakeVolumes) Setup(ctx context.Context, pod *v1.Pod, sources podspec.Sources, _ podspec.Downward) (podspec.VolumePaths, error) {
+	if v.setupGate != nil {
+		select {
+		case <-v.setupGate:
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
+	}
 	v.mu.Lock()
 	if v.sources == nil {
 		v.sources = map[string]podspec.Sources{}

@@ -37,6 +37,7 @@ func (a *Agent) recoverPods(ctx context.Context) error {
 		return fmt.Errorf("agent: recover: list sandboxes: %w", err)
 	}
 	recovered := a.recoverSandboxes(sandboxes)
+	observed := a.observeAll(ctx, recovered)
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	dirs := map[string]bool{}
@@ -55,6 +56,9 @@ func (a *Agent) recoverPods(ctx context.Context) error {
 			continue
 		}
 		w := a.startWorkerLocked(d)
+		if obs, ok := observed[string(d.pod.UID)]; ok {
+			w.adoptStatus(d, obs)
+		}
 		if len(d.sourcesMissing) > 0 {
 			w.record(agentapi.EventWarning, "SourcesNotFound", "", "The agent's store lacks "+strings.Join(d.sourcesMissing, ", ")+
 				": the pod is left as it is until its manifests are applied again")
@@ -105,6 +109,27 @@ func (a *Agent) teardownOrphans(ctx context.Context, keep map[string]bool) {
 	if err := a.deps.sources.RemoveExcept(keep); err != nil {
 		a.log.Warn("recover: remove the sources of pods that are gone", "error", err)
 	}
+}
+
+// observeAll observes each recovered pod in the runtime, so that the API
+// shows it as it runs from the moment the agent is ready: its worker's
+// first sync computes a status only after setting its volumes up again
+// (5 MB of ConfigMaps take a while), and until then `berth exec` would
+// find nothing running. A pod that cannot be observed waits for that sync.
+func (a *Agent) observeAll(ctx context.Context, recovered []desiredPod) map[string]observation {
+	out := map[string]observation{}
+	for _, d := range recovered {
+		if d.terminating() {
+			continue
+		}
+		obs, err := a.deps.observe(ctx, string(d.pod.UID))
+		if err != nil {
+			a.log.Debug("recover: observe", "pod", d.key(), "error", err)
+			continue
+		}
+		out[string(d.pod.UID)] = obs
+	}
+	return out
 }
 
 // recoverSandboxes reads the desired pods back from the newest sandbox of

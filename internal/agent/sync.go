@@ -180,9 +180,24 @@ func (w *podWorker) trackProbes(pod *v1.Pod, obs observation) {
 
 // updateStatus computes the pod's status from what the runtime holds now.
 func (w *podWorker) updateStatus(d desiredPod, obs observation, acts plan.Actions) {
+	w.setStatus(d, obs, acts, false)
+}
+
+// adoptStatus gives a recovered pod the status of what the runtime held
+// at recovery, unless its worker has synced already.
+func (w *podWorker) adoptStatus(d desiredPod, obs observation) {
+	w.setStatus(d, obs, plan.Actions{}, true)
+}
+
+// setStatus computes the status from obs; onlyFirst leaves a status a sync
+// computed alone.
+func (w *podWorker) setStatus(d desiredPod, obs observation, acts plan.Actions, onlyFirst bool) {
 	probes := w.probeStatuses(obs.plan)
 	w.mu.Lock()
 	defer w.mu.Unlock()
+	if onlyFirst && w.synced {
+		return
+	}
 	var previous *v1.PodStatus
 	if w.synced {
 		previous = &w.status

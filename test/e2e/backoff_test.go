@@ -16,7 +16,10 @@ import (
 // lastState. Each run notes its start (the host's uptime) in a hostPath
 // file, so the delays are measured where they happen.
 func TestCrashingContainerRestartsWithGrowingBackOff(t *testing.T) {
-	n := startNode(t)
+	onEachRuntime(t, crashingContainerRestartsWithGrowingBackOff)
+}
+
+func crashingContainerRestartsWithGrowingBackOff(t *testing.T, n *node) {
 	hostDir := t.TempDir()
 	writeFile(t, filepath.Join(hostDir, "starts"), "")
 	n.apply("crash.yaml", `

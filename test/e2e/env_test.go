@@ -8,8 +8,9 @@ import (
 )
 
 // $(VAR) expansion in env, command and args, and every valueFrom kind.
-func TestEnvExpansionAndValueFrom(t *testing.T) {
-	n := startNode(t)
+func TestEnvExpansionAndValueFrom(t *testing.T) { onEachRuntime(t, envExpansionAndValueFrom) }
+
+func envExpansionAndValueFrom(t *testing.T, n *node) {
 	n.apply("env.yaml", `
 apiVersion: v1
 kind: ConfigMap

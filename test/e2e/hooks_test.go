@@ -13,8 +13,9 @@ import (
 // postStart runs right after the start; on delete preStop runs first and
 // the container, which ignores SIGTERM, is killed when the grace period
 // runs out.
-func TestHooksAndGracePeriod(t *testing.T) {
-	n := startNode(t)
+func TestHooksAndGracePeriod(t *testing.T) { onEachRuntime(t, hooksAndGracePeriod) }
+
+func hooksAndGracePeriod(t *testing.T, n *node) {
 	hostDir := t.TempDir()
 	n.apply("hooks.yaml", `
 apiVersion: v1
@@ -53,7 +54,10 @@ spec:
 // A failing postStart hook kills the container (FailedPostStartHook), and
 // the restart policy brings it back.
 func TestFailedPostStartHookRestartsTheContainer(t *testing.T) {
-	n := startNode(t)
+	onEachRuntime(t, failedPostStartHookRestartsTheContainer)
+}
+
+func failedPostStartHookRestartsTheContainer(t *testing.T, n *node) {
 	n.apply("badhook.yaml", `
 apiVersion: v1
 kind: Pod

@@ -11,7 +11,10 @@ import (
 // starts before the app (its startup probe gates the app) and keeps
 // running; the app sees what each wrote, in order.
 func TestInitContainersAndSidecarStartInOrder(t *testing.T) {
-	n := startNode(t)
+	onEachRuntime(t, initContainersAndSidecarStartInOrder)
+}
+
+func initContainersAndSidecarStartInOrder(t *testing.T, n *node) {
 	n.apply("web.yaml", `
 apiVersion: v1
 kind: Pod
@@ -69,7 +72,10 @@ spec:
 // Under restartPolicy Never the sidecar is stopped once the app completed,
 // and the pod succeeds.
 func TestSidecarStopsAfterTheAppCompletes(t *testing.T) {
-	n := startNode(t)
+	onEachRuntime(t, sidecarStopsAfterTheAppCompletes)
+}
+
+func sidecarStopsAfterTheAppCompletes(t *testing.T, n *node) {
 	n.apply("job.yaml", `
 apiVersion: v1
 kind: Pod

@@ -30,8 +30,9 @@ spec:
 // `berth run -f DIR`: the agent watches the directory; files added,
 // changed and removed add, replace and remove pods; `berth delete -f DIR`
 // stops the watch and deletes the pods.
-func TestManifestDirectoryIsWatched(t *testing.T) {
-	n := startNode(t)
+func TestManifestDirectoryIsWatched(t *testing.T) { onEachRuntime(t, manifestDirectoryIsWatched) }
+
+func manifestDirectoryIsWatched(t *testing.T, n *node) {
 	dir := t.TempDir()
 	n.watched = append(n.watched, dir)
 	writeFile(t, filepath.Join(dir, "a.yaml"), dirPod("a", "one"))
@@ -102,7 +103,10 @@ func waitGone(t *testing.T, n *node, name string) {
 // restarted agent watch any directory), and after a restart does not
 // watch again a directory that others can now write.
 func TestWatchedDirectoryMustBeRootOnly(t *testing.T) {
-	n := startNode(t)
+	onEachRuntime(t, watchedDirectoryMustBeRootOnly)
+}
+
+func watchedDirectoryMustBeRootOnly(t *testing.T, n *node) {
 	open := t.TempDir()
 	if err := os.Chmod(open, 0o777); err != nil {
 		t.Fatal(err)
@@ -125,12 +129,11 @@ func TestWatchedDirectoryMustBeRootOnly(t *testing.T) {
 	writeFile(t, filepath.Join(dir, "a.yaml"), dirPod("a", "one"))
 	n.must("run", "-d", "-f", dir)
 	first := n.waitPod("a", "a runs", running("app"))
-	n.Kill9()
+	n.rt.killAgent()
 	if err := os.Chmod(dir, 0o777); err != nil {
 		t.Fatal(err)
 	}
-	n.Start()
-	n.waitAgent()
+	n.startAgent()
 	if p := n.waitPod("a", "a runs under the new agent", running("app")); p.UID != first.UID {
 		t.Errorf("a was replaced: %s → %s", first.UID, p.UID)
 	}
@@ -139,7 +142,7 @@ func TestWatchedDirectoryMustBeRootOnly(t *testing.T) {
 	if _, err := n.client.DescribePod(context.Background(), "default", "b"); err == nil {
 		t.Error("a pod dropped into the refused directory runs")
 	}
-	if !strings.Contains(n.LogTail(200), "watched directory refused") {
+	if !strings.Contains(n.rt.logTail(200), "watched directory refused") {
 		t.Error("the daemon's log does not say why the directory is not watched")
 	}
 	n.must("delete", "-f", dir)

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -14,50 +15,64 @@ import (
 	v1 "k8s.io/api/core/v1"
 
 	"github.com/berth-dev/berth/internal/agent/agentapi"
-	"github.com/berth-dev/berth/test/harness"
 )
 
-// node is one `berth serve` with its agent, and the test's manifests.
+// node is one runtime with its agent, and the test's manifests.
 type node struct {
-	*harness.Daemon
 	t         *testing.T
+	rt        runtime
 	client    *agentapi.Client
 	logDir    string // --pod-log-dir
 	manifests string // where apply writes the test's YAML
 	watched   []string
 }
 
-// fastAgent are the agent settings every test daemon gets: short back-off,
+// fastAgent are the agent settings every test gets: short back-off,
 // relist and directory rescans, so that the suite stays fast.
 var fastAgent = []string{
 	"--backoff-initial=500ms", "--backoff-max=4s", "--backoff-reset=1m",
 	"--relist-period=1s", "--watch-interval=500ms",
 }
 
-// startNode starts a daemon with the agent. Its cleanup deletes every pod
-// through the agent (which must leave nothing behind), then the harness
-// checks for leftovers; finally the pods' log directory must be empty.
-func startNode(t *testing.T, serveArgs ...string) *node {
+// startNode starts a runtime with its agent. Its teardown deletes every
+// pod through the agent (which must leave nothing behind) and checks for
+// leftovers; finally the pods' log directory must be empty.
+func startNode(t *testing.T, kind runtimeKind) *node {
 	t.Helper()
 	n := &node{t: t, logDir: filepath.Join(t.TempDir(), "pod-logs"), manifests: t.TempDir()}
 	t.Cleanup(n.checkLogsRemoved)
-	args := append(append([]string{"--pod-log-dir=" + n.logDir}, fastAgent...), serveArgs...)
-	n.Daemon = harness.Start(t, harness.Options{
-		BinDir: env.BinDir, Config: env.Config, Layouts: []string{env.Layout}, ServeArgs: args,
-	})
-	n.client = agentapi.NewClient(filepath.Join(n.State, agentapi.SocketName))
-	n.BeforeCleanup = n.deleteAllPods
+	n.rt = kind.start(t, append([]string{"--pod-log-dir=" + n.logDir}, fastAgent...), n.deleteAllPods)
+	n.client = agentapi.NewClient(n.rt.agentSocket())
 	n.waitAgent()
 	return n
 }
 
-// waitAgent waits until the agent answers (it starts after the CRI server).
+// restartAgent kills the agent (kill -9) and starts it again.
+func (n *node) restartAgent() {
+	n.t.Helper()
+	n.rt.killAgent()
+	n.startAgent()
+}
+
+// startAgent starts the agent after killAgent and waits until it answers.
+func (n *node) startAgent() {
+	n.t.Helper()
+	n.rt.startAgent()
+	n.waitAgent()
+}
+
+// waitAgent waits until the agent lists its pods: it starts after the
+// runtime, and answers reads once it has recovered them.
 func (n *node) waitAgent() {
 	n.t.Helper()
 	deadline := time.Now().Add(30 * time.Second)
-	for !n.client.Reachable(context.Background()) {
+	for {
+		_, err := n.client.ListPods(context.Background(), "")
+		if err == nil {
+			return
+		}
 		if time.Now().After(deadline) {
-			n.t.Fatalf("the agent did not answer on %s within 30s\n%s", n.client.Socket(), n.LogTail(40))
+			n.t.Fatalf("the agent on %s does not list its pods after 30s: %v\n%s", n.client.Socket(), err, n.rt.logTail(40))
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
@@ -90,6 +105,7 @@ func (n *node) deleteAllPods() {
 	for {
 		list, err := n.client.ListPods(ctx, "")
 		if err == nil && len(list.Items) == 0 {
+			n.checkPodDirsRemoved()
 			return
 		}
 		if ctx.Err() != nil {
@@ -102,11 +118,12 @@ func (n *node) deleteAllPods() {
 
 // remember notes a pod's uid and container ids for the leftover checks.
 func (n *node) remember(p *v1.Pod) {
-	n.KnownPodUIDs[string(p.UID)] = true
+	ids, podUIDs := n.rt.known()
+	podUIDs[string(p.UID)] = true
 	for _, st := range append(p.Status.InitContainerStatuses, p.Status.ContainerStatuses...) {
 		for _, id := range []string{st.ContainerID, terminatedID(st.LastTerminationState)} {
 			if _, raw, ok := strings.Cut(id, "://"); ok {
-				n.KnownIDs[raw] = true
+				ids[raw] = true
 			}
 		}
 	}
@@ -119,6 +136,16 @@ func terminatedID(s v1.ContainerState) string {
 	return s.Terminated.ContainerID
 }
 
+// checkPodDirsRemoved fails the test for each pod directory (volumes,
+// subPath mounts) the agent kept after deleting every pod.
+func (n *node) checkPodDirsRemoved() {
+	dir := filepath.Join(n.rt.agentRoot(), "agent", "pods")
+	entries, _ := os.ReadDir(dir)
+	for _, e := range entries {
+		n.t.Errorf("cleanup: the agent kept pod directory %s after deleting every pod", filepath.Join(dir, e.Name()))
+	}
+}
+
 func (n *node) checkLogsRemoved() {
 	entries, _ := os.ReadDir(n.logDir)
 	for _, e := range entries {
@@ -126,10 +153,16 @@ func (n *node) checkLogsRemoved() {
 	}
 }
 
+// berthCmd is a berth command with this node's global flags (first, so
+// that arguments after "--" stay the command's).
+func (n *node) berthCmd(args ...string) *exec.Cmd {
+	return exec.Command(filepath.Join(env.BinDir, "berth"), append(n.rt.flags(), args...)...)
+}
+
 // berth runs the CLI against this node; it returns stdout, stderr and the
 // error of the run.
 func (n *node) berth(args ...string) (string, string, error) {
-	cmd := n.BerthCmd(args...)
+	cmd := n.berthCmd(args...)
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	err := cmd.Run()
@@ -187,7 +220,7 @@ func (n *node) waitPod(name, what string, cond func(v1.Pod) bool) v1.Pod {
 		}
 		if time.Now().After(deadline) {
 			desc, _, _ := n.berth("describe", "pod", name)
-			n.t.Fatalf("pod %s: timed out waiting until %s (last error %v)\n%s\n%s", name, what, err, desc, n.LogTail(40))
+			n.t.Fatalf("pod %s: timed out waiting until %s (last error %v)\n%s\n%s", name, what, err, desc, n.rt.logTail(40))
 		}
 		time.Sleep(100 * time.Millisecond)
 	}

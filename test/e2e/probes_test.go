@@ -49,8 +49,9 @@ spec:
 // an httpGet liveness failure restarts the container, tcpSocket readiness
 // sees the server, and a startup probe holds readiness back until it
 // passes.
-func TestProbes(t *testing.T) {
-	n := startNode(t)
+func TestProbes(t *testing.T) { onEachRuntime(t, probes) }
+
+func probes(t *testing.T, n *node) {
 	n.apply("probed.yaml", probePod)
 	pod := n.waitPod("probed", "web ready (tcpSocket) and all running", func(p v1.Pod) bool {
 		return containerStatus(p, "web").Ready && running("flag")(p) && running("slow")(p)

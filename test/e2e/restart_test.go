@@ -8,11 +8,14 @@ import (
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 )
 
-// kill -9 of the daemon (and so of its agent): the pod keeps running, and
-// the restarted agent picks it up from the runtime's labels with its
-// restart count, without creating anything twice.
+// kill -9 of the agent (of berth serve with it, on berth): the pod keeps
+// running, and the restarted agent picks it up from the runtime's labels
+// with its restart count, without creating anything twice.
 func TestAgentRestartKeepsPodsAndRestartCounts(t *testing.T) {
-	n := startNode(t)
+	onEachRuntime(t, agentRestartKeepsPodsAndRestartCounts)
+}
+
+func agentRestartKeepsPodsAndRestartCounts(t *testing.T, n *node) {
 	n.apply("survivor.yaml", `
 apiVersion: v1
 kind: Pod
@@ -34,9 +37,7 @@ spec:
 		st := containerStatus(p, "app")
 		return st.RestartCount == 1 && st.State.Running != nil && readyPod(p)
 	})
-	n.Kill9()
-	n.Start()
-	n.waitAgent()
+	n.restartAgent()
 	after := n.waitPod("survivor", "ready again under the new agent", readyPod)
 	st, old := containerStatus(after, "app"), containerStatus(before, "app")
 	if after.UID != before.UID || st.ContainerID != old.ContainerID || st.RestartCount != 1 {
@@ -47,11 +48,11 @@ spec:
 		t.Errorf("lastState %+v; want the first run's exit 1", st.LastTerminationState)
 	}
 	ctx := context.Background()
-	sandboxes, err := n.RT.ListPodSandbox(ctx, &runtimeapi.ListPodSandboxRequest{})
+	sandboxes, err := n.rt.cri().ListPodSandbox(ctx, &runtimeapi.ListPodSandboxRequest{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	containers, err := n.RT.ListContainers(ctx, &runtimeapi.ListContainersRequest{})
+	containers, err := n.rt.cri().ListContainers(ctx, &runtimeapi.ListContainersRequest{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -28,8 +28,11 @@ spec:
 // Ctrl-C detaches while the pod keeps running; `get -o json`, `get -o
 // wide`, `describe` and the agent API report what kubectl would.
 func TestRunFollowsThenGetAndDescribeReport(t *testing.T) {
-	n := startNode(t)
-	cmd := n.BerthCmd("run", "-f", n.write("shown.yaml", statusPod))
+	onEachRuntime(t, runFollowsThenGetAndDescribeReport)
+}
+
+func runFollowsThenGetAndDescribeReport(t *testing.T, n *node) {
+	cmd := n.berthCmd("run", "-f", n.write("shown.yaml", statusPod))
 	stdout, err := cmd.StdoutPipe()
 	if err != nil {
 		t.Fatal(err)
@@ -62,7 +65,7 @@ func TestRunFollowsThenGetAndDescribeReport(t *testing.T) {
 		}
 	}
 	app := containerStatus(pod, "app")
-	if !app.Ready || app.State.Running == nil || !strings.HasPrefix(app.ContainerID, "berth://") || app.ImageID == "" {
+	if !app.Ready || app.State.Running == nil || !strings.HasPrefix(app.ContainerID, n.rt.name()+"://") || app.ImageID == "" {
 		t.Errorf("container status %+v", app)
 	}
 

@@ -58,8 +58,9 @@ spec:
 // restart; a symlink leading out of the volume is refused. Each subPath is
 // one mount under the pod's volume-subpaths directory, and deleting the
 // pod leaves none (the harness checks for leftover mounts).
-func TestSubPathMounts(t *testing.T) {
-	n := startNode(t)
+func TestSubPathMounts(t *testing.T) { onEachRuntime(t, subPathMounts) }
+
+func subPathMounts(t *testing.T, n *node) {
 	hostDir := t.TempDir()
 	if err := os.MkdirAll(filepath.Join(hostDir, "real"), 0o755); err != nil {
 		t.Fatal(err)
@@ -88,7 +89,7 @@ func TestSubPathMounts(t *testing.T) {
 			t.Errorf("%s: %q, %v; want %q", cmd, out, err, want)
 		}
 	}
-	subpaths := filepath.Join(n.Root, "agent", "pods", string(pod.UID), "volume-subpaths")
+	subpaths := filepath.Join(n.rt.agentRoot(), "agent", "pods", string(pod.UID), "volume-subpaths")
 	if mounts := harness.MountsUnder(subpaths); len(mounts) != 3 {
 		t.Errorf("mounts under %s after a restart: %v; want one per subPath (3)", subpaths, mounts)
 	}

@@ -60,8 +60,9 @@ spec:
 
 // Every volume kind the agent builds, seen from inside the container, and
 // a ConfigMap change reaching its volume without a restart.
-func TestEveryVolumeKind(t *testing.T) {
-	n := startNode(t)
+func TestEveryVolumeKind(t *testing.T) { onEachRuntime(t, everyVolumeKind) }
+
+func everyVolumeKind(t *testing.T, n *node) {
 	hostDir := t.TempDir()
 	manifest := strings.ReplaceAll(volumesPod, "HOSTDIR", hostDir)
 	n.apply("vols.yaml", manifest)

@@ -3,6 +3,7 @@ package harness
 import (
 	"context"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -58,11 +59,10 @@ type Daemon struct {
 	KnownIDs     map[string]bool
 	KnownPodUIDs map[string]bool
 
-	cmd    *exec.Cmd
-	exited chan struct{} // closed when cmd has been waited for
-	conn   *grpc.ClientConn
-	RT     runtimeapi.RuntimeServiceClient
-	Img    runtimeapi.ImageServiceClient
+	proc Process
+	conn *grpc.ClientConn
+	RT   runtimeapi.RuntimeServiceClient
+	Img  runtimeapi.ImageServiceClient
 }
 
 // Start starts a daemon with fresh directories, imports the layouts and
@@ -141,23 +141,13 @@ func (d *Daemon) Start() {
 
 // Launch starts `berth serve` and waits until it is ready.
 func (d *Daemon) Launch() error {
-	logFile, err := os.OpenFile(d.LogPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
-	if err != nil {
-		return fmt.Errorf("daemon log: %w", err)
-	}
-	defer logFile.Close()
-	fmt.Fprintf(logFile, "=== berth serve started at %s\n", time.Now().Format(time.RFC3339Nano))
 	args := append(append([]string{"serve"}, d.GlobalFlags()...), d.ServeArgs...)
 	argv := append(append(append([]string(nil), d.Wrap...), d.Berth()), args...)
-	cmd := exec.Command(argv[0], argv[1:]...)
-	cmd.Stdout, cmd.Stderr = logFile, logFile
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	if err := cmd.Start(); err != nil {
+	d.proc.Name, d.proc.LogPath, d.proc.CleanExit = "berth serve", d.LogPath, true
+	d.proc.Bin, d.proc.Args = argv[0], argv[1:]
+	if err := d.proc.Start(); err != nil {
 		return err
 	}
-	d.cmd = cmd
-	d.exited = make(chan struct{})
-	go func(done chan struct{}) { _ = cmd.Wait(); close(done) }(d.exited) // the exit is seen through done
 	return d.connect()
 }
 
@@ -165,10 +155,8 @@ func (d *Daemon) Launch() error {
 func (d *Daemon) connect() error {
 	deadline := time.Now().Add(30 * time.Second)
 	for {
-		select {
-		case <-d.exited:
-			return fmt.Errorf("exited before it was ready: %v", d.cmd.ProcessState)
-		default:
+		if !d.proc.Running() {
+			return fmt.Errorf("exited before it was ready: %v", d.proc.ExitStatus())
 		}
 		if _, err := os.Stat(d.Socket); err == nil && d.conn == nil {
 			conn, err := grpc.NewClient("unix://"+d.Socket, grpc.WithTransportCredentials(insecure.NewCredentials()))
@@ -195,17 +183,7 @@ func (d *Daemon) connect() error {
 }
 
 // Running reports whether the daemon process runs.
-func (d *Daemon) Running() bool {
-	if d.cmd == nil {
-		return false
-	}
-	select {
-	case <-d.exited:
-		return false
-	default:
-		return true
-	}
-}
+func (d *Daemon) Running() bool { return d.proc.Running() }
 
 func (d *Daemon) closeConn() {
 	if d.conn != nil {
@@ -216,11 +194,7 @@ func (d *Daemon) closeConn() {
 
 // Kill9 kills the daemon with SIGKILL and waits for it; pods keep running.
 func (d *Daemon) Kill9() {
-	if !d.Running() {
-		return
-	}
-	_ = d.cmd.Process.Signal(syscall.SIGKILL) // our own child
-	<-d.exited
+	d.proc.Kill()
 	d.closeConn()
 }
 
@@ -231,49 +205,46 @@ func (d *Daemon) Stop() {
 		d.closeConn()
 		return
 	}
-	_ = d.cmd.Process.Signal(syscall.SIGTERM) // our own child
-	select {
-	case <-d.exited:
-	case <-time.After(20 * time.Second):
-		d.T.Errorf("berth serve did not exit 20s after SIGTERM; killing it")
-		_ = d.cmd.Process.Signal(syscall.SIGKILL) // our own child
-		<-d.exited
+	if err := d.proc.Stop(20 * time.Second); err != nil {
+		d.T.Errorf("%v\n%s", err, d.LogTail(30))
 	}
 	d.closeConn()
-	if st := d.cmd.ProcessState; st != nil && !st.Success() {
-		d.T.Errorf("berth serve exited with %v after SIGTERM\n%s", st, d.LogTail(30))
-	}
 }
 
 // LogTail returns the last n lines of the daemon's log.
-func (d *Daemon) LogTail(n int) string {
-	b, err := os.ReadFile(d.LogPath)
-	if err != nil {
-		return "(no daemon log: " + err.Error() + ")"
-	}
-	lines := strings.Split(strings.TrimRight(string(b), "\n"), "\n")
-	if len(lines) > n {
-		lines = lines[len(lines)-n:]
-	}
-	return "--- berth serve log (last lines) ---\n" + strings.Join(lines, "\n") + "\n"
-}
+func (d *Daemon) LogTail(n int) string { return d.proc.LogTail(n) }
 
 // DumpStacks asks berth serve for its goroutines' stacks (SIGUSR1) and
 // waits up to 10s until they are in its log: a failed test calls it
-// before teardown, while whatever was stuck still is.
+// before teardown, while whatever was stuck still is. Under a wrapper
+// (Options.Wrap) the process the test started is not berth, and it does
+// nothing.
 func (d *Daemon) DumpStacks() {
-	if d.cmd == nil || d.cmd.Process == nil {
+	if !d.proc.Running() || len(d.Wrap) > 0 {
 		return
 	}
-	const end = "=== end of goroutine stack dump ==="
-	before := strings.Count(d.LogTail(1<<30), end)
-	if err := d.cmd.Process.Signal(syscall.SIGUSR1); err != nil {
+	var from int64
+	if st, err := os.Stat(d.LogPath); err == nil {
+		from = st.Size()
+	}
+	if err := d.proc.Signal(syscall.SIGUSR1); err != nil {
 		d.T.Logf("berth serve stack dump: %v", err)
 		return
 	}
 	deadline := time.Now().Add(10 * time.Second)
-	for strings.Count(d.LogTail(1<<30), end) == before && time.Now().Before(deadline) {
+	for !logHasAfter(d.LogPath, from, "=== end of goroutine stack dump ===") && time.Now().Before(deadline) {
 		time.Sleep(50 * time.Millisecond)
 	}
 	d.T.Logf("berth serve's goroutine stacks are in its log %s", d.LogPath)
+}
+
+// logHasAfter reports whether the file holds s after its first from bytes.
+func logHasAfter(path string, from int64, s string) bool {
+	f, err := os.Open(path)
+	if err != nil {
+		return false
+	}
+	defer f.Close()
+	b, err := io.ReadAll(io.NewSectionReader(f, from, 1<<40))
+	return err == nil && strings.Contains(string(b), s)
 }

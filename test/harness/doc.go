@@ -13,8 +13,14 @@
 // systemd cgroup driver on hosts whose PID 1 is not systemd; it is killed
 // by PID and its cgroups removed after the test.
 //
+// Process is the child-process type of every daemon a root test runs
+// (berth serve here, containerd and `berth agent` in test/e2e, the
+// Kubernetes components in test/kube): a log file kept across restarts,
+// its own process group, SIGKILL when the test dies, Stop with SIGTERM
+// then SIGKILL.
+//
 // test/integration, test/e2e and test/agentbench run their daemons with
-// it; test/containerd, which runs containerd and the agent its own way,
-// uses its Network and the host checks of host.go (MountsUnder,
-// ProcessTree, BerthCgroups, …).
+// it; test/e2e's containerd runtime, which runs containerd and the agent
+// its own way, uses its Network and the host checks of host.go
+// (MountsUnder, ProcessTree, BerthCgroups, …).
 package harness

@@ -11,7 +11,8 @@ import (
 )
 
 // The host checks below look at the machine, not at a Daemon, so that
-// tests which run berth their own way (test/containerd) share them.
+// tests which run berth their own way (test/e2e's containerd runtime)
+// share them.
 
 // IDPattern matches a 64-hex sandbox or container id.
 var IDPattern = regexp.MustCompile(`\b[0-9a-f]{64}\b`)

@@ -22,7 +22,7 @@ import (
 // force-remove whatever is, so the machine stays clean.
 func (d *Daemon) Cleanup() {
 	t := d.T
-	if !d.Running() && d.cmd != nil {
+	if !d.Running() && d.proc.Started() {
 		if err := d.Launch(); err != nil {
 			t.Errorf("cleanup: restart daemon to remove pods: %v", err)
 		}
@@ -142,13 +142,9 @@ func (d *Daemon) MountsLeft() []string { return MountsUnder(d.Root, d.State) }
 // cgroup named after a known id (containers, berth-pause), and their
 // descendants. The daemon itself is not among them.
 func (d *Daemon) ProcessesLeft() []Proc {
-	var skip []int
-	if d.cmd != nil && d.Running() {
-		skip = append(skip, d.cmd.Process.Pid)
-	}
 	return ProcessTree(func(pid int, cmdline string) bool {
 		return strings.Contains(cmdline, d.State) || InCgroupOf(pid, d.KnownIDs)
-	}, skip...)
+	}, d.proc.Pid())
 }
 
 // RuncContainers lists the containers runc still knows under the state dir.

@@ -23,10 +23,14 @@ type Network struct {
 	PluginType string     // "bridge" unless a test breaks it
 }
 
-func newTestNetwork(id, dataDir string) Network {
+func newTestNetwork(id, dataDir string) Network { return NewNetwork("bt", id, dataDir) }
+
+// NewNetwork is a network named prefix+id (bridge too: at most 15
+// characters) on a free subnet, its host-local data in dataDir.
+func NewNetwork(prefix, id, dataDir string) Network {
 	return Network{
-		Name:       "bt" + id,
-		Bridge:     "bt" + id,
+		Name:       prefix + id,
+		Bridge:     prefix + id,
 		Subnet:     freeSubnet(),
 		DataDir:    dataDir,
 		PluginType: "bridge",

@@ -18,8 +18,10 @@ type Options struct {
 	Entrypoint, Cmd, Env []string
 	User, WorkingDir     string
 	StopSignal           string
-	ExtraFiles           map[string]string // path in image → content, in a separate top layer
-	Layers               int               // layers the base content is split into (0 means 1)
+	// ExtraFiles maps a path in the image to its content, in a separate top
+	// layer; a script (#!) or an ELF binary is executable (0755).
+	ExtraFiles map[string]string
+	Layers     int // layers the base content is split into (0 means 1)
 }
 
 // DefaultEnv is the environment of images whose Options set none.

@@ -153,8 +153,8 @@ func extraEntries(files map[string]string, dirs []entry) []entry {
 	var chunk []entry
 	for _, n := range names {
 		mode := int64(0o644)
-		if strings.HasPrefix(files[n], "#!") {
-			mode = 0o755
+		if strings.HasPrefix(files[n], "#!") || strings.HasPrefix(files[n], "\x7fELF") {
+			mode = 0o755 // a script or a binary
 		}
 		chunk = append(chunk, fileEntry(strings.TrimPrefix(path.Clean("/"+n), "/"), mode, []byte(files[n])))
 	}

@@ -107,3 +107,16 @@ func readTarBytes(t *testing.T, data []byte) map[string][]byte {
 		out[hdr.Name] = b
 	}
 }
+
+func TestExtraScriptsAndBinariesAreExecutable(t *testing.T) {
+	files := map[string]string{"/etc/motd": "hi", "/run.sh": "#!/bin/sh\n", "/pause": "\x7fELF\x02\x01\x01"}
+	modes := map[string]int64{}
+	for _, e := range extraEntries(files, nil) {
+		modes[e.hdr.Name] = e.hdr.Mode
+	}
+	for name, want := range map[string]int64{"etc/motd": 0o644, "run.sh": 0o755, "pause": 0o755} {
+		if modes[name] != want {
+			t.Errorf("%s: mode %o; want %o (entries %v)", name, modes[name], want, modes)
+		}
+	}
+}

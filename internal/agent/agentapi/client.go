@@ -38,13 +38,15 @@ func NewClient(socket string) *Client {
 // Socket is the socket the client talks to.
 func (c *Client) Socket() string { return c.socket }
 
-// Reachable reports whether an agent answers on the socket.
+// Reachable reports whether an agent answers on the socket, ready or
+// still recovering its pods (then it refuses requests, saying so).
 func (c *Client) Reachable(ctx context.Context) bool {
 	if _, err := os.Stat(c.socket); err != nil {
 		return false
 	}
 	_, err := c.ListPods(ctx, "")
-	return err == nil
+	var answer *APIError
+	return err == nil || errors.As(err, &answer)
 }
 
 // Apply sends pods (or a directory to watch) to the agent.

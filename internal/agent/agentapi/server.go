@@ -27,6 +27,9 @@ type PodService interface {
 	Delete(ctx context.Context, namespace, name string, grace *int64) (DeleteResponse, error)
 	ListPods(namespace string) v1.PodList
 	DescribePod(namespace, name string) (PodDetail, error)
+	// Ready refuses reads while the pods are being recovered (a list
+	// would lack them) and once the service is stopping.
+	Ready() error
 }
 
 // maxRequestBytes bounds a request body (a bundle of manifests).
@@ -100,10 +103,18 @@ func (s *APIServer) unwatch(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *APIServer) list(w http.ResponseWriter, r *http.Request) {
+	if err := s.svc.Ready(); err != nil {
+		s.answer(w, r, nil, err)
+		return
+	}
 	s.answer(w, r, s.svc.ListPods(r.URL.Query().Get("namespace")), nil)
 }
 
 func (s *APIServer) describe(w http.ResponseWriter, r *http.Request) {
+	if err := s.svc.Ready(); err != nil {
+		s.answer(w, r, nil, err)
+		return
+	}
 	detail, err := s.svc.DescribePod(r.PathValue("namespace"), r.PathValue("name"))
 	s.answer(w, r, detail, err)
 }

@@ -38,6 +38,8 @@ func (s *stubService) Delete(_ context.Context, _, _ string, grace *int64) (Dele
 
 func (s *stubService) ListPods(string) v1.PodList { return v1.PodList{} }
 
+func (s *stubService) Ready() error { return nil }
+
 func (s *stubService) DescribePod(_, name string) (PodDetail, error) {
 	return PodDetail{Events: []Event{{Type: EventNormal, Reason: "Started", Count: 1}}}, s.err
 }

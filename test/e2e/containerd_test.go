@@ -1,17 +1,20 @@
-package containerd
+package e2e
 
 import (
 	"context"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
-	"testing"
 	"time"
 
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials/insecure"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+
+	"github.com/berth-dev/berth/test/harness"
+	"github.com/berth-dev/berth/test/testimage"
 )
 
 // Host paths of the Debian containerd package and its helpers.
@@ -31,7 +34,7 @@ const (
 
 // containerd is the test's private containerd.
 type containerd struct {
-	daemon
+	harness.Process
 	root, state string // its root and state directories
 	socket      string // the gRPC (and CRI) socket
 	runcRoot    string // runc's state for the shims' containers
@@ -114,22 +117,25 @@ func (c *containerd) checkOffline() error {
 	defer cancel()
 	const ref = "docker.io/berth-test/absent:offline"
 	_, err := c.img.PullImage(ctx, &runtimeapi.PullImageRequest{Image: &runtimeapi.ImageSpec{Image: ref}})
-	if err == nil || !strings.Contains(err.Error(), strings.TrimPrefix(offlineServer, "http://")) {
-		return fmt.Errorf("pull of %s: %v; want a failure at %s", ref, err, offlineServer)
+	if err == nil {
+		return fmt.Errorf("pull of %s succeeded; want a failure at %s", ref, offlineServer)
+	}
+	if !strings.Contains(err.Error(), strings.TrimPrefix(offlineServer, "http://")) {
+		return fmt.Errorf("pull of %s: %w; want a failure at %s", ref, err, offlineServer)
 	}
 	return nil
 }
 
 // launch starts containerd and waits until its CRI plugin answers Version.
 func (c *containerd) launch() error {
-	c.name, c.argv = "containerd", []string{containerdBin, "--config", c.config, "--log-level", "debug"}
-	if err := c.start(); err != nil {
+	c.Name, c.Bin, c.Args, c.CleanExit = "containerd", containerdBin, []string{"--config", c.config, "--log-level", "debug"}, true
+	if err := c.Start(); err != nil {
 		return err
 	}
 	deadline := time.Now().Add(30 * time.Second)
 	for {
-		if !c.running() {
-			return fmt.Errorf("containerd exited before it was ready: %v", c.cmd.ProcessState)
+		if !c.Running() {
+			return fmt.Errorf("containerd exited before it was ready: %v", c.ExitStatus())
 		}
 		if err := c.connect(); err == nil {
 			return nil
@@ -165,53 +171,44 @@ func (c *containerd) shutdown() error {
 		c.conn.Close()
 		c.conn, c.rt, c.img = nil, nil, nil
 	}
-	return c.stop(30 * time.Second)
+	return c.Stop(30 * time.Second)
 }
 
 // endpoint is the CRI endpoint the agent and berth exec use.
 func (c *containerd) endpoint() string { return "unix://" + c.socket }
 
-// criContainer is containerd's status of a container; the test fails
-// when containerd does not know it.
-func (e *env) criContainer(t *testing.T, id string) *runtimeapi.ContainerStatus {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	resp, err := e.ctrd.rt.ContainerStatus(ctx, &runtimeapi.ContainerStatusRequest{ContainerId: id})
+// busyboxRef is the name pods' "busybox" normalizes to.
+const busyboxRef = "docker.io/library/busybox:latest"
+
+// writeContainerdImages writes a `docker save` archive of the two images
+// containerd needs to path: busybox, and the sandbox image (pauseRef):
+// busybox with berth-pause as /pause, its entrypoint.
+func writeContainerdImages(path, pauseBinary string) error {
+	pause, err := os.ReadFile(pauseBinary)
 	if err != nil {
-		t.Fatalf("containerd: status of container %q: %v", id, err)
+		return fmt.Errorf("pause image: %w", err)
 	}
-	return resp.GetStatus()
+	return testimage.WriteDockerArchive(path, testimage.Options{Name: busyboxRef},
+		testimage.Options{Name: pauseRef, Entrypoint: []string{"/pause"}, ExtraFiles: map[string]string{"/pause": string(pause)}})
 }
 
-// criObjectsOfPod lists containerd's sandboxes and containers labelled
-// with a pod uid.
-func (e *env) criObjectsOfPod(t *testing.T, uid string) ([]*runtimeapi.PodSandbox, []*runtimeapi.Container) {
-	t.Helper()
+// importImages imports an archive of writeContainerdImages into the CRI
+// namespace with ctr and checks that the CRI plugin lists both images.
+func (c *containerd) importImages(archive string) error {
+	out, err := exec.Command(ctrBin, "-a", c.socket, "-n", criNamespace, "images", "import", archive).CombinedOutput()
+	if err != nil {
+		return fmt.Errorf("ctr images import %s: %w\n%s", archive, err, out)
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	labels := map[string]string{"io.kubernetes.pod.uid": uid}
-	sbs, err := e.ctrd.rt.ListPodSandbox(ctx, &runtimeapi.ListPodSandboxRequest{Filter: &runtimeapi.PodSandboxFilter{LabelSelector: labels}})
-	if err != nil {
-		t.Fatalf("containerd: list sandboxes: %v", err)
+	for _, ref := range []string{pauseRef, busyboxRef} {
+		resp, err := c.img.ImageStatus(ctx, &runtimeapi.ImageStatusRequest{Image: &runtimeapi.ImageSpec{Image: ref}})
+		if err != nil {
+			return fmt.Errorf("the CRI plugin's status of %s after the import: %w", ref, err)
+		}
+		if resp.GetImage() == nil {
+			return fmt.Errorf("the CRI plugin does not list %s after the import", ref)
+		}
 	}
-	ctrs, err := e.ctrd.rt.ListContainers(ctx, &runtimeapi.ListContainersRequest{Filter: &runtimeapi.ContainerFilter{LabelSelector: labels}})
-	if err != nil {
-		t.Fatalf("containerd: list containers: %v", err)
-	}
-	e.seen.runtime(sbs.GetItems(), ctrs.GetContainers())
-	return sbs.GetItems(), ctrs.GetContainers()
-}
-
-// recordRuntime remembers everything containerd holds now, for the
-// leftover checks.
-func (e *env) recordRuntime(t *testing.T) {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	sandboxes, containers, err := e.ctrd.listAll(ctx)
-	if err != nil {
-		t.Fatalf("containerd: %v", err)
-	}
-	e.seen.runtime(sandboxes, containers)
+	return nil
 }

@@ -1,4 +1,4 @@
-package containerd
+package e2e
 
 import (
 	"crypto/sha256"
@@ -13,59 +13,58 @@ import (
 
 // leftovers lists what the agent and containerd should have released
 // once every pod is deleted and both have stopped.
-func (e *env) leftovers() []string {
+func (c *ctrdNode) leftovers() []string {
 	var out []string
 	add := func(kind string, items []string) {
 		for _, it := range items {
 			out = append(out, kind+" "+it)
 		}
 	}
-	add("mount", e.mountsLeft())
-	for _, p := range e.processesLeft() {
+	add("mount", c.mountsLeft())
+	for _, p := range c.processesLeft() {
 		out = append(out, fmt.Sprintf("process %d: %s", p.PID, p.Cmdline))
 	}
-	add("host-local IP allocation", e.net.Allocations())
-	add("link on bridge "+e.net.Bridge+":", e.net.VethsOnBridge())
-	add("iptables rule", e.net.IptablesRules())
-	add("cgroup", e.cgroupsLeft())
-	add("CNI result cache file", e.cniResultsLeft())
-	add("shim socket", e.shimSocketsLeft())
-	add("pod directory", e.podDirsLeft())
+	add("host-local IP allocation", c.network.Allocations())
+	add("link on bridge "+c.network.Bridge+":", c.network.VethsOnBridge())
+	add("iptables rule", c.network.IptablesRules())
+	add("cgroup", c.cgroupsLeft())
+	add("CNI result cache file", c.cniResultsLeft())
+	add("shim socket", c.shimSocketsLeft())
 	return out
 }
 
 // mountsLeft lists the mount points under the test's root and state
 // directories (the containers' root file systems, the sandboxes' /dev/shm
 // and network namespaces live there), deepest first.
-func (e *env) mountsLeft() []string { return harness.MountsUnder(e.root, e.state) }
+func (c *ctrdNode) mountsLeft() []string { return harness.MountsUnder(c.root, c.state) }
 
 // processesLeft lists the processes of the test's containerd: those whose
 // command line names its directories (its shims: -address <socket>), those
 // in a cgroup named after a sandbox or container it ran, and all their
 // descendants. The test's own process, and the agent and containerd while
 // they run, are not among them.
-func (e *env) processesLeft() []harness.Proc {
+func (c *ctrdNode) processesLeft() []harness.Proc {
 	return harness.ProcessTree(func(pid int, cmdline string) bool {
-		return strings.Contains(cmdline, e.state+"/") || strings.Contains(cmdline, e.root+"/") ||
-			harness.InCgroupOf(pid, e.seen.ids)
-	}, e.agent.pid(), e.ctrd.pid())
+		return strings.Contains(cmdline, c.state+"/") || strings.Contains(cmdline, c.root+"/") ||
+			harness.InCgroupOf(pid, c.seen.ids)
+	}, c.agent.Pid(), c.ctrd.Pid())
 }
 
 // cgroupsLeft lists the cgroup directories, in every hierarchy's berth
 // subtree (the agent's pod cgroup parent), named after a seen sandbox or
 // container id or a seen pod (pod<uid>).
-func (e *env) cgroupsLeft() []string {
+func (c *ctrdNode) cgroupsLeft() []string {
 	return harness.BerthCgroups(func(name string) bool {
-		return e.seen.ids[name] || (strings.HasPrefix(name, "pod") && e.seen.podUIDs[strings.TrimPrefix(name, "pod")])
+		return c.seen.ids[name] || (strings.HasPrefix(name, "pod") && c.seen.podUIDs[strings.TrimPrefix(name, "pod")])
 	})
 }
 
 // cniResultsLeft lists libcni's cached results of the test's sandboxes:
 // those of its network, and those of the loopback network containerd sets
 // up in every sandbox (cni-loopback-<sandbox id>-lo).
-func (e *env) cniResultsLeft() []string {
-	files, _ := filepath.Glob(filepath.Join("/var/lib/cni/results", e.net.Name+"-*"))
-	for id := range e.seen.ids {
+func (c *ctrdNode) cniResultsLeft() []string {
+	files, _ := filepath.Glob(filepath.Join("/var/lib/cni/results", c.network.Name+"-*"))
+	for id := range c.seen.ids {
 		path := filepath.Join("/var/lib/cni/results", "cni-loopback-"+id+"-lo")
 		if _, err := os.Lstat(path); err == nil {
 			files = append(files, path)
@@ -77,28 +76,15 @@ func (e *env) cniResultsLeft() []string {
 // shimSocketsLeft lists the sockets of the shims of the test's sandboxes:
 // the runc v2 shim listens on /run/containerd/s/<sha256 of
 // "<containerd address>/<namespace>/<sandbox id>">.
-func (e *env) shimSocketsLeft() []string {
+func (c *ctrdNode) shimSocketsLeft() []string {
 	var out []string
-	for id := range e.seen.ids {
-		sum := sha256.Sum256([]byte(filepath.Join(e.ctrd.socket, criNamespace, id)))
+	for id := range c.seen.ids {
+		sum := sha256.Sum256([]byte(filepath.Join(c.ctrd.socket, criNamespace, id)))
 		path := filepath.Join("/run/containerd/s", fmt.Sprintf("%x", sum))
 		if _, err := os.Lstat(path); err == nil {
 			out = append(out, path)
 		}
 	}
 	sort.Strings(out)
-	return out
-}
-
-// podDirsLeft lists the pods' log directories and the agent's per-pod
-// (volume) directories.
-func (e *env) podDirsLeft() []string {
-	var out []string
-	for _, dir := range []string{e.podLogDir, filepath.Join(e.berthRoot(), "agent", "pods")} {
-		entries, _ := os.ReadDir(dir)
-		for _, ent := range entries {
-			out = append(out, filepath.Join(dir, ent.Name()))
-		}
-	}
 	return out
 }

@@ -1,0 +1,150 @@
+package e2e
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+
+	"github.com/berth-dev/berth/internal/agent/agentapi"
+	"github.com/berth-dev/berth/test/harness"
+)
+
+// hostDirs are directories outside the test's own that containerd 1.6
+// creates when missing: the shims' sockets (/run/containerd/s is fixed in
+// the shim) and libcni's result cache (the CRI plugin sets no cache dir).
+// The teardown removes those the test created, once empty.
+var hostDirs = []string{"/run/containerd/s", "/run/containerd", "/var/lib/cni/results", "/var/lib/cni"}
+
+// containerdSkipReason says why containerd cannot run here, or "".
+func containerdSkipReason() string {
+	for _, bin := range []string{containerdBin, ctrBin, shimBin, runcBin} {
+		if _, err := os.Stat(bin); err != nil {
+			return fmt.Sprintf("containerd runs skipped: %s missing (Debian packages containerd and runc; `make deps` installs them): %v", bin, err)
+		}
+	}
+	return ""
+}
+
+// ctrdNode is a private containerd and a `berth agent` on its socket,
+// their directories and network, and what was seen of them.
+type ctrdNode struct {
+	t         *testing.T
+	root      string // /var/lib/bt-ctrd-<id>
+	state     string // /run/bt-ctrd-<id>
+	tmp       string // configs and logs
+	agentArgs []string
+	berthConf string // berth's config file (no host config is read)
+	network   harness.Network
+	ctrd      *containerd
+	agent     harness.Process
+	drain     func()
+	seen      seenObjects
+	// absentHostDirs are the hostDirs that did not exist at the start.
+	absentHostDirs []string
+}
+
+// startContainerd starts containerd with the test images and the agent
+// on its socket; the teardown is registered first.
+func startContainerd(t *testing.T, agentArgs []string, drain func()) runtime {
+	t.Helper()
+	id := harness.RandomHex(6)
+	c := &ctrdNode{
+		t: t, root: "/var/lib/bt-ctrd-" + id, state: "/run/bt-ctrd-" + id, tmp: t.TempDir(),
+		agentArgs: agentArgs, drain: drain, seen: newSeenObjects(),
+	}
+	c.network = harness.NewNetwork("btc", id, filepath.Join(c.root, "cni-ipam"))
+	c.ctrd = &containerd{
+		root: filepath.Join(c.root, "containerd"), state: filepath.Join(c.state, "containerd"),
+		socket: filepath.Join(c.state, "containerd.sock"), runcRoot: filepath.Join(c.state, "runc"),
+	}
+	c.ctrd.LogPath = filepath.Join(c.tmp, "containerd.log")
+	c.agent = harness.Process{Name: "berth agent", Bin: filepath.Join(env.BinDir, "berth"), LogPath: filepath.Join(c.tmp, "agent.log"), CleanExit: true}
+	for _, d := range hostDirs {
+		if _, err := os.Stat(d); errors.Is(err, fs.ErrNotExist) {
+			c.absentHostDirs = append(c.absentHostDirs, d)
+		}
+	}
+	harness.KeepOnFailure(t, c.ctrd.LogPath, c.agent.LogPath) // runs after the teardown
+	t.Cleanup(c.teardown)
+	if err := c.writeConfigs(); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.ctrd.launch(); err != nil {
+		t.Fatalf("%v\n%s", err, c.ctrd.LogTail(40))
+	}
+	if err := c.ctrd.checkOffline(); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.ctrd.importImages(containerdImages); err != nil {
+		t.Fatalf("images: %v\n%s", err, c.ctrd.LogTail(40))
+	}
+	c.startAgent()
+	return c
+}
+
+// writeConfigs writes the CNI conflist, containerd's config and registry
+// hosts, and berth's config.
+func (c *ctrdNode) writeConfigs() error {
+	cniConf := filepath.Join(c.tmp, "net.d")
+	if err := c.network.WriteConfig(cniConf); err != nil {
+		return fmt.Errorf("CNI config: %w", err)
+	}
+	hosts := filepath.Join(c.tmp, "certs.d")
+	if err := writeOfflineHosts(hosts); err != nil {
+		return fmt.Errorf("registry hosts: %w", err)
+	}
+	if err := c.ctrd.writeConfig(c.tmp, ctrdSettings{cniConfDir: cniConf, hostsDir: hosts}); err != nil {
+		return fmt.Errorf("containerd config: %w", err)
+	}
+	var err error
+	c.berthConf, err = harness.WriteOfflineConfig(c.tmp, busyboxRef)
+	return err
+}
+
+func (c *ctrdNode) name() string { return "containerd" }
+
+// flags point every berth command at the test's agent and containerd.
+func (c *ctrdNode) flags() []string {
+	return []string{
+		"--config", c.berthConf, "--root", c.agentRoot(), "--state", c.agentState(),
+		"--runtime-endpoint", c.ctrd.endpoint(), "--log-level", "debug",
+	}
+}
+
+// agentRoot and agentState are the agent's --root and --state.
+func (c *ctrdNode) agentRoot() string  { return filepath.Join(c.root, "berth") }
+func (c *ctrdNode) agentState() string { return filepath.Join(c.state, "berth") }
+
+func (c *ctrdNode) agentSocket() string                  { return filepath.Join(c.agentState(), agentapi.SocketName) }
+func (c *ctrdNode) cri() runtimeapi.RuntimeServiceClient { return c.ctrd.rt }
+func (c *ctrdNode) logTail(lines int) string             { return c.agent.LogTail(lines) }
+func (c *ctrdNode) known() (map[string]bool, map[string]bool) {
+	return c.seen.ids, c.seen.podUIDs
+}
+func (c *ctrdNode) echoesEnv() bool      { return true }
+func (c *ctrdNode) net() harness.Network { return c.network }
+
+// startAgent starts `berth agent` on containerd's socket; the node waits
+// until it answers.
+func (c *ctrdNode) startAgent() {
+	c.agent.Args = append(append(c.flags(), "agent"), c.agentArgs...)
+	if err := c.agent.Start(); err != nil {
+		c.t.Fatal(err)
+	}
+}
+
+// killAgent kills the agent with SIGKILL; containerd runs on.
+func (c *ctrdNode) killAgent() { c.agent.Kill() }
+
+// stopAgent stops the agent with SIGTERM; it must exit cleanly.
+func (c *ctrdNode) stopAgent() {
+	if err := c.agent.Stop(20 * time.Second); err != nil {
+		c.t.Errorf("%v\n%s", err, c.agent.LogTail(30))
+	}
+}
