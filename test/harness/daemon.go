@@ -32,6 +32,12 @@ type Options struct {
 	// (PrivateSystemd.Enter). It must exit with berth's status and pass
 	// SIGTERM on to it.
 	Wrap []string
+	// Env is added to the environment of `berth serve` (not of the other
+	// berth commands), e.g. NOTIFY_SOCKET.
+	Env []string
+	// ConfigLogLevel leaves --log-level debug out of the berth commands, so
+	// that the config file's log_level applies.
+	ConfigLogLevel bool
 }
 
 // Daemon is one `berth serve` with its own directories and network.
@@ -50,6 +56,9 @@ type Daemon struct {
 	ServeArgs []string
 	// Wrap is Options.Wrap.
 	Wrap []string
+	// Env and ConfigLogLevel are Options'.
+	Env            []string
+	ConfigLogLevel bool
 	// BeforeCleanup runs first in Cleanup, with the daemon running (e.g.
 	// to delete pods through the agent).
 	BeforeCleanup func()
@@ -75,7 +84,7 @@ func Start(t *testing.T, opts Options) *Daemon {
 		opts.StateParent = "/run"
 	}
 	d := &Daemon{
-		T: t, ID: id, Wrap: opts.Wrap,
+		T: t, ID: id, Wrap: opts.Wrap, Env: opts.Env, ConfigLogLevel: opts.ConfigLogLevel,
 		Root:    "/var/lib/bt-" + id,
 		State:   filepath.Join(opts.StateParent, "bt-"+id),
 		CNIConf: filepath.Join(t.TempDir(), "net.d"),
@@ -105,10 +114,14 @@ func (d *Daemon) Berth() string { return filepath.Join(d.BinDir, "berth") }
 
 // GlobalFlags point berth at this daemon's directories.
 func (d *Daemon) GlobalFlags() []string {
-	return []string{
+	flags := []string{
 		"--config", d.Config, "--root", d.Root, "--state", d.State,
-		"--cni-conf-dir", d.CNIConf, "--cni-bin-dir", CNIBinDir, "--log-level", "debug",
+		"--cni-conf-dir", d.CNIConf, "--cni-bin-dir", CNIBinDir,
 	}
+	if !d.ConfigLogLevel {
+		flags = append(flags, "--log-level", "debug")
+	}
+	return flags
 }
 
 // BerthCmd is a berth command with this daemon's global flags (first, so
@@ -151,6 +164,9 @@ func (d *Daemon) Launch() error {
 	argv := append(append(append([]string(nil), d.Wrap...), d.Berth()), args...)
 	cmd := exec.Command(argv[0], argv[1:]...)
 	cmd.Stdout, cmd.Stderr = logFile, logFile
+	if len(d.Env) > 0 {
+		cmd.Env = append(os.Environ(), d.Env...)
+	}
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	if err := cmd.Start(); err != nil {
 		return err
@@ -212,6 +228,24 @@ func (d *Daemon) closeConn() {
 		d.conn.Close()
 		d.conn, d.RT, d.Img = nil, nil, nil
 	}
+}
+
+// Pid is the process id of the running `berth serve` (of Wrap's command
+// when there is one), 0 when it is not running.
+func (d *Daemon) Pid() int {
+	if !d.Running() {
+		return 0
+	}
+	return d.cmd.Process.Pid
+}
+
+// Signal sends sig to the running daemon (to Wrap's command when there is
+// one).
+func (d *Daemon) Signal(sig os.Signal) error {
+	if !d.Running() {
+		return fmt.Errorf("berth serve is not running")
+	}
+	return d.cmd.Process.Signal(sig)
 }
 
 // Kill9 kills the daemon with SIGKILL and waits for it; pods keep running.
