@@ -39,7 +39,12 @@ func newServeCommand(opts *globalOptions) *cobra.Command {
 		Long: `Run berth's CRI v1 runtime and image services on a unix socket.
 Pods keep running when the daemon stops or is killed; on start it recovers
 them from its records before it answers requests. The node agent ('berth run')
-runs in the daemon on its own socket unless --agent=false.`,
+runs in the daemon on its own socket unless --agent=false.
+
+SIGHUP re-reads the config file (log_level, [registry] and [images] apply at
+once); SIGUSR1 writes every goroutine's stack to the log. The pid is in
+<state>/berth.pid. Under systemd (Type=notify, contrib/systemd/berth.service)
+it reports READY=1 once recovery is done.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			cfg, err := opts.load(cmd)
