@@ -133,12 +133,12 @@ func serveCRI(ctx context.Context, cfg config.Config, deps *dependencies, stream
 	stopAgent := runAgentInServe(ctx, cfg, agentOpts, log)
 	defer stopAgent()
 	err = waitForStop(ctx, hup, served, rl)
+	stopWatchdog() // no ping after STOPPING=1
 	notify.Stopping("shutting down; pods keep running")
 	if err != nil {
 		return err
 	}
 	log.Info("shutting down; pods keep running")
-	stopWatchdog()
 	stopAgent()
 	stopGRPC(g, 10*time.Second)
 	return nil

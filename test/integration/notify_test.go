@@ -38,7 +38,8 @@ func notifyListener(t *testing.T, stateParent string) (string, <-chan notificati
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { conn.Close() })
+	done := make(chan struct{})
+	t.Cleanup(func() { close(done); conn.Close() })
 	out := make(chan notification, 32)
 	go func() {
 		buf := make([]byte, 4096)
@@ -51,7 +52,11 @@ func notifyListener(t *testing.T, stateParent string) (string, <-chan notificati
 			if strings.HasPrefix(note.msg, "READY=1\n") {
 				note.criReady = criVersion(stateParent)
 			}
-			out <- note
+			select {
+			case out <- note:
+			case <-done: // the test is over (its cleanup restarts the daemon)
+				return
+			}
 		}
 	}()
 	return path, out
@@ -167,5 +172,39 @@ func TestServeUnderSystemdNotify(t *testing.T) {
 	nextNotification(t, notes, "STOPPING=1\n")
 	if _, err := os.Stat(filepath.Join(d.State, "berth.pid")); !errors.Is(err, fs.ErrNotExist) {
 		t.Errorf("pid file after SIGTERM: %v; want it removed", err)
+	}
+}
+
+// TestServeWatchdogPings sets a watchdog (WATCHDOG_USEC, as WatchdogSec
+// does): after READY=1, berth serve pings at half of it while its CRI
+// socket answers, and stops pinging when it stops.
+func TestServeWatchdogPings(t *testing.T) {
+	stateParent := t.TempDir()
+	sock, notes := notifyListener(t, stateParent)
+	const timeout = 400 * time.Millisecond
+	d := startDaemon(t, func(_ *testing.T, o *harness.Options) {
+		o.StateParent = stateParent
+		o.Env = []string{"NOTIFY_SOCKET=" + sock, "WATCHDOG_USEC=" + strconv.Itoa(int(timeout/time.Microsecond))}
+	})
+	nextNotification(t, notes, "READY=1\n")
+	start := time.Now()
+	for range 3 {
+		nextNotification(t, notes, "WATCHDOG=1\n")
+	}
+	// The first ping comes at READY=1, the next two timeout/2 apart each.
+	if elapsed := time.Since(start); elapsed < timeout-50*time.Millisecond {
+		t.Errorf("3 pings in %v: faster than every %v", elapsed, timeout/2)
+	}
+	waitForLog(t, d, `msg="systemd watchdog" timeout=400ms ping_every=200ms`, 1)
+	d.Stop()
+	// Pings already sent may still be queued; STOPPING=1 comes after them.
+	for {
+		note := nextNotification(t, notes, "")
+		if strings.HasPrefix(note.msg, "STOPPING=1\n") {
+			return
+		}
+		if !strings.HasPrefix(note.msg, "WATCHDOG=1\n") {
+			t.Fatalf("notification %q after SIGTERM; want WATCHDOG=1 or STOPPING=1", note.msg)
+		}
 	}
 }
