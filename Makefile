@@ -27,7 +27,7 @@ KUBE_LDFLAGS  = -s -w -X $(KUBE_VERSION_PKG).gitVersion=$(KUBE_FULL) -X $(KUBE_V
 RUNTIME_PACKAGES := runc containernetworking-plugins busybox-static iptables iproute2 util-linux
 TEST_PACKAGES    := docker-registry skopeo tar gzip hyperfine containerd
 
-.PHONY: help build install deps runtime-deps image test test-unit test-integration test-e2e fuzz bench vet lint-bin crictl critest critest-bin kube-bin kubelet-bin etcd-bin e2e-bin conformance-deps test-kubelet test-cluster test-conformance-slow clean
+.PHONY: help build install install-unit deps runtime-deps image test test-unit test-integration test-e2e fuzz bench vet lint-bin crictl critest critest-bin kube-bin kubelet-bin etcd-bin e2e-bin conformance-deps test-kubelet test-cluster test-conformance-slow clean
 
 help: ## list targets
 	@grep -E '^[a-z0-9-]+:.*## ' $(MAKEFILE_LIST) | sed 's/:.*## /\t/' | sort
@@ -42,9 +42,24 @@ runtime-deps: ## install the Debian packages berth needs to run (root)
 deps: runtime-deps ## install the Debian packages berth and its tests need (root)
 	DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $(TEST_PACKAGES)
 
-install: runtime-deps build ## install the binaries into $(PREFIX)/bin and import a busybox image (root)
+install: runtime-deps build ## install the binaries into $(PREFIX)/bin and the systemd unit (install-unit), import a busybox image (root)
 	install -m 0755 $(BIN)/berth $(BIN)/berth-monitor $(BIN)/berth-pause $(PREFIX)/bin/
+	$(MAKE) install-unit
 	$(MAKE) image
+
+# systemd's place for units of locally installed software (systemd.unit(5));
+# /etc/systemd/system stays the administrator's, for overrides.
+SYSTEMD_UNIT_DIR ?= $(PREFIX)/lib/systemd/system
+install-unit: ## install contrib/systemd/berth.service into $(SYSTEMD_UNIT_DIR); where systemd is PID 1, enable it (not start it) (root)
+	install -d $(SYSTEMD_UNIT_DIR) $(BIN)
+	sed 's|/usr/local/bin/berth|$(PREFIX)/bin/berth|' contrib/systemd/berth.service > $(BIN)/berth.service
+	install -m 0644 $(BIN)/berth.service $(SYSTEMD_UNIT_DIR)/berth.service
+	@if [ -d /run/systemd/system ]; then \
+		systemctl daemon-reload && systemctl enable berth.service && \
+		echo "berth.service installed and enabled (not started): systemctl start berth"; \
+	else \
+		echo "berth.service installed into $(SYSTEMD_UNIT_DIR); systemd is not PID 1 here, so it is not enabled: run berth serve yourself (berth run starts one when none answers)"; \
+	fi
 
 image: ## build a busybox image from busybox-static and import it as docker.io/library/busybox:latest
 	$(GO) run ./test/testimage/cmd/mkimage -o $(BIN)/busybox-oci.tar

@@ -25,6 +25,7 @@ import (
 	"github.com/berth-dev/berth/internal/network"
 	"github.com/berth-dev/berth/internal/pod"
 	"github.com/berth-dev/berth/internal/runc"
+	"github.com/berth-dev/berth/internal/sdnotify"
 	"github.com/berth-dev/berth/internal/store"
 	"github.com/berth-dev/berth/internal/stream"
 	"github.com/berth-dev/berth/internal/unixsock"
@@ -38,14 +39,19 @@ func newServeCommand(opts *globalOptions) *cobra.Command {
 		Long: `Run berth's CRI v1 runtime and image services on a unix socket.
 Pods keep running when the daemon stops or is killed; on start it recovers
 them from its records before it answers requests. The node agent ('berth run')
-runs in the daemon on its own socket unless --agent=false.`,
+runs in the daemon on its own socket unless --agent=false.
+
+SIGHUP re-reads the config file (log_level, [registry] and [images] apply at
+once); SIGUSR1 writes every goroutine's stack to the log. The pid is in
+<state>/berth.pid. Under systemd (Type=notify, contrib/systemd/berth.service)
+it reports READY=1 once recovery is done.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			cfg, err := opts.load(cmd)
 			if err != nil {
 				return err
 			}
-			return serve(cmd.Context(), cfg, &agentOpts)
+			return serve(cmd.Context(), cfg, func() (config.Config, error) { return opts.load(cmd) }, &agentOpts)
 		},
 	}
 	cmd.Flags().BoolVar(&agentOpts.enabled, "agent", true, "run the node agent (berth run, apply, get ...) on this daemon's CRI socket")
@@ -53,10 +59,19 @@ runs in the daemon on its own socket unless --agent=false.`,
 	return cmd
 }
 
-// serve runs the daemon until SIGTERM or SIGINT; SIGUSR1 writes its
-// goroutines' stacks to stderr.
-func serve(ctx context.Context, cfg config.Config, agentOpts *agentFlags) error {
-	log := newLogger(cfg)
+// serve runs the daemon until SIGTERM or SIGINT; SIGHUP reloads its
+// configuration (load reads it as at start), SIGUSR1 writes its goroutines'
+// stacks to stderr. Under systemd (Type=notify) it reports READY once
+// recovery is done, RELOADING around a reload, STOPPING at the end, and
+// pings the watchdog when the unit sets one.
+func serve(ctx context.Context, cfg config.Config, load func() (config.Config, error), agentOpts *agentFlags) error {
+	level := new(slog.LevelVar)
+	level.Set(cfg.SlogLevel())
+	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: level}))
+	notify := sdnotify.FromEnvironment(log) // before the first child process
+	hup := make(chan os.Signal, 1)
+	signal.Notify(hup, syscall.SIGHUP) // from now on SIGHUP reloads, never kills
+	defer signal.Stop(hup)
 	defer dumpStacksOnSignal(os.Stderr)()
 	ctx, stop := signal.NotifyContext(ctx, syscall.SIGTERM, syscall.SIGINT)
 	defer stop()
@@ -71,6 +86,11 @@ func serve(ctx context.Context, cfg config.Config, agentOpts *agentFlags) error 
 		return err
 	}
 	defer unlock()
+	removePidFile, err := writePidFile(cfg.StateDir)
+	if err != nil {
+		return err
+	}
+	defer removePidFile()
 	obs := newObservers(cfg)
 	deps, err := wire(cfg, log, obs.phases)
 	if err != nil {
@@ -87,6 +107,15 @@ func serve(ctx context.Context, cfg config.Config, agentOpts *agentFlags) error 
 		return err
 	}
 	defer streams.Close()
+	rl := &reloader{load: load, running: cfg, level: level, images: deps.images, log: log, notify: notify}
+	return serveCRI(ctx, cfg, deps, streams, obs, rl, hup, agentOpts)
+}
+
+// serveCRI recovers the pods, serves CRI (and the agent) until ctx ends,
+// reloading on each value of hup, and stops the gRPC server.
+func serveCRI(ctx context.Context, cfg config.Config, deps *dependencies, streams *stream.Server, obs observers,
+	rl *reloader, hup <-chan os.Signal, agentOpts *agentFlags) error {
+	log, notify := rl.log, rl.notify
 	srv, g, served, err := startCRI(ctx, cfg, deps, streams, obs, log)
 	if err != nil {
 		return err
@@ -98,17 +127,53 @@ func serve(ctx context.Context, cfg config.Config, agentOpts *agentFlags) error 
 	}
 	srv.SetReady()
 	log.Info("berth ready")
+	notify.Ready("berth ready")
+	stopWatchdog := startWatchdog(ctx, cfg, notify, log)
+	defer stopWatchdog()
 	stopAgent := runAgentInServe(ctx, cfg, agentOpts, log)
 	defer stopAgent()
-	select {
-	case <-ctx.Done():
-		log.Info("shutting down; pods keep running")
-	case err := <-served:
-		return fmt.Errorf("grpc server: %w", err)
+	err = waitForStop(ctx, hup, served, rl)
+	stopWatchdog() // no ping after STOPPING=1
+	notify.Stopping("shutting down; pods keep running")
+	if err != nil {
+		return err
 	}
+	log.Info("shutting down; pods keep running")
 	stopAgent()
 	stopGRPC(g, 10*time.Second)
 	return nil
+}
+
+// waitForStop reloads the configuration on each value of hup until ctx ends
+// (nil) or the gRPC server fails.
+func waitForStop(ctx context.Context, hup <-chan os.Signal, served <-chan error, rl *reloader) error {
+	for {
+		select {
+		case <-hup:
+			rl.reload()
+		case <-ctx.Done():
+			return nil
+		case err := <-served:
+			return fmt.Errorf("grpc server: %w", err)
+		}
+	}
+}
+
+// startWatchdog pings the service manager's watchdog while the CRI socket
+// answers; without a watchdog it does nothing. The returned func stops it.
+func startWatchdog(ctx context.Context, cfg config.Config, notify *sdnotify.Notifier, log *slog.Logger) func() {
+	interval := notify.WatchdogInterval()
+	if interval == 0 {
+		return func() {}
+	}
+	alive, closeConn, err := criAnswers(cfg.Socket, interval/2)
+	if err != nil {
+		log.Warn("systemd watchdog: pinging without a liveness check", "error", err)
+		return notify.StartWatchdog(ctx, nil)
+	}
+	log.Info("systemd watchdog", "timeout", interval, "ping_every", interval/2)
+	stop := notify.StartWatchdog(ctx, alive)
+	return func() { stop(); closeConn() }
 }
 
 // startCRI builds the CRI server and serves it on the socket in the

@@ -10,6 +10,8 @@
 //     errdefs.ErrInvalidArgument; a missing explicit file wraps ErrNotFound.
 //   - Helper binaries (runc, berth-monitor, berth-pause) are configured as an
 //     absolute path or a bare name; bare names are resolved at use, not at load.
+//   - ChangedKeys names what differs between two configurations by their
+//     dotted keys; berth serve's SIGHUP reload decides which it applies.
 //   - docs/config.example.toml lists every key with its default; a test keeps
 //     it equal to Default().
 package config

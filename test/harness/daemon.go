@@ -33,6 +33,12 @@ type Options struct {
 	// (PrivateSystemd.Enter). It must exit with berth's status and pass
 	// SIGTERM on to it.
 	Wrap []string
+	// Env is added to the environment of `berth serve` (not of the other
+	// berth commands), e.g. NOTIFY_SOCKET.
+	Env []string
+	// ConfigLogLevel leaves --log-level debug out of the berth commands, so
+	// that the config file's log_level applies.
+	ConfigLogLevel bool
 }
 
 // Daemon is one `berth serve` with its own directories and network.
@@ -51,6 +57,9 @@ type Daemon struct {
 	ServeArgs []string
 	// Wrap is Options.Wrap.
 	Wrap []string
+	// Env and ConfigLogLevel are Options'.
+	Env            []string
+	ConfigLogLevel bool
 	// BeforeCleanup runs first in Cleanup, with the daemon running (e.g.
 	// to delete pods through the agent).
 	BeforeCleanup func()
@@ -75,7 +84,7 @@ func Start(t *testing.T, opts Options) *Daemon {
 		opts.StateParent = "/run"
 	}
 	d := &Daemon{
-		T: t, ID: id, Wrap: opts.Wrap,
+		T: t, ID: id, Wrap: opts.Wrap, Env: opts.Env, ConfigLogLevel: opts.ConfigLogLevel,
 		Root:    "/var/lib/bt-" + id,
 		State:   filepath.Join(opts.StateParent, "bt-"+id),
 		CNIConf: filepath.Join(t.TempDir(), "net.d"),
@@ -105,10 +114,14 @@ func (d *Daemon) Berth() string { return filepath.Join(d.BinDir, "berth") }
 
 // GlobalFlags point berth at this daemon's directories.
 func (d *Daemon) GlobalFlags() []string {
-	return []string{
+	flags := []string{
 		"--config", d.Config, "--root", d.Root, "--state", d.State,
-		"--cni-conf-dir", d.CNIConf, "--cni-bin-dir", CNIBinDir, "--log-level", "debug",
+		"--cni-conf-dir", d.CNIConf, "--cni-bin-dir", CNIBinDir,
 	}
+	if !d.ConfigLogLevel {
+		flags = append(flags, "--log-level", "debug")
+	}
+	return flags
 }
 
 // BerthCmd is a berth command with this daemon's global flags (first, so
@@ -144,7 +157,7 @@ func (d *Daemon) Launch() error {
 	args := append(append([]string{"serve"}, d.GlobalFlags()...), d.ServeArgs...)
 	argv := append(append(append([]string(nil), d.Wrap...), d.Berth()), args...)
 	d.proc.Name, d.proc.LogPath, d.proc.CleanExit = "berth serve", d.LogPath, true
-	d.proc.Bin, d.proc.Args = argv[0], argv[1:]
+	d.proc.Bin, d.proc.Args, d.proc.Env = argv[0], argv[1:], d.Env
 	if err := d.proc.Start(); err != nil {
 		return err
 	}
@@ -191,6 +204,14 @@ func (d *Daemon) closeConn() {
 		d.conn, d.RT, d.Img = nil, nil, nil
 	}
 }
+
+// Pid is the process id of the running `berth serve` (of Wrap's command
+// when there is one), 0 when it is not running.
+func (d *Daemon) Pid() int { return d.proc.Pid() }
+
+// Signal sends sig to the running daemon (to Wrap's command when there is
+// one).
+func (d *Daemon) Signal(sig syscall.Signal) error { return d.proc.Signal(sig) }
 
 // Kill9 kills the daemon with SIGKILL and waits for it; pods keep running.
 func (d *Daemon) Kill9() {

@@ -19,6 +19,7 @@ type Process struct {
 	Bin     string
 	Args    []string
 	LogPath string
+	Env     []string // added to the test's own environment
 	// CleanExit makes Stop fail when SIGTERM ends the process with a
 	// failure status.
 	CleanExit bool
@@ -38,6 +39,9 @@ func (p *Process) Start() error {
 	fmt.Fprintf(logFile, "=== %s started at %s\n", p.Name, time.Now().Format(time.RFC3339Nano))
 	cmd := exec.Command(p.Bin, p.Args...)
 	cmd.Stdout, cmd.Stderr = logFile, logFile
+	if len(p.Env) > 0 {
+		cmd.Env = append(os.Environ(), p.Env...)
+	}
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
 	if err := cmd.Start(); err != nil {
 		return fmt.Errorf("start %s: %w", p.Name, err)
