@@ -23,8 +23,8 @@ func TestPidFileReplacesAStaleOneAndIsRemoved(t *testing.T) {
 	if err != nil || string(b) != strconv.Itoa(os.Getpid())+"\n" {
 		t.Errorf("pid file holds %q, %v; want %d", b, err, os.Getpid())
 	}
-	if fi, err := os.Stat(path); err != nil || fi.Mode().Perm() != 0o644 {
-		t.Errorf("pid file mode: %v, %v; want 0644", fi, err)
+	if fi, err := os.Stat(path); err != nil || fi.Mode().Perm() != 0o600 {
+		t.Errorf("pid file mode: %v, %v; want 0600", fi, err)
 	}
 	remove()
 	if _, err := os.Stat(path); !errors.Is(err, fs.ErrNotExist) {
