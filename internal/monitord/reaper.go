@@ -37,7 +37,8 @@ func NewReaper() *Reaper {
 	return &Reaper{waiters: map[int]chan Exit{}, subs: map[*Subscription]struct{}{}}
 }
 
-// Run reaps on every SIGCHLD until ctx is done.
+// Run reaps on every SIGCHLD until ctx is done; once it is, it reaps
+// nothing more, even when a SIGCHLD came at the same time.
 func (r *Reaper) Run(ctx context.Context) {
 	sigs := make(chan os.Signal, 1)
 	signal.Notify(sigs, unix.SIGCHLD)
@@ -46,6 +47,9 @@ func (r *Reaper) Run(ctx context.Context) {
 	for {
 		select {
 		case <-sigs:
+			if ctx.Err() != nil {
+				return
+			}
 			r.reap()
 		case <-ctx.Done():
 			return

@@ -10,8 +10,11 @@ import (
 func TestReaperExecReportsStatus(t *testing.T) {
 	r := NewReaper()
 	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	go r.Run(ctx)
+	ran := make(chan struct{})
+	go func() { r.Run(ctx); close(ran) }()
+	// Run must be over before the next test: a reaper reaps every child of
+	// the process, and would take the next test's.
+	defer func() { cancel(); <-ran }()
 	if err := r.Exec(ctx, exec.Command("/bin/sh", "-c", "exit 0")); err != nil {
 		t.Fatalf("exit 0: %v", err)
 	}
