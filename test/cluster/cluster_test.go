@@ -174,11 +174,10 @@ func (c *cluster) kubectlT(t *testing.T, args ...string) string {
 
 // waitFor polls cond until it holds. It fails t (the test or subtest
 // waiting) at once when kubelet or a control plane component exited, and
-// on timeout with the end of kubelet's log.
+// on timeout (kubelet's teardown then shows the end of its log).
 func (c *cluster) waitFor(t *testing.T, what string, timeout time.Duration, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(timeout)
-	for !cond() {
+	kube.WaitFor(t, what, timeout, func() bool {
 		down := c.kubelet.Died()
 		if down == "" {
 			down = c.cp.Down()
@@ -187,12 +186,8 @@ func (c *cluster) waitFor(t *testing.T, what string, timeout time.Duration, cond
 			harness.Summarize("%s: %s", t.Name(), firstLine(down))
 			t.Fatal(down)
 		}
-		if time.Now().After(deadline) {
-			harness.Summarize("%s: timed out after %v waiting for %s", t.Name(), timeout, what)
-			t.Fatalf("timed out after %v waiting for %s\n%s", timeout, what, c.kubelet.LogTail(60))
-		}
-		time.Sleep(200 * time.Millisecond)
-	}
+		return cond()
+	})
 }
 
 func firstLine(s string) string {

@@ -274,17 +274,10 @@ func (k *Kubelet) logUnimplemented() {
 }
 
 // WaitFor polls cond every 200ms until it holds or timeout passes; on
-// timeout it fails the test with the end of kubelet's log.
+// timeout it fails the test, and stop then logs the end of kubelet's log.
 func (k *Kubelet) WaitFor(what string, timeout time.Duration, cond func() bool) {
 	k.T.Helper()
-	deadline := time.Now().Add(timeout)
-	for !cond() {
-		if time.Now().After(deadline) {
-			harness.Summarize("%s: timed out after %v waiting for %s", k.T.Name(), timeout, what)
-			k.T.Fatalf("timed out after %v waiting for %s\n%s", timeout, what, k.proc.LogTail(60))
-		}
-		time.Sleep(200 * time.Millisecond)
-	}
+	WaitFor(k.T, what, timeout, cond) // a failed test gets the end of kubelet's log from stop
 }
 
 // Died says how kubelet ended when it exited on its own, with its log from
@@ -306,6 +299,3 @@ func (k *Kubelet) Died() string {
 	end := min(from+8, len(lines))
 	return fmt.Sprintf("kubelet exited: %s; its log: %s", k.proc.ExitStatus(), strings.Join(lines[from:end], " | "))
 }
-
-// LogTail is the end of kubelet's log, with a header.
-func (k *Kubelet) LogTail(n int) string { return k.proc.LogTail(n) }
