@@ -7,7 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
 	"strings"
 	"time"
 
@@ -136,29 +135,22 @@ func containerNames(pod *v1.Pod) []string {
 	return names
 }
 
-// printLog copies the log's content; with follow it keeps reading new
-// records until the container instance is no longer running.
+// printLog copies the log's content, its rotated files first; with
+// follow it keeps reading new records, across rotations, until the
+// container instance is no longer running.
 func printLog(ctx context.Context, w io.Writer, client *agentapi.Client, detail agentapi.PodDetail, path string, o logsOptions) error {
-	f, err := os.Open(path)
+	l, err := openLogFollower(path, w, o.timestamps)
 	if err != nil {
 		return fmt.Errorf("log of container %q in pod %s: %w", o.container, detail.Pod.Name, err)
 	}
-	defer f.Close()
-	r := bufio.NewReader(f)
-	var pending []byte
-	for {
-		if err := copyRecords(r, w, o.timestamps, &pending); err != nil {
-			return fmt.Errorf("log %s: %w", path, err)
-		}
-		if !o.follow || o.previous || !stillRunning(ctx, client, detail, o.container) {
-			return copyRecords(r, w, o.timestamps, &pending)
-		}
-		select {
-		case <-ctx.Done():
-			return nil
-		case <-time.After(250 * time.Millisecond):
-		}
+	defer l.Close()
+	if err := l.copyRotated(); err != nil {
+		return fmt.Errorf("log of container %q in pod %s: %w", o.container, detail.Pod.Name, err)
 	}
+	if !o.follow || o.previous {
+		return l.copyCurrent()
+	}
+	return l.followUntil(ctx, 250*time.Millisecond, func() bool { return stillRunning(ctx, client, detail, o.container) })
 }
 
 // copyRecords writes every complete record r holds now. A record still

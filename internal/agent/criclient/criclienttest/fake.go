@@ -299,6 +299,22 @@ func (f *Runtime) ContainerStatus(_ context.Context, id string) (*runtimeapi.Con
 	return st, nil
 }
 
+// ReopenContainerLog records "reopen-log <name>"; a container that is
+// not running cannot reopen its log.
+func (f *Runtime) ReopenContainerLog(_ context.Context, id string) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	c := f.containers[id]
+	if c == nil {
+		return errNotFound
+	}
+	if c.state != runtimeapi.ContainerState_CONTAINER_RUNNING {
+		return status.Errorf(codes.FailedPrecondition, "container %s is not running", id)
+	}
+	f.record("reopen-log " + c.config.GetMetadata().GetName())
+	return nil
+}
+
 func (f *Runtime) ExecSync(_ context.Context, id string, cmd []string, _ time.Duration) ([]byte, []byte, int32, error) {
 	f.mu.Lock()
 	run := f.execResult
