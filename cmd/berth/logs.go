@@ -32,9 +32,11 @@ func newLogsCommand(opts *globalOptions) *cobra.Command {
 		Use:   "logs POD",
 		Short: "Print a container's log, like kubectl logs",
 		Long: `Print the log of a pod's container, read from the CRI log files under the
-pod's log directory (/var/log/pods/<namespace>_<name>_<uid>/<container>/<restart>.log).
+pod's log directory (/var/log/pods/<namespace>_<name>_<uid>/<container>/<restart>.log):
+the rotated files the agent kept (plain or gzipped, oldest first), then the current one.
 -c picks the container (default: the only one, else the first); --previous reads the log
-of its last terminated instance; -f follows the log until the container exits.`,
+of its last terminated instance; -f follows the log, across rotations, until the
+container exits.`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			client, err := connectAgent(cmd, opts)

@@ -181,7 +181,9 @@ func (m *Manager) tidy(dir *logDir, base string) error {
 // to reopen it; if it cannot, the log gets its name back.
 func (m *Manager) rotateCurrent(ctx context.Context, dir *logDir, base, id string) error {
 	rotated := base + "." + stamp(m.cfg.Clock.Now())
-	if _, exists, err := dir.size(rotated + gzSuffix); err != nil || exists {
+	if _, exists, err := dir.size(rotated + gzSuffix); err != nil {
+		return err
+	} else if exists {
 		return fmt.Errorf("rotate %s/%s: %s.gz exists: next round", dir.path, base, rotated)
 	}
 	if err := dir.rename(base, rotated); err != nil {

@@ -412,3 +412,29 @@ func TestPolicyValidate(t *testing.T) {
 		t.Errorf("the default policy: %v", err)
 	}
 }
+
+// A removed container's rotated files go with it; others stay.
+func TestRemoveRotated(t *testing.T) {
+	fx := newFixture(t, Policy{MaxSize: 100, MaxFiles: 5})
+	for i := range 3 {
+		fx.rt.write(10)
+		if err := fx.rotateAt(t, time.Duration(i)*time.Minute); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, name := range []string{"0.log.20260301-090000.tmp", "0.log.backup", "1.log", "1.log.20260301-090000"} {
+		if err := os.WriteFile(filepath.Join(fx.dir, name), nil, 0o640); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := RemoveRotated(fx.log); err != nil {
+		t.Fatal(err)
+	}
+	want := []string{"0.log", "0.log.backup", "1.log", "1.log.20260301-090000"}
+	if got := fx.files(t); !slices.Equal(got, want) {
+		t.Errorf("files %v; want %v", got, want)
+	}
+	if err := RemoveRotated(filepath.Join(t.TempDir(), "gone", "0.log")); err != nil {
+		t.Errorf("a directory that is gone: %v", err)
+	}
+}
