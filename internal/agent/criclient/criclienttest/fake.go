@@ -25,7 +25,7 @@ type Runtime struct {
 	containers map[string]*container
 	images     map[string]bool
 	pullErr    error
-	log        []string // "create <name>", "start <name>", "stop <name>", "runp", "stopp", "rmp"
+	log        []string // "create <name>", "start <name>", "stop <name>", "reopen-log <name>", "runp", "stopp", "rmp"
 	subs       []chan *runtimeapi.ContainerEventResponse
 	eventsErr  error // set: every event stream breaks at once with it
 	subscribes int   // ContainerEvents calls
