@@ -8,7 +8,6 @@ import (
 	"io"
 	"os"
 	"os/exec"
-	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -27,8 +26,8 @@ const (
 )
 
 // chatty writes numbered lines at full speed for 8 seconds, then "last
-// N" (lines 0 to N-1 were written), then sleeps.
-const chattyPod = `
+// N end" (lines 0 to N-1 were written), then sleeps.
+var chattyPod = fmt.Sprintf(`
 apiVersion: v1
 kind: Pod
 metadata: {name: chatty}
@@ -42,18 +41,21 @@ spec:
     - sh
     - -c
     - |
-      i=0; end=$(( $(date +%s) + 8 ))
+      i=0; end=$(( $(date +%%s) + 8 ))
       while :; do
         j=0
         while [ $j -lt 1000 ]; do
-          echo "line $i ............................................................"
+          echo "line $i %s"
           i=$((i+1)); j=$((j+1))
         done
-        [ $(date +%s) -ge $end ] && break
+        [ $(date +%%s) -ge $end ] && break
       done
-      echo "last $i"
+      echo "last $i end"
       exec sleep 3600
-`
+`, chattyDots)
+
+// chattyDots pad chatty's lines.
+var chattyDots = strings.Repeat(".", 60)
 
 // The agent rotates a log written at full speed (rename, CRI
 // ReopenContainerLog, older files gzipped, at most max-files kept):
@@ -69,30 +71,13 @@ func TestLogRotation(t *testing.T) {
 }
 
 func logRotation(t *testing.T, n *node) {
+	splitsAllowed := n.rt.name() == "containerd"
 	n.apply("chatty.yaml", chattyPod)
 	pod := n.waitPod("chatty", "chatty runs", running("chatty"))
 	follow, followed := n.followLogs("chatty")
 	path := n.logPath(pod, "chatty")
-	var last int
 	deadline := time.Now().Add(2 * time.Minute)
-	for {
-		// Done once "last N" is written and the log is too small to
-		// be rotated again: then the files stay as they are.
-		if st, err := os.Stat(path); err == nil && st.Size() < rotationMaxSize {
-			if nums, l, err := readRetained(path); err == nil && l >= 0 && len(nums) > 0 {
-				last = l
-				break
-			}
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("chatty did not finish writing within 2 minutes\n%s", n.rt.logTail(40))
-		}
-		time.Sleep(200 * time.Millisecond)
-	}
-	nums, _, err := readRetained(path)
-	if err != nil {
-		t.Fatal(err)
-	}
+	nums, last := n.waitChattyDone(path, splitsAllowed, deadline)
 	first := nums[0]
 	checkContiguous(t, "the retained files", nums, first, last-1)
 	rotated, err := logrotate.RotatedFiles(path)
@@ -109,19 +94,55 @@ func logRotation(t *testing.T, n *node) {
 		}
 	}
 	out := n.must("logs", "chatty")
-	checkContiguous(t, "berth logs", parseLines(t, out), first, last-1)
+	checkContiguous(t, "berth logs", outputLines(t, "berth logs", out, splitsAllowed), first, last-1)
 
-	lastLine := fmt.Sprintf("last %d\n", last)
+	lastLine := fmt.Sprintf("last %d end\n", last)
 	for !strings.Contains(followed.String(), lastLine) && time.Now().Before(deadline) {
 		time.Sleep(100 * time.Millisecond)
 	}
 	_ = follow.Process.Kill()
 	_ = follow.Wait()
-	fl := parseLines(t, followed.String())
+	fl := outputLines(t, "berth logs -f", followed.String(), splitsAllowed)
 	if len(fl) == 0 {
 		t.Fatalf("berth logs -f printed no line")
 	}
 	checkContiguous(t, "berth logs -f", fl, fl[0], last-1)
+}
+
+// waitChattyDone waits until chatty has written "last N end" and its log
+// is too small to be rotated again (the files stay as they are), and
+// returns the numbers of the lines kept and N.
+func (n *node) waitChattyDone(path string, splitsAllowed bool, deadline time.Time) ([]int, int) {
+	n.t.Helper()
+	var err error
+	for {
+		var st os.FileInfo
+		if st, err = os.Stat(path); err == nil && st.Size() < rotationMaxSize {
+			var contents []string
+			if contents, err = readRetained(path); err == nil {
+				nums, last, splits, perr := chattyLines(contents, splitsAllowed)
+				if err = perr; err == nil && last >= 0 && len(nums) > 0 {
+					n.t.Logf("%d lines cut in two at a rotation", splits)
+					return nums, last
+				}
+			}
+		}
+		if time.Now().After(deadline) {
+			n.t.Fatalf("chatty did not finish writing in time (last error: %v)\n%s", err, n.rt.logTail(40))
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+}
+
+// outputLines reads chatty's lines in `berth logs` output.
+func outputLines(t *testing.T, what, out string, splitsAllowed bool) []int {
+	t.Helper()
+	nums, _, splits, err := chattyLines(strings.Split(strings.TrimSuffix(out, "\n"), "\n"), splitsAllowed)
+	if err != nil {
+		t.Fatalf("%s: %v", what, err)
+	}
+	t.Logf("%s: %d lines cut in two at a rotation", what, splits)
+	return nums
 }
 
 // followLogs starts `berth logs -f`; the test kills it.
@@ -170,79 +191,81 @@ func (n *node) logPath(pod v1.Pod, container string) string {
 	return path
 }
 
-// readRetained reads the line numbers of the rotated files and the
-// current log, in order, and the N of "last N" (-1 when not there yet).
-func readRetained(path string) ([]int, int, error) {
+// readRetained reads the contents of the rotated files' and the current
+// log's records, in order.
+func readRetained(path string) ([]string, error) {
 	files, err := logrotate.RotatedFiles(path)
 	if err != nil {
-		return nil, -1, err
+		return nil, err
 	}
-	var nums []int
-	last := -1
+	var contents []string
 	for _, file := range append(files, path) {
 		r, err := logrotate.OpenRotated(file)
 		if err != nil {
-			return nil, -1, err
+			return nil, err
 		}
 		data, err := io.ReadAll(r)
 		r.Close()
 		if err != nil {
-			return nil, -1, err
+			return nil, err
 		}
 		sc := bufio.NewScanner(bytes.NewReader(data))
 		for sc.Scan() {
 			// <time> <stream> <P|F> <content>
 			fields := strings.SplitN(sc.Text(), " ", 4)
 			if len(fields) < 4 {
-				return nil, -1, fmt.Errorf("%s: %q", file, sc.Text())
+				return nil, fmt.Errorf("%s: %q", file, sc.Text())
 			}
-			n, l, err := parseLine(fields[3])
-			if err != nil {
-				return nil, -1, fmt.Errorf("%s: %w", file, err)
-			}
-			if l >= 0 {
-				last = l
-			} else {
-				nums = append(nums, n)
-			}
+			contents = append(contents, fields[3])
 		}
 	}
-	return nums, last, nil
+	return contents, nil
 }
 
-// parseLine reads "line N ..." (n) or "last N" (last); the other is -1.
-func parseLine(s string) (n, last int, err error) {
-	fields := strings.Fields(s)
-	if len(fields) >= 2 {
-		v, err := strconv.Atoi(fields[1])
-		if err == nil && fields[0] == "line" {
-			return v, -1, nil
+// chattyLines reads chatty's output: the numbers of its "line N" lines
+// in order, and the N of its "last N end" (-1 when not there yet).
+//
+// containerd may cut a line in two at a rotation: its ReopenContainerLog
+// closes the old log's pipe with the part of a line it holds, written as
+// a whole record, and the rest goes to the new log. With splitsAllowed, a
+// line that is not chatty's but makes one with the next is counted as
+// that one (splits says how many); berth's monitor never cuts a line
+// (crilog: a record goes whole to one file), so for berth none is allowed.
+func chattyLines(contents []string, splitsAllowed bool) (nums []int, last, splits int, err error) {
+	last = -1
+	for i := 0; i < len(contents); i++ {
+		c := contents[i]
+		n, l, ok := parseChatty(c)
+		if !ok && splitsAllowed && i+1 < len(contents) {
+			if n, l, ok = parseChatty(c + contents[i+1]); ok {
+				i++
+				splits++
+			}
 		}
-		if err == nil && fields[0] == "last" {
-			return -1, v, nil
-		}
-	}
-	return -1, -1, fmt.Errorf("not a line of chatty: %q", s)
-}
-
-// parseLines reads `berth logs` output: the numbered lines, "last N" left
-// out.
-func parseLines(t *testing.T, out string) []int {
-	t.Helper()
-	var nums []int
-	for _, line := range strings.Split(strings.TrimSuffix(out, "\n"), "\n") {
-		if line == "" {
-			continue
-		}
-		n, _, err := parseLine(line)
-		if err != nil {
-			t.Fatalf("berth logs: %v", err)
-		}
-		if n >= 0 {
+		switch {
+		case !ok && splitsAllowed && (c == "" || i == 0):
+			// the empty rest of a line cut just before its newline, or
+			// the rest of one whose start went with a removed file
+		case !ok:
+			return nil, -1, splits, fmt.Errorf("not a line of chatty: %q", c)
+		case l >= 0:
+			last = l
+		default:
 			nums = append(nums, n)
 		}
 	}
-	return nums
+	return nums, last, splits, nil
+}
+
+// parseChatty reads "line N <dots>" (n) or "last N end" (last), exactly.
+func parseChatty(s string) (n, last int, ok bool) {
+	if _, err := fmt.Sscanf(s, "last %d end", &last); err == nil && s == fmt.Sprintf("last %d end", last) {
+		return -1, last, true
+	}
+	if _, err := fmt.Sscanf(s, "line %d", &n); err == nil && s == fmt.Sprintf("line %d %s", n, chattyDots) {
+		return n, -1, true
+	}
+	return -1, -1, false
 }
 
 // checkContiguous fails unless nums are first, first+1, ..., last.
