@@ -10,11 +10,13 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+	"k8s.io/apimachinery/pkg/api/resource"
 
 	"github.com/berth-dev/berth/internal/agent"
 	"github.com/berth-dev/berth/internal/agent/agentapi"
 	"github.com/berth-dev/berth/internal/agent/backoff"
 	"github.com/berth-dev/berth/internal/agent/criclient"
+	"github.com/berth-dev/berth/internal/agent/logrotate"
 	"github.com/berth-dev/berth/internal/config"
 	"github.com/berth-dev/berth/internal/store"
 )
@@ -29,6 +31,12 @@ type agentFlags struct {
 	backoffReset   time.Duration
 	relistPeriod   time.Duration
 	watchInterval  time.Duration
+	// container log rotation (kubelet's containerLog* settings)
+	logMaxSize         string // a quantity: "10Mi"
+	logMaxFiles        int
+	logMonitorInterval time.Duration
+	logMaxWorkers      int
+	logRotation        logrotate.Policy // validate's result
 }
 
 func (f *agentFlags) bind(cmd *cobra.Command) {
@@ -40,6 +48,26 @@ func (f *agentFlags) bind(cmd *cobra.Command) {
 	fs.DurationVar(&f.backoffReset, "backoff-reset", backoff.DefaultResetAfter, "a container running this long starts its back-off afresh")
 	fs.DurationVar(&f.relistPeriod, "relist-period", agent.DefaultRelistPeriod, "how often the agent lists the runtime's pods (safety net under its events)")
 	fs.DurationVar(&f.watchInterval, "watch-interval", agent.DefaultWatchInterval, "rescan period of watched manifest directories (safety net under inotify)")
+	fs.StringVar(&f.logMaxSize, "container-log-max-size", "10Mi", "a container's log larger than this is rotated (a quantity: 10Mi, 512Ki)")
+	fs.IntVar(&f.logMaxFiles, "container-log-max-files", logrotate.DefaultMaxFiles, "files a container's log keeps, the current one counted (at least 2)")
+	fs.DurationVar(&f.logMonitorInterval, "container-log-monitor-interval", logrotate.DefaultInterval, "how often the containers' log sizes are checked (at least 1s)")
+	fs.IntVar(&f.logMaxWorkers, "container-log-max-workers", logrotate.DefaultWorkers, "containers' logs rotated at once")
+}
+
+// validate checks the flags the agent's Config does not check itself, and
+// says which flag is wrong.
+func (f *agentFlags) validate() error {
+	size, err := resource.ParseQuantity(f.logMaxSize)
+	if err != nil {
+		return fmt.Errorf("--container-log-max-size %q: %w", f.logMaxSize, err)
+	}
+	f.logRotation = logrotate.Policy{
+		MaxSize: size.Value(), MaxFiles: f.logMaxFiles, Interval: f.logMonitorInterval, Workers: f.logMaxWorkers,
+	}
+	if err := f.logRotation.Validate(); err != nil {
+		return fmt.Errorf("--container-log-* flags: %w", err)
+	}
+	return nil
 }
 
 // config is the agent's configuration over a CRI client.
@@ -51,6 +79,7 @@ func (f *agentFlags) config(cfg config.Config, cri *criclient.CRIClient, log *sl
 		Backoff:       backoff.Config{Initial: f.backoffInitial, Max: f.backoffMax, ResetAfter: f.backoffReset},
 		RelistPeriod:  f.relistPeriod,
 		WatchInterval: f.watchInterval,
+		LogRotation:   f.logRotation,
 		Logger:        log,
 	}
 }
@@ -66,6 +95,9 @@ and serves the agent API on <state>/agent.sock. 'berth serve' runs the same agen
 unless --agent=false.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			if err := flags.validate(); err != nil {
+				return err
+			}
 			cfg, err := opts.load(cmd)
 			if err != nil {
 				return err

@@ -7,7 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
 	"strings"
 	"time"
 
@@ -33,9 +32,11 @@ func newLogsCommand(opts *globalOptions) *cobra.Command {
 		Use:   "logs POD",
 		Short: "Print a container's log, like kubectl logs",
 		Long: `Print the log of a pod's container, read from the CRI log files under the
-pod's log directory (/var/log/pods/<namespace>_<name>_<uid>/<container>/<restart>.log).
+pod's log directory (/var/log/pods/<namespace>_<name>_<uid>/<container>/<restart>.log):
+the rotated files the agent kept (plain or gzipped, oldest first), then the current one.
 -c picks the container (default: the only one, else the first); --previous reads the log
-of its last terminated instance; -f follows the log until the container exits.`,
+of its last terminated instance; -f follows the log, across rotations, until the
+container exits.`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			client, err := connectAgent(cmd, opts)
@@ -136,29 +137,22 @@ func containerNames(pod *v1.Pod) []string {
 	return names
 }
 
-// printLog copies the log's content; with follow it keeps reading new
-// records until the container instance is no longer running.
+// printLog copies the log's content, its rotated files first; with
+// follow it keeps reading new records, across rotations, until the
+// container instance is no longer running.
 func printLog(ctx context.Context, w io.Writer, client *agentapi.Client, detail agentapi.PodDetail, path string, o logsOptions) error {
-	f, err := os.Open(path)
+	l, err := openLogFollower(path, w, o.timestamps)
 	if err != nil {
 		return fmt.Errorf("log of container %q in pod %s: %w", o.container, detail.Pod.Name, err)
 	}
-	defer f.Close()
-	r := bufio.NewReader(f)
-	var pending []byte
-	for {
-		if err := copyRecords(r, w, o.timestamps, &pending); err != nil {
-			return fmt.Errorf("log %s: %w", path, err)
-		}
-		if !o.follow || o.previous || !stillRunning(ctx, client, detail, o.container) {
-			return copyRecords(r, w, o.timestamps, &pending)
-		}
-		select {
-		case <-ctx.Done():
-			return nil
-		case <-time.After(250 * time.Millisecond):
-		}
+	defer l.Close()
+	if err := l.copyRotated(); err != nil {
+		return fmt.Errorf("log of container %q in pod %s: %w", o.container, detail.Pod.Name, err)
 	}
+	if !o.follow || o.previous {
+		return l.copyCurrent()
+	}
+	return l.followUntil(ctx, 250*time.Millisecond, func() bool { return stillRunning(ctx, client, detail, o.container) })
 }
 
 // copyRecords writes every complete record r holds now. A record still

@@ -14,6 +14,7 @@ import (
 	"github.com/berth-dev/berth/internal/agent/agentapi"
 	"github.com/berth-dev/berth/internal/agent/backoff"
 	"github.com/berth-dev/berth/internal/agent/criclient"
+	"github.com/berth-dev/berth/internal/agent/logrotate"
 	"github.com/berth-dev/berth/internal/agent/probe"
 	"github.com/berth-dev/berth/internal/agent/sourcestore"
 	"github.com/berth-dev/berth/internal/agent/volume"
@@ -52,6 +53,10 @@ type Config struct {
 	// WatchInterval is the rescan period of watched manifest directories
 	// (a safety net under inotify); default 10 s.
 	WatchInterval time.Duration
+	// LogRotation is when the running containers' logs are rotated
+	// (package logrotate); zero fields take the kubelet's defaults (10 MiB,
+	// 5 files, every 10 s, 1 worker).
+	LogRotation logrotate.Policy
 	// Clock is what the agent reads the time from and waits with (syncs'
 	// timers, back-offs, the relist ticker, event resubscription, pod
 	// events' times, deletion deadlines); default the real clock. Tests
@@ -78,6 +83,7 @@ type Agent struct {
 	cfg            Config
 	log            *slog.Logger
 	deps           *syncDeps // what every worker's sync uses
+	logs           *logrotate.Manager
 	relistRequests chan struct{}
 	// life is the agent's lifetime, the parent of every worker and watch:
 	// New creates it, Run ends it when its own ctx ends. Workers started
@@ -128,9 +134,13 @@ func New(cfg Config) (*Agent, error) {
 	if err != nil {
 		return nil, fmt.Errorf("agent: %w", err)
 	}
+	logs, err := newLogManager(cfg)
+	if err != nil {
+		return nil, fmt.Errorf("agent: %w", err)
+	}
 	log := cfg.Logger.With("component", "agent")
 	a := &Agent{
-		cfg: cfg, log: log,
+		cfg: cfg, log: log, logs: logs,
 		deps:           newSyncDeps(cfg, sourceStore, log),
 		relistRequests: make(chan struct{}, 1),
 		workers:        map[string]*podWorker{},
@@ -195,8 +205,9 @@ func (a *Agent) Run(ctx context.Context) error {
 		return err
 	}
 	var loops sync.WaitGroup
-	loops.Add(3)
+	loops.Add(4)
 	go func() { defer loops.Done(); a.watchEvents(ctx) }()
+	go func() { defer loops.Done(); a.logs.Run(ctx) }()
 	go func() { defer loops.Done(); a.relistLoop(ctx) }()
 	go func() { defer loops.Done(); a.dispatchProbeUpdates(ctx) }()
 	<-ctx.Done()

@@ -54,6 +54,13 @@
 //     driver is systemd, as CRI RuntimeConfig says at start, pods get slices
 //     (podspec.PodSlice) and the empty pod slice is stopped over systemd's
 //     private D-Bus socket);
+//   - container log rotation (logs.go, package logrotate): every
+//     Config.LogRotation interval, the logs of its pods' running containers
+//     larger than the max size are renamed and reopened through CRI
+//     ReopenContainerLog, older rotated files gzipped and the oldest
+//     removed beyond the max files (as kubelet's containerLogMax*
+//     settings); gc.go removes a removed container's rotated files with
+//     its log;
 //   - events (record.go): kubelet's reasons (Scheduled, Pulling, Pulled,
 //     Created, Started, Killing, BackOff, Unhealthy, FailedPostStartHook,
 //     FailedPreStopHook, FailedCreatePodSandBox, FailedMount, ...) kept per

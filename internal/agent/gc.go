@@ -5,6 +5,7 @@ import (
 	"os"
 
 	"github.com/berth-dev/berth/internal/agent/criclient"
+	"github.com/berth-dev/berth/internal/agent/logrotate"
 	"github.com/berth-dev/berth/internal/agent/plan"
 	"github.com/berth-dev/berth/internal/agent/podspec"
 )
@@ -46,6 +47,9 @@ func (w *podWorker) removeOldContainers(ctx context.Context, obs observation) {
 		}
 		if p := paths[c.ID]; p != "" {
 			os.Remove(p) // the log may be gone already
+			if err := logrotate.RemoveRotated(p); err != nil {
+				w.deps.log.Debug("remove old container's rotated logs", "pod", w.uid, "container", c.ID, "error", err)
+			}
 		}
 	}
 	w.removeOldSandboxes(ctx, obs, remaining)

@@ -66,13 +66,19 @@ var runtimes = []runtimeKind{
 // the runtimes. They run side by side (each runtime has its own
 // directories, network and subnet); the scenarios one after the other.
 func onEachRuntime(t *testing.T, scenario func(t *testing.T, n *node)) {
+	onEachRuntimeWith(t, nil, scenario)
+}
+
+// onEachRuntimeWith is onEachRuntime with agent flags of the scenario's
+// (after fastAgent's).
+func onEachRuntimeWith(t *testing.T, agentArgs []string, scenario func(t *testing.T, n *node)) {
 	for _, kind := range runtimes {
 		t.Run(kind.name, func(t *testing.T) {
 			if reason := kind.skip(); reason != "" {
 				t.Skip(reason)
 			}
 			t.Parallel()
-			scenario(t, startNode(t, kind))
+			scenario(t, startNode(t, kind, agentArgs...))
 		})
 	}
 }

@@ -30,6 +30,9 @@ type Runtime interface {
 	ListContainers(ctx context.Context, labels map[string]string) ([]*runtimeapi.Container, error)
 	ContainerStatus(ctx context.Context, id string) (*runtimeapi.ContainerStatus, error)
 	ExecSync(ctx context.Context, containerID string, cmd []string, timeout time.Duration) (stdout, stderr []byte, exitCode int32, err error)
+	// ReopenContainerLog makes the runtime reopen a running container's
+	// log file (after the agent renamed it: log rotation).
+	ReopenContainerLog(ctx context.Context, id string) error
 	// ContainerEvents subscribes to lifecycle events; the stream ends with
 	// an error when the runtime drops the subscription.
 	ContainerEvents(ctx context.Context) (EventStream, error)
@@ -258,6 +261,13 @@ func (c *CRIClient) ExecSync(ctx context.Context, containerID string, cmd []stri
 		return nil, nil, 0, err
 	}
 	return resp.GetStdout(), resp.GetStderr(), resp.GetExitCode(), nil
+}
+
+func (c *CRIClient) ReopenContainerLog(ctx context.Context, id string) error {
+	ctx, cancel := context.WithTimeout(ctx, callTimeout)
+	defer cancel()
+	_, err := c.runtime.ReopenContainerLog(ctx, &runtimeapi.ReopenContainerLogRequest{ContainerId: id})
+	return err
 }
 
 // ContainerEvents subscribes to GetContainerEvents and returns once the

@@ -25,7 +25,7 @@ type Runtime struct {
 	containers map[string]*container
 	images     map[string]bool
 	pullErr    error
-	log        []string // "create <name>", "start <name>", "stop <name>", "runp", "stopp", "rmp"
+	log        []string // "create <name>", "start <name>", "stop <name>", "reopen-log <name>", "runp", "stopp", "rmp"
 	subs       []chan *runtimeapi.ContainerEventResponse
 	eventsErr  error // set: every event stream breaks at once with it
 	subscribes int   // ContainerEvents calls
@@ -297,6 +297,22 @@ func (f *Runtime) ContainerStatus(_ context.Context, id string) (*runtimeapi.Con
 		}
 	}
 	return st, nil
+}
+
+// ReopenContainerLog records "reopen-log <name>"; a container that is
+// not running cannot reopen its log.
+func (f *Runtime) ReopenContainerLog(_ context.Context, id string) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	c := f.containers[id]
+	if c == nil {
+		return errNotFound
+	}
+	if c.state != runtimeapi.ContainerState_CONTAINER_RUNNING {
+		return status.Errorf(codes.FailedPrecondition, "container %s is not running", id)
+	}
+	f.record("reopen-log " + c.config.GetMetadata().GetName())
+	return nil
 }
 
 func (f *Runtime) ExecSync(_ context.Context, id string, cmd []string, _ time.Duration) ([]byte, []byte, int32, error) {

@@ -1,0 +1,137 @@
+package logrotate
+
+import (
+	"compress/gzip"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+
+	"golang.org/x/sys/unix"
+)
+
+// logDir is a container's log directory, opened beneath the pods' log
+// root: every operation names a file in it, never a path.
+type logDir struct {
+	f    *os.File
+	path string // for messages
+}
+
+// openLogDir opens rel (a directory path relative to root) beneath root,
+// following no symlink.
+func openLogDir(root, rel string) (*logDir, error) {
+	rootFD, err := unix.Open(root, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return nil, fmt.Errorf("pod log root %s: %w", root, err)
+	}
+	defer unix.Close(rootFD)
+	how := &unix.OpenHow{
+		Flags:   unix.O_RDONLY | unix.O_DIRECTORY | unix.O_CLOEXEC,
+		Resolve: unix.RESOLVE_BENEATH | unix.RESOLVE_NO_SYMLINKS | unix.RESOLVE_NO_MAGICLINKS,
+	}
+	var fd int
+	for try := 0; ; try++ {
+		fd, err = unix.Openat2(rootFD, rel, how)
+		if !errors.Is(err, unix.EAGAIN) && !errors.Is(err, unix.EINTR) || try >= 8 {
+			break
+		}
+	}
+	path := root + "/" + rel
+	if err != nil {
+		return nil, fmt.Errorf("log directory %s: %w", path, err)
+	}
+	return &logDir{f: os.NewFile(uintptr(fd), path), path: path}, nil
+}
+
+func (d *logDir) Close() error { return d.f.Close() }
+
+func (d *logDir) fd() int { return int(d.f.Fd()) }
+
+// names lists the directory.
+func (d *logDir) names() ([]string, error) {
+	if _, err := d.f.Seek(0, io.SeekStart); err != nil {
+		return nil, fmt.Errorf("log directory %s: %w", d.path, err)
+	}
+	names, err := d.f.Readdirnames(-1)
+	if err != nil {
+		return nil, fmt.Errorf("log directory %s: %w", d.path, err)
+	}
+	return names, nil
+}
+
+// size is the size of the regular file name; exists false when there is
+// none.
+func (d *logDir) size(name string) (size int64, exists bool, err error) {
+	var st unix.Stat_t
+	err = unix.Fstatat(d.fd(), name, &st, unix.AT_SYMLINK_NOFOLLOW)
+	if errors.Is(err, unix.ENOENT) {
+		return 0, false, nil
+	}
+	if err != nil {
+		return 0, false, fmt.Errorf("%s/%s: %w", d.path, name, err)
+	}
+	if st.Mode&unix.S_IFMT != unix.S_IFREG {
+		return 0, true, fmt.Errorf("%s/%s: not a regular file (mode %#o): left alone", d.path, name, st.Mode)
+	}
+	return st.Size, true, nil
+}
+
+// rename renames from to to, never replacing a file.
+func (d *logDir) rename(from, to string) error {
+	if err := unix.Renameat2(d.fd(), from, d.fd(), to, unix.RENAME_NOREPLACE); err != nil {
+		return fmt.Errorf("rename %s/%s to %s: %w", d.path, from, to, err)
+	}
+	return nil
+}
+
+// remove removes the file name; one already gone is no error.
+func (d *logDir) remove(name string) error {
+	if err := unix.Unlinkat(d.fd(), name, 0); err != nil && !errors.Is(err, unix.ENOENT) {
+		return fmt.Errorf("remove %s/%s: %w", d.path, name, err)
+	}
+	return nil
+}
+
+// open opens the file name with flags, following no symlink.
+func (d *logDir) open(name string, flags int, mode uint32) (*os.File, error) {
+	fd, err := unix.Openat(d.fd(), name, flags|unix.O_NOFOLLOW|unix.O_CLOEXEC, mode)
+	if err != nil {
+		return nil, fmt.Errorf("open %s/%s: %w", d.path, name, err)
+	}
+	return os.NewFile(uintptr(fd), d.path+"/"+name), nil
+}
+
+// compress writes name gzip-compressed to name.tmp, renames that to
+// name.gz and removes name.
+func (d *logDir) compress(name string) error {
+	src, err := d.open(name, unix.O_RDONLY, 0)
+	if err != nil {
+		return err
+	}
+	defer src.Close()
+	tmp := name + tmpSuffix
+	dst, err := d.open(tmp, unix.O_WRONLY|unix.O_CREAT|unix.O_EXCL, 0o640)
+	if err != nil {
+		return err
+	}
+	zw := gzip.NewWriter(dst)
+	_, err = io.Copy(zw, src)
+	if err == nil {
+		err = zw.Close()
+	}
+	if err == nil {
+		err = dst.Sync()
+	}
+	if cerr := dst.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		_ = d.remove(tmp) // the error below says what failed
+		return fmt.Errorf("compress %s/%s: %w", d.path, name, err)
+	}
+	if err := d.rename(tmp, name+gzSuffix); err != nil {
+		_ = d.remove(tmp) // as above
+		return err
+	}
+	return d.remove(name)
+}

@@ -1,0 +1,172 @@
+package logrotate
+
+import (
+	"compress/gzip"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"time"
+)
+
+// stampFormat is the rotated files' stamp (the kubelet's): names sort as
+// their times do.
+const stampFormat = "20060102-150405"
+
+const (
+	gzSuffix  = ".gz"
+	tmpSuffix = ".tmp"
+)
+
+// stamp is the suffix of a log rotated at t.
+func stamp(t time.Time) string { return t.UTC().Format(stampFormat) }
+
+// rotatedName is what a name in the log's directory is to the log named
+// base: a rotated file (stamp, compressed or not), a compression's
+// leftover (tmp) or none of them (ok false: not ours, left alone).
+type rotatedName struct {
+	name       string
+	stamp      string
+	compressed bool
+	tmp        bool
+}
+
+func parseName(base, name string) (rotatedName, bool) {
+	rest, ok := strings.CutPrefix(name, base+".")
+	if !ok {
+		return rotatedName{}, false
+	}
+	n := rotatedName{name: name}
+	switch {
+	case strings.HasSuffix(rest, gzSuffix):
+		rest, n.compressed = strings.TrimSuffix(rest, gzSuffix), true
+	case strings.HasSuffix(rest, tmpSuffix):
+		rest, n.tmp = strings.TrimSuffix(rest, tmpSuffix), true
+	}
+	if _, err := time.Parse(stampFormat, rest); err != nil {
+		return rotatedName{}, false
+	}
+	n.stamp = rest
+	return n, true
+}
+
+// rotation is one rotated log: its plain and compressed files (one or
+// both exist).
+type rotation struct {
+	stamp          string
+	plain, gz, tmp bool
+}
+
+// rotations groups the names of the directory that belong to the log
+// named base by stamp, oldest first.
+func rotations(base string, names []string) []rotation {
+	byStamp := map[string]*rotation{}
+	for _, name := range names {
+		n, ok := parseName(base, name)
+		if !ok {
+			continue
+		}
+		r := byStamp[n.stamp]
+		if r == nil {
+			r = &rotation{stamp: n.stamp}
+			byStamp[n.stamp] = r
+		}
+		switch {
+		case n.tmp:
+			r.tmp = true
+		case n.compressed:
+			r.gz = true
+		default:
+			r.plain = true
+		}
+	}
+	out := make([]rotation, 0, len(byStamp))
+	for _, r := range byStamp {
+		out = append(out, *r)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].stamp < out[j].stamp })
+	return out
+}
+
+// RotatedFiles lists the rotated files of the log at path, oldest first:
+// "<path>.<stamp>" or, when only it exists, "<path>.<stamp>.gz". The
+// current log is not in the list.
+func RotatedFiles(path string) ([]string, error) {
+	dir, base := filepath.Split(path)
+	entries, err := os.ReadDir(filepath.Clean(dir))
+	if err != nil {
+		return nil, fmt.Errorf("rotated logs of %s: %w", path, err)
+	}
+	names := make([]string, 0, len(entries))
+	for _, e := range entries {
+		names = append(names, e.Name())
+	}
+	var files []string
+	for _, r := range rotations(base, names) {
+		switch {
+		case r.plain:
+			files = append(files, path+"."+r.stamp)
+		case r.gz:
+			files = append(files, path+"."+r.stamp+gzSuffix)
+		}
+	}
+	return files, nil
+}
+
+// OpenRotated opens a file RotatedFiles named and reads it uncompressed.
+// A plain file compressed meanwhile is read from its ".gz".
+func OpenRotated(file string) (io.ReadCloser, error) {
+	f, err := os.Open(file)
+	if errors.Is(err, fs.ErrNotExist) && !strings.HasSuffix(file, gzSuffix) {
+		file += gzSuffix
+		f, err = os.Open(file)
+	}
+	if err != nil {
+		return nil, err
+	}
+	if !strings.HasSuffix(file, gzSuffix) {
+		return f, nil
+	}
+	zr, err := gzip.NewReader(f)
+	if err != nil {
+		f.Close()
+		return nil, fmt.Errorf("%s: %w", file, err)
+	}
+	return gzipFile{zr, f}, nil
+}
+
+type gzipFile struct {
+	*gzip.Reader
+	f *os.File
+}
+
+func (g gzipFile) Close() error {
+	g.Reader.Close()
+	return g.f.Close()
+}
+
+// RemoveRotated removes the rotated files of the log at path (with the
+// log, when its container goes).
+func RemoveRotated(path string) error {
+	dir, base := filepath.Split(path)
+	entries, err := os.ReadDir(filepath.Clean(dir))
+	if err != nil {
+		if errors.Is(err, fs.ErrNotExist) {
+			return nil
+		}
+		return err
+	}
+	var errs []error
+	for _, e := range entries {
+		if _, ok := parseName(base, e.Name()); ok {
+			if err := os.Remove(filepath.Join(dir, e.Name())); err != nil && !errors.Is(err, fs.ErrNotExist) {
+				errs = append(errs, err)
+			}
+		}
+	}
+	return errors.Join(errs...)
+}

@@ -1,0 +1,287 @@
+package e2e
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	v1 "k8s.io/api/core/v1"
+
+	"github.com/berth-dev/berth/internal/agent/logrotate"
+)
+
+// rotationMaxSize and rotationMaxFiles are the agent's rotation settings
+// in TestLogRotation; it checks every second.
+const (
+	rotationMaxSize  = 256 << 10
+	rotationMaxFiles = 4
+)
+
+// chatty writes numbered lines at full speed for 8 seconds, then "last
+// N end" (lines 0 to N-1 were written), then sleeps.
+var chattyPod = fmt.Sprintf(`
+apiVersion: v1
+kind: Pod
+metadata: {name: chatty}
+spec:
+  terminationGracePeriodSeconds: 1
+  containers:
+  - name: chatty
+    image: busybox
+    imagePullPolicy: IfNotPresent
+    command:
+    - sh
+    - -c
+    - |
+      i=0; end=$(( $(date +%%s) + 8 ))
+      while :; do
+        j=0
+        while [ $j -lt 1000 ]; do
+          echo "line $i %s"
+          i=$((i+1)); j=$((j+1))
+        done
+        [ $(date +%%s) -ge $end ] && break
+      done
+      echo "last $i end"
+      exec sleep 3600
+`, chattyDots)
+
+// chattyDots pad chatty's lines.
+var chattyDots = strings.Repeat(".", 60)
+
+// The agent rotates a log written at full speed (rename, CRI
+// ReopenContainerLog, older files gzipped, at most max-files kept):
+// what it keeps holds every line once, in order, up to the last one, and
+// `berth logs` (read at the end, and followed from the start) shows the
+// same.
+func TestLogRotation(t *testing.T) {
+	onEachRuntimeWith(t, []string{
+		fmt.Sprintf("--container-log-max-size=%d", rotationMaxSize),
+		fmt.Sprintf("--container-log-max-files=%d", rotationMaxFiles),
+		"--container-log-monitor-interval=1s",
+	}, logRotation)
+}
+
+func logRotation(t *testing.T, n *node) {
+	splitsAllowed := n.rt.name() == "containerd"
+	n.apply("chatty.yaml", chattyPod)
+	pod := n.waitPod("chatty", "chatty runs", running("chatty"))
+	follow, followed := n.followLogs("chatty")
+	path := n.logPath(pod, "chatty")
+	deadline := time.Now().Add(2 * time.Minute)
+	nums, last := n.waitChattyDone(path, splitsAllowed, deadline)
+	first := nums[0]
+	checkContiguous(t, "the retained files", nums, first, last-1)
+	rotated, err := logrotate.RotatedFiles(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("lines %d to %d of %d kept in %s + %v", first, last-1, last, path, rotated)
+	if len(rotated) != rotationMaxFiles-1 || first == 0 {
+		t.Errorf("%d rotated files, first line kept %d; want %d files and the oldest lines gone", len(rotated), first, rotationMaxFiles-1)
+	}
+	for i, f := range rotated {
+		if gz := strings.HasSuffix(f, ".gz"); gz != (i < len(rotated)-1) {
+			t.Errorf("rotated file %s: want the older ones gzipped, the newest plain", f)
+		}
+	}
+	out := n.must("logs", "chatty")
+	checkContiguous(t, "berth logs", outputLines(t, "berth logs", out, splitsAllowed), first, last-1)
+
+	lastLine := fmt.Sprintf("last %d end\n", last)
+	for !strings.Contains(followed.String(), lastLine) && time.Now().Before(deadline) {
+		time.Sleep(100 * time.Millisecond)
+	}
+	_ = follow.Process.Kill()
+	_ = follow.Wait()
+	fl := outputLines(t, "berth logs -f", followed.String(), splitsAllowed)
+	if len(fl) == 0 {
+		t.Fatalf("berth logs -f printed no line")
+	}
+	checkContiguous(t, "berth logs -f", fl, fl[0], last-1)
+}
+
+// waitChattyDone waits until chatty has written "last N end" and its log
+// is too small to be rotated again (the files stay as they are), and
+// returns the numbers of the lines kept and N.
+func (n *node) waitChattyDone(path string, splitsAllowed bool, deadline time.Time) ([]int, int) {
+	n.t.Helper()
+	var err error
+	for {
+		var st os.FileInfo
+		if st, err = os.Stat(path); err == nil && st.Size() < rotationMaxSize {
+			var contents []string
+			if contents, err = readRetained(path); err == nil {
+				nums, last, splits, perr := chattyLines(contents, splitsAllowed)
+				if err = perr; err == nil && last >= 0 && len(nums) > 0 {
+					n.t.Logf("%d lines cut in two at a rotation", splits)
+					return nums, last
+				}
+			}
+		}
+		if time.Now().After(deadline) {
+			n.t.Fatalf("chatty did not finish writing in time (last error: %v)\n%s", err, n.rt.logTail(40))
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+}
+
+// outputLines reads chatty's lines in `berth logs` output.
+func outputLines(t *testing.T, what, out string, splitsAllowed bool) []int {
+	t.Helper()
+	nums, _, splits, err := chattyLines(strings.Split(strings.TrimSuffix(out, "\n"), "\n"), splitsAllowed)
+	if err != nil {
+		t.Fatalf("%s: %v", what, err)
+	}
+	t.Logf("%s: %d lines cut in two at a rotation", what, splits)
+	return nums
+}
+
+// followLogs starts `berth logs -f`; the test kills it.
+func (n *node) followLogs(pod string) (*exec.Cmd, *lockedBuffer) {
+	n.t.Helper()
+	cmd := n.berthCmd("logs", "-f", pod)
+	out := &lockedBuffer{}
+	cmd.Stdout = out
+	if err := cmd.Start(); err != nil {
+		n.t.Fatal(err)
+	}
+	n.t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
+	return cmd, out
+}
+
+// lockedBuffer is a bytes.Buffer a command writes while the test reads.
+type lockedBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *lockedBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *lockedBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
+}
+
+// logPath is the log file of the container's current instance.
+func (n *node) logPath(pod v1.Pod, container string) string {
+	n.t.Helper()
+	detail, err := n.client.DescribePod(context.Background(), pod.Namespace, pod.Name)
+	if err != nil {
+		n.t.Fatal(err)
+	}
+	_, id, _ := strings.Cut(containerStatus(detail.Pod, container).ContainerID, "://")
+	path := detail.LogPaths[id]
+	if path == "" {
+		n.t.Fatalf("no log path for %s/%s (%s): %v", pod.Name, container, id, detail.LogPaths)
+	}
+	return path
+}
+
+// readRetained reads the contents of the rotated files' and the current
+// log's records, in order.
+func readRetained(path string) ([]string, error) {
+	files, err := logrotate.RotatedFiles(path)
+	if err != nil {
+		return nil, err
+	}
+	var contents []string
+	for _, file := range append(files, path) {
+		r, err := logrotate.OpenRotated(file)
+		if err != nil {
+			return nil, err
+		}
+		data, err := io.ReadAll(r)
+		r.Close()
+		if err != nil {
+			return nil, err
+		}
+		sc := bufio.NewScanner(bytes.NewReader(data))
+		for sc.Scan() {
+			// <time> <stream> <P|F> <content>
+			fields := strings.SplitN(sc.Text(), " ", 4)
+			if len(fields) < 4 {
+				return nil, fmt.Errorf("%s: %q", file, sc.Text())
+			}
+			contents = append(contents, fields[3])
+		}
+	}
+	return contents, nil
+}
+
+// chattyLines reads chatty's output: the numbers of its "line N" lines
+// in order, and the N of its "last N end" (-1 when not there yet).
+//
+// containerd may cut a line in two at a rotation: its ReopenContainerLog
+// closes the old log's pipe with the part of a line it holds, written as
+// a whole record, and the rest goes to the new log. With splitsAllowed, a
+// line that is not chatty's but makes one with the next is counted as
+// that one (splits says how many); berth's monitor never cuts a line
+// (crilog: a record goes whole to one file), so for berth none is allowed.
+func chattyLines(contents []string, splitsAllowed bool) (nums []int, last, splits int, err error) {
+	last = -1
+	for i := 0; i < len(contents); i++ {
+		c := contents[i]
+		n, l, ok := parseChatty(c)
+		if !ok && splitsAllowed && i+1 < len(contents) {
+			if n, l, ok = parseChatty(c + contents[i+1]); ok {
+				i++
+				splits++
+			}
+		}
+		switch {
+		case !ok && splitsAllowed && (c == "" || i == 0):
+			// the empty rest of a line cut just before its newline, or
+			// the rest of one whose start went with a removed file
+		case !ok:
+			return nil, -1, splits, fmt.Errorf("not a line of chatty: %q", c)
+		case l >= 0:
+			last = l
+		default:
+			nums = append(nums, n)
+		}
+	}
+	return nums, last, splits, nil
+}
+
+// parseChatty reads "line N <dots>" (n) or "last N end" (last), exactly.
+func parseChatty(s string) (n, last int, ok bool) {
+	if _, err := fmt.Sscanf(s, "last %d end", &last); err == nil && s == fmt.Sprintf("last %d end", last) {
+		return -1, last, true
+	}
+	if _, err := fmt.Sscanf(s, "line %d", &n); err == nil && s == fmt.Sprintf("line %d %s", n, chattyDots) {
+		return n, -1, true
+	}
+	return -1, -1, false
+}
+
+// checkContiguous fails unless nums are first, first+1, ..., last.
+func checkContiguous(t *testing.T, what string, nums []int, first, last int) {
+	t.Helper()
+	if len(nums) == 0 {
+		t.Errorf("%s: no line; want %d to %d", what, first, last)
+		return
+	}
+	for i, n := range nums {
+		if n != first+i {
+			t.Errorf("%s: line %d at position %d, after %d; want %d (lines %d to %d, once each)", what, n, i, nums[max(i-1, 0)], first+i, first, last)
+			return
+		}
+	}
+	if got := nums[len(nums)-1]; got != last {
+		t.Errorf("%s: ends at line %d; want %d", what, got, last)
+	}
+}
