@@ -37,7 +37,8 @@ func newExecCommand(opts *globalOptions) *cobra.Command {
 		Long: `Run a command in a running container of a pod: CRI Exec through the runtime
 endpoint, then the streaming protocol (SPDY), as crictl exec does. The exit code of the
 command becomes berth's.`,
-		Args: cobra.MinimumNArgs(2),
+		Args:              cobra.MinimumNArgs(2),
+		ValidArgsFunction: completePodNames(opts, "", 1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if cmd.ArgsLenAtDash() != 1 {
 				return errors.New("usage: berth exec [-it] POD [-c CONTAINER] -- COMMAND [ARG...]")
@@ -50,6 +51,7 @@ command becomes berth's.`,
 	f.StringVarP(&o.container, "container", "c", "", "container name (default: the pod's first container)")
 	f.BoolVarP(&o.stdin, "stdin", "i", false, "pass stdin to the command")
 	f.BoolVarP(&o.tty, "tty", "t", false, "allocate a terminal (needs -i and a terminal on stdin)")
+	_ = cmd.RegisterFlagCompletionFunc("container", completeContainerNames(opts)) // the flag exists
 	return cmd
 }
 
