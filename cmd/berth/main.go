@@ -38,7 +38,7 @@ func newRootCommand() *cobra.Command {
 	root.AddCommand(newServeCommand(&opts), newImageCommand(&opts), newVersionCommand(),
 		newPullCommand(&opts), newImagesCommand(&opts, "images"), newRmiCommand(&opts))
 	root.AddCommand(newRunCommand(&opts), newApplyCommand(&opts), newDeleteCommand(&opts),
-		newGetCommand(&opts), newDescribeCommand(&opts), newLogsCommand(&opts), newExecCommand(&opts),
+		newGetCommand(&opts), newDescribeCommand(&opts), newLogsCommand(&opts), newExecCommand(&opts), newAttachCommand(&opts),
 		newAgentCommand(&opts))
 	return root
 }
