@@ -55,6 +55,18 @@ func (f *fakeAgent) DescribePod(namespace, name string) (agentapi.PodDetail, err
 
 func (f *fakeAgent) Ready() error { return nil }
 
+func (f *fakeAgent) ListEvents(namespace string) agentapi.EventList {
+	var list agentapi.EventList
+	for _, d := range f.details {
+		if namespace == "" || d.Pod.Namespace == namespace {
+			for _, e := range d.Events {
+				list.Items = append(list.Items, agentapi.PodEvent{Namespace: d.Pod.Namespace, Pod: d.Pod.Name, PodUID: string(d.Pod.UID), Event: e})
+			}
+		}
+	}
+	return list
+}
+
 // serveFakeAgent starts f's API in a temporary state directory and
 // returns the global flags that point berth at it.
 func serveFakeAgent(t *testing.T, f *fakeAgent) []string {
