@@ -2,10 +2,12 @@ package e2e
 
 import (
 	"bytes"
+	"fmt"
 	"io"
 	"net/http"
 	"os/exec"
 	"regexp"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -168,4 +170,126 @@ func (b *bgBerth) kill() {
 	}
 	_ = b.cmd.Process.Kill() // it may end on its own meanwhile
 	<-b.done
+}
+
+// busyManifest is a pod that keeps a CPU busy.
+const busyManifest = `
+apiVersion: v1
+kind: Pod
+metadata: {name: busy}
+spec:
+  terminationGracePeriodSeconds: 1
+  containers:
+  - {name: spin, image: busybox, imagePullPolicy: IfNotPresent, command: [sh, -c, 'while :; do :; done']}
+`
+
+// berth events -w prints the events of a pod applied after it started;
+// berth events lists them; berth top pods shows the CPU a busy pod uses
+// (from the runtime's stats), per container with --containers, and
+// berth top node the node's use.
+func TestTopAndEvents(t *testing.T) { onEachRuntime(t, topAndEvents) }
+
+func topAndEvents(t *testing.T, n *node) {
+	watch := n.background("events", "-w")
+	watch.waitOutput("the header", nil, "LAST SEEN")
+	n.apply("busy.yaml", busyManifest)
+	n.waitPod("busy", "spin running", running("spin"))
+	watch.waitOutput("the pod's Started event", nil, "Started container spin")
+	if out := n.must("events"); !strings.Contains(out, "Scheduled") || !strings.Contains(out, "pod/busy") {
+		t.Errorf("berth events:\n%s\nwant the busy pod's Scheduled event", out)
+	}
+	cpu := regexp.MustCompile(`(?m)^busy\s+(\d+)m\s+(\d+)Mi$`)
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		out := n.must("top", "pods")
+		m := cpu.FindStringSubmatch(out)
+		if m != nil {
+			if milli, _ := strconv.Atoi(m[1]); milli >= 200 {
+				break // a spinning shell uses close to a core
+			}
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("berth top pods:\n%s\nwant busy using 200m at least", out)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	if out := n.must("top", "pods", "--containers", "--no-headers"); !regexp.MustCompile(`(?m)^busy\s+spin\s+\d+m\s+\d+Mi$`).MatchString(out) {
+		t.Errorf("berth top pods --containers:\n%s\nwant a row for busy's spin", out)
+	}
+	out := n.must("top", "node")
+	if !regexp.MustCompile(`(?m)^NAME\s+CPU\(cores\)\s+CPU\(%\)\s+MEMORY\(bytes\)\s+MEMORY\(%\)\s+IMAGE-FS\(bytes\)\n\S+\s+\d+m\s+\d+%\s+\d+Mi\s+\d+%\s+\d+Mi\n$`).MatchString(out) {
+		t.Errorf("berth top node:\n%s", out)
+	}
+}
+
+// logsManifest is two pods labelled app=logs writing 15 numbered lines,
+// and one that is not.
+const logsManifest = `
+apiVersion: v1
+kind: Pod
+metadata: {name: la, labels: {app: logs}}
+spec:
+  terminationGracePeriodSeconds: 1
+  containers:
+  - {name: c, image: busybox, imagePullPolicy: IfNotPresent, command: [sh, -c, 'for i in $(seq 1 15); do echo "a$i"; done; exec sleep 3600']}
+---
+apiVersion: v1
+kind: Pod
+metadata: {name: lb, labels: {app: logs}}
+spec:
+  terminationGracePeriodSeconds: 1
+  containers:
+  - {name: c, image: busybox, imagePullPolicy: IfNotPresent, command: [sh, -c, 'for i in $(seq 1 15); do echo "b$i"; done; exec sleep 3600']}
+---
+apiVersion: v1
+kind: Pod
+metadata: {name: other, labels: {app: other}}
+spec:
+  terminationGracePeriodSeconds: 1
+  containers:
+  - {name: c, image: busybox, imagePullPolicy: IfNotPresent, command: [sh, -c, 'echo other; exec sleep 3600']}
+`
+
+// berth logs -l prints the last 10 lines of each matching pod; --tail,
+// --prefix, --since, --since-time and --timestamps work as kubectl's.
+func TestLogsSelector(t *testing.T) { onEachRuntime(t, logsSelector) }
+
+func logsSelector(t *testing.T, n *node) {
+	n.apply("logs.yaml", logsManifest)
+	for _, name := range []string{"la", "lb", "other"} {
+		n.waitPod(name, "all lines written", func(v1.Pod) bool {
+			out, _, _ := n.berth("logs", name)
+			return strings.HasSuffix(out, "15\n") || out == "other\n"
+		})
+	}
+	lines := func(prefix string, from, to int) string {
+		var b strings.Builder
+		for i := from; i <= to; i++ {
+			fmt.Fprintf(&b, "%s%d\n", prefix, i)
+		}
+		return b.String()
+	}
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"logs", "-l", "app=logs"}, lines("a", 6, 15) + lines("b", 6, 15)},
+		{[]string{"logs", "-l", "app=logs", "--tail", "2", "--prefix"}, "[pod/la/c] a14\n[pod/la/c] a15\n[pod/lb/c] b14\n[pod/lb/c] b15\n"},
+		{[]string{"logs", "-l", "app in (logs,other),app!=logs"}, "other\n"},
+		{[]string{"logs", "la", "--since", "1h"}, lines("a", 1, 15)},
+		{[]string{"logs", "la", "--tail", "3"}, lines("a", 13, 15)},
+		{[]string{"logs", "la", "--since-time", time.Now().Add(time.Hour).UTC().Format(time.RFC3339)}, ""},
+	} {
+		if got := n.must(tc.args...); got != tc.want {
+			t.Errorf("berth %v = %q; want %q", tc.args, got, tc.want)
+		}
+	}
+	out := n.must("logs", "la", "--tail", "1", "--timestamps")
+	ts, line, _ := strings.Cut(out, " ")
+	if stamp, err := time.Parse(time.RFC3339Nano, ts); err != nil || line != "a15\n" || time.Since(stamp) > 10*time.Minute {
+		t.Errorf("berth logs --timestamps --tail 1 = %q (%v); want a recent RFC 3339 time and a15", out, err)
+	}
+	if _, errOut, err := n.berth("logs", "la", "-l", "app=logs"); err == nil || !strings.Contains(errOut, "not both") {
+		t.Errorf("berth logs with a name and -l: %v, %q; want a refusal", err, errOut)
+	}
 }
