@@ -113,6 +113,7 @@ func TestMatchingPods(t *testing.T) {
 		pod("web-a", map[string]string{"app": "web"}),
 		pod("db", map[string]string{"app": "db", "tier": "back"}),
 		pod("bare", nil),
+		pod("web-a", map[string]string{"app": "web"}), // its replacement
 	}
 	for sel, want := range map[string]string{
 		"app=web":              "web-a,web-b",

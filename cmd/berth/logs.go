@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -146,7 +147,9 @@ func printSelectedLogs(cmd *cobra.Command, client *agentapi.Client, o logsOption
 	return errors.Join(all...)
 }
 
-// matchingPods are the names of the pods whose labels sel matches, sorted.
+// matchingPods are the names of the pods whose labels sel matches, sorted,
+// each once (a pod being replaced is listed beside its successor; the
+// agent describes the current one).
 func matchingPods(pods []v1.Pod, sel labels.Selector) []string {
 	var names []string
 	for _, p := range pods {
@@ -155,7 +158,7 @@ func matchingPods(pods []v1.Pod, sel labels.Selector) []string {
 		}
 	}
 	sort.Strings(names)
-	return names
+	return slices.Compact(names)
 }
 
 // containerLogPath finds the log file of the container o names, as
