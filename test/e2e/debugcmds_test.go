@@ -289,6 +289,13 @@ func logsSelector(t *testing.T, n *node) {
 	if stamp, err := time.Parse(time.RFC3339Nano, ts); err != nil || line != "a15\n" || time.Since(stamp) > 10*time.Minute {
 		t.Errorf("berth logs --timestamps --tail 1 = %q (%v); want a recent RFC 3339 time and a15", out, err)
 	}
+	follow := n.background("logs", "-l", "app=logs", "-f", "--tail", "1", "--prefix")
+	follow.waitOutput("both pods' last line", nil, "[pod/la/c] a15\n")
+	follow.waitOutput("both pods' last line", nil, "[pod/lb/c] b15\n")
+	follow.kill()
+	if _, errOut, err := n.berth("logs", "-l", "app", "-f", "--max-log-requests", "1"); err == nil || !strings.Contains(errOut, "--max-log-requests=1") {
+		t.Errorf("berth logs -l -f of 3 pods, at most 1: %v, %q; want a refusal", err, errOut)
+	}
 	if _, errOut, err := n.berth("logs", "la", "-l", "app=logs"); err == nil || !strings.Contains(errOut, "not both") {
 		t.Errorf("berth logs with a name and -l: %v, %q; want a refusal", err, errOut)
 	}
