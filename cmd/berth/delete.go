@@ -33,6 +33,7 @@ func newDeleteCommand(opts *globalOptions) *cobra.Command {
 directory and deletes its pods. Each pod's preStop hooks run and its containers stop within
 terminationGracePeriodSeconds (--grace-period overrides it); then the sandbox, volumes and
 logs are removed. berth waits until the pods are gone unless --wait=false.`,
+		ValidArgsFunction: completePodNames(opts, "pod", 0),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			client, err := connectAgent(cmd, opts)
 			if err != nil {

@@ -17,9 +17,10 @@ import (
 func newDescribeCommand(opts *globalOptions) *cobra.Command {
 	var namespace string
 	cmd := &cobra.Command{
-		Use:   "describe pod NAME",
-		Short: "Show a pod's details, conditions, containers and events, like kubectl describe",
-		Args:  cobra.ExactArgs(2),
+		Use:               "describe pod NAME",
+		Short:             "Show a pod's details, conditions, containers and events, like kubectl describe",
+		Args:              cobra.ExactArgs(2),
+		ValidArgsFunction: completePodNames(opts, "pod", 1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if !isPodsResource(args[0]) {
 				return fmt.Errorf("resource %q: berth knows pods only (berth describe pod NAME)", args[0])

@@ -37,7 +37,8 @@ func newExecCommand(opts *globalOptions) *cobra.Command {
 		Long: `Run a command in a running container of a pod: CRI Exec through the runtime
 endpoint, then the streaming protocol (SPDY), as crictl exec does. The exit code of the
 command becomes berth's.`,
-		Args: cobra.MinimumNArgs(2),
+		Args:              cobra.MinimumNArgs(2),
+		ValidArgsFunction: completePodNames(opts, "", 1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if cmd.ArgsLenAtDash() != 1 {
 				return errors.New("usage: berth exec [-it] POD [-c CONTAINER] -- COMMAND [ARG...]")
@@ -50,47 +51,72 @@ command becomes berth's.`,
 	f.StringVarP(&o.container, "container", "c", "", "container name (default: the pod's first container)")
 	f.BoolVarP(&o.stdin, "stdin", "i", false, "pass stdin to the command")
 	f.BoolVarP(&o.tty, "tty", "t", false, "allocate a terminal (needs -i and a terminal on stdin)")
+	_ = cmd.RegisterFlagCompletionFunc("container", completeContainerNames(opts)) // the flag exists
 	return cmd
 }
 
 func runExec(cmd *cobra.Command, opts *globalOptions, o execOptions, podName string, command []string) error {
-	client, err := connectAgent(cmd, opts)
+	target, err := dialContainer(cmd, opts, o.namespace, podName, o.container)
 	if err != nil {
 		return err
 	}
-	detail, err := client.DescribePod(cmd.Context(), o.namespace, podName)
-	if err != nil {
-		return err
-	}
-	id, err := runningContainerID(&detail.Pod, o.container)
-	if err != nil {
-		return err
-	}
-	cfg, err := opts.load(cmd)
-	if err != nil {
-		return err
-	}
-	cri, err := criclient.Dial(runtimeEndpoint(cfg))
-	if err != nil {
-		return err
-	}
-	defer cri.Close()
+	defer target.cri.Close()
 	tty := o.tty && o.stdin && term.IsTerminal(int(os.Stdin.Fd()))
 	if o.tty && !tty {
 		fmt.Fprintln(cmd.ErrOrStderr(), "berth exec: -t needs -i and a terminal on stdin; running without a terminal")
 	}
-	resp, err := cri.RuntimeService().Exec(cmd.Context(), &runtimeapi.ExecRequest{
-		ContainerId: id, Cmd: command, Tty: tty, Stdin: o.stdin, Stdout: true, Stderr: !tty,
+	resp, err := target.cri.RuntimeService().Exec(cmd.Context(), &runtimeapi.ExecRequest{
+		ContainerId: target.id, Cmd: command, Tty: tty, Stdin: o.stdin, Stdout: true, Stderr: !tty,
 	})
 	if err != nil {
 		return fmt.Errorf("exec in pod %s: %w", podName, err)
 	}
-	err = streamExec(cmd.Context(), resp.GetUrl(), o.stdin, tty, cmd.OutOrStdout(), cmd.ErrOrStderr())
+	err = streamSession(cmd.Context(), "exec", resp.GetUrl(), o.stdin, tty, cmd.OutOrStdout(), cmd.ErrOrStderr())
 	var exitErr utilexec.ExitError
 	if errors.As(err, &exitErr) && exitErr.Exited() {
 		os.Exit(exitErr.ExitStatus())
 	}
 	return err
+}
+
+// streamTarget is a running container of a pod and the CRI client that
+// reaches its runtime.
+type streamTarget struct {
+	cri       *criclient.CRIClient
+	id        string       // the runtime's container id
+	container v1.Container // its spec
+}
+
+// dialContainer finds the named (or first) running container of a pod
+// through the agent and dials the runtime endpoint.
+func dialContainer(cmd *cobra.Command, opts *globalOptions, namespace, podName, container string) (streamTarget, error) {
+	client, err := connectAgent(cmd, opts)
+	if err != nil {
+		return streamTarget{}, err
+	}
+	detail, err := client.DescribePod(cmd.Context(), namespace, podName)
+	if err != nil {
+		return streamTarget{}, err
+	}
+	id, err := runningContainerID(&detail.Pod, container)
+	if err != nil {
+		return streamTarget{}, err
+	}
+	cfg, err := opts.load(cmd)
+	if err != nil {
+		return streamTarget{}, err
+	}
+	cri, err := criclient.Dial(runtimeEndpoint(cfg))
+	if err != nil {
+		return streamTarget{}, err
+	}
+	t := streamTarget{cri: cri, id: id}
+	for _, c := range allContainers(&detail.Pod) {
+		if c.Name == container || (container == "" && c.Name == detail.Pod.Spec.Containers[0].Name) {
+			t.container = c
+		}
+	}
+	return t, nil
 }
 
 // runningContainerID is the runtime's id of the named (or first) container
@@ -112,17 +138,17 @@ func runningContainerID(pod *v1.Pod, name string) (string, error) {
 	return trimContainerID(st.ContainerID), nil
 }
 
-// streamExec runs the streaming session at rawURL with this process's
-// stdio; with tty the terminal is raw for the session and resizes follow
-// SIGWINCH.
-func streamExec(ctx context.Context, rawURL string, stdin, tty bool, stdout, stderr io.Writer) error {
+// streamSession runs the remote command session (exec or attach) at
+// rawURL with this process's stdio; with tty the terminal is raw for the
+// session and resizes follow SIGWINCH.
+func streamSession(ctx context.Context, what, rawURL string, stdin, tty bool, stdout, stderr io.Writer) error {
 	u, err := url.Parse(rawURL)
 	if err != nil {
-		return fmt.Errorf("exec: streaming URL %q: %w", rawURL, err)
+		return fmt.Errorf("%s: streaming URL %q: %w", what, rawURL, err)
 	}
 	exe, err := remotecommand.NewSPDYExecutor(&rest.Config{}, http.MethodPost, u)
 	if err != nil {
-		return fmt.Errorf("exec: %w", err)
+		return fmt.Errorf("%s: %w", what, err)
 	}
 	opts := remotecommand.StreamOptions{Stdout: stdout, Tty: tty}
 	if stdin {
@@ -135,7 +161,7 @@ func streamExec(ctx context.Context, rawURL string, stdin, tty bool, stdout, std
 	fd := int(os.Stdin.Fd())
 	old, err := term.MakeRaw(fd)
 	if err != nil {
-		return fmt.Errorf("exec: terminal: %w", err)
+		return fmt.Errorf("%s: terminal: %w", what, err)
 	}
 	defer term.Restore(fd, old) //nolint:errcheck // best effort on the way out
 	sizes := newTerminalSizes(fd)

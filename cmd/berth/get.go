@@ -32,7 +32,8 @@ func newGetCommand(opts *globalOptions) *cobra.Command {
 		Short: "List the agent's pods with their status, like kubectl get pods",
 		Long: `List the pods the agent runs: NAME READY STATUS RESTARTS AGE (-o wide adds IP
 and NODE). -o json and -o yaml print the pods with their full status.`,
-		Args: cobra.MinimumNArgs(1),
+		Args:              cobra.MinimumNArgs(1),
+		ValidArgsFunction: completePodNames(opts, "pods", 0),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if !isPodsResource(args[0]) {
 				return fmt.Errorf("resource %q: berth knows pods only (berth get pods)", args[0])

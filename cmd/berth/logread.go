@@ -2,142 +2,168 @@ package main
 
 import (
 	"bufio"
-	"context"
+	"bytes"
 	"errors"
 	"fmt"
 	"io"
-	"io/fs"
-	"os"
+	"math"
+	"sync"
 	"time"
 
-	"github.com/berth-dev/berth/internal/agent/logrotate"
+	"github.com/berth-dev/berth/internal/crilog"
 )
 
-// logFollower reads a container's log across rotations: first the rotated
-// files (oldest first, plain or gzipped), then the current file; it keeps
-// the current file open, and when the log's path names a new file (the
-// agent renamed it and the runtime reopened it) it reads the old one to
-// its end before going on with the new one.
-type logFollower struct {
-	path    string
-	out     io.Writer
-	stamps  bool
-	cur     *os.File
-	r       *bufio.Reader
-	pending []byte
+// logFilter says which records of a log `berth logs` prints and how, with
+// kubelet's semantics (kubelet's ReadLogs): tail counts records (a line
+// longer than the runtime's record size is several), and since drops the
+// records of the tail older than it.
+type logFilter struct {
+	tail       int       // the last tail records only; < 0: all
+	since      time.Time // records before it are skipped; zero: none
+	timestamps bool      // prefix each line with its RFC 3339 timestamp
+	prefix     string    // prefix of each line, e.g. "[pod/web/app] "
 }
 
-// openLogFollower opens the current log first, so that a file rotated
-// meanwhile is read once, through that descriptor.
-func openLogFollower(path string, out io.Writer, timestamps bool) (*logFollower, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return nil, err
+// newLogFilter turns kubectl's flags into a filter: since is a duration
+// (rounded up to whole seconds, as kubectl sends it), sinceTime an
+// RFC 3339 time; at most one of them. tail < 0 means every record, except
+// with a selector, where kubectl prints the last 10 by default.
+func newLogFilter(since time.Duration, sinceTime string, tail int, selector bool, now time.Time) (logFilter, error) {
+	f := logFilter{tail: tail}
+	if since != 0 && sinceTime != "" {
+		return f, errors.New("--since and --since-time: at most one of them")
 	}
-	return &logFollower{path: path, out: out, stamps: timestamps, cur: f, r: bufio.NewReader(f)}, nil
-}
-
-func (l *logFollower) Close() error { return l.cur.Close() }
-
-// copyRotated writes the rotated files' records, oldest first; the file
-// open as the current one, rotated since, is left to copyCurrent. A file
-// removed meanwhile (beyond the files kept) is skipped.
-func (l *logFollower) copyRotated() error {
-	files, err := logrotate.RotatedFiles(l.path)
-	if err != nil {
-		return err
+	if since < 0 {
+		return f, fmt.Errorf("--since %s: must be greater than 0", since)
 	}
-	for _, file := range files {
-		if same, _ := sameFile(l.cur, file); same {
-			break // rotated after we opened it: the newest rotated file
+	if since > 0 {
+		secs := math.Ceil(since.Seconds())
+		f.since = now.Add(-time.Duration(secs) * time.Second)
+	}
+	if sinceTime != "" {
+		t, err := time.Parse(time.RFC3339, sinceTime)
+		if err != nil {
+			return f, fmt.Errorf("--since-time %q: want an RFC 3339 time such as 2006-01-02T15:04:05Z: %w", sinceTime, err)
 		}
-		if err := l.copyFile(file); err != nil {
-			return err
-		}
+		f.since = t
 	}
-	return nil
+	if tail < -1 {
+		return f, fmt.Errorf("--tail %d: want -1 (all) or a number of lines >= 0", tail)
+	}
+	if tail == -1 && selector {
+		f.tail = 10
+	}
+	return f, nil
 }
 
-func (l *logFollower) copyFile(file string) error {
-	rc, err := logrotate.OpenRotated(file)
-	if errors.Is(err, fs.ErrNotExist) {
-		return nil
-	}
-	if err != nil {
-		return err
-	}
-	defer rc.Close()
-	var pending []byte
-	if err := copyRecords(bufio.NewReader(rc), l.out, l.stamps, &pending); err != nil {
-		return fmt.Errorf("log %s: %w", file, err)
-	}
-	return nil
+// logCopier prints the complete records of a log, read from one file or
+// several (the rotated ones, then the current one), applying a filter.
+// While the tail is gathered it keeps the last f.tail records; flush
+// prints them, and every record added after that is printed at once.
+type logCopier struct {
+	w    io.Writer
+	f    logFilter
+	tail *recordRing // nil once the tail has been printed, or with no tail
 }
 
-// copyCurrent writes the complete records the current file holds now.
-func (l *logFollower) copyCurrent() error {
-	if err := copyRecords(l.r, l.out, l.stamps, &l.pending); err != nil {
-		return fmt.Errorf("log %s: %w", l.path, err)
+func newLogCopier(w io.Writer, f logFilter) *logCopier {
+	c := &logCopier{w: w, f: f}
+	if f.tail >= 0 {
+		c.tail = &recordRing{max: f.tail}
 	}
-	return nil
+	return c
 }
 
-// follow copies the current file, moving to the new file at the log's
-// path once the runtime writes to it: after its first record no record
-// goes to the old file, which is then read to its end.
-func (l *logFollower) follow() error {
-	if err := l.copyCurrent(); err != nil {
-		return err
+// add takes one complete record line, without its newline.
+func (c *logCopier) add(line []byte) {
+	if c.tail != nil {
+		c.tail.push(bytes.Clone(line))
+		return
 	}
-	next, err := os.Open(l.path)
-	if errors.Is(err, fs.ErrNotExist) {
-		return nil // between the rename and the reopen
-	}
-	if err != nil {
-		return err
-	}
-	st, err := next.Stat()
-	cur, cerr := l.cur.Stat()
-	if err != nil || cerr != nil || os.SameFile(st, cur) || st.Size() == 0 {
-		next.Close()
-		return errors.Join(err, cerr)
-	}
-	if err := l.copyCurrent(); err != nil { // the old file's last records
-		next.Close()
-		return err
-	}
-	l.cur.Close()
-	l.cur, l.r, l.pending = next, bufio.NewReader(next), l.pending[:0]
-	return l.copyCurrent()
+	c.write(line)
 }
 
-// sameFile reports whether f is the file at path.
-func sameFile(f *os.File, path string) (bool, error) {
-	a, err := f.Stat()
-	if err != nil {
-		return false, err
+// flush prints the gathered tail; later records are printed as added.
+func (c *logCopier) flush() {
+	if c.tail == nil {
+		return
 	}
-	b, err := os.Stat(path)
-	if err != nil {
-		return false, err
+	for _, line := range c.tail.lines() {
+		c.write(line)
 	}
-	return os.SameFile(a, b), nil
+	c.tail = nil
 }
 
-// followUntil follows the log every interval while running says the
-// container runs, then copies what is left.
-func (l *logFollower) followUntil(ctx context.Context, interval time.Duration, running func() bool) error {
+// recordRing keeps the last max records pushed.
+type recordRing struct {
+	max   int
+	buf   [][]byte
+	start int
+}
+
+func (r *recordRing) push(line []byte) {
+	switch {
+	case r.max == 0:
+	case len(r.buf) < r.max:
+		r.buf = append(r.buf, line)
+	default:
+		r.buf[r.start] = line
+		r.start = (r.start + 1) % r.max
+	}
+}
+
+func (r *recordRing) lines() [][]byte {
+	return append(append([][]byte{}, r.buf[r.start:]...), r.buf[:r.start]...)
+}
+
+// readRecords hands every complete record line r holds now to add; the
+// unfinished one at the end stays in pending for the next call.
+func readRecords(r *bufio.Reader, pending *[]byte, add func([]byte)) error {
 	for {
-		if err := l.follow(); err != nil {
+		chunk, err := r.ReadBytes('\n')
+		*pending = append(*pending, chunk...)
+		if errors.Is(err, io.EOF) {
+			return nil
+		}
+		if err != nil {
 			return err
 		}
-		if !running() {
-			return l.follow()
-		}
-		select {
-		case <-ctx.Done():
-			return nil
-		case <-time.After(interval):
-		}
+		add((*pending)[:len(*pending)-1])
+		*pending = (*pending)[:0]
 	}
+}
+
+// write prints one record with one Write (logs of several pods share w); a
+// damaged record is skipped, as kubelet does.
+func (c *logCopier) write(line []byte) {
+	recs, err := crilog.ReadRecords(bytes.NewReader(append(line, '\n')))
+	if err != nil || len(recs) != 1 {
+		return
+	}
+	rec := recs[0]
+	if !c.f.since.IsZero() && rec.Time.Before(c.f.since) {
+		return
+	}
+	var out []byte
+	out = append(out, c.f.prefix...)
+	if c.f.timestamps {
+		out = append(out, rec.Time.Format(time.RFC3339Nano)+" "...)
+	}
+	out = append(out, rec.Content...)
+	if !rec.Partial {
+		out = append(out, '\n')
+	}
+	_, _ = c.w.Write(out) // a closed stdout ends the command anyway
+}
+
+// syncWriter serialises the writes of several followed logs.
+type syncWriter struct {
+	mu sync.Mutex
+	w  io.Writer
+}
+
+func (s *syncWriter) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.w.Write(p)
 }

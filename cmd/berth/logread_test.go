@@ -1,146 +1,144 @@
 package main
 
 import (
+	"bufio"
 	"bytes"
-	"context"
-	"fmt"
-	"path/filepath"
 	"strings"
-	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
-	clocktesting "k8s.io/utils/clock/testing"
-
-	"github.com/berth-dev/berth/internal/agent/logrotate"
-	"github.com/berth-dev/berth/internal/crilog"
+	v1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
 )
 
-// rotatingLog is a container log written by a crilog.Writer (as the
-// runtime's monitor does) and rotated by a logrotate.Manager whose
-// reopen reopens that writer.
-type rotatingLog struct {
-	path  string
-	w     *crilog.Writer
-	m     *logrotate.Manager
-	clock *clocktesting.FakeClock
-	next  int
+var logNow = time.Date(2026, 11, 24, 12, 0, 0, 0, time.UTC)
+
+func TestNewLogFilter(t *testing.T) {
+	for _, tc := range []struct {
+		name      string
+		since     time.Duration
+		sinceTime string
+		tail      int
+		selector  bool
+		wantSince time.Time
+		wantTail  int
+		wantErr   string
+	}{
+		{name: "nothing", tail: -1, wantTail: -1},
+		{name: "selector tails 10", tail: -1, selector: true, wantTail: 10},
+		{name: "selector with tail", tail: 3, selector: true, wantTail: 3},
+		{name: "tail 0", tail: 0, wantTail: 0},
+		{name: "since rounds up to seconds", since: 1500 * time.Millisecond, tail: -1, wantTail: -1, wantSince: logNow.Add(-2 * time.Second)},
+		{name: "since hours", since: 3 * time.Hour, tail: -1, wantTail: -1, wantSince: logNow.Add(-3 * time.Hour)},
+		{name: "since-time", sinceTime: "2026-11-24T11:00:00Z", tail: -1, wantTail: -1, wantSince: logNow.Add(-time.Hour)},
+		{name: "since-time nano and offset", sinceTime: "2026-11-24T12:30:00.5+01:00", tail: -1, wantTail: -1, wantSince: logNow.Add(-30*time.Minute + 500*time.Millisecond)},
+		{name: "both", since: time.Second, sinceTime: "2026-11-24T11:00:00Z", tail: -1, wantErr: "at most one"},
+		{name: "negative since", since: -time.Second, tail: -1, wantErr: "greater than 0"},
+		{name: "bad since-time", sinceTime: "yesterday", tail: -1, wantErr: "RFC 3339"},
+		{name: "bad tail", tail: -2, wantErr: "--tail -2"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			f, err := newLogFilter(tc.since, tc.sinceTime, tc.tail, tc.selector, logNow)
+			if tc.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
+					t.Fatalf("error %v; want one saying %q", err, tc.wantErr)
+				}
+				return
+			}
+			if err != nil || f.tail != tc.wantTail || !f.since.Equal(tc.wantSince) {
+				t.Errorf("filter tail %d since %v, %v; want tail %d since %v", f.tail, f.since, err, tc.wantTail, tc.wantSince)
+			}
+		})
+	}
 }
 
-func newRotatingLog(t *testing.T, maxFiles int) *rotatingLog {
-	t.Helper()
-	root := t.TempDir()
-	path := filepath.Join(root, "ns_pod_uid", "app", "0.log")
-	w, err := crilog.Open(path)
-	if err != nil {
-		t.Fatal(err)
+// testLog is a CRI log: five records a second apart, the third split
+// into a partial and a final record, and an unfinished one at the end.
+const testLog = `2026-11-24T11:59:55Z stdout F one
+2026-11-24T11:59:56Z stderr F two
+2026-11-24T11:59:57Z stdout P thr
+2026-11-24T11:59:58Z stdout F ee
+not a record
+2026-11-24T11:59:59Z stdout F five
+2026-11-24T12:00:00Z stdout F unfini`
+
+func TestLogCopier(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		filter logFilter
+		want   string
+	}{
+		{name: "all", filter: logFilter{tail: -1}, want: "one\ntwo\nthree\nfive\n"},
+		{name: "tail counts records", filter: logFilter{tail: 2}, want: "five\n"}, // the damaged record counts, as in kubelet
+		{name: "tail 3", filter: logFilter{tail: 3}, want: "ee\nfive\n"},
+		{name: "tail 0", filter: logFilter{tail: 0}, want: ""},
+		{name: "tail beyond", filter: logFilter{tail: 100}, want: "one\ntwo\nthree\nfive\n"},
+		{name: "since", filter: logFilter{tail: -1, since: logNow.Add(-4 * time.Second)}, want: "two\nthree\nfive\n"},
+		{name: "since drops the fragment", filter: logFilter{tail: -1, since: logNow.Add(-2500 * time.Millisecond)}, want: "ee\nfive\n"},
+		{name: "tail then since", filter: logFilter{tail: 4, since: logNow.Add(-time.Second)}, want: "five\n"},
+		{name: "timestamps", filter: logFilter{tail: 1, timestamps: true}, want: "2026-11-24T11:59:59Z five\n"},
+		{name: "prefix", filter: logFilter{tail: 1, prefix: "[pod/a/b] ", timestamps: true}, want: "[pod/a/b] 2026-11-24T11:59:59Z five\n"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var out bytes.Buffer
+			var pending []byte
+			c := newLogCopier(&out, tc.filter)
+			err := readRecords(bufio.NewReader(strings.NewReader(testLog)), &pending, c.add)
+			c.flush()
+			if err != nil || out.String() != tc.want {
+				t.Errorf("copy: %q, %v; want %q", out.String(), err, tc.want)
+			}
+		})
 	}
-	t.Cleanup(func() { w.Close() })
-	l := &rotatingLog{path: path, w: w, clock: clocktesting.NewFakeClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))}
-	l.m, err = logrotate.New(logrotate.Config{
-		Root: root, Policy: logrotate.Policy{MaxSize: 1, MaxFiles: maxFiles}, Clock: l.clock,
-		Reopen: func(context.Context, string) error { return w.Reopen() },
-		Containers: func(context.Context) ([]logrotate.Container, error) {
-			return []logrotate.Container{{ID: "c", LogPath: path}}, nil
-		},
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return l
 }
 
-func (l *rotatingLog) write(t *testing.T, n int) {
-	t.Helper()
-	for range n {
-		if err := l.w.WriteRecord(crilog.Stdout, false, fmt.Appendf(nil, "line %d", l.next)); err != nil {
-			t.Fatal(err)
+// A followed log: the unfinished record is printed once complete, and a
+// tail applies to what the file held at first only.
+func TestLogCopierFollows(t *testing.T) {
+	var file, out bytes.Buffer
+	var pending []byte
+	file.WriteString(testLog)
+	r := bufio.NewReader(&file)
+	c := newLogCopier(&out, logFilter{tail: 1})
+	err := readRecords(r, &pending, c.add)
+	c.flush()
+	if err != nil || out.String() != "five\n" {
+		t.Fatalf("first copy: %q, %v", out.String(), err)
+	}
+	file.WriteString("shed\n2026-11-24T12:00:01Z stdout F six\n2026-11-24T12:00:02Z stdout F seven\n")
+	if err := readRecords(r, &pending, c.add); err != nil || out.String() != "five\nunfinished\nsix\nseven\n" {
+		t.Errorf("second copy: %q, %v", out.String(), err)
+	}
+}
+
+func TestMatchingPods(t *testing.T) {
+	pod := func(name string, l map[string]string) v1.Pod {
+		return v1.Pod{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: l}}
+	}
+	pods := []v1.Pod{
+		pod("web-b", map[string]string{"app": "web", "tier": "front"}),
+		pod("web-a", map[string]string{"app": "web"}),
+		pod("db", map[string]string{"app": "db", "tier": "back"}),
+		pod("bare", nil),
+		pod("web-a", map[string]string{"app": "web"}), // its replacement
+	}
+	for sel, want := range map[string]string{
+		"app=web":              "web-a,web-b",
+		"app=web,tier=front":   "web-b",
+		"app!=web":             "bare,db",
+		"tier":                 "db,web-b",
+		"!tier":                "bare,web-a",
+		"app in (db, web)":     "db,web-a,web-b",
+		"app notin (web),tier": "db",
+		"app=nothing":          "",
+	} {
+		s, err := labels.Parse(sel)
+		if err != nil {
+			t.Fatalf("parse %q: %v", sel, err)
 		}
-		l.next++
-	}
-}
-
-func (l *rotatingLog) rotate(t *testing.T) {
-	t.Helper()
-	l.clock.Step(time.Second)
-	if err := l.m.RotateAll(context.Background()); err != nil {
-		t.Fatal(err)
-	}
-}
-
-// checkLines fails unless out is "line first" ... "line last", once each.
-func checkLines(t *testing.T, out string, first, last int) {
-	t.Helper()
-	lines := strings.Split(strings.TrimSuffix(out, "\n"), "\n")
-	if len(lines) != last-first+1 {
-		t.Fatalf("%d lines (%q ... %q); want %d to %d", len(lines), lines[0], lines[len(lines)-1], first, last)
-	}
-	for i, line := range lines {
-		if want := fmt.Sprintf("line %d", first+i); line != want {
-			t.Fatalf("line %d is %q; want %q", i, line, want)
+		if got := strings.Join(matchingPods(pods, s), ","); got != want {
+			t.Errorf("selector %q matches %q; want %q", sel, got, want)
 		}
-	}
-}
-
-// A full read goes through the gzipped and the plain rotated files, then
-// the current one.
-func TestLogsReadAcrossRotatedFiles(t *testing.T) {
-	l := newRotatingLog(t, 4)
-	for range 5 {
-		l.write(t, 100)
-		l.rotate(t)
-	}
-	l.write(t, 7)
-	files, _ := logrotate.RotatedFiles(l.path)
-	if len(files) != 3 || !strings.HasSuffix(files[0], ".gz") || strings.HasSuffix(files[2], ".gz") {
-		t.Fatalf("rotated files %v; want two gzipped and a plain one", files)
-	}
-	var out bytes.Buffer
-	f, err := openLogFollower(l.path, &out, false)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	if err := f.copyRotated(); err != nil {
-		t.Fatal(err)
-	}
-	if err := f.copyCurrent(); err != nil {
-		t.Fatal(err)
-	}
-	checkLines(t, out.String(), 200, l.next-1) // the first two rotations are gone
-}
-
-// Following while the log is written at full speed and rotated: every
-// line once, in order.
-func TestLogsFollowAcrossRotations(t *testing.T) {
-	l := newRotatingLog(t, 100)
-	var out bytes.Buffer
-	l.write(t, 10)
-	f, err := openLogFollower(l.path, &out, false)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	var done atomic.Bool
-	var wg sync.WaitGroup
-	wg.Add(1)
-	go func() {
-		defer wg.Done()
-		defer done.Store(true)
-		for range 20 {
-			l.write(t, 500)
-			l.rotate(t)
-		}
-		l.write(t, 3)
-	}()
-	err = f.followUntil(context.Background(), time.Millisecond, func() bool { return !done.Load() })
-	wg.Wait()
-	if err != nil {
-		t.Fatal(err)
-	}
-	checkLines(t, out.String(), 0, l.next-1)
-	if files, _ := logrotate.RotatedFiles(l.path); len(files) != 20 {
-		t.Errorf("%d rotated files; want 20", len(files))
 	}
 }

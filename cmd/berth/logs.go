@@ -1,66 +1,165 @@
 package main
 
 import (
-	"bufio"
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
 	"io"
+	"slices"
+	"sort"
 	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
 	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/labels"
 
 	"github.com/berth-dev/berth/internal/agent/agentapi"
-	"github.com/berth-dev/berth/internal/crilog"
 )
 
 // logsOptions are the flags of `berth logs`.
 type logsOptions struct {
-	namespace  string
-	container  string
-	follow     bool
-	previous   bool
-	timestamps bool
+	namespace      string
+	container      string
+	selector       string
+	follow         bool
+	previous       bool
+	timestamps     bool
+	prefix         bool
+	since          time.Duration
+	sinceTime      string
+	tail           int
+	maxLogRequests int
 }
 
 func newLogsCommand(opts *globalOptions) *cobra.Command {
 	var o logsOptions
 	cmd := &cobra.Command{
-		Use:   "logs POD",
+		Use:   "logs (POD | -l SELECTOR)",
 		Short: "Print a container's log, like kubectl logs",
 		Long: `Print the log of a pod's container, read from the CRI log files under the
 pod's log directory (/var/log/pods/<namespace>_<name>_<uid>/<container>/<restart>.log):
 the rotated files the agent kept (plain or gzipped, oldest first), then the current one.
 -c picks the container (default: the only one, else the first); --previous reads the log
 of its last terminated instance; -f follows the log, across rotations, until the
-container exits.`,
-		Args: cobra.ExactArgs(1),
+container exits.
+-l prints the logs of every pod its label selector matches (followed side by side with
+-f, at most --max-log-requests of them); --tail then defaults to 10. --tail counts
+records (across the rotated files too) and --since / --since-time drop older ones, as
+kubelet does.`,
+		Args: func(cmd *cobra.Command, args []string) error {
+			if o.selector != "" && len(args) > 0 {
+				return errors.New("berth logs: a pod name or a selector (-l), not both")
+			}
+			if o.selector == "" && len(args) != 1 {
+				return errors.New("berth logs: want one pod name, or -l SELECTOR")
+			}
+			return nil
+		},
+		ValidArgsFunction: completePodNames(opts, "", 1),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			filter, err := newLogFilter(o.since, o.sinceTime, o.tail, o.selector != "", time.Now())
+			if err != nil {
+				return err
+			}
+			filter.timestamps = o.timestamps
 			client, err := connectAgent(cmd, opts)
 			if err != nil {
 				return err
 			}
-			detail, err := client.DescribePod(cmd.Context(), o.namespace, args[0])
-			if err != nil {
-				return err
+			if o.selector != "" {
+				return printSelectedLogs(cmd, client, o, filter)
 			}
-			path, err := containerLogPath(detail, &o)
-			if err != nil {
-				return err
-			}
-			return printLog(cmd.Context(), cmd.OutOrStdout(), client, detail, path, o)
+			return printPodLog(cmd.Context(), cmd.OutOrStdout(), client, o.namespace, args[0], o, filter)
 		},
 	}
+	bindLogsFlags(cmd, opts, &o)
+	return cmd
+}
+
+func bindLogsFlags(cmd *cobra.Command, opts *globalOptions, o *logsOptions) {
 	f := cmd.Flags()
 	f.StringVarP(&o.namespace, "namespace", "n", "default", "namespace")
 	f.StringVarP(&o.container, "container", "c", "", "container name (default: the pod's first container)")
+	f.StringVarP(&o.selector, "selector", "l", "", "label selector (e.g. app=web,tier!=db): the logs of every matching pod")
 	f.BoolVarP(&o.follow, "follow", "f", false, "follow the log")
 	f.BoolVarP(&o.previous, "previous", "p", false, "print the log of the container's previous instance")
 	f.BoolVar(&o.timestamps, "timestamps", false, "prefix each line with its RFC 3339 timestamp")
-	return cmd
+	f.BoolVar(&o.prefix, "prefix", false, "prefix each line with its source, [pod/NAME/CONTAINER]")
+	f.DurationVar(&o.since, "since", 0, "only records newer than this duration, e.g. 5s, 2m, 3h")
+	f.StringVar(&o.sinceTime, "since-time", "", "only records after this RFC 3339 time")
+	f.IntVar(&o.tail, "tail", -1, "the last N records only (-1: all; 10 with -l)")
+	f.IntVar(&o.maxLogRequests, "max-log-requests", 5, "with -l and -f: the most logs followed at once")
+	_ = cmd.RegisterFlagCompletionFunc("container", completeContainerNames(opts)) // the flag exists
+}
+
+// printPodLog prints the log of one pod's container.
+func printPodLog(ctx context.Context, w io.Writer, client *agentapi.Client, namespace, name string, o logsOptions, filter logFilter) error {
+	detail, err := client.DescribePod(ctx, namespace, name)
+	if err != nil {
+		return err
+	}
+	path, err := containerLogPath(detail, &o)
+	if err != nil {
+		return err
+	}
+	if o.prefix {
+		filter.prefix = "[pod/" + name + "/" + o.container + "] "
+	}
+	return printLog(ctx, w, client, detail, path, o, filter)
+}
+
+// printSelectedLogs prints the logs of the pods o.selector matches: one
+// after the other, or side by side when following.
+func printSelectedLogs(cmd *cobra.Command, client *agentapi.Client, o logsOptions, filter logFilter) error {
+	sel, err := labels.Parse(o.selector)
+	if err != nil {
+		return fmt.Errorf("selector %q: %w", o.selector, err)
+	}
+	list, err := client.ListPods(cmd.Context(), o.namespace)
+	if err != nil {
+		return err
+	}
+	pods := matchingPods(list.Items, sel)
+	if len(pods) == 0 {
+		fmt.Fprintf(cmd.ErrOrStderr(), "No resources found in %s namespace.\n", o.namespace)
+		return nil
+	}
+	if !o.follow {
+		for _, name := range pods {
+			if err := printPodLog(cmd.Context(), cmd.OutOrStdout(), client, o.namespace, name, o, filter); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	if len(pods) > o.maxLogRequests {
+		return fmt.Errorf("selector %q matches %d pods: following more than --max-log-requests=%d at once is refused", o.selector, len(pods), o.maxLogRequests)
+	}
+	w := &syncWriter{w: cmd.OutOrStdout()}
+	errs := make(chan error, len(pods))
+	for _, name := range pods {
+		go func() { errs <- printPodLog(cmd.Context(), w, client, o.namespace, name, o, filter) }()
+	}
+	var all []error
+	for range pods {
+		all = append(all, <-errs)
+	}
+	return errors.Join(all...)
+}
+
+// matchingPods are the names of the pods whose labels sel matches, sorted,
+// each once (a pod being replaced is listed beside its successor; the
+// agent describes the current one).
+func matchingPods(pods []v1.Pod, sel labels.Selector) []string {
+	var names []string
+	for _, p := range pods {
+		if sel.Matches(labels.Set(p.Labels)) {
+			names = append(names, p.Name)
+		}
+	}
+	sort.Strings(names)
+	return slices.Compact(names)
 }
 
 // containerLogPath finds the log file of the container o names, as
@@ -137,11 +236,12 @@ func containerNames(pod *v1.Pod) []string {
 	return names
 }
 
-// printLog copies the log's content, its rotated files first; with
-// follow it keeps reading new records, across rotations, until the
-// container instance is no longer running.
-func printLog(ctx context.Context, w io.Writer, client *agentapi.Client, detail agentapi.PodDetail, path string, o logsOptions) error {
-	l, err := openLogFollower(path, w, o.timestamps)
+// printLog copies the log's content, its rotated files first, through
+// the filter; with follow it keeps reading new records, across rotations,
+// until the container instance is no longer running.
+func printLog(ctx context.Context, w io.Writer, client *agentapi.Client, detail agentapi.PodDetail, path string, o logsOptions, filter logFilter) error {
+	c := newLogCopier(w, filter)
+	l, err := openLogFollower(path, c)
 	if err != nil {
 		return fmt.Errorf("log of container %q in pod %s: %w", o.container, detail.Pod.Name, err)
 	}
@@ -149,38 +249,14 @@ func printLog(ctx context.Context, w io.Writer, client *agentapi.Client, detail 
 	if err := l.copyRotated(); err != nil {
 		return fmt.Errorf("log of container %q in pod %s: %w", o.container, detail.Pod.Name, err)
 	}
+	if err := l.copyCurrent(); err != nil {
+		return err
+	}
+	c.flush()
 	if !o.follow || o.previous {
-		return l.copyCurrent()
+		return nil
 	}
 	return l.followUntil(ctx, 250*time.Millisecond, func() bool { return stillRunning(ctx, client, detail, o.container) })
-}
-
-// copyRecords writes every complete record r holds now. A record still
-// being written (no newline yet) is kept in pending for the next call.
-func copyRecords(r *bufio.Reader, w io.Writer, timestamps bool, pending *[]byte) error {
-	for {
-		chunk, err := r.ReadBytes('\n')
-		*pending = append(*pending, chunk...)
-		if errors.Is(err, io.EOF) {
-			return nil
-		}
-		if err != nil {
-			return err
-		}
-		recs, perr := crilog.ReadRecords(bytes.NewReader(*pending))
-		*pending = (*pending)[:0]
-		if perr != nil || len(recs) != 1 {
-			continue // a damaged record: skipped, as kubelet does
-		}
-		rec := recs[0]
-		if timestamps {
-			fmt.Fprint(w, rec.Time.Format(time.RFC3339Nano)+" ")
-		}
-		_, _ = w.Write(rec.Content) // a closed stdout ends the command anyway
-		if !rec.Partial {
-			_, _ = io.WriteString(w, "\n") // as above
-		}
-	}
 }
 
 // stillRunning asks the agent whether the container whose log is followed

@@ -1,8 +1,9 @@
 // Command berth is the berth container runtime: `berth serve` runs the CRI
 // v1 daemon (and the node agent); `berth pull`, `berth images`, `berth rmi`
 // and `berth image import|ls|prune` work on its image store, with or
-// without the daemon; `berth run|apply|delete|get|describe|logs|exec` drive
-// the node agent, and `berth agent` runs the agent alone against any CRI
+// without the daemon; `berth run|apply|delete|get|describe|logs|events|
+// exec|attach|port-forward` drive the node agent, `berth top` reads the
+// runtime's stats, and `berth agent` runs the agent alone against any CRI
 // runtime.
 package main
 
@@ -38,7 +39,8 @@ func newRootCommand() *cobra.Command {
 	root.AddCommand(newServeCommand(&opts), newImageCommand(&opts), newVersionCommand(),
 		newPullCommand(&opts), newImagesCommand(&opts, "images"), newRmiCommand(&opts))
 	root.AddCommand(newRunCommand(&opts), newApplyCommand(&opts), newDeleteCommand(&opts),
-		newGetCommand(&opts), newDescribeCommand(&opts), newLogsCommand(&opts), newExecCommand(&opts),
+		newGetCommand(&opts), newDescribeCommand(&opts), newLogsCommand(&opts), newEventsCommand(&opts),
+		newExecCommand(&opts), newAttachCommand(&opts), newPortForwardCommand(&opts), newTopCommand(&opts),
 		newAgentCommand(&opts))
 	return root
 }

@@ -94,6 +94,18 @@ spec:
 	if err != nil || len(detail.Events) == 0 || len(detail.LogPaths) != 1 {
 		t.Errorf("describe: %v, %d events, log paths %v; want events and one log path", err, len(detail.Events), detail.LogPaths)
 	}
+	events, err := client.ListEvents(ctx, "default")
+	if err != nil || len(events.Items) < len(detail.Events) {
+		t.Errorf("list events: %v, %+v; want the pod's %d events at least", err, events.Items, len(detail.Events))
+	}
+	for i, e := range events.Items {
+		if e.Pod != "api" || e.Namespace != "default" || e.PodUID != string(detail.Pod.UID) || (i > 0 && e.LastTime.Before(events.Items[i-1].LastTime)) {
+			t.Errorf("event %d: %+v; want one of default/api (%s), in order of last occurrence", i, e, detail.Pod.UID)
+		}
+	}
+	if other, err := client.ListEvents(ctx, "other"); err != nil || len(other.Items) != 0 {
+		t.Errorf("namespace other has events %+v, %v", other.Items, err)
+	}
 	if _, err := client.Delete(ctx, "default", "api", nil); err != nil {
 		t.Fatal(err)
 	}

@@ -288,6 +288,23 @@ func (a *Agent) ListPods(namespace string) v1.PodList {
 	return list
 }
 
+// ListEvents returns the events of every pod of a namespace (every
+// namespace when empty), the oldest last occurrence first.
+func (a *Agent) ListEvents(namespace string) agentapi.EventList {
+	list := agentapi.EventList{Items: []agentapi.PodEvent{}}
+	for _, w := range a.workerList() {
+		pod := w.view()
+		if namespace != "" && pod.Namespace != namespace {
+			continue
+		}
+		for _, e := range w.events.list() {
+			list.Items = append(list.Items, agentapi.PodEvent{Namespace: pod.Namespace, Pod: pod.Name, PodUID: string(pod.UID), Event: e})
+		}
+	}
+	sort.SliceStable(list.Items, func(i, j int) bool { return list.Items[i].LastTime.Before(list.Items[j].LastTime) })
+	return list
+}
+
 // DescribePod returns the pod a name stands for (else the newest one of
 // that name still terminating), its events and its containers' log files.
 func (a *Agent) DescribePod(namespace, name string) (agentapi.PodDetail, error) {

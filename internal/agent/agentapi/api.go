@@ -15,6 +15,7 @@ import (
 //	GET    /v1/pods?namespace=NS           v1.PodList (every namespace when NS is empty)
 //	GET    /v1/pods/NS/NAME                PodDetail
 //	DELETE /v1/pods/NS/NAME?grace=SECONDS  DeleteResponse
+//	GET    /v1/events?namespace=NS         EventList (every namespace when NS is empty)
 //
 // Errors come back as an HTTP error status with ErrorResponse: 400 for a
 // request that fails validation, 404 for a pod that does not exist, 409
@@ -23,6 +24,7 @@ const (
 	pathApply   = "/v1/apply"
 	pathUnwatch = "/v1/unwatch"
 	pathPods    = "/v1/pods"
+	pathEvents  = "/v1/events"
 )
 
 // SocketName is the agent API socket's name in the state directory.
@@ -123,4 +125,19 @@ type Event struct {
 	Count     int       `json:"count"`
 	FirstTime time.Time `json:"firstTime"`
 	LastTime  time.Time `json:"lastTime"`
+}
+
+// PodEvent is an event with the pod it happened to.
+type PodEvent struct {
+	Namespace string `json:"namespace"`
+	Pod       string `json:"pod"`
+	PodUID    string `json:"podUID"`
+	Event
+}
+
+// EventList is the events of the pods the agent holds, the oldest last
+// occurrence first (the pods' events are bounded, as in PodDetail; a
+// deleted pod's events go with it).
+type EventList struct {
+	Items []PodEvent `json:"items"`
 }

@@ -40,6 +40,10 @@ func (s *stubService) ListPods(string) v1.PodList { return v1.PodList{} }
 
 func (s *stubService) Ready() error { return nil }
 
+func (s *stubService) ListEvents(namespace string) EventList {
+	return EventList{Items: []PodEvent{{Namespace: namespace, Pod: "p", Event: Event{Type: EventWarning, Reason: "BackOff", Count: 2}}}}
+}
+
 func (s *stubService) DescribePod(_, name string) (PodDetail, error) {
 	return PodDetail{Events: []Event{{Type: EventNormal, Reason: "Started", Count: 1}}}, s.err
 }
@@ -78,6 +82,10 @@ func TestErrorClassesRoundTrip(t *testing.T) {
 	detail, err := client.DescribePod(ctx, "default", "p")
 	if err != nil || len(detail.Events) != 1 || detail.Events[0].Reason != "Started" {
 		t.Errorf("describe: %+v, %v", detail, err)
+	}
+	events, err := client.ListEvents(ctx, "kube system")
+	if err != nil || len(events.Items) != 1 || events.Items[0].Namespace != "kube system" || events.Items[0].Reason != "BackOff" || events.Items[0].Count != 2 {
+		t.Errorf("list events: %+v, %v; want the namespace passed and the event back", events, err)
 	}
 }
 

@@ -103,8 +103,12 @@ func Dial(endpoint string) (*CRIClient, error) {
 func (c *CRIClient) Close() error { return c.conn.Close() }
 
 // RuntimeService is the raw client, for what the interfaces leave out
-// (streaming Exec).
+// (streaming Exec, Attach, PortForward; stats).
 func (c *CRIClient) RuntimeService() runtimeapi.RuntimeServiceClient { return c.runtime }
+
+// ImageService is the raw image client, for what Images leaves out
+// (ImageFsInfo).
+func (c *CRIClient) ImageService() runtimeapi.ImageServiceClient { return c.images }
 
 // WaitReady waits until the runtime answers Version, or ctx ends, and
 // returns the runtime's name ("berth", "containerd"): the scheme of the

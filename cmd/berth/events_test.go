@@ -1,0 +1,67 @@
+package main
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/berth-dev/berth/internal/agent/agentapi"
+)
+
+func TestEventsCommand(t *testing.T) {
+	now := time.Now()
+	web, db := testPod("default", "web", "app"), testPod("kube", "db", "pg")
+	web.Pod.UID, db.Pod.UID = "uid-web", "uid-db"
+	web.Events = []agentapi.Event{
+		{Type: agentapi.EventNormal, Reason: "Scheduled", Message: "Successfully assigned default/web", Count: 1, FirstTime: now.Add(-3 * time.Minute), LastTime: now.Add(-3 * time.Minute)},
+		{Type: agentapi.EventWarning, Reason: "BackOff", Message: "Back-off restarting\nfailed container", Count: 4, FirstTime: now.Add(-2 * time.Minute), LastTime: now.Add(-5 * time.Second)},
+	}
+	db.Events = []agentapi.Event{{Type: agentapi.EventNormal, Reason: "Started", Message: "Started container pg", Count: 1, FirstTime: now.Add(-time.Minute), LastTime: now.Add(-time.Minute)}}
+	flags := serveFakeAgent(t, &fakeAgent{details: []agentapi.PodDetail{web, db}})
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"events"}, `
+LAST SEEN         TYPE      REASON      OBJECT    MESSAGE
+3m                Normal    Scheduled   pod/web   Successfully assigned default/web
+5s (x4 over 2m)   Warning   BackOff     pod/web   Back-off restarting failed container
+`},
+		{[]string{"events", "-A", "--types", "Normal", "--no-headers"}, `
+default   3m    Normal   Scheduled   pod/web   Successfully assigned default/web
+kube      60s   Normal   Started     pod/db    Started container pg
+`},
+		{[]string{"events", "-A", "--for", "pod/db"}, `
+NAMESPACE   LAST SEEN   TYPE     REASON    OBJECT   MESSAGE
+kube        60s         Normal   Started   pod/db   Started container pg
+`},
+		{[]string{"events", "-n", "empty"}, "No events found in empty namespace.\n"},
+	} {
+		out, err := runBerth(t, append(flags, tc.args...)...)
+		if err != nil || out != strings.TrimPrefix(tc.want, "\n") {
+			t.Errorf("berth %v: %v\n%s\nwant\n%s", tc.args, err, out, strings.TrimPrefix(tc.want, "\n"))
+		}
+	}
+	if _, err := runBerth(t, append(flags, "events", "--types", "Bad")...); err == nil || !strings.Contains(err.Error(), "Normal or Warning") {
+		t.Errorf("--types Bad: %v; want a refusal", err)
+	}
+}
+
+// A watch prints an event again once it repeats, not before.
+func TestEventsSeen(t *testing.T) {
+	t0 := time.Now()
+	ev := agentapi.PodEvent{Namespace: "default", Pod: "web", PodUID: "u1", Event: agentapi.Event{Type: agentapi.EventWarning, Reason: "BackOff", Count: 1, LastTime: t0}}
+	other := ev
+	other.PodUID = "u2" // the same name, a new pod
+	seen := eventsSeen{}
+	if got := seen.fresh([]agentapi.PodEvent{ev}); len(got) != 1 {
+		t.Fatalf("first look: %d events; want 1", len(got))
+	}
+	if got := seen.fresh([]agentapi.PodEvent{ev}); len(got) != 0 {
+		t.Errorf("same event again: %d fresh; want 0", len(got))
+	}
+	ev.Count, ev.LastTime = 2, t0.Add(time.Second)
+	if got := seen.fresh([]agentapi.PodEvent{ev, other}); len(got) != 2 || got[0].Count != 2 {
+		t.Errorf("repeat and a new pod's event: %+v; want both", got)
+	}
+}

@@ -1,0 +1,175 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"path/filepath"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	clocktesting "k8s.io/utils/clock/testing"
+
+	"github.com/berth-dev/berth/internal/agent/logrotate"
+	"github.com/berth-dev/berth/internal/crilog"
+)
+
+// rotatingLog is a container log written by a crilog.Writer (as the
+// runtime's monitor does) and rotated by a logrotate.Manager whose
+// reopen reopens that writer.
+type rotatingLog struct {
+	path  string
+	w     *crilog.Writer
+	m     *logrotate.Manager
+	clock *clocktesting.FakeClock
+	next  int
+}
+
+func newRotatingLog(t *testing.T, maxFiles int) *rotatingLog {
+	t.Helper()
+	root := t.TempDir()
+	path := filepath.Join(root, "ns_pod_uid", "app", "0.log")
+	w, err := crilog.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { w.Close() })
+	l := &rotatingLog{path: path, w: w, clock: clocktesting.NewFakeClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))}
+	l.m, err = logrotate.New(logrotate.Config{
+		Root: root, Policy: logrotate.Policy{MaxSize: 1, MaxFiles: maxFiles}, Clock: l.clock,
+		Reopen: func(context.Context, string) error { return w.Reopen() },
+		Containers: func(context.Context) ([]logrotate.Container, error) {
+			return []logrotate.Container{{ID: "c", LogPath: path}}, nil
+		},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return l
+}
+
+func (l *rotatingLog) write(t *testing.T, n int) {
+	t.Helper()
+	for range n {
+		if err := l.w.WriteRecord(crilog.Stdout, false, fmt.Appendf(nil, "line %d", l.next)); err != nil {
+			t.Fatal(err)
+		}
+		l.next++
+	}
+}
+
+func (l *rotatingLog) rotate(t *testing.T) {
+	t.Helper()
+	l.clock.Step(time.Second)
+	if err := l.m.RotateAll(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// checkLines fails unless out is "line first" ... "line last", once each.
+func checkLines(t *testing.T, out string, first, last int) {
+	t.Helper()
+	lines := strings.Split(strings.TrimSuffix(out, "\n"), "\n")
+	if len(lines) != last-first+1 {
+		t.Fatalf("%d lines (%q ... %q); want %d to %d", len(lines), lines[0], lines[len(lines)-1], first, last)
+	}
+	for i, line := range lines {
+		if want := fmt.Sprintf("line %d", first+i); line != want {
+			t.Fatalf("line %d is %q; want %q", i, line, want)
+		}
+	}
+}
+
+// A full read goes through the gzipped and the plain rotated files, then
+// the current one.
+func TestLogsReadAcrossRotatedFiles(t *testing.T) {
+	l := newRotatingLog(t, 4)
+	for range 5 {
+		l.write(t, 100)
+		l.rotate(t)
+	}
+	l.write(t, 7)
+	files, _ := logrotate.RotatedFiles(l.path)
+	if len(files) != 3 || !strings.HasSuffix(files[0], ".gz") || strings.HasSuffix(files[2], ".gz") {
+		t.Fatalf("rotated files %v; want two gzipped and a plain one", files)
+	}
+	var out bytes.Buffer
+	f, err := openLogFollower(l.path, newLogCopier(&out, logFilter{tail: -1}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	if err := f.copyRotated(); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.copyCurrent(); err != nil {
+		t.Fatal(err)
+	}
+	checkLines(t, out.String(), 200, l.next-1) // the first two rotations are gone
+}
+
+// Following while the log is written at full speed and rotated: every
+// line once, in order.
+func TestLogsFollowAcrossRotations(t *testing.T) {
+	l := newRotatingLog(t, 100)
+	var out bytes.Buffer
+	l.write(t, 10)
+	f, err := openLogFollower(l.path, newLogCopier(&out, logFilter{tail: -1}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	var done atomic.Bool
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		defer done.Store(true)
+		for range 20 {
+			l.write(t, 500)
+			l.rotate(t)
+		}
+		l.write(t, 3)
+	}()
+	err = f.followUntil(context.Background(), time.Millisecond, func() bool { return !done.Load() })
+	wg.Wait()
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkLines(t, out.String(), 0, l.next-1)
+	if files, _ := logrotate.RotatedFiles(l.path); len(files) != 20 {
+		t.Errorf("%d rotated files; want 20", len(files))
+	}
+}
+
+// --tail counts the records of the rotated files and the current one
+// together: the last ones, wherever they were written.
+func TestLogsTailAcrossRotatedFiles(t *testing.T) {
+	l := newRotatingLog(t, 4)
+	for range 3 {
+		l.write(t, 100)
+		l.rotate(t)
+	}
+	l.write(t, 7)
+	var out bytes.Buffer
+	c := newLogCopier(&out, logFilter{tail: 150})
+	f, err := openLogFollower(l.path, c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	if err := f.copyRotated(); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.copyCurrent(); err != nil {
+		t.Fatal(err)
+	}
+	if out.Len() != 0 {
+		t.Fatalf("printed %q before the tail was complete", out.String())
+	}
+	c.flush()
+	checkLines(t, out.String(), l.next-150, l.next-1)
+}
