@@ -1,0 +1,17 @@
+// Package clusterdns is the node agent's DNS server for Services: the
+// names of Kubernetes' DNS-based service discovery specification, answered
+// from the Services and ready endpoints of this node, everything else
+// forwarded to the host's upstream servers.
+//
+// A Service name (<svc>.<ns>.svc.<zone>) resolves to the addresses of its
+// ready endpoints, as a headless Service does: one node has no virtual
+// service IPs to balance over. An endpoint with a hostname (a pod with
+// hostname and subdomain, a StatefulSet pod) also has
+// <hostname>.<svc>.<ns>.svc.<zone>; named ports have SRV records
+// _<port>._<proto>.<svc>.<ns>.svc.<zone>; endpoint addresses have PTR
+// records; every pod address has <a-b-c-d>.<ns>.pod.<zone>.
+//
+// The records are built into an immutable Table (table.go) that the server
+// swaps atomically on each Update, so a query never sees half an update.
+// Packets are parsed and written by github.com/miekg/dns.
+package clusterdns

@@ -1,0 +1,143 @@
+package clusterdns
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"net"
+	"sync/atomic"
+	"time"
+
+	"github.com/miekg/dns"
+)
+
+// Server answers the zone's names from its current Table and forwards
+// every other question to the upstream servers, first answer wins.
+type Server struct {
+	table    atomic.Pointer[Table]
+	upstream []string // host:port
+	timeout  time.Duration
+	log      *slog.Logger
+}
+
+// NewServer makes a server for zone with an empty table. upstream are the
+// host's name servers (host or host:port); with none, questions outside
+// the zone are refused.
+func NewServer(zone string, upstream []string, log *slog.Logger) *Server {
+	s := &Server{timeout: 2 * time.Second, log: log}
+	for _, u := range upstream {
+		if _, _, err := net.SplitHostPort(u); err != nil {
+			u = net.JoinHostPort(u, "53")
+		}
+		s.upstream = append(s.upstream, u)
+	}
+	s.table.Store(NewTable(zone, nil, nil))
+	return s
+}
+
+// Update replaces the records at once.
+func (s *Server) Update(t *Table) { s.table.Store(t) }
+
+// ServeDNS implements dns.Handler.
+func (s *Server) ServeDNS(w dns.ResponseWriter, req *dns.Msg) {
+	resp := s.answer(req, w.RemoteAddr().Network())
+	if err := w.WriteMsg(resp); err != nil {
+		s.log.Debug("dns: writing an answer", "error", err)
+	}
+}
+
+// answer builds the response to one query.
+func (s *Server) answer(req *dns.Msg, network string) *dns.Msg {
+	resp := new(dns.Msg)
+	if len(req.Question) != 1 || req.Opcode != dns.OpcodeQuery {
+		return resp.SetRcode(req, dns.RcodeNotImplemented)
+	}
+	q := req.Question[0]
+	t := s.table.Load()
+	if q.Qclass != dns.ClassINET || !t.InZone(q.Name) {
+		return s.forward(req, network)
+	}
+	resp.SetReply(req)
+	resp.Authoritative = true
+	answer, exists := t.Lookup(q.Name, q.Qtype)
+	switch {
+	case !exists:
+		resp.Rcode = dns.RcodeNameError
+		resp.Ns = []dns.RR{t.SOA()}
+	case len(answer) == 0:
+		resp.Ns = []dns.RR{t.SOA()}
+	default:
+		resp.Answer = answer
+	}
+	return truncateFor(req, resp, network)
+}
+
+// forward asks the upstream servers in turn; SERVFAIL when none answers.
+func (s *Server) forward(req *dns.Msg, network string) *dns.Msg {
+	if len(s.upstream) == 0 {
+		return new(dns.Msg).SetRcode(req, dns.RcodeRefused)
+	}
+	c := &dns.Client{Net: network, Timeout: s.timeout}
+	for _, up := range s.upstream {
+		resp, _, err := c.Exchange(req, up)
+		if err == nil && resp != nil {
+			return resp
+		}
+		s.log.Debug("dns: upstream did not answer", "upstream", up, "question", req.Question[0].String(), "error", err)
+	}
+	return new(dns.Msg).SetRcode(req, dns.RcodeServerFailure)
+}
+
+// truncateFor fits a UDP answer into the client's buffer (512 bytes, or
+// its EDNS0 size), setting TC so that it asks again over TCP.
+func truncateFor(req, resp *dns.Msg, network string) *dns.Msg {
+	if network != "udp" {
+		return resp
+	}
+	size := dns.MinMsgSize
+	if opt := req.IsEdns0(); opt != nil {
+		size = max(size, int(opt.UDPSize()))
+	}
+	resp.Truncate(size)
+	return resp
+}
+
+// ListenAndServe serves UDP and TCP on addr (host:port) until ctx ends.
+// ready, if not nil, is called once both sockets listen.
+func (s *Server) ListenAndServe(ctx context.Context, addr string, ready func(udp, tcp net.Addr)) error {
+	pc, err := net.ListenPacket("udp", addr)
+	if err != nil {
+		return err
+	}
+	l, err := net.Listen("tcp", addr)
+	if err != nil {
+		pc.Close()
+		return err
+	}
+	started := make(chan struct{}, 2)
+	notify := func() { started <- struct{}{} }
+	udp := &dns.Server{PacketConn: pc, Handler: s, NotifyStartedFunc: notify}
+	tcp := &dns.Server{Listener: l, Handler: s, NotifyStartedFunc: notify}
+	errs := make(chan error, 2)
+	go func() { errs <- udp.ActivateAndServe() }()
+	go func() { errs <- tcp.ActivateAndServe() }()
+	for range 2 { // Shutdown of a server not started yet would leave it serving
+		select {
+		case <-started:
+		case err := <-errs:
+			return errors.Join(err, udp.Shutdown(), tcp.Shutdown())
+		}
+	}
+	if ready != nil {
+		ready(pc.LocalAddr(), l.Addr())
+	}
+	select {
+	case <-ctx.Done():
+	case err = <-errs:
+	}
+	shutdown := errors.Join(udp.Shutdown(), tcp.Shutdown())
+	if err != nil {
+		return err
+	}
+	return shutdown
+}
