@@ -1,0 +1,12 @@
+// Package svcproxy publishes Service ports on the host: each NodePort and
+// LoadBalancer port of a Service is a listener of the agent's that spreads
+// connections (TCP) and client flows (UDP) over the Service's ready
+// endpoints, round robin, skipping an endpoint that refuses a connection.
+//
+// It is a user-space proxy, as kube-proxy's first mode was: one node has
+// no other nodes to route to, and a proxy in the agent works the same on
+// every runtime the agent drives, without programming the host's packet
+// filter. Update swaps the endpoints of a port at once (readiness removes
+// an endpoint from the next connection on), opens listeners for new ports
+// and closes those of ports gone; connections already made keep going.
+package svcproxy

@@ -1,0 +1,134 @@
+package svcproxy
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/netip"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// Rule is one published port: where it listens on the host and the ready
+// endpoints it spreads over.
+type Rule struct {
+	Name     string // for logs and errors, e.g. "default/web:http (NodePort 30080)"
+	Protocol string // "TCP" or "UDP"
+	Listen   netip.AddrPort
+	Backends []netip.AddrPort
+}
+
+func (r Rule) key() string { return strings.ToUpper(r.Protocol) + " " + r.Listen.String() }
+
+// listener is a published port of either protocol.
+type listener interface {
+	close() error
+}
+
+// Proxy holds the published ports.
+type Proxy struct {
+	log         *slog.Logger
+	dialTimeout time.Duration
+	udpIdle     time.Duration
+
+	mu    sync.Mutex
+	ports map[string]*port
+}
+
+// port is one listener and the backends it currently uses.
+type port struct {
+	rule     Rule
+	backends atomic.Pointer[[]netip.AddrPort]
+	next     atomic.Uint64
+	l        listener
+}
+
+// New makes a proxy with no ports.
+func New(log *slog.Logger) *Proxy {
+	return &Proxy{log: log, dialTimeout: 2 * time.Second, udpIdle: 30 * time.Second, ports: map[string]*port{}}
+}
+
+// Update makes the published ports those of rules: new ones listen, gone
+// ones close, the backends of the others are replaced. A port that cannot
+// listen (taken by another program) is reported in the error, naming its
+// rule; the other rules apply.
+func (p *Proxy) Update(rules []Rule) error {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	want := map[string]Rule{}
+	var errs []error
+	for _, r := range rules {
+		if err := r.validate(); err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		want[r.key()] = r
+	}
+	for k, pt := range p.ports {
+		if _, ok := want[k]; !ok {
+			errs = append(errs, pt.l.close())
+			delete(p.ports, k)
+		}
+	}
+	for k, r := range want {
+		if pt, ok := p.ports[k]; ok {
+			pt.setBackends(r.Backends)
+			continue
+		}
+		pt, err := p.open(r)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("%s: listening on %s %s: %w", r.Name, r.Protocol, r.Listen, err))
+			continue
+		}
+		p.ports[k] = pt
+	}
+	return errors.Join(errs...)
+}
+
+func (r Rule) validate() error {
+	switch {
+	case r.Protocol != "TCP" && r.Protocol != "UDP":
+		return fmt.Errorf("%s: protocol %q: only TCP and UDP are published", r.Name, r.Protocol)
+	case !r.Listen.IsValid() || r.Listen.Port() == 0:
+		return fmt.Errorf("%s: listen address %q is not an address and port", r.Name, r.Listen)
+	}
+	return nil
+}
+
+func (p *Proxy) open(r Rule) (*port, error) {
+	pt := &port{rule: r}
+	pt.setBackends(r.Backends)
+	var err error
+	if r.Protocol == "TCP" {
+		pt.l, err = p.listenTCP(pt)
+	} else {
+		pt.l, err = p.listenUDP(pt)
+	}
+	if err != nil {
+		return nil, err
+	}
+	return pt, nil
+}
+
+// Close closes every published port.
+func (p *Proxy) Close() error {
+	return p.Update(nil)
+}
+
+func (pt *port) setBackends(b []netip.AddrPort) {
+	b = append([]netip.AddrPort(nil), b...)
+	pt.backends.Store(&b)
+}
+
+// pick returns the backends in the order to try them for one connection:
+// round robin from the next one.
+func (pt *port) pick() []netip.AddrPort {
+	b := *pt.backends.Load()
+	if len(b) == 0 {
+		return nil
+	}
+	start := int((pt.next.Add(1) - 1) % uint64(len(b)))
+	return append(append([]netip.AddrPort(nil), b[start:]...), b[:start]...)
+}

@@ -1,0 +1,88 @@
+package svcproxy
+
+import (
+	"errors"
+	"io"
+	"net"
+	"sync"
+)
+
+type tcpListener struct {
+	l    net.Listener
+	wg   sync.WaitGroup
+	done chan struct{}
+}
+
+func (p *Proxy) listenTCP(pt *port) (listener, error) {
+	l, err := net.Listen("tcp", pt.rule.Listen.String())
+	if err != nil {
+		return nil, err
+	}
+	tl := &tcpListener{l: l, done: make(chan struct{})}
+	tl.wg.Add(1)
+	go func() {
+		defer tl.wg.Done()
+		p.acceptTCP(pt, tl)
+	}()
+	return tl, nil
+}
+
+// close stops accepting; connections already proxied keep going.
+func (tl *tcpListener) close() error {
+	close(tl.done)
+	err := tl.l.Close()
+	tl.wg.Wait()
+	return err
+}
+
+func (p *Proxy) acceptTCP(pt *port, tl *tcpListener) {
+	for {
+		c, err := tl.l.Accept()
+		if err != nil {
+			select {
+			case <-tl.done:
+				return
+			default:
+			}
+			var ne net.Error
+			if errors.As(err, &ne) && ne.Timeout() {
+				continue
+			}
+			p.log.Error("service proxy: accept", "rule", pt.rule.Name, "error", err)
+			return
+		}
+		go p.proxyTCP(pt, c.(*net.TCPConn))
+	}
+}
+
+// proxyTCP connects the client to the first backend that accepts, in
+// round-robin order; with none, the client's connection is closed.
+func (p *Proxy) proxyTCP(pt *port, client *net.TCPConn) {
+	defer client.Close()
+	for _, b := range pt.pick() {
+		c, err := net.DialTimeout("tcp", b.String(), p.dialTimeout)
+		if err != nil {
+			p.log.Debug("service proxy: endpoint refused", "rule", pt.rule.Name, "endpoint", b, "error", err)
+			continue
+		}
+		splice(client, c.(*net.TCPConn))
+		return
+	}
+	p.log.Debug("service proxy: no endpoint took the connection", "rule", pt.rule.Name, "client", client.RemoteAddr())
+}
+
+// splice copies both ways, passing each side's end of data on as a half
+// close, until both directions are done.
+func splice(a, b *net.TCPConn) {
+	defer b.Close()
+	var wg sync.WaitGroup
+	wg.Add(2)
+	half := func(dst, src *net.TCPConn) {
+		defer wg.Done()
+		_, _ = io.Copy(dst, src) // an error ends this direction as EOF does
+		_ = dst.CloseWrite()    // the peer may already be gone
+	}
+	go half(a, b)
+	go half(b, a)
+	wg.Wait()
+}
