@@ -80,7 +80,7 @@ func splice(a, b *net.TCPConn) {
 	half := func(dst, src *net.TCPConn) {
 		defer wg.Done()
 		_, _ = io.Copy(dst, src) // an error ends this direction as EOF does
-		_ = dst.CloseWrite()    // the peer may already be gone
+		_ = dst.CloseWrite()     // the peer may already be gone
 	}
 	go half(a, b)
 	go half(b, a)

@@ -1,0 +1,155 @@
+package claims
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"slices"
+
+	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+
+	"github.com/berth-dev/berth/internal/errdefs"
+	"github.com/berth-dev/berth/internal/store"
+)
+
+// Ensure binds the claim to its directory, making both on first sight,
+// and returns its record. A claim seen again may grow its request (the
+// capacity follows, as an expansion); shrinking it or changing its access
+// modes or class is refused as the API server refuses it. A claim of the
+// same name with another uid is refused until the old one is released.
+// policy is the reclaim policy of a new claim's volume.
+func (s *Store) Ensure(pvc *v1.PersistentVolumeClaim, policy v1.PersistentVolumeReclaimPolicy) (Claim, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	ns, name := pvc.Namespace, pvc.Name
+	request, ok := pvc.Spec.Resources.Requests[v1.ResourceStorage]
+	if !ok || request.Sign() <= 0 {
+		return Claim{}, fmt.Errorf("claim %s/%s: spec.resources.requests.storage: Required value: a size greater than zero: %w", ns, name, errdefs.ErrInvalidArgument)
+	}
+	if pvc.UID == "" {
+		return Claim{}, fmt.Errorf("claim %s/%s: metadata.uid: Required value: %w", ns, name, errdefs.ErrInvalidArgument)
+	}
+	c, found, err := s.Get(ns, name)
+	if err != nil {
+		return Claim{}, err
+	}
+	if found && c.Phase == Released {
+		if err := s.reclaim(c); err != nil {
+			return Claim{}, err
+		}
+		found = false
+	}
+	if !found {
+		c = Claim{
+			Version: recordVersion, Namespace: ns, Name: name, UID: string(pvc.UID),
+			Volume: "pvc-" + string(pvc.UID), Capacity: request, AccessModes: pvc.Spec.AccessModes,
+			StorageClass: className(pvc), ReclaimPolicy: policy, Created: s.now().UTC(), Phase: Pending,
+		}
+		if err := s.save(c); err != nil {
+			return Claim{}, err
+		}
+		return s.bind(c)
+	}
+	if err := checkUpdate(c, pvc, request); err != nil {
+		return Claim{}, err
+	}
+	if request.Cmp(c.Capacity) > 0 {
+		c.Capacity = request
+		if err := s.save(c); err != nil {
+			return Claim{}, err
+		}
+	}
+	if c.Phase == Pending {
+		return s.bind(c)
+	}
+	return c, nil
+}
+
+func className(pvc *v1.PersistentVolumeClaim) string {
+	if pvc.Spec.StorageClassName != nil {
+		return *pvc.Spec.StorageClassName
+	}
+	return ""
+}
+
+// checkUpdate refuses what the API server refuses of a bound claim.
+func checkUpdate(c Claim, pvc *v1.PersistentVolumeClaim, request resource.Quantity) error {
+	id := c.Namespace + "/" + c.Name
+	switch {
+	case c.UID != string(pvc.UID):
+		return fmt.Errorf("claim %s (uid %s): the name is bound to volume %s of claim uid %s; delete that claim first: %w", id, pvc.UID, c.Volume, c.UID, errdefs.ErrAlreadyExists)
+	case request.Cmp(c.Capacity) < 0:
+		return fmt.Errorf("claim %s: spec.resources.requests.storage: Forbidden: field can not be less than previous value (%s < %s): %w", id, request.String(), c.Capacity.String(), errdefs.ErrInvalidArgument)
+	case !slices.Equal(c.AccessModes, pvc.Spec.AccessModes) || c.StorageClass != className(pvc):
+		return fmt.Errorf("claim %s: spec: Forbidden: spec is immutable after creation except resources.requests and volumeAttributesClassName for bound claims: %w", id, errdefs.ErrInvalidArgument)
+	}
+	return nil
+}
+
+// bind makes the claim's directory and records it Bound.
+func (s *Store) bind(c Claim) (Claim, error) {
+	path := s.Path(c)
+	if err := os.Mkdir(path, 0o700); err != nil && !errors.Is(err, fs.ErrExist) {
+		return Claim{}, fmt.Errorf("claim %s/%s: making %s: %w", c.Namespace, c.Name, path, err)
+	}
+	if err := os.Chmod(path, 0o777); err != nil { // as an emptyDir: any uid of the pod writes here; the parent is 0700
+		return Claim{}, fmt.Errorf("claim %s/%s: %s: %w", c.Namespace, c.Name, path, err)
+	}
+	c.Phase = Bound
+	return c, s.save(c)
+}
+
+func (s *Store) save(c Claim) error {
+	path, err := s.recordPath(c.Namespace, c.Name)
+	if err != nil {
+		return err
+	}
+	c.Version = recordVersion
+	if err := store.SaveJSON(path, c); err != nil {
+		return fmt.Errorf("claim %s/%s: record %s: %w", c.Namespace, c.Name, path, err)
+	}
+	return nil
+}
+
+// Release is the claim's deletion: its data is removed (Delete) or moved
+// to <dir>/retained (Retain), then its record goes. The caller makes sure
+// no pod uses the claim any more. Releasing a claim the store does not
+// have is not an error.
+func (s *Store) Release(namespace, name string) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	c, found, err := s.Get(namespace, name)
+	if err != nil || !found {
+		return err
+	}
+	c.Phase = Released
+	if err := s.save(c); err != nil {
+		return err
+	}
+	return s.reclaim(c)
+}
+
+// reclaim does a Released claim's policy, then removes its record.
+func (s *Store) reclaim(c Claim) error {
+	data := s.Path(c)
+	var err error
+	if c.ReclaimPolicy == v1.PersistentVolumeReclaimRetain {
+		err = os.Rename(data, filepath.Join(s.dir, "retained", c.Volume))
+	} else {
+		err = os.RemoveAll(data) // RemoveAll removes symlinks, never follows them
+	}
+	if err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return fmt.Errorf("claim %s/%s: reclaiming volume %s (%s): %w", c.Namespace, c.Name, c.Volume, c.ReclaimPolicy, err)
+	}
+	path, err := s.recordPath(c.Namespace, c.Name)
+	if err != nil {
+		return err
+	}
+	if err := os.Remove(path); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return fmt.Errorf("claim %s/%s: removing record: %w", c.Namespace, c.Name, err)
+	}
+	return store.SyncDir(s.dir)
+}
