@@ -2,7 +2,6 @@ package agent
 
 import (
 	"slices"
-	"strings"
 
 	v1 "k8s.io/api/core/v1"
 
@@ -66,7 +65,7 @@ func (w *podWorker) applyProbeResults() {
 	probes := map[string]plan.ProbeStatus{}
 	for _, list := range [][]v1.ContainerStatus{w.status.InitContainerStatuses, w.status.ContainerStatuses} {
 		for _, st := range list {
-			id := rawContainerID(st.ContainerID)
+			id := podstatus.RawContainerID(st.ContainerID)
 			if result, tracked := w.deps.probes.Status(id); tracked && id != "" {
 				probes[st.Name] = plan.ProbeStatus{ContainerID: id, Started: result.Started, Ready: result.Ready}
 			}
@@ -98,13 +97,6 @@ func (w *podWorker) keepPodIPs(d desiredPod, obs observation) {
 	w.mu.Lock()
 	w.keptIPs = ips
 	w.mu.Unlock()
-}
-
-// rawContainerID is the runtime's id in a status's containerID
-// ("<runtime>://<id>").
-func rawContainerID(containerID string) string {
-	_, id, _ := strings.Cut(containerID, "://")
-	return id
 }
 
 func toPodIPs(ips []string) []v1.PodIP {

@@ -48,11 +48,17 @@ func UpdateProbes(s *v1.PodStatus, pod *v1.Pod, probes map[string]plan.ProbeStat
 	return changed
 }
 
-// isInstance reports whether a status's containerID ("<runtime>://<id>")
-// names the raw container id.
+// isInstance reports whether a status's containerID names the raw
+// container id.
 func isInstance(containerID, id string) bool {
-	_, raw, found := strings.Cut(containerID, "://")
-	return found && id != "" && raw == id
+	return id != "" && RawContainerID(containerID) == id
+}
+
+// RawContainerID is the runtime's own id in a status's containerID
+// ("<runtime>://<id>"); "" when it has none.
+func RawContainerID(containerID string) string {
+	_, id, _ := strings.Cut(containerID, "://")
+	return id
 }
 
 // updateReadyConditions recomputes ContainersReady and Ready in place from
