@@ -221,8 +221,9 @@ func (a *Agent) Run(ctx context.Context) error {
 	return nil
 }
 
-// dispatchProbeUpdates wakes the worker of the pod whose probe result
-// changed.
+// dispatchProbeUpdates brings the status of the pod whose probe result
+// changed up to date at once, and wakes its worker (a liveness or startup
+// failure asks for a restart).
 func (a *Agent) dispatchProbeUpdates(ctx context.Context) {
 	for {
 		select {
@@ -233,6 +234,7 @@ func (a *Agent) dispatchProbeUpdates(ctx context.Context) {
 				return
 			}
 			if w := a.worker(u.PodUID); w != nil {
+				w.applyProbeResults()
 				w.trigger()
 			}
 		}

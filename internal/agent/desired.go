@@ -35,6 +35,9 @@ type desiredPod struct {
 	// agent's store ("ConfigMap cfg"): until they are applied again, the
 	// pod is left as it is.
 	sourcesMissing []string
+	// podIPs are the pod IPs the agent's store kept for a recovered pod:
+	// its status keeps them while no sandbox of it is ready.
+	podIPs []string
 }
 
 func (d desiredPod) key() string { return d.pod.Namespace + "/" + d.pod.Name }

@@ -31,7 +31,14 @@
 //     sandboxes and containers by the pod uid label, parsed back with
 //     podspec), plan (plan.Compute), execute (executor.go, start.go,
 //     images.go), hand running containers to the probe manager, remove old
-//     containers (gc.go) and compute the status (podstatus.Compute);
+//     containers (gc.go) and compute the status (podstatus.Compute; the
+//     IPs of a ready sandbox go into the sources store, so that a completed
+//     pod's status keeps them once its sandbox stops, across a restart too);
+//   - the status's second writer (status.go), as the kubelet's status
+//     manager: a probe result brings started/ready and the Ready conditions
+//     up to date at once (podstatus.UpdateProbes), even while a sync is held
+//     in a kill for a whole grace period; both writers read the probe
+//     manager under the worker's lock, so no result is lost;
 //   - the executor, in the kubelet's SyncPod order: kill the pod (containers
 //     in plan.StopOrder, preStop hooks within the grace period, then the
 //     sandbox) or the unwanted containers; create the sandbox (its log

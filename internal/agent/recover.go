@@ -2,6 +2,7 @@ package agent
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sort"
 	"strings"
@@ -14,6 +15,7 @@ import (
 	"github.com/berth-dev/berth/internal/agent/agentapi"
 	"github.com/berth-dev/berth/internal/agent/manifest"
 	"github.com/berth-dev/berth/internal/agent/podspec"
+	"github.com/berth-dev/berth/internal/errdefs"
 )
 
 // AnnotationWatchDir is the agent's own sandbox annotation: the watched
@@ -182,8 +184,12 @@ func (a *Agent) desiredFromSandboxLocked(sb *runtimeapi.PodSandbox) desiredPod {
 	if pod.CreationTimestamp.IsZero() {
 		pod.CreationTimestamp = metav1.NewTime(fromNanos(sb.GetCreatedAt()))
 	}
+	ips, err := a.deps.sources.PodIPs(meta.UID)
+	if err != nil && !errors.Is(err, errdefs.ErrNotFound) {
+		a.log.Warn("recover: the pod's kept IPs are unreadable; its status shows only what the runtime holds", "pod", meta.Namespace+"/"+meta.Name, "error", err)
+	}
 	return desiredPod{
-		pod: pod, sources: sources, sourcesMissing: missing,
+		pod: pod, sources: sources, sourcesMissing: missing, podIPs: ips,
 		source: "recovered", watchDir: sb.GetAnnotations()[AnnotationWatchDir],
 	}
 }

@@ -12,7 +12,6 @@ import (
 	"github.com/berth-dev/berth/internal/agent/backoff"
 	"github.com/berth-dev/berth/internal/agent/plan"
 	"github.com/berth-dev/berth/internal/agent/podspec"
-	"github.com/berth-dev/berth/internal/agent/podstatus"
 	"github.com/berth-dev/berth/internal/agent/probe"
 )
 
@@ -176,53 +175,6 @@ func (w *podWorker) trackProbes(pod *v1.Pod, obs observation) {
 			w.deps.probes.Remove(id)
 		}
 	}
-}
-
-// updateStatus computes the pod's status from what the runtime holds now.
-func (w *podWorker) updateStatus(d desiredPod, obs observation, acts plan.Actions) {
-	w.setStatus(d, obs, acts, false)
-}
-
-// adoptStatus gives a recovered pod the status of what the runtime held
-// at recovery, unless its worker has synced already.
-func (w *podWorker) adoptStatus(d desiredPod, obs observation) {
-	w.setStatus(d, obs, plan.Actions{}, true)
-}
-
-// setStatus computes the status from obs; onlyFirst leaves a status a sync
-// computed alone.
-func (w *podWorker) setStatus(d desiredPod, obs observation, acts plan.Actions, onlyFirst bool) {
-	probes := w.probeStatuses(obs.plan)
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	if onlyFirst && w.synced {
-		return
-	}
-	var previous *v1.PodStatus
-	if w.synced {
-		previous = &w.status
-	}
-	w.status = podstatus.Compute(podstatus.Input{
-		Pod: d.pod, Observed: obs.plan, Probes: probes, Waiting: w.waiting,
-		Previous: previous, Terminal: acts.Done, HostIPs: w.deps.node.hostIPs, Now: w.deps.clock.Now(),
-		RuntimeName: w.deps.runtimeName,
-	})
-	w.synced = true
-	w.logPaths = obs.logPaths(podspec.PodLogDirectory(w.deps.podLogDir, d.pod.Namespace, d.pod.Name, w.uid))
-}
-
-// view is the pod as the API shows it: as applied, with its status.
-func (w *podWorker) view() v1.Pod {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	pod := w.desired.pod.DeepCopy()
-	if w.synced {
-		pod.Status = *w.status.DeepCopy()
-	} else {
-		// Not synced yet: nothing of it runs.
-		pod.Status = podstatus.Compute(podstatus.Input{Pod: pod, HostIPs: w.deps.node.hostIPs, RuntimeName: w.deps.runtimeName, Now: w.deps.clock.Now()})
-	}
-	return *pod
 }
 
 // snapshotPod is a copy of the desired pod.

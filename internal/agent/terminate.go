@@ -114,6 +114,7 @@ func (w *podWorker) restartIfReapplied() bool {
 	pod.Status = v1.PodStatus{}
 	w.desired.reapply = false
 	w.synced = false
+	w.keptIPs = nil
 	w.waiting = map[string]podstatus.Waiting{}
 	w.deps.log.Info("pod applied again while it terminated: starting it again", "pod", w.key, "uid", w.uid)
 	return true

@@ -35,8 +35,11 @@ type podWorker struct {
 	// set up for (-1: not set up).
 	volumesVersion int
 	volumePaths    podspec.VolumePaths
-	probed         map[string]bool   // container ids handed to the probe manager
-	logPaths       map[string]string // container id → log file, from the last sync
+	probed         map[string]bool // container ids handed to the probe manager
+	// keptIPs are the pod IPs in the agent's store: a status computed
+	// before the first sync starts from them.
+	keptIPs  []string
+	logPaths map[string]string // container id → log file, from the last sync
 	// cancelSync cancels the sync under way: a deletion does not wait for
 	// a pull or a start of the pod it deletes.
 	cancelSync context.CancelFunc
@@ -53,6 +56,7 @@ func newPodWorker(deps *syncDeps, desired desiredPod) *podWorker {
 		events:         newEventLog(deps.clock.Now),
 		volumesVersion: -1,
 		waiting:        map[string]podstatus.Waiting{},
+		keptIPs:        desired.podIPs,
 	}
 }
 

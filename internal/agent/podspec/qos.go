@@ -1,6 +1,8 @@
 package podspec
 
 import (
+	"strings"
+
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
@@ -24,80 +26,155 @@ const (
 	systemNodeCritical = "system-node-critical"
 )
 
-// QOSClass is the pod's quality of service class by the kubelet's rules. It
-// is berth's one QoS rule: the pod status, the cgroup parent and
-// oom_score_adj all read it. Only cpu and memory count; a zero quantity
-// counts as unset, and a missing request as its limit (the API's defaulting,
-// so the class is the same whether or not the pod was defaulted):
+// QOSClass is the pod's quality of service class by the kubelet's rules
+// (ComputePodQOS, with PodLevelResources and its QoS fix on, as they are
+// by default). It is berth's one QoS rule: the pod status, the cgroup
+// parent and oom_score_adj all read it. It is computed from the spec,
+// never read from pod.status, and it is the same whether or not the pod
+// was defaulted (the API server's defaults are applied here first):
 //
-//   - BestEffort: no container, init containers included, requests or
-//     limits either;
-//   - Guaranteed: every container limits both, and the summed requests
-//     equal the summed limits;
-//   - Burstable: anything else.
-//
-// When pod-level resources (spec.resources) set cpu or memory, they alone
-// decide, by the same rules applied to the pod as a whole. The class is
-// computed from the spec, never read from pod.status.
+//   - a container's class comes from its cpu and memory alone, a request
+//     not written taken from its limit: Guaranteed when both are requested
+//     and limited equally, BestEffort when neither is requested nor limited
+//     (a zero quantity counts as none), Burstable otherwise;
+//   - the pod is Guaranteed when every container (init containers and
+//     sidecars included) is, BestEffort when every one is, else Burstable;
+//   - pod-level resources decide alone when spec.resources names cpu,
+//     memory or a hugepages size (as a request or a limit, zero included):
+//     the pod is classed as one container would be, after the API server's
+//     pod-level defaults (podLevelRequirements).
 func QOSClass(pod *v1.Pod) v1.PodQOSClass {
-	if r := pod.Spec.Resources; r != nil {
-		requests, limits := qosRequests(*r), qosQuantities(r.Limits)
-		if len(requests) > 0 || len(limits) > 0 {
-			return classifyQOS(requests, limits, len(limits) == 2)
-		}
+	if podLevelResourcesSet(pod) {
+		return requirementsQOS(podLevelRequirements(pod))
 	}
-	requests, limits := v1.ResourceList{}, v1.ResourceList{}
-	everyLimitSet := true
+	var class v1.PodQOSClass
 	for _, list := range [][]v1.Container{pod.Spec.InitContainers, pod.Spec.Containers} {
 		for i := range list {
-			own := qosQuantities(list[i].Resources.Limits)
-			addInto(requests, qosRequests(list[i].Resources))
-			addInto(limits, own)
-			everyLimitSet = everyLimitSet && len(own) == 2
+			own := requirementsQOS(defaultedRequests(list[i].Resources), list[i].Resources.Limits)
+			switch {
+			case own == v1.PodQOSBurstable:
+				return own
+			case class == "":
+				class = own
+			case class != own:
+				return v1.PodQOSBurstable
+			}
 		}
 	}
-	return classifyQOS(requests, limits, everyLimitSet)
-}
-
-// classifyQOS applies the rules once requests and limits are summed;
-// limitsComplete says whether cpu and memory limits are set everywhere they
-// must be.
-func classifyQOS(requests, limits v1.ResourceList, limitsComplete bool) v1.PodQOSClass {
-	if len(requests) == 0 && len(limits) == 0 {
+	if class == "" {
 		return v1.PodQOSBestEffort
 	}
-	if !limitsComplete || len(requests) != len(limits) {
-		return v1.PodQOSBurstable
-	}
-	for name, req := range requests {
-		if lim, ok := limits[name]; !ok || lim.Cmp(req) != 0 {
+	return class
+}
+
+// qosResources are the resources a QoS class looks at.
+var qosResources = []v1.ResourceName{v1.ResourceCPU, v1.ResourceMemory}
+
+// requirementsQOS classes one set of requests and limits: per resource,
+// equal and not zero is Guaranteed, both zero BestEffort, else Burstable;
+// resources of different classes make Burstable.
+func requirementsQOS(requests, limits v1.ResourceList) v1.PodQOSClass {
+	var class v1.PodQOSClass
+	for _, name := range qosResources {
+		req, lim := requests[name], limits[name]
+		own := v1.PodQOSGuaranteed
+		switch {
+		case req.Cmp(lim) != 0:
+			return v1.PodQOSBurstable
+		case req.IsZero():
+			own = v1.PodQOSBestEffort
+		}
+		if class != "" && class != own {
 			return v1.PodQOSBurstable
 		}
+		class = own
 	}
-	return v1.PodQOSGuaranteed
+	return class
 }
 
-// qosRequests is the positive cpu and memory requests of r, a request not
-// written taken from its limit.
-func qosRequests(r v1.ResourceRequirements) v1.ResourceList {
-	out := qosQuantities(r.Requests)
-	for name, limit := range qosQuantities(r.Limits) {
-		if _, written := r.Requests[name]; !written {
-			out[name] = limit
-		}
-	}
-	return out
-}
-
-// qosQuantities keeps the positive cpu and memory quantities of list.
-func qosQuantities(list v1.ResourceList) v1.ResourceList {
+// defaultedRequests is r's requests with each limit not requested added
+// as its request (the API server's default for a container).
+func defaultedRequests(r v1.ResourceRequirements) v1.ResourceList {
 	out := v1.ResourceList{}
-	for _, name := range []v1.ResourceName{v1.ResourceCPU, v1.ResourceMemory} {
-		if q, ok := list[name]; ok && q.Sign() > 0 {
-			out[name] = q.DeepCopy()
-		}
+	for name, q := range r.Limits {
+		out[name] = q.DeepCopy()
+	}
+	for name, q := range r.Requests {
+		out[name] = q.DeepCopy()
 	}
 	return out
+}
+
+// podLevelResourcesSet reports whether spec.resources names a resource
+// pod-level resources support: cpu, memory, a hugepages size.
+func podLevelResourcesSet(pod *v1.Pod) bool {
+	r := pod.Spec.Resources
+	if r == nil {
+		return false
+	}
+	for _, list := range []v1.ResourceList{r.Requests, r.Limits} {
+		for name := range list {
+			if name == v1.ResourceCPU || name == v1.ResourceMemory || strings.HasPrefix(string(name), v1.ResourceHugePagesPrefix) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// podLevelRequirements is spec.resources' cpu and memory with the API
+// server's pod-level defaults: a request not written is what the
+// containers request together (PodRequests, their own defaults applied)
+// when any of them requests it, else the pod-level limit; a limit not
+// written, when every container limits that resource, is the larger of the
+// pod-level request and what the containers limit together (PodLimits).
+func podLevelRequirements(pod *v1.Pod) (requests, limits v1.ResourceList) {
+	requests, limits = v1.ResourceList{}, v1.ResourceList{}
+	withDefaults := pod.DeepCopy()
+	for _, list := range [][]v1.Container{withDefaults.Spec.InitContainers, withDefaults.Spec.Containers} {
+		for i := range list {
+			list[i].Resources.Requests = defaultedRequests(list[i].Resources)
+		}
+	}
+	fromContainers, containerLimits := PodRequests(withDefaults), PodLimits(withDefaults)
+	own := pod.Spec.Resources
+	for _, name := range qosResources {
+		if q, ok := own.Limits[name]; ok {
+			limits[name] = q.DeepCopy()
+		}
+		req, written := own.Requests[name]
+		if !written {
+			req, written = fromContainers[name]
+		}
+		if !written {
+			req, written = own.Limits[name]
+		}
+		if !written {
+			continue
+		}
+		requests[name] = req.DeepCopy()
+		if _, limited := limits[name]; !limited && everyContainerLimits(pod, name) {
+			lim := containerLimits[name]
+			if req.Cmp(lim) > 0 {
+				lim = req
+			}
+			limits[name] = lim.DeepCopy()
+		}
+	}
+	return requests, limits
+}
+
+// everyContainerLimits reports whether every init and regular container
+// limits the resource name.
+func everyContainerLimits(pod *v1.Pod, name v1.ResourceName) bool {
+	for _, list := range [][]v1.Container{pod.Spec.InitContainers, pod.Spec.Containers} {
+		for i := range list {
+			if _, ok := list[i].Resources.Limits[name]; !ok {
+				return false
+			}
+		}
+	}
+	return true
 }
 
 // OOMScoreAdj is the kubelet's oom_score_adj for a container: -997 for

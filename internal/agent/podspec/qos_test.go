@@ -25,40 +25,123 @@ func withPodResources(pod *v1.Pod, r v1.ResourceRequirements) *v1.Pod {
 	return pod
 }
 
-// TestQOSClass is the table of the one QoS rule, which the pod status, the
-// cgroup parent and oom_score_adj all read.
-func TestQOSClass(t *testing.T) {
-	full := resources("500m", "1Gi", "500m", "1Gi")
-	cases := []struct {
-		name string
-		pod  *v1.Pod
-		want v1.PodQOSClass
-	}{
-		{"nothing set", newPod(newContainer("a")), v1.PodQOSBestEffort},
-		{"zero requests only", newPod(withResources("a", resources("0", "0", "", ""))), v1.PodQOSBestEffort},
-		{"non-QoS resource ignored", newPod(withResources("a", v1.ResourceRequirements{
-			Requests: v1.ResourceList{v1.ResourceEphemeralStorage: resource.MustParse("1Gi")}})), v1.PodQOSBestEffort},
-		{"equal requests and limits", newPod(withResources("a", full)), v1.PodQOSGuaranteed},
-		{"limits only: requests default to them", newPod(withResources("a", resources("", "", "1", "1Gi"))), v1.PodQOSGuaranteed},
-		{"cpu request defaults to its limit", newPod(withResources("a", resources("", "1Gi", "1", "1Gi"))), v1.PodQOSGuaranteed},
-		{"a zero request is written, not defaulted", newPod(withResources("a", resources("0", "1Gi", "1", "1Gi"))), v1.PodQOSBurstable},
-		{"requests below limits", newPod(withResources("a", resources("100m", "1Gi", "500m", "1Gi"))), v1.PodQOSBurstable},
-		{"memory limit missing", newPod(withResources("a", resources("500m", "1Gi", "500m", ""))), v1.PodQOSBurstable},
-		{"requests only", newPod(withResources("a", resources("100m", "", "", ""))), v1.PodQOSBurstable},
-		{"one guaranteed one empty", newPod(withResources("a", full), newContainer("b")), v1.PodQOSBurstable},
-		{"two guaranteed", newPod(withResources("a", full), withResources("b", resources("1", "2Gi", "1", "2Gi"))), v1.PodQOSGuaranteed},
-		{"init container without limits", withInit(newPod(withResources("a", full)), newContainer("init")), v1.PodQOSBurstable},
-		{"only an init container requests", withInit(newPod(newContainer("a")), withResources("init", resources("100m", "", "", ""))), v1.PodQOSBurstable},
-		{"init and regular guaranteed", withInit(newPod(withResources("a", full)), withResources("init", full)), v1.PodQOSGuaranteed},
-		{"pod-level resources decide", withPodResources(newPod(newContainer("a")), full), v1.PodQOSGuaranteed},
-		{"pod-level limits only", withPodResources(newPod(newContainer("a")), resources("", "", "1", "1Gi")), v1.PodQOSGuaranteed},
-		{"pod-level requests only", withPodResources(newPod(withResources("a", full)), resources("", "1Gi", "", "")), v1.PodQOSBurstable},
-		{"empty pod-level resources defer to containers", withPodResources(newPod(withResources("a", full)), v1.ResourceRequirements{}), v1.PodQOSGuaranteed},
-	}
+type qosCase struct {
+	name string
+	pod  *v1.Pod
+	want v1.PodQOSClass
+}
+
+func checkQOS(t *testing.T, cases []qosCase) {
+	t.Helper()
 	for _, tc := range cases {
 		if got := QOSClass(tc.pod); got != tc.want {
 			t.Errorf("%s: %s, want %s", tc.name, got, tc.want)
 		}
+	}
+}
+
+// Rule 1: a container's class comes from its cpu and memory alone, a
+// request not written taken from its limit.
+func TestQOSRuleContainerClass(t *testing.T) {
+	one := func(r v1.ResourceRequirements) *v1.Pod { return newPod(withResources("a", r)) }
+	checkQOS(t, []qosCase{
+		{"nothing set", newPod(newContainer("a")), v1.PodQOSBestEffort},
+		{"zero requests only", one(resources("0", "0", "", "")), v1.PodQOSBestEffort},
+		{"non-QoS resource ignored", one(v1.ResourceRequirements{
+			Requests: v1.ResourceList{v1.ResourceEphemeralStorage: resource.MustParse("1Gi")}}), v1.PodQOSBestEffort},
+		{"equal requests and limits", one(resources("500m", "1Gi", "500m", "1Gi")), v1.PodQOSGuaranteed},
+		{"limits only: requests default to them", one(resources("", "", "1", "1Gi")), v1.PodQOSGuaranteed},
+		{"cpu request defaults to its limit", one(resources("", "1Gi", "1", "1Gi")), v1.PodQOSGuaranteed},
+		{"a zero request is written, not defaulted", one(resources("0", "1Gi", "1", "1Gi")), v1.PodQOSBurstable},
+		{"requests below limits", one(resources("100m", "1Gi", "500m", "1Gi")), v1.PodQOSBurstable},
+		{"memory limit missing", one(resources("500m", "1Gi", "500m", "")), v1.PodQOSBurstable},
+		{"cpu guaranteed, memory unset", one(resources("1", "", "1", "")), v1.PodQOSBurstable},
+		{"requests only", one(resources("100m", "", "", "")), v1.PodQOSBurstable},
+	})
+}
+
+// Rule 2: the pod is Guaranteed or BestEffort when every container, init
+// containers and sidecars included, is; else Burstable.
+func TestQOSRulePodFromContainers(t *testing.T) {
+	full := resources("500m", "1Gi", "500m", "1Gi")
+	sidecar := withResources("side", resources("100m", "", "", ""))
+	sidecar.RestartPolicy = ptr(v1.ContainerRestartPolicyAlways)
+	checkQOS(t, []qosCase{
+		{"no containers", newPod(), v1.PodQOSBestEffort},
+		{"two best effort", newPod(newContainer("a"), newContainer("b")), v1.PodQOSBestEffort},
+		{"two guaranteed", newPod(withResources("a", full), withResources("b", resources("1", "2Gi", "1", "2Gi"))), v1.PodQOSGuaranteed},
+		{"one guaranteed one best effort", newPod(withResources("a", full), newContainer("b")), v1.PodQOSBurstable},
+		{"one burstable", newPod(withResources("a", full), withResources("b", resources("100m", "", "1", ""))), v1.PodQOSBurstable},
+		{"init container best effort", withInit(newPod(withResources("a", full)), newContainer("init")), v1.PodQOSBurstable},
+		{"only an init container requests", withInit(newPod(newContainer("a")), withResources("init", resources("100m", "", "", ""))), v1.PodQOSBurstable},
+		{"a sidecar requests", withInit(newPod(newContainer("a")), sidecar), v1.PodQOSBurstable},
+		{"init and regular guaranteed", withInit(newPod(withResources("a", full)), withResources("init", full)), v1.PodQOSGuaranteed},
+	})
+}
+
+// Rule 3: pod-level resources naming cpu, memory or a hugepages size decide
+// alone, the pod classed as one container would be; other pod-level
+// resources leave it to the containers.
+func TestQOSRulePodLevelDecides(t *testing.T) {
+	full := resources("500m", "1Gi", "500m", "1Gi")
+	hugepages := v1.ResourceRequirements{Limits: v1.ResourceList{"hugepages-2Mi": resource.MustParse("4Mi")}}
+	storage := v1.ResourceRequirements{Requests: v1.ResourceList{v1.ResourceEphemeralStorage: resource.MustParse("1Gi")}}
+	checkQOS(t, []qosCase{
+		{"pod-level guaranteed, containers empty", withPodResources(newPod(newContainer("a")), full), v1.PodQOSGuaranteed},
+		{"pod-level limits only", withPodResources(newPod(newContainer("a")), resources("", "", "1", "1Gi")), v1.PodQOSGuaranteed},
+		{"pod-level burstable over guaranteed containers", withPodResources(newPod(withResources("a", full)),
+			resources("500m", "512Mi", "1", "1Gi")), v1.PodQOSBurstable},
+		{"pod-level guaranteed over burstable containers", withPodResources(newPod(withResources("a", resources("100m", "", "", ""))),
+			full), v1.PodQOSGuaranteed},
+		{"pod-level zero requests", withPodResources(newPod(newContainer("a")), resources("0", "0", "", "")), v1.PodQOSBestEffort},
+		{"pod-level zero cpu request under limited containers", withPodResources(newPod(withResources("a", full)),
+			resources("0", "", "", "")), v1.PodQOSBurstable},
+		{"pod-level hugepages only", withPodResources(newPod(newContainer("a")), hugepages), v1.PodQOSBestEffort},
+		{"pod-level hugepages only, guaranteed containers: their defaults", withPodResources(newPod(withResources("a", full)), hugepages),
+			v1.PodQOSGuaranteed},
+		{"empty pod-level resources defer to containers", withPodResources(newPod(withResources("a", full)), v1.ResourceRequirements{}), v1.PodQOSGuaranteed},
+		{"pod-level ephemeral storage defers to containers", withPodResources(newPod(withResources("a", full)), storage), v1.PodQOSGuaranteed},
+	})
+}
+
+// Rule 4: the API server's pod-level defaults come first: a request not
+// written is the containers' summed request, else the pod-level limit; a
+// limit not written, where every container limits it, the larger of the
+// pod-level request and the containers' summed limits.
+func TestQOSRulePodLevelDefaults(t *testing.T) {
+	full := resources("500m", "1Gi", "500m", "1Gi")
+	checkQOS(t, []qosCase{
+		{"requests from the containers, not from the pod-level limits", withPodResources(
+			newPod(withResources("a", resources("100m", "100Mi", "", ""))), resources("", "", "1", "1Gi")), v1.PodQOSBurstable},
+		{"requests from the pod-level limits when no container requests", withPodResources(
+			newPod(newContainer("a")), resources("", "", "1", "1Gi")), v1.PodQOSGuaranteed},
+		{"limits from the containers when every one limits", withPodResources(
+			newPod(withResources("a", full), withResources("b", full)), resources("1", "2Gi", "", "")), v1.PodQOSGuaranteed},
+		{"pod-level memory request only, guaranteed containers", withPodResources(
+			newPod(withResources("a", full)), resources("", "1Gi", "", "")), v1.PodQOSGuaranteed},
+		{"limits from the pod-level request when it is larger", withPodResources(
+			newPod(withResources("a", full)), resources("1", "2Gi", "", "")), v1.PodQOSGuaranteed},
+		{"no limit default when a container has none", withPodResources(
+			newPod(withResources("a", full), newContainer("b")), resources("1", "2Gi", "", "")), v1.PodQOSBurstable},
+		{"container limits default their requests first", withPodResources(
+			newPod(withResources("a", resources("", "", "1", "1Gi"))), resources("", "", "2", "2Gi")), v1.PodQOSBurstable},
+	})
+}
+
+// The disagreement: status, cgroup parent (both drivers) and
+// oom_score_adj all follow the one class, pod-level resources included.
+func TestQOSPlacementFollowsTheClass(t *testing.T) {
+	guaranteed := withPodResources(newPod(newContainer("a")), resources("1", "1Gi", "1", "1Gi"))
+	bestEffort := withPodResources(newPod(newContainer("a")), resources("0", "0", "", ""))
+	if QOSClass(guaranteed) != v1.PodQOSGuaranteed || PodCgroupParent("", guaranteed) != "/berth/kubepods/poduid-1" ||
+		PodSlice(guaranteed) != "berth-kubepods-poduid_1.slice" || OOMScoreAdj(guaranteed, &guaranteed.Spec.Containers[0], 8<<30) != -997 {
+		t.Errorf("pod-level guaranteed: %s %s %s %d", QOSClass(guaranteed), PodCgroupParent("", guaranteed), PodSlice(guaranteed),
+			OOMScoreAdj(guaranteed, &guaranteed.Spec.Containers[0], 8<<30))
+	}
+	if QOSClass(bestEffort) != v1.PodQOSBestEffort || PodCgroupParent("", bestEffort) != "/berth/kubepods/besteffort/poduid-1" ||
+		OOMScoreAdj(bestEffort, &bestEffort.Spec.Containers[0], 8<<30) != 1000 {
+		t.Errorf("pod-level best effort: %s %s %d", QOSClass(bestEffort), PodCgroupParent("", bestEffort),
+			OOMScoreAdj(bestEffort, &bestEffort.Spec.Containers[0], 8<<30))
 	}
 }
 

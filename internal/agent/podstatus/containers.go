@@ -189,11 +189,17 @@ func (b *builder) applyWaiting(spec *v1.Container, st *v1.ContainerStatus, lates
 // one) and ready (non-restartable init container: exited 0; others: started and the
 // readiness probe succeeded if there is one), as the kubelet's probe manager does.
 func (b *builder) setProbeFields(spec *v1.Container, st *v1.ContainerStatus, latest *plan.Container, isInit bool) {
-	running := st.State.Running != nil
 	var probe plan.ProbeStatus
 	if latest != nil {
 		probe = b.probe(spec.Name, latest.ID)
 	}
+	applyProbe(spec, st, probe, isInit)
+}
+
+// applyProbe is the one rule for started and ready, which Compute and
+// UpdateProbes share.
+func applyProbe(spec *v1.Container, st *v1.ContainerStatus, probe plan.ProbeStatus, isInit bool) {
+	running := st.State.Running != nil
 	started := running && (spec.StartupProbe == nil || probe.Started)
 	st.Started = &started
 	if isInit && !plan.IsSidecar(spec) {

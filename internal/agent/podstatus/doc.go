@@ -20,7 +20,13 @@
 // Phase, conditions (PodReadyToStartContainers, Initialized, Ready, ContainersReady,
 // PodScheduled) and their reasons follow the kubelet; see phase and the condition
 // functions. lastTransitionTime changes only when a condition's status changes; a
-// terminal phase is never left; startTime is set once.
+// terminal phase is never left; startTime is set once. podIP(s) come from the current
+// sandbox while it is ready; while no sandbox of the pod is ready (a completed pod's is
+// stopped) the previous status's stay, as the kubelet's PLEG keeps an exited pod's.
+//
+// UpdateProbes is the status manager's side: it brings a status Compute returned up to
+// date with newer probe results (started, ready, ContainersReady, Ready) without a new
+// observation, with the same rule for started and ready as Compute.
 //
 // Differences from the kubelet, on purpose: regular container statuses are in spec
 // order (the kubelet sorts them by name); ObservedGeneration, resources, volume mounts

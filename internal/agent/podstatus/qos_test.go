@@ -19,10 +19,13 @@ func TestComputeQOSClassIsPodspecs(t *testing.T) {
 		v1.ResourceCPU:    resource.MustParse("500m"),
 		v1.ResourceMemory: resource.MustParse("128Mi"),
 	}
+	podLevel := newPod("", nil, ctr("a"))
+	podLevel.Spec.Resources = &v1.ResourceRequirements{Requests: v1.ResourceList{v1.ResourceCPU: resource.MustParse("0")}}
 	for _, p := range []*v1.Pod{
 		newPod("", nil, ctr("a")),
 		newPod("", nil, limited),
 		newPod("", nil, limited, ctr("b")),
+		podLevel,
 	} {
 		want := podspec.QOSClass(p)
 		if got := Compute(input(p, observed(nil))).QOSClass; got != want {

@@ -71,7 +71,7 @@ func Compute(in Input) v1.PodStatus {
 	s.Phase = phase(in.Pod, s.InitContainerStatuses, s.ContainerStatuses, in.Terminal, b.activeRegularStarted())
 	mergePhase(&s, in.Pod.Status, prev)
 	s.Conditions = conditions(in, prev, &s)
-	setIPs(&s, in)
+	setIPs(&s, in, prev)
 	s.StartTime = startTime(in, prev)
 	return s
 }
@@ -106,8 +106,10 @@ func terminal(p v1.PodPhase) bool {
 }
 
 // setIPs fills hostIP(s) from the input and podIP(s) from the current sandbox when it is
-// ready; a host-network pod without its own IP gets the host's.
-func setIPs(s *v1.PodStatus, in Input) {
+// ready; a host-network pod without its own IP gets the host's. While no sandbox of the
+// pod is ready (a completed pod's is stopped, its IP released) the previous podIP(s)
+// stay, as the kubelet's PLEG keeps them for exited pods.
+func setIPs(s *v1.PodStatus, in Input, prev v1.PodStatus) {
 	for _, ip := range in.HostIPs {
 		s.HostIPs = append(s.HostIPs, v1.HostIP{IP: ip})
 	}
@@ -119,6 +121,9 @@ func setIPs(s *v1.PodStatus, in Input) {
 			s.PodIPs = append(s.PodIPs, v1.PodIP{IP: ip})
 		}
 	}
+	if len(s.PodIPs) == 0 && !anySandboxReady(in.Observed) {
+		s.PodIPs = append([]v1.PodIP(nil), prev.PodIPs...)
+	}
 	if len(s.PodIPs) == 0 && in.Pod.Spec.HostNetwork {
 		for _, ip := range in.HostIPs {
 			s.PodIPs = append(s.PodIPs, v1.PodIP{IP: ip})
@@ -127,6 +132,15 @@ func setIPs(s *v1.PodStatus, in Input) {
 	if len(s.PodIPs) > 0 {
 		s.PodIP = s.PodIPs[0].IP
 	}
+}
+
+func anySandboxReady(o plan.Observed) bool {
+	for _, sb := range o.Sandboxes {
+		if sb.Ready {
+			return true
+		}
+	}
+	return false
 }
 
 // startTime is set once: the previous value, else the applied pod's, else now.

@@ -7,7 +7,10 @@
 // The store is a directory only root can enter (0700, the agent's
 // <root>/sources): one file per pod uid, <uid>.json (0600, written
 // atomically with store.SaveJSON), holding the pod's podspec.Sources as
-// they are now (rewritten when they change), and digest.key, a random key
+// they are now (rewritten when they change) and the pod's IPs from when its
+// sandbox was ready (SavePodIPs: the runtime forgets them once the sandbox
+// stops, while the status of a completed pod keeps them, across a restart
+// of the agent too), and digest.key, a random key
 // made on first use. Refs gives the podspec.SourceRefs a sandbox carries
 // instead of the contents: each source's name and an HMAC-SHA-256 of its
 // content under that key, so that the digests tell nothing of a Secret to

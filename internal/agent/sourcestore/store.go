@@ -38,6 +38,9 @@ type record struct {
 	Version int             `json:"version"`
 	UID     string          `json:"uid"`
 	Sources podspec.Sources `json:"sources"`
+	// PodIPs are the pod's IPs from when its sandbox was ready: the
+	// runtime forgets them once the sandbox stops, the status keeps them.
+	PodIPs []string `json:"podIPs,omitempty"`
 }
 
 // Open opens the store in dir, making it (0700) and its key as needed. A
@@ -82,30 +85,59 @@ func (s *Store) path(uid string) (string, error) {
 	return filepath.Join(s.dir, uid+".json"), nil
 }
 
-// Save replaces the sources of a pod.
+// Save replaces the sources of a pod (its pod IPs stay).
 func (s *Store) Save(uid string, sources podspec.Sources) error {
+	return s.update(uid, func(r *record) { r.Sources = sources })
+}
+
+// SavePodIPs replaces the pod IPs kept for a pod (its sources stay).
+func (s *Store) SavePodIPs(uid string, ips []string) error {
+	return s.update(uid, func(r *record) { r.PodIPs = append([]string(nil), ips...) })
+}
+
+// update rewrites a pod's record with change applied; a record that is
+// missing or unreadable starts afresh.
+func (s *Store) update(uid string, change func(*record)) error {
 	path, err := s.path(uid)
 	if err != nil {
 		return err
 	}
-	return store.SaveJSON(path, record{Version: recordVersion, UID: uid, Sources: sources})
+	r, err := s.load(uid)
+	if err != nil {
+		r = record{}
+	}
+	r.Version, r.UID = recordVersion, uid
+	change(&r)
+	return store.SaveJSON(path, r)
 }
 
 // Load returns the sources of a pod; an error wrapping errdefs.ErrNotFound
 // when the store has none.
 func (s *Store) Load(uid string) (podspec.Sources, error) {
+	r, err := s.load(uid)
+	return r.Sources, err
+}
+
+// PodIPs returns the pod IPs kept for a pod (none: nil); an error wrapping
+// errdefs.ErrNotFound when the store has no record of it.
+func (s *Store) PodIPs(uid string) ([]string, error) {
+	r, err := s.load(uid)
+	return r.PodIPs, err
+}
+
+func (s *Store) load(uid string) (record, error) {
 	path, err := s.path(uid)
 	if err != nil {
-		return podspec.Sources{}, err
+		return record{}, err
 	}
 	var r record
 	if err := store.LoadJSON(path, &r); err != nil {
-		return podspec.Sources{}, err
+		return record{}, err
 	}
 	if r.Version != recordVersion || r.UID != uid {
-		return podspec.Sources{}, fmt.Errorf("record %s: version %d for uid %q, want version %d for %q", path, r.Version, r.UID, recordVersion, uid)
+		return record{}, fmt.Errorf("record %s: version %d for uid %q, want version %d for %q", path, r.Version, r.UID, recordVersion, uid)
 	}
-	return r.Sources, nil
+	return r, nil
 }
 
 // Remove drops the sources of a deleted pod (none is not an error).

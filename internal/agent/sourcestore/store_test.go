@@ -150,3 +150,42 @@ func TestOpenRefusesAKeyItDidNotWrite(t *testing.T) {
 		t.Errorf("the key file was replaced")
 	}
 }
+
+// The pod IPs share the pod's record with its sources: each survives the
+// other's update, and both go with Remove.
+func TestStoreKeepsPodIPsBesideSources(t *testing.T) {
+	s, err := Open(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.PodIPs("uid-1"); !errors.Is(err, errdefs.ErrNotFound) {
+		t.Errorf("pod IPs before any save: %v; want not found", err)
+	}
+	if err := s.Save("uid-1", testSources("a")); err != nil {
+		t.Fatal(err)
+	}
+	if ips, err := s.PodIPs("uid-1"); err != nil || ips != nil {
+		t.Errorf("pod IPs of a record without them: %v %v; want none", ips, err)
+	}
+	if err := s.SavePodIPs("uid-1", []string{"10.88.0.5", "fd00::5"}); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Save("uid-1", testSources("b")); err != nil {
+		t.Fatal(err)
+	}
+	if ips, err := s.PodIPs("uid-1"); err != nil || !slices.Equal(ips, []string{"10.88.0.5", "fd00::5"}) {
+		t.Errorf("pod IPs after the sources changed: %v %v", ips, err)
+	}
+	if got, err := s.Load("uid-1"); err != nil || !reflect.DeepEqual(got, testSources("b")) {
+		t.Errorf("sources after the pod IPs were saved: %+v %v", got, err)
+	}
+	if err := s.SavePodIPs("../x", []string{"10.0.0.1"}); !errors.Is(err, errdefs.ErrInvalidArgument) {
+		t.Errorf("pod IPs of uid ../x: %v; want invalid argument", err)
+	}
+	if err := s.Remove("uid-1"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.PodIPs("uid-1"); !errors.Is(err, errdefs.ErrNotFound) {
+		t.Errorf("pod IPs after remove: %v; want not found", err)
+	}
+}

@@ -33,6 +33,9 @@ type Runtime struct {
 	execResult func(id string, cmd []string) int32
 	// quarantined is what QuarantinedRecords reports.
 	quarantined int
+	// stopHolds holds StopContainer of the containers of a name until the
+	// channel is closed (HoldStop).
+	stopHolds map[string]<-chan struct{}
 }
 
 // QuarantinedRecords reports what SetQuarantined set, as berth's verbose
@@ -238,14 +241,28 @@ func (f *Runtime) Exit(name string, code int32) error {
 	return fmt.Errorf("no running container %q", name)
 }
 
-func (f *Runtime) StopContainer(_ context.Context, id string, _ time.Duration) error {
+func (f *Runtime) StopContainer(ctx context.Context, id string, _ time.Duration) error {
 	f.mu.Lock()
-	defer f.mu.Unlock()
 	c := f.containers[id]
 	if c == nil {
+		f.mu.Unlock()
 		return errNotFound
 	}
 	f.record("stop " + c.config.GetMetadata().GetName())
+	hold := f.stopHolds[c.config.GetMetadata().GetName()]
+	f.mu.Unlock()
+	if hold != nil {
+		select {
+		case <-hold:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if c = f.containers[id]; c == nil {
+		return errNotFound
+	}
 	if c.state != runtimeapi.ContainerState_CONTAINER_EXITED {
 		f.exitLocked(id, 137)
 	}
@@ -436,6 +453,19 @@ func (f *Runtime) SetQuarantined(n int) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.quarantined = n
+}
+
+// HoldStop makes StopContainer of the containers named name wait (still
+// running) until release is closed or the call's context ends, as a
+// container that ignores SIGTERM holds its kill for the grace period. The
+// call is logged ("stop <name>") when it begins.
+func (f *Runtime) HoldStop(name string, release <-chan struct{}) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.stopHolds == nil {
+		f.stopHolds = map[string]<-chan struct{}{}
+	}
+	f.stopHolds[name] = release
 }
 
 // SetExecResult sets the exit code ExecSync returns (probes and hooks);
