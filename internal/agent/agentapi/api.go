@@ -15,6 +15,7 @@ import (
 //	GET    /v1/pods?namespace=NS           v1.PodList (every namespace when NS is empty)
 //	GET    /v1/pods/NS/NAME                PodDetail
 //	DELETE /v1/pods/NS/NAME?grace=SECONDS  DeleteResponse
+//	GET    /v1/node                        NodeDetail
 //
 // Errors come back as an HTTP error status with ErrorResponse: 400 for a
 // request that fails validation, 404 for a pod that does not exist, 409
@@ -23,6 +24,7 @@ const (
 	pathApply   = "/v1/apply"
 	pathUnwatch = "/v1/unwatch"
 	pathPods    = "/v1/pods"
+	pathNode    = "/v1/node"
 )
 
 // SocketName is the agent API socket's name in the state directory.
@@ -123,4 +125,12 @@ type Event struct {
 	Count     int       `json:"count"`
 	FirstTime time.Time `json:"firstTime"`
 	LastTime  time.Time `json:"lastTime"`
+}
+
+// NodeDetail is the agent's node as kubelet reports it (conditions,
+// capacity, allocatable, addresses, nodeInfo) with the node's recent
+// events (condition changes, eviction thresholds met).
+type NodeDetail struct {
+	Node   v1.Node `json:"node"`
+	Events []Event `json:"events"`
 }

@@ -27,6 +27,8 @@ type PodService interface {
 	Delete(ctx context.Context, namespace, name string, grace *int64) (DeleteResponse, error)
 	ListPods(namespace string) v1.PodList
 	DescribePod(namespace, name string) (PodDetail, error)
+	// Node returns the node with its conditions and events.
+	Node() NodeDetail
 	// Ready refuses reads while the pods are being recovered (a list
 	// would lack them) and once the service is stopping.
 	Ready() error
@@ -60,6 +62,7 @@ func ListenAPI(path string, svc PodService, log *slog.Logger) (*APIServer, error
 	mux.HandleFunc("GET "+pathPods, s.list)
 	mux.HandleFunc("GET "+pathPods+"/{namespace}/{name}", s.describe)
 	mux.HandleFunc("DELETE "+pathPods+"/{namespace}/{name}", s.delete)
+	mux.HandleFunc("GET "+pathNode, s.node)
 	s.http = &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
 	return s, nil
 }
@@ -117,6 +120,14 @@ func (s *APIServer) describe(w http.ResponseWriter, r *http.Request) {
 	}
 	detail, err := s.svc.DescribePod(r.PathValue("namespace"), r.PathValue("name"))
 	s.answer(w, r, detail, err)
+}
+
+func (s *APIServer) node(w http.ResponseWriter, r *http.Request) {
+	if err := s.svc.Ready(); err != nil {
+		s.answer(w, r, nil, err)
+		return
+	}
+	s.answer(w, r, s.svc.Node(), nil)
 }
 
 func (s *APIServer) delete(w http.ResponseWriter, r *http.Request) {
