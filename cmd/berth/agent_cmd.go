@@ -29,6 +29,7 @@ type agentFlags struct {
 	backoffReset   time.Duration
 	relistPeriod   time.Duration
 	watchInterval  time.Duration
+	eviction       evictionFlags
 }
 
 func (f *agentFlags) bind(cmd *cobra.Command) {
@@ -40,6 +41,7 @@ func (f *agentFlags) bind(cmd *cobra.Command) {
 	fs.DurationVar(&f.backoffReset, "backoff-reset", backoff.DefaultResetAfter, "a container running this long starts its back-off afresh")
 	fs.DurationVar(&f.relistPeriod, "relist-period", agent.DefaultRelistPeriod, "how often the agent lists the runtime's pods (safety net under its events)")
 	fs.DurationVar(&f.watchInterval, "watch-interval", agent.DefaultWatchInterval, "rescan period of watched manifest directories (safety net under inotify)")
+	f.eviction.bind(fs)
 }
 
 // config is the agent's configuration over a CRI client.
@@ -82,6 +84,10 @@ unless --agent=false.`,
 
 // runAgent runs the agent and its API until ctx ends; pods keep running.
 func runAgent(ctx context.Context, cfg config.Config, flags *agentFlags, endpoint string, log *slog.Logger) error {
+	evictionCfg, err := flags.eviction.config()
+	if err != nil {
+		return fmt.Errorf("agent: %w", err)
+	}
 	cri, err := criclient.Dial(endpoint)
 	if err != nil {
 		return err
@@ -102,6 +108,14 @@ func runAgent(ctx context.Context, cfg config.Config, flags *agentFlags, endpoin
 	}
 	agentCfg := flags.config(cfg, cri, log)
 	agentCfg.RuntimeName, agentCfg.SystemdCgroup = runtimeName, systemd
+	agentCfg.Eviction = evictionCfg
+	// The eviction manager measures with the runtime's stats; node-level
+	// reclaim frees nothing until image and container GC plug in here
+	// (agentCfg.Reclaimer).
+	agentCfg.Stats, agentCfg.Version = cri, version
+	if v, err := cri.Version(ctx); err == nil {
+		agentCfg.RuntimeVersion = v.GetRuntimeName() + "://" + v.GetRuntimeVersion()
+	}
 	a, err := agent.New(agentCfg)
 	if err != nil {
 		return err

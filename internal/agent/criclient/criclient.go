@@ -130,6 +130,13 @@ func (c *CRIClient) WaitReady(ctx context.Context) (string, error) {
 	}
 }
 
+// Version is the runtime's CRI Version answer (name and version).
+func (c *CRIClient) Version(ctx context.Context) (*runtimeapi.VersionResponse, error) {
+	ctx, cancel := context.WithTimeout(ctx, callTimeout)
+	defer cancel()
+	return c.runtime.Version(ctx, &runtimeapi.VersionRequest{})
+}
+
 // SystemdCgroup asks the runtime's cgroup driver (CRI RuntimeConfig, as
 // kubelet does): true for systemd. A runtime without RuntimeConfig
 // (Unimplemented) uses cgroupfs.
