@@ -54,7 +54,7 @@ func TestGetNodeShowsKubectlColumns(t *testing.T) {
 func TestDescribeNodeShowsConditionsResourcesAndPods(t *testing.T) {
 	now := time.Now()
 	pod := v1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "web", CreationTimestamp: metav1.NewTime(now)},
-		Spec: v1.PodSpec{Containers: []v1.Container{{Name: "app", Resources: v1.ResourceRequirements{Requests: v1.ResourceList{v1.ResourceCPU: resource.MustParse("100m")}}}}},
+		Spec:   v1.PodSpec{Containers: []v1.Container{{Name: "app", Resources: v1.ResourceRequirements{Requests: v1.ResourceList{v1.ResourceCPU: resource.MustParse("100m")}}}}},
 		Status: v1.PodStatus{Phase: v1.PodRunning}}
 	evicted := v1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "gone"}, Status: v1.PodStatus{Phase: v1.PodFailed, Reason: "Evicted"}}
 	var out bytes.Buffer
