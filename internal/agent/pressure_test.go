@@ -19,12 +19,10 @@ import (
 
 const mib = 1 << 20
 
-// fakeSignals is an observer whose observations the test sets; after a
-// reclaim it reports afterReclaim when set.
+// fakeSignals is an observer whose observations the test sets.
 type fakeSignals struct {
-	mu           sync.Mutex
-	obs          eviction.Observations
-	afterReclaim eviction.Observations
+	mu  sync.Mutex
+	obs eviction.Observations
 }
 
 func (f *fakeSignals) Observe(context.Context) (eviction.Observations, error) {

@@ -30,8 +30,17 @@ spec:
     image: busybox
     imagePullPolicy: IfNotPresent
     command: [sleep, "3600"]
-    resources: {requests: {memory: 64Mi}}
+    resources: {requests: {memory: 64Mi, ephemeral-storage: 1Gi}}
 `
+
+// pressureCase is a threshold no machine here meets the other side of,
+// and what the node then reports.
+type pressureCase struct {
+	threshold string // --eviction-hard
+	condition v1.NodeConditionType
+	reason    string // the condition's reason when True
+	message   string // how the eviction message starts
+}
 
 // TestMemoryPressureRejectsAndEvictsInKubeletsOrder restarts the agent
 // with a memory threshold no machine meets (memory.available<1Ei): the
@@ -40,31 +49,49 @@ spec:
 // before the Burstable one, and with the default thresholds again the
 // condition clears.
 func TestMemoryPressureRejectsAndEvictsInKubeletsOrder(t *testing.T) {
-	onEachRuntime(t, memoryPressureRejectsAndEvicts)
+	onEachRuntime(t, func(t *testing.T, n *node) {
+		pressureRejectsAndEvicts(t, n, pressureCase{
+			threshold: "memory.available<1Ei", condition: v1.NodeMemoryPressure, reason: "KubeletHasInsufficientMemory",
+			message: "The node was low on resource: memory. Threshold quantity: 1Ei, available: ",
+		})
+	})
 }
 
-func memoryPressureRejectsAndEvicts(t *testing.T, n *node) {
+// TestDiskPressureRejectsAndEvictsInKubeletsOrder is the same with the
+// node filesystem all but full to the agent (nodefs.available<99.9%):
+// node-level reclaim does not relieve it, so pods go, BestEffort first
+// (the Burstable pod requests 1Gi of ephemeral storage).
+func TestDiskPressureRejectsAndEvictsInKubeletsOrder(t *testing.T) {
+	onEachRuntime(t, func(t *testing.T, n *node) {
+		pressureRejectsAndEvicts(t, n, pressureCase{
+			threshold: "nodefs.available<99.9%", condition: v1.NodeDiskPressure, reason: "KubeletHasDiskPressure",
+			message: "The node was low on resource: ephemeral-storage. Threshold quantity: ",
+		})
+	})
+}
+
+func pressureRejectsAndEvicts(t *testing.T, n *node, c pressureCase) {
 	if out := n.must("get", "node"); !strings.Contains(out, "Ready") || !strings.Contains(out, "ROLES") {
 		t.Fatalf("get node:\n%s", out)
 	}
-	if st := n.nodeCondition(v1.NodeMemoryPressure); st.Status != v1.ConditionFalse || st.Reason != "KubeletHasSufficientMemory" {
-		t.Fatalf("MemoryPressure under the defaults: %+v", st)
+	if st := n.nodeCondition(c.condition); st.Status != v1.ConditionFalse {
+		t.Fatalf("%s under the defaults: %+v", c.condition, st)
 	}
 	n.apply("besteffort.yaml", pressureBestEffort)
 	n.apply("burstable.yaml", pressureBurstable)
 	n.waitPod("besteffort", "app running", running("app"))
 	n.waitPod("burstable", "app running", running("app"))
 
-	n.restartAgentWith("--eviction-hard=memory.available<1Ei")
-	n.waitNode("MemoryPressure is True", func(c []v1.NodeCondition) bool {
-		return conditionOf(c, v1.NodeMemoryPressure).Status == v1.ConditionTrue
+	n.restartAgentWith("--eviction-hard=" + c.threshold)
+	n.waitNode(string(c.condition)+" is True", func(conds []v1.NodeCondition) bool {
+		return conditionOf(conds, c.condition).Status == v1.ConditionTrue
 	})
-	if desc := n.must("describe", "node"); !strings.Contains(desc, "KubeletHasInsufficientMemory") {
-		t.Errorf("describe node lacks KubeletHasInsufficientMemory:\n%s", desc)
+	if desc := n.must("describe", "node"); !strings.Contains(desc, c.reason) {
+		t.Errorf("describe node lacks %s:\n%s", c.reason, desc)
 	}
 	evicted := n.waitPod("besteffort", "evicted", func(p v1.Pod) bool { return p.Status.Phase == v1.PodFailed })
-	if evicted.Status.Reason != "Evicted" || !strings.HasPrefix(evicted.Status.Message, "The node was low on resource: memory. Threshold quantity: 1Ei, available: ") {
-		t.Errorf("evicted pod: reason %q message %q", evicted.Status.Reason, evicted.Status.Message)
+	if evicted.Status.Reason != "Evicted" || !strings.HasPrefix(evicted.Status.Message, c.message) {
+		t.Errorf("evicted pod: reason %q message %q, want Evicted %q...", evicted.Status.Reason, evicted.Status.Message, c.message)
 	}
 	n.waitPod("burstable", "evicted in a later round", func(p v1.Pod) bool { return p.Status.Phase == v1.PodFailed })
 	first, second := n.eventTime("besteffort", "Evicted"), n.eventTime("burstable", "Evicted")
@@ -74,7 +101,7 @@ func memoryPressureRejectsAndEvicts(t *testing.T, n *node) {
 
 	n.apply("late.yaml", strings.ReplaceAll(pressureBestEffort, "name: besteffort", "name: late"))
 	late := n.waitPod("late", "rejected", func(p v1.Pod) bool { return p.Status.Phase == v1.PodFailed })
-	if want := "Pod was rejected: The node had condition: [MemoryPressure]. "; late.Status.Reason != "Evicted" || late.Status.Message != want {
+	if want := "Pod was rejected: The node had condition: [" + string(c.condition) + "]. "; late.Status.Reason != "Evicted" || late.Status.Message != want {
 		t.Errorf("rejected pod: reason %q message %q, want Evicted %q", late.Status.Reason, late.Status.Message, want)
 	}
 	if !n.hasEvent("late", "Evicted") {
@@ -82,8 +109,8 @@ func memoryPressureRejectsAndEvicts(t *testing.T, n *node) {
 	}
 
 	n.restartAgentWith()
-	n.waitNode("MemoryPressure is False", func(c []v1.NodeCondition) bool {
-		return conditionOf(c, v1.NodeMemoryPressure).Status == v1.ConditionFalse
+	n.waitNode(string(c.condition)+" is False", func(conds []v1.NodeCondition) bool {
+		return conditionOf(conds, c.condition).Status == v1.ConditionFalse
 	})
 }
 

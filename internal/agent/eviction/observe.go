@@ -97,8 +97,8 @@ func Statfs(path string) (FsStats, error) {
 	}
 	bsize := st.Bsize
 	return FsStats{
-		Capacity: int64(st.Blocks) * bsize, Available: int64(st.Bavail) * bsize, //nolint:gosec // G115: block counts fit int64
-		Inodes: int64(st.Files), InodesFree: int64(st.Ffree), //nolint:gosec // G115: inode counts fit int64
+		Capacity: int64(st.Blocks) * bsize, Available: int64(st.Bavail) * bsize,
+		Inodes: int64(st.Files), InodesFree: int64(st.Ffree),
 	}, nil
 }
 
