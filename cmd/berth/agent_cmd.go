@@ -37,6 +37,7 @@ type agentFlags struct {
 	logMonitorInterval time.Duration
 	logMaxWorkers      int
 	logRotation        logrotate.Policy // validate's result
+	eviction           evictionFlags
 }
 
 func (f *agentFlags) bind(cmd *cobra.Command) {
@@ -52,6 +53,7 @@ func (f *agentFlags) bind(cmd *cobra.Command) {
 	fs.IntVar(&f.logMaxFiles, "container-log-max-files", logrotate.DefaultMaxFiles, "files a container's log keeps, the current one counted (at least 2)")
 	fs.DurationVar(&f.logMonitorInterval, "container-log-monitor-interval", logrotate.DefaultInterval, "how often the containers' log sizes are checked (at least 1s)")
 	fs.IntVar(&f.logMaxWorkers, "container-log-max-workers", logrotate.DefaultWorkers, "containers' logs rotated at once")
+	f.eviction.bind(fs)
 }
 
 // validate checks the flags the agent's Config does not check itself, and
@@ -114,6 +116,10 @@ unless --agent=false.`,
 
 // runAgent runs the agent and its API until ctx ends; pods keep running.
 func runAgent(ctx context.Context, cfg config.Config, flags *agentFlags, endpoint string, log *slog.Logger) error {
+	evictionCfg, err := flags.eviction.config()
+	if err != nil {
+		return fmt.Errorf("agent: %w", err)
+	}
 	cri, err := criclient.Dial(endpoint)
 	if err != nil {
 		return err
@@ -134,6 +140,14 @@ func runAgent(ctx context.Context, cfg config.Config, flags *agentFlags, endpoin
 	}
 	agentCfg := flags.config(cfg, cri, log)
 	agentCfg.RuntimeName, agentCfg.SystemdCgroup = runtimeName, systemd
+	agentCfg.Eviction = evictionCfg
+	// The eviction manager measures with the runtime's stats; node-level
+	// reclaim frees nothing until image and container GC plug in here
+	// (agentCfg.Reclaimer).
+	agentCfg.Stats, agentCfg.Version = cri, version
+	if v, err := cri.Version(ctx); err == nil {
+		agentCfg.RuntimeVersion = v.GetRuntimeName() + "://" + v.GetRuntimeVersion()
+	}
 	a, err := agent.New(agentCfg)
 	if err != nil {
 		return err

@@ -17,13 +17,16 @@ import (
 func newDescribeCommand(opts *globalOptions) *cobra.Command {
 	var namespace string
 	cmd := &cobra.Command{
-		Use:               "describe pod NAME",
-		Short:             "Show a pod's details, conditions, containers and events, like kubectl describe",
-		Args:              cobra.ExactArgs(2),
+		Use:               "describe (pod NAME | node [NAME])",
+		Short:             "Show a pod's or the node's details, conditions and events, like kubectl describe",
+		Args:              cobra.RangeArgs(1, 2),
 		ValidArgsFunction: completePodNames(opts, "pod", 1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if !isPodsResource(args[0]) {
-				return fmt.Errorf("resource %q: berth knows pods only (berth describe pod NAME)", args[0])
+			if isNodesResource(args[0]) {
+				return describeNodeCommand(cmd, opts, args[1:])
+			}
+			if !isPodsResource(args[0]) || len(args) != 2 {
+				return fmt.Errorf("want 'berth describe pod NAME' or 'berth describe node [NAME]'")
 			}
 			client, err := connectAgent(cmd, opts)
 			if err != nil {

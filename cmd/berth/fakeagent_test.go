@@ -55,6 +55,8 @@ func (f *fakeAgent) DescribePod(namespace, name string) (agentapi.PodDetail, err
 
 func (f *fakeAgent) Ready() error { return nil }
 
+func (f *fakeAgent) Node() agentapi.NodeDetail { return agentapi.NodeDetail{} }
+
 func (f *fakeAgent) ListEvents(namespace string) agentapi.EventList {
 	var list agentapi.EventList
 	for _, d := range f.details {

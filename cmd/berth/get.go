@@ -28,15 +28,19 @@ type getOptions struct {
 func newGetCommand(opts *globalOptions) *cobra.Command {
 	var o getOptions
 	cmd := &cobra.Command{
-		Use:   "get pods [NAME...]",
-		Short: "List the agent's pods with their status, like kubectl get pods",
+		Use:   "get (pods [NAME...] | nodes [NAME])",
+		Short: "List the agent's pods, or its node, with their status, like kubectl get",
 		Long: `List the pods the agent runs: NAME READY STATUS RESTARTS AGE (-o wide adds IP
-and NODE). -o json and -o yaml print the pods with their full status.`,
+and NODE). -o json and -o yaml print the pods with their full status.
+'get nodes' shows the agent's node: NAME STATUS ROLES AGE VERSION.`,
 		Args:              cobra.MinimumNArgs(1),
 		ValidArgsFunction: completePodNames(opts, "pods", 0),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if isNodesResource(args[0]) {
+				return getNodes(cmd, opts, o.output, args[1:])
+			}
 			if !isPodsResource(args[0]) {
-				return fmt.Errorf("resource %q: berth knows pods only (berth get pods)", args[0])
+				return fmt.Errorf("resource %q: berth knows pods and nodes only (berth get pods)", args[0])
 			}
 			client, err := connectAgent(cmd, opts)
 			if err != nil {

@@ -14,6 +14,7 @@ import (
 	"github.com/berth-dev/berth/internal/agent/agentapi"
 	"github.com/berth-dev/berth/internal/agent/backoff"
 	"github.com/berth-dev/berth/internal/agent/criclient"
+	"github.com/berth-dev/berth/internal/agent/eviction"
 	"github.com/berth-dev/berth/internal/agent/logrotate"
 	"github.com/berth-dev/berth/internal/agent/probe"
 	"github.com/berth-dev/berth/internal/agent/sourcestore"
@@ -65,6 +66,26 @@ type Config struct {
 	// wall time.
 	Clock  clock.WithTicker
 	Logger *slog.Logger
+
+	// Eviction configures the eviction manager (package eviction): no
+	// thresholds, no eviction (cmd/berth passes kubelet's defaults).
+	Eviction eviction.Config
+	// Stats measures the image filesystem and the pods' usage for
+	// eviction; nil: no imagefs signals, and pods rank without usage.
+	Stats criclient.Stats
+	// Observer measures the eviction signals; default
+	// eviction.HostObserver on RootDir's filesystem (nodefs) and Stats'
+	// image filesystem.
+	Observer SignalObserver
+	// Reclaimer frees unused containers and images before pods are
+	// evicted for disk; default: nothing is freed.
+	Reclaimer NodeReclaimer
+	// HousekeepingPeriod is how often the signals are measured; default
+	// DefaultHousekeepingPeriod.
+	HousekeepingPeriod time.Duration
+	// Version and RuntimeVersion are the node's kubeletVersion and
+	// containerRuntimeVersion ("containerd://1.7.24").
+	Version, RuntimeVersion string
 }
 
 // Defaults.
@@ -85,6 +106,8 @@ type Agent struct {
 	deps           *syncDeps // what every worker's sync uses
 	logs           *logrotate.Manager
 	relistRequests chan struct{}
+	pressure       *pressure // the eviction manager's state
+	createdAt      time.Time // when New made the agent: the node's creation
 	// life is the agent's lifetime, the parent of every worker and watch:
 	// New creates it, Run ends it when its own ctx ends. Workers started
 	// by an API call (Apply) outlive the request, so they cannot take its
@@ -150,6 +173,8 @@ func New(cfg Config) (*Agent, error) {
 		watches:        map[string]context.CancelFunc{},
 	}
 	a.life, a.endLife = context.WithCancel(context.Background())
+	a.createdAt = cfg.Clock.Now()
+	a.pressure = newPressure(cfg)
 	a.deps.probes = probe.NewManager(cfg.Runtime, probe.Options{SecondsUnit: cfg.ProbeSecond, OnAttempt: a.probeAttempt})
 	return a, nil
 }
@@ -167,6 +192,15 @@ func (cfg Config) withDefaults() Config {
 	}
 	if cfg.Clock == nil {
 		cfg.Clock = clock.RealClock{}
+	}
+	if cfg.HousekeepingPeriod <= 0 {
+		cfg.HousekeepingPeriod = DefaultHousekeepingPeriod
+	}
+	if cfg.Reclaimer == nil {
+		cfg.Reclaimer = noReclaim{}
+	}
+	if cfg.Observer == nil {
+		cfg.Observer = hostObserver(cfg)
 	}
 	return cfg
 }
@@ -205,7 +239,8 @@ func (a *Agent) Run(ctx context.Context) error {
 		return err
 	}
 	var loops sync.WaitGroup
-	loops.Add(4)
+	loops.Add(5)
+	go func() { defer loops.Done(); a.housekeepingLoop(ctx) }()
 	go func() { defer loops.Done(); a.watchEvents(ctx) }()
 	go func() { defer loops.Done(); a.logs.Run(ctx) }()
 	go func() { defer loops.Done(); a.relistLoop(ctx) }()

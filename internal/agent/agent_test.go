@@ -43,6 +43,12 @@ func startTestAgentIn(t *testing.T, rt *criclienttest.Runtime, dir string) *test
 func startTestAgentWith(t *testing.T, rt *criclienttest.Runtime, dir string, vols *fakeVolumes) *testAgent {
 	t.Helper()
 	a, _ := newTestAgent(t, rt, dir, clock.RealClock{})
+	return runTestAgent(t, a, vols)
+}
+
+// runTestAgent runs a until the test ends, on vols.
+func runTestAgent(t *testing.T, a *Agent, vols *fakeVolumes) *testAgent {
+	t.Helper()
 	a.deps.volumes = vols
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
@@ -66,12 +72,20 @@ func startTestAgentWith(t *testing.T, rt *criclienttest.Runtime, dir string, vol
 // running: root and log directories are under dir.
 func newTestAgent(t *testing.T, rt *criclienttest.Runtime, dir string, clk clock.WithTicker) (*Agent, *fakeVolumes) {
 	t.Helper()
-	a, err := New(Config{
+	return newTestAgentWith(t, rt, dir, clk, func(*Config) {})
+}
+
+// newTestAgentWith is newTestAgent with the configuration changed by tune.
+func newTestAgentWith(t *testing.T, rt *criclienttest.Runtime, dir string, clk clock.WithTicker, tune func(*Config)) (*Agent, *fakeVolumes) {
+	t.Helper()
+	cfg := Config{
 		Runtime: rt, Images: rt, RootDir: dir + "/root", PodLogDir: dir + "/logs", NodeName: "node-1",
 		Backoff:      backoff.Config{Initial: 100 * time.Millisecond, Max: 400 * time.Millisecond},
 		RelistPeriod: 100 * time.Millisecond, ProbeSecond: 10 * time.Millisecond, Clock: clk,
 		Logger: slog.New(slog.NewTextHandler(testWriter{t}, &slog.HandlerOptions{Level: slog.LevelDebug})),
-	})
+	}
+	tune(&cfg)
+	a, err := New(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -12,6 +12,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/berth-dev/berth/internal/agent/agentapi"
+	"github.com/berth-dev/berth/internal/agent/eviction"
 	"github.com/berth-dev/berth/internal/agent/manifest"
 	"github.com/berth-dev/berth/internal/agent/podspec"
 	"github.com/berth-dev/berth/internal/errdefs"
@@ -38,6 +39,9 @@ type desiredPod struct {
 	// podIPs are the pod IPs the agent's store kept for a recovered pod:
 	// its status keeps them while no sandbox of it is ready.
 	podIPs []string
+	// failure is set once the node rejected or evicted the pod: it runs
+	// nothing again and keeps its Failed status until deleted.
+	failure *podFailure
 }
 
 func (d desiredPod) key() string { return d.pod.Namespace + "/" + d.pod.Name }
@@ -178,8 +182,16 @@ func (a *Agent) applyPodLocked(p *manifest.Pod, watchDir string) agentapi.ApplyR
 	}
 	pod.CreationTimestamp = metav1.NewTime(a.deps.clock.Now())
 	pod.Spec.NodeName = a.cfg.NodeName
-	w := a.startWorkerLocked(desiredPod{pod: pod, sources: a.sourcesForLocked(pod), source: p.Source, watchDir: watchDir})
+	desired := desiredPod{pod: pod, sources: a.sourcesForLocked(pod), source: p.Source, watchDir: watchDir}
+	admitted, reason, message := a.pressure.manager.Admit(pod)
+	if !admitted {
+		desired.failure = &podFailure{reason: reason, message: eviction.RejectedMessagePrefix + message, rejected: true}
+	}
+	w := a.startWorkerLocked(desired)
 	w.record(agentapi.EventNormal, "Scheduled", "", fmt.Sprintf("Successfully assigned %s/%s to %s", pod.Namespace, pod.Name, a.cfg.NodeName))
+	if !admitted {
+		w.record(agentapi.EventWarning, reason, "", message)
+	}
 	return result
 }
 

@@ -90,6 +90,14 @@
 //     the runtime quarantined records (berth's verbose Status): a pod it no
 //     longer lists may then still run on them. The relist adopts sandboxes
 //     that appear without a worker the same way.
+//   - node pressure (pressure.go, with package eviction deciding): every
+//     HousekeepingPeriod the signals are measured (Config.Observer), the
+//     node conditions updated (GET /v1/node: Node, nodestatus.go), and a
+//     threshold to act on first reclaims node-level disk for disk signals
+//     (Config.Reclaimer, a NodeReclaimer), then evicts one pod by
+//     kubelet's ranking; Apply refuses new pods under pressure as kubelet's
+//     admission does. A rejected or evicted pod keeps its worker and a
+//     final Failed/Evicted status (failed.go) until deleted.
 //
 // Deliberate differences from the kubelet:
 //
@@ -106,5 +114,8 @@
 //     used until the manifests are applied again (a watched directory is
 //     reread);
 //   - no ephemeral containers (there is no API to add them) and no mirror
-//     pods, API server or node status.
+//     pods or API server; the node status is served, not posted;
+//   - pods are not static pods to the eviction manager: they may be
+//     evicted (critical ones, by priority, are not); a failed pod is kept
+//     in memory only, so an agent restart forgets it.
 package agent

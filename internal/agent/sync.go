@@ -30,6 +30,9 @@ func (w *podWorker) sync(ctx context.Context) (time.Duration, bool) {
 	if d.terminating() {
 		return w.terminate(ctx, d, obs)
 	}
+	if d.failure != nil {
+		return w.syncFailed(ctx, d, obs), false
+	}
 	if err := w.ensureVolumes(ctx, d); err != nil {
 		w.record(agentapi.EventWarning, "FailedMount", "", err.Error())
 		w.updateStatus(d, obs, plan.Actions{})

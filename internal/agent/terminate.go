@@ -24,19 +24,7 @@ import (
 // reports the pod finished once the runtime holds nothing of it; a pod
 // applied again meanwhile starts over instead.
 func (w *podWorker) terminate(ctx context.Context, d desiredPod, obs observation) (time.Duration, bool) {
-	deadline := d.pod.DeletionTimestamp.Time
-	for _, group := range plan.StopOrder(d.pod, obs.plan) {
-		var wg sync.WaitGroup
-		for _, c := range group {
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				kill := plan.Kill{ID: c.ID, Name: c.Name, Type: c.Type, Reason: plan.KillPodDone}
-				w.killContainer(ctx, d.pod, obs, kill, max(deadline.Sub(w.deps.clock.Now()), 0))
-			}()
-		}
-		wg.Wait()
-	}
+	w.stopAll(ctx, d.pod, obs, d.pod.DeletionTimestamp.Time)
 	if !w.removeSandboxes(ctx, d, obs) {
 		return retryAfterFailure, false
 	}
@@ -50,6 +38,23 @@ func (w *podWorker) terminate(ctx context.Context, d desiredPod, obs observation
 	}
 	w.deps.log.Info("pod removed", "pod", d.key(), "uid", w.uid)
 	return 0, true
+}
+
+// stopAll stops the pod's containers in plan.StopOrder, each within what
+// is left until deadline.
+func (w *podWorker) stopAll(ctx context.Context, pod *v1.Pod, obs observation, deadline time.Time) {
+	for _, group := range plan.StopOrder(pod, obs.plan) {
+		var wg sync.WaitGroup
+		for _, c := range group {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				kill := plan.Kill{ID: c.ID, Name: c.Name, Type: c.Type, Reason: plan.KillPodDone}
+				w.killContainer(ctx, pod, obs, kill, max(deadline.Sub(w.deps.clock.Now()), 0))
+			}()
+		}
+		wg.Wait()
+	}
 }
 
 // removeSandboxes stops and removes every sandbox of the pod (with their
@@ -113,6 +118,7 @@ func (w *podWorker) restartIfReapplied() bool {
 	pod.DeletionTimestamp, pod.DeletionGracePeriodSeconds = nil, nil
 	pod.Status = v1.PodStatus{}
 	w.desired.reapply = false
+	w.desired.failure, w.failedDone = nil, false
 	w.synced = false
 	w.keptIPs = nil
 	w.waiting = map[string]podstatus.Waiting{}

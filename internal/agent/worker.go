@@ -40,6 +40,9 @@ type podWorker struct {
 	// before the first sync starts from them.
 	keptIPs  []string
 	logPaths map[string]string // container id → log file, from the last sync
+	// failedDone: the pod failed (desired.failure) and nothing of it is
+	// left in the runtime; status is final.
+	failedDone bool
 	// cancelSync cancels the sync under way: a deletion does not wait for
 	// a pull or a start of the pod it deletes.
 	cancelSync context.CancelFunc

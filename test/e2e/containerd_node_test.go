@@ -139,6 +139,9 @@ func (c *ctrdNode) startAgent() {
 	}
 }
 
+// setAgentArgs replaces the agent's flags for its next start.
+func (c *ctrdNode) setAgentArgs(args []string) { c.agentArgs = args }
+
 // killAgent kills the agent with SIGKILL; containerd runs on.
 func (c *ctrdNode) killAgent() { c.agent.Kill() }
 

@@ -22,8 +22,9 @@ type node struct {
 	t         *testing.T
 	rt        runtime
 	client    *agentapi.Client
-	logDir    string // --pod-log-dir
-	manifests string // where apply writes the test's YAML
+	logDir    string   // --pod-log-dir
+	manifests string   // where apply writes the test's YAML
+	agentArgs []string // the agent's flags at start
 	watched   []string
 }
 
@@ -42,7 +43,8 @@ func startNode(t *testing.T, kind runtimeKind, agentArgs ...string) *node {
 	t.Helper()
 	n := &node{t: t, logDir: filepath.Join(t.TempDir(), "pod-logs"), manifests: t.TempDir()}
 	t.Cleanup(n.checkLogsRemoved)
-	n.rt = kind.start(t, append(append([]string{"--pod-log-dir=" + n.logDir}, fastAgent...), agentArgs...), n.deleteAllPods)
+	n.agentArgs = append(append([]string{"--pod-log-dir=" + n.logDir}, fastAgent...), agentArgs...)
+	n.rt = kind.start(t, n.agentArgs, n.deleteAllPods)
 	n.client = agentapi.NewClient(n.rt.agentSocket())
 	n.waitAgent()
 	return n
@@ -52,6 +54,15 @@ func startNode(t *testing.T, kind runtimeKind, agentArgs ...string) *node {
 func (n *node) restartAgent() {
 	n.t.Helper()
 	n.rt.killAgent()
+	n.startAgent()
+}
+
+// restartAgentWith stops the agent (SIGTERM) and starts it again with
+// extra flags after the ones it started with (none: as it started).
+func (n *node) restartAgentWith(extra ...string) {
+	n.t.Helper()
+	n.rt.stopAgent()
+	n.rt.setAgentArgs(append(append([]string(nil), n.agentArgs...), extra...))
 	n.startAgent()
 }
 

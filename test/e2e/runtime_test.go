@@ -36,6 +36,8 @@ type runtime interface {
 	// stopAgent stops the agent with SIGTERM (berth serve with it); the
 	// pods keep running.
 	stopAgent()
+	// setAgentArgs replaces the agent's flags for its next start.
+	setAgentArgs(args []string)
 	// net is the runtime's CNI network.
 	net() harness.Network
 	// logTail is the end of the agent's log.
@@ -102,6 +104,7 @@ func (b berthRuntime) cri() runtimeapi.RuntimeServiceClient { return b.RT }
 func (b berthRuntime) killAgent()                           { b.Kill9() }
 func (b berthRuntime) startAgent()                          { b.Start() }
 func (b berthRuntime) stopAgent()                           { b.Stop() }
+func (b berthRuntime) setAgentArgs(args []string)           { b.ServeArgs = args }
 func (b berthRuntime) net() harness.Network                 { return b.Net }
 func (b berthRuntime) logTail(lines int) string             { return b.LogTail(lines) }
 func (b berthRuntime) known() (map[string]bool, map[string]bool) {

@@ -16,6 +16,7 @@ import (
 //	GET    /v1/pods/NS/NAME                PodDetail
 //	DELETE /v1/pods/NS/NAME?grace=SECONDS  DeleteResponse
 //	GET    /v1/events?namespace=NS         EventList (every namespace when NS is empty)
+//	GET    /v1/node                        NodeDetail
 //
 // Errors come back as an HTTP error status with ErrorResponse: 400 for a
 // request that fails validation, 404 for a pod that does not exist, 409
@@ -25,6 +26,7 @@ const (
 	pathUnwatch = "/v1/unwatch"
 	pathPods    = "/v1/pods"
 	pathEvents  = "/v1/events"
+	pathNode    = "/v1/node"
 )
 
 // SocketName is the agent API socket's name in the state directory.
@@ -140,4 +142,12 @@ type PodEvent struct {
 // deleted pod's events go with it).
 type EventList struct {
 	Items []PodEvent `json:"items"`
+}
+
+// NodeDetail is the agent's node as kubelet reports it (conditions,
+// capacity, allocatable, addresses, nodeInfo) with the node's recent
+// events (condition changes, eviction thresholds met).
+type NodeDetail struct {
+	Node   v1.Node `json:"node"`
+	Events []Event `json:"events"`
 }

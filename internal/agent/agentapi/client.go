@@ -100,6 +100,13 @@ func (c *Client) Delete(ctx context.Context, namespace, name string, grace *int6
 	return resp, c.do(ctx, http.MethodDelete, path, nil, &resp)
 }
 
+// Node returns the agent's node and its events.
+func (c *Client) Node(ctx context.Context) (NodeDetail, error) {
+	var out NodeDetail
+	err := c.do(ctx, http.MethodGet, pathNode, nil, &out)
+	return out, err
+}
+
 func podPath(namespace, name string) string {
 	return pathPods + "/" + url.PathEscape(namespace) + "/" + url.PathEscape(name)
 }

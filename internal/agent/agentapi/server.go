@@ -30,6 +30,8 @@ type PodService interface {
 	// ListEvents returns the events of the pods of namespace (every
 	// namespace when it is empty).
 	ListEvents(namespace string) EventList
+	// Node returns the node with its conditions and events.
+	Node() NodeDetail
 	// Ready refuses reads while the pods are being recovered (a list
 	// would lack them) and once the service is stopping.
 	Ready() error
@@ -64,6 +66,7 @@ func ListenAPI(path string, svc PodService, log *slog.Logger) (*APIServer, error
 	mux.HandleFunc("GET "+pathPods+"/{namespace}/{name}", s.describe)
 	mux.HandleFunc("DELETE "+pathPods+"/{namespace}/{name}", s.delete)
 	mux.HandleFunc("GET "+pathEvents, s.events)
+	mux.HandleFunc("GET "+pathNode, s.node)
 	s.http = &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
 	return s, nil
 }
@@ -129,6 +132,14 @@ func (s *APIServer) describe(w http.ResponseWriter, r *http.Request) {
 	}
 	detail, err := s.svc.DescribePod(r.PathValue("namespace"), r.PathValue("name"))
 	s.answer(w, r, detail, err)
+}
+
+func (s *APIServer) node(w http.ResponseWriter, r *http.Request) {
+	if err := s.svc.Ready(); err != nil {
+		s.answer(w, r, nil, err)
+		return
+	}
+	s.answer(w, r, s.svc.Node(), nil)
 }
 
 func (s *APIServer) delete(w http.ResponseWriter, r *http.Request) {

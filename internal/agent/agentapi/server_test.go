@@ -48,6 +48,10 @@ func (s *stubService) DescribePod(_, name string) (PodDetail, error) {
 	return PodDetail{Events: []Event{{Type: EventNormal, Reason: "Started", Count: 1}}}, s.err
 }
 
+func (s *stubService) Node() NodeDetail {
+	return NodeDetail{Node: v1.Node{Status: v1.NodeStatus{Conditions: []v1.NodeCondition{{Type: v1.NodeDiskPressure, Status: v1.ConditionTrue}}}}}
+}
+
 func serve(t *testing.T, svc PodService) *Client {
 	t.Helper()
 	socket := filepath.Join(t.TempDir(), SocketName)
@@ -121,5 +125,16 @@ func TestClientWithoutAgentIsUnreachable(t *testing.T) {
 	}
 	if _, err := client.ListPods(context.Background(), ""); !IsUnreachable(err) {
 		t.Errorf("list without an agent: %v; want unreachable", err)
+	}
+}
+
+func TestNodeRoundTrips(t *testing.T) {
+	client := serve(t, &stubService{})
+	detail, err := client.Node(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c := detail.Node.Status.Conditions; len(c) != 1 || c[0].Type != v1.NodeDiskPressure || c[0].Status != v1.ConditionTrue {
+		t.Errorf("node conditions: %+v", c)
 	}
 }

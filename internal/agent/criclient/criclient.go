@@ -50,6 +50,14 @@ type Images interface {
 	PullImage(ctx context.Context, ref string, sandbox *runtimeapi.PodSandboxConfig) (string, error)
 }
 
+// Stats is the part of the CRI the eviction manager measures with: the
+// image filesystem (ImageService ImageFsInfo) and the containers' usage
+// (RuntimeService ListContainerStats, filtered by labels).
+type Stats interface {
+	ImageFsInfo(ctx context.Context) ([]*runtimeapi.FilesystemUsage, error)
+	ListContainerStats(ctx context.Context, labels map[string]string) ([]*runtimeapi.ContainerStats, error)
+}
+
 // callTimeout bounds every CRI call but the ones that wait on purpose
 // (StopContainer waits for the grace period, PullImage for the registry),
 // as kubelet's runtime request timeout does.
@@ -127,6 +135,13 @@ func (c *CRIClient) WaitReady(ctx context.Context) (string, error) {
 		case <-time.After(100 * time.Millisecond):
 		}
 	}
+}
+
+// Version is the runtime's CRI Version answer (name and version).
+func (c *CRIClient) Version(ctx context.Context) (*runtimeapi.VersionResponse, error) {
+	ctx, cancel := context.WithTimeout(ctx, callTimeout)
+	defer cancel()
+	return c.runtime.Version(ctx, &runtimeapi.VersionRequest{})
 }
 
 // SystemdCgroup asks the runtime's cgroup driver (CRI RuntimeConfig, as
@@ -315,4 +330,26 @@ func IsNotFound(err error) bool {
 		return se.GRPCStatus().Code() == codes.NotFound
 	}
 	return false
+}
+
+// ImageFsInfo returns the runtime's image filesystems.
+func (c *CRIClient) ImageFsInfo(ctx context.Context) ([]*runtimeapi.FilesystemUsage, error) {
+	ctx, cancel := context.WithTimeout(ctx, callTimeout)
+	defer cancel()
+	resp, err := c.images.ImageFsInfo(ctx, &runtimeapi.ImageFsInfoRequest{})
+	if err != nil {
+		return nil, fmt.Errorf("ImageFsInfo: %w", err)
+	}
+	return resp.GetImageFilesystems(), nil
+}
+
+// ListContainerStats returns the usage of the containers carrying labels.
+func (c *CRIClient) ListContainerStats(ctx context.Context, labels map[string]string) ([]*runtimeapi.ContainerStats, error) {
+	ctx, cancel := context.WithTimeout(ctx, callTimeout)
+	defer cancel()
+	resp, err := c.runtime.ListContainerStats(ctx, &runtimeapi.ListContainerStatsRequest{Filter: &runtimeapi.ContainerStatsFilter{LabelSelector: labels}})
+	if err != nil {
+		return nil, fmt.Errorf("ListContainerStats: %w", err)
+	}
+	return resp.GetStats(), nil
 }

@@ -1,0 +1,127 @@
+package agent
+
+import (
+	"bufio"
+	"os"
+	"runtime"
+	"strconv"
+	"strings"
+
+	"golang.org/x/sys/unix"
+	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/berth-dev/berth/internal/agent/agentapi"
+	"github.com/berth-dev/berth/internal/agent/eviction"
+)
+
+// maxPods is kubelet's default --max-pods, the node's pods capacity.
+const maxPods = 110
+
+// Node is the agent's node as kubelet would post it: labels, conditions
+// (from the last housekeeping pass), capacity and allocatable (capacity
+// less the hard eviction thresholds of memory and nodefs, as kubelet
+// computes it without reservations), addresses and nodeInfo; with the
+// node's events.
+func (a *Agent) Node() agentapi.NodeDetail {
+	now := a.deps.clock.Now()
+	a.pressure.mu.Lock()
+	conditions := a.pressure.conditions
+	a.pressure.mu.Unlock()
+	if conditions == nil {
+		a.updateNodeConditions(now)
+		a.pressure.mu.Lock()
+		conditions = a.pressure.conditions
+		a.pressure.mu.Unlock()
+	}
+	node := v1.Node{
+		TypeMeta: metav1.TypeMeta{Kind: "Node", APIVersion: "v1"},
+		ObjectMeta: metav1.ObjectMeta{
+			Name: a.cfg.NodeName, CreationTimestamp: metav1.NewTime(a.createdAt),
+			Labels: map[string]string{
+				v1.LabelHostname: a.cfg.NodeName, v1.LabelOSStable: runtime.GOOS, v1.LabelArchStable: runtime.GOARCH,
+			},
+		},
+		Status: v1.NodeStatus{
+			Conditions: append([]v1.NodeCondition(nil), conditions...),
+			Addresses:  a.nodeAddresses(),
+			NodeInfo:   a.nodeInfo(),
+		},
+	}
+	node.Status.Capacity, node.Status.Allocatable = a.nodeResources()
+	return agentapi.NodeDetail{Node: node, Events: a.pressure.events.list()}
+}
+
+// nodeResources is the node's capacity and allocatable.
+func (a *Agent) nodeResources() (v1.ResourceList, v1.ResourceList) {
+	alloc := a.deps.node.allocatable
+	capacity := v1.ResourceList{
+		v1.ResourceCPU:    *resource.NewMilliQuantity(alloc.MilliCPU, resource.DecimalSI),
+		v1.ResourceMemory: *resource.NewQuantity(alloc.MemoryBytes, resource.BinarySI),
+		v1.ResourcePods:   *resource.NewQuantity(maxPods, resource.DecimalSI),
+	}
+	allocatable := capacity.DeepCopy()
+	m := a.pressure.manager
+	allocatable[v1.ResourceMemory] = *resource.NewQuantity(max(alloc.MemoryBytes-m.HardValue(eviction.SignalMemoryAvailable, alloc.MemoryBytes), 0), resource.BinarySI)
+	if fs, err := eviction.Statfs(a.cfg.RootDir); err == nil {
+		capacity[v1.ResourceEphemeralStorage] = *resource.NewQuantity(fs.Capacity, resource.BinarySI)
+		allocatable[v1.ResourceEphemeralStorage] = *resource.NewQuantity(max(fs.Capacity-m.HardValue(eviction.SignalNodeFsAvailable, fs.Capacity), 0), resource.BinarySI)
+	}
+	return capacity, allocatable
+}
+
+// nodeAddresses are the host's addresses (InternalIP) and its name.
+func (a *Agent) nodeAddresses() []v1.NodeAddress {
+	var out []v1.NodeAddress
+	for _, ip := range a.deps.node.hostIPs {
+		out = append(out, v1.NodeAddress{Type: v1.NodeInternalIP, Address: ip})
+	}
+	return append(out, v1.NodeAddress{Type: v1.NodeHostName, Address: a.cfg.NodeName})
+}
+
+// nodeInfo is the host's identity, kernel and OS, and the agent's and the
+// runtime's versions; what cannot be read stays empty.
+func (a *Agent) nodeInfo() v1.NodeSystemInfo {
+	info := v1.NodeSystemInfo{
+		MachineID:               readTrimmed("/etc/machine-id"),
+		BootID:                  readTrimmed("/proc/sys/kernel/random/boot_id"),
+		OSImage:                 osImage("/etc/os-release"),
+		ContainerRuntimeVersion: a.cfg.RuntimeVersion,
+		KubeletVersion:          a.cfg.Version,
+		OperatingSystem:         runtime.GOOS,
+		Architecture:            runtime.GOARCH,
+	}
+	var uts unix.Utsname
+	if err := unix.Uname(&uts); err == nil {
+		info.KernelVersion = unix.ByteSliceToString(uts.Release[:])
+	}
+	return info
+}
+
+func readTrimmed(path string) string {
+	raw, err := os.ReadFile(path)
+	if err != nil {
+		return ""
+	}
+	return strings.TrimSpace(string(raw))
+}
+
+// osImage is PRETTY_NAME of os-release.
+func osImage(path string) string {
+	f, err := os.Open(path)
+	if err != nil {
+		return ""
+	}
+	defer f.Close()
+	s := bufio.NewScanner(f)
+	for s.Scan() {
+		if v, ok := strings.CutPrefix(s.Text(), "PRETTY_NAME="); ok {
+			if unq, err := strconv.Unquote(v); err == nil {
+				return unq
+			}
+			return v
+		}
+	}
+	return ""
+}
