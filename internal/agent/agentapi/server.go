@@ -27,6 +27,9 @@ type PodService interface {
 	Delete(ctx context.Context, namespace, name string, grace *int64) (DeleteResponse, error)
 	ListPods(namespace string) v1.PodList
 	DescribePod(namespace, name string) (PodDetail, error)
+	// Pulls are the image pulls of the pods of namespace (every
+	// namespace when it is empty).
+	Pulls(namespace string) PullList
 	// Ready refuses reads while the pods are being recovered (a list
 	// would lack them) and once the service is stopping.
 	Ready() error
@@ -60,6 +63,7 @@ func ListenAPI(path string, svc PodService, log *slog.Logger) (*APIServer, error
 	mux.HandleFunc("GET "+pathPods, s.list)
 	mux.HandleFunc("GET "+pathPods+"/{namespace}/{name}", s.describe)
 	mux.HandleFunc("DELETE "+pathPods+"/{namespace}/{name}", s.delete)
+	mux.HandleFunc("GET "+pathPulls, s.pulls)
 	s.http = &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
 	return s, nil
 }
@@ -108,6 +112,14 @@ func (s *APIServer) list(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	s.answer(w, r, s.svc.ListPods(r.URL.Query().Get("namespace")), nil)
+}
+
+func (s *APIServer) pulls(w http.ResponseWriter, r *http.Request) {
+	if err := s.svc.Ready(); err != nil {
+		s.answer(w, r, nil, err)
+		return
+	}
+	s.answer(w, r, s.svc.Pulls(r.URL.Query().Get("namespace")), nil)
 }
 
 func (s *APIServer) describe(w http.ResponseWriter, r *http.Request) {
