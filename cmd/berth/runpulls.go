@@ -35,6 +35,7 @@ type shownPull struct {
 	last     agentapi.ImagePull // its latest state
 	r        *progress.Renderer // made when its turn comes
 	finished bool
+	at       time.Time // while feeding a layer: when its state changed
 }
 
 func newPullDisplay(out io.Writer, tty bool, width func() int, now func() time.Time, since time.Time, pods []agentapi.ApplyResult) *pullDisplay {
@@ -103,20 +104,12 @@ func (d *pullDisplay) busy() bool { return d != nil && d.tty && d.active() }
 // turn, and finishes it when the pull ended.
 func (d *pullDisplay) feed(s *shownPull) {
 	if s.r == nil {
-		// The renderer reads the pull's end as the time once it ended,
-		// so that a pull seen ended one poll late is not slower for it.
-		clock := func() time.Time {
-			if !s.last.Ended.IsZero() {
-				return s.last.Ended
-			}
-			return d.now()
-		}
-		s.r = progress.New(d.out, progress.Options{Ref: s.last.Image, Terminal: d.tty, Width: d.width, Now: clock, Start: s.last.Started})
+		s.r = progress.New(d.out, progress.Options{Ref: s.last.Image, Terminal: d.tty, Width: d.width, Now: s.clockOf(d.now), Start: s.last.Started})
 		s.r.Update(progress.Event{State: progress.Downloading}) // the header
 	}
 	p := s.last
 	for _, l := range p.Layers {
-		s.r.Update(progress.Event{Layer: l.Digest, State: progress.State(l.State), Done: l.Done, Total: l.Total})
+		s.feedLayer(l)
 	}
 	switch p.State {
 	case agentapi.PullDone:
@@ -130,4 +123,34 @@ func (d *pullDisplay) feed(s *shownPull) {
 	default:
 		s.r.Tick()
 	}
+}
+
+// clockOf is the renderer's clock: while a layer is fed, the time of its
+// change as the agent saw it; then the pull's end once it ended; else now.
+// So a layer or a pull seen one poll late (or only once ended) keeps its
+// own durations.
+func (s *shownPull) clockOf(now func() time.Time) func() time.Time {
+	return func() time.Time {
+		switch {
+		case !s.at.IsZero():
+			return s.at
+		case !s.last.Ended.IsZero():
+			return s.last.Ended
+		}
+		return now()
+	}
+}
+
+// feedLayer tells the renderer that the layer began (at its start) and,
+// when it ended, that it ended (at its end); the renderer keeps the
+// first start and the first end it is told.
+func (s *shownPull) feedLayer(l agentapi.LayerPull) {
+	defer func() { s.at = time.Time{} }()
+	ev := progress.Event{Layer: l.Digest, State: progress.State(l.State), Done: l.Done, Total: l.Total}
+	if !l.Started.IsZero() {
+		s.at = l.Started
+		s.r.Update(progress.Event{Layer: l.Digest, State: progress.Downloading, Total: l.Total})
+	}
+	s.at = l.Ended
+	s.r.Update(ev)
 }

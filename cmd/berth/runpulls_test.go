@@ -30,10 +30,14 @@ func digest(c byte) string { return "sha256:" + strings.Repeat(string(c), 64) }
 // detailedPull is web's pull of app:1 at a moment: layer a (4 MB)
 // downloading aDone bytes, layer b present.
 func detailedPull(state string, aState string, aDone int64, ended time.Time) agentapi.ImagePull {
+	var aEnded time.Time
+	if aState == "done" {
+		aEnded = ended.Add(-100 * time.Millisecond)
+	}
 	return agentapi.ImagePull{
 		Namespace: "default", Pod: "web", PodUID: "u1", Image: "registry.test/app:1", State: state, Detailed: true,
 		Layers: []agentapi.LayerPull{
-			{Digest: digest('a'), State: aState, Done: aDone, Total: 4_000_000},
+			{Digest: digest('a'), State: aState, Done: aDone, Total: 4_000_000, Started: runStart.Add(200 * time.Millisecond), Ended: aEnded},
 			{Digest: digest('b'), State: "exists", Done: 1000, Total: 1000},
 		},
 		Started: runStart.Add(100 * time.Millisecond), Ended: ended,
@@ -61,7 +65,7 @@ func TestRunShowsDetailedPullInPlainLines(t *testing.T) {
 	want := "pulling registry.test/app:1\n" +
 		"aaaaaaaaaaaa: downloading 4MB\n" +
 		"bbbbbbbbbbbb: already present\n" +
-		"aaaaaaaaaaaa: done, 4MB in 1.1s\n" +
+		"aaaaaaaaaaaa: done, 4MB in 1.8s\n" +
 		"pulled registry.test/app:1: 2 layers (1 already present), 4MB in 2.0s (2MB/s)\n"
 	if got := out.String(); got != want {
 		t.Errorf("output\n%s\nwant\n%s", got, want)
@@ -112,6 +116,22 @@ func TestRunShowsOnlyItsPodsNewPullsOnce(t *testing.T) {
 	d.update([]agentapi.ImagePull{mine, sharing, other, old})
 	if got := out.String(); got != "pulling app\n" {
 		t.Errorf("output %q; want only web's pull of app", got)
+	}
+}
+
+// A pull first seen ended still shows each layer's own time.
+func TestRunShowsLayerTimesOfAPullSeenEnded(t *testing.T) {
+	clock := &runClock{now: runStart.Add(5 * time.Second)}
+	var out bytes.Buffer
+	d := newPullDisplay(&out, false, nil, clock.Now, runStart, followed("web"))
+	d.update([]agentapi.ImagePull{detailedPull(agentapi.PullDone, "done", 4_000_000, runStart.Add(2100*time.Millisecond))})
+	want := "pulling registry.test/app:1\n" +
+		"aaaaaaaaaaaa: downloading 4MB\n" +
+		"aaaaaaaaaaaa: done, 4MB in 1.8s\n" +
+		"bbbbbbbbbbbb: already present\n" +
+		"pulled registry.test/app:1: 2 layers (1 already present), 4MB in 2.0s (2MB/s)\n"
+	if got := out.String(); got != want {
+		t.Errorf("output\n%s\nwant\n%s", got, want)
 	}
 }
 

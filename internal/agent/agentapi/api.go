@@ -175,4 +175,8 @@ type LayerPull struct {
 	State  string `json:"state"`
 	Done   int64  `json:"done"`
 	Total  int64  `json:"total"` // 0 = unknown
+	// Started is when its bytes began to arrive (zero: not yet, or the
+	// layer was present); Ended when it reached done, exists or failed.
+	Started time.Time `json:"started,omitzero"`
+	Ended   time.Time `json:"ended,omitzero"`
 }

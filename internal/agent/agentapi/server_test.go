@@ -133,7 +133,7 @@ func TestPullsRoundTrip(t *testing.T) {
 	want := PullList{Items: []ImagePull{{
 		Namespace: "default", Pod: "web", PodUID: "u1", Image: "127.0.0.1:5000/busybox:1", State: PullPulling,
 		Detailed: true, LayersDone: 1, LayersTotal: 2, BytesDone: 1500, BytesTotal: 4000, Rate: 750.5,
-		Layers:  []LayerPull{{Digest: "sha256:aa", State: "exists", Done: 10, Total: 10}, {Digest: "sha256:bb", State: "downloading", Done: 1500, Total: 4000}},
+		Layers:  []LayerPull{{Digest: "sha256:aa", State: "exists", Done: 10, Total: 10}, {Digest: "sha256:bb", State: "downloading", Done: 1500, Total: 4000, Started: started.Add(time.Second)}},
 		Started: started,
 	}, {
 		Namespace: "default", Pod: "db", Image: "busybox", State: PullFailed, Size: 0,

@@ -12,9 +12,11 @@ import (
 
 // Layer states, as criclient.PullEvent reports them.
 const (
-	stateDone   = "done"
-	stateExists = "exists"
-	stateFailed = "failed"
+	stateDownloading = "downloading"
+	stateUnpacking   = "unpacking"
+	stateDone        = "done"
+	stateExists      = "exists"
+	stateFailed      = "failed"
 )
 
 func ended(state string) bool {
@@ -94,6 +96,13 @@ func (p *Pull) Event(ev criclient.PullEvent) {
 	l.Done = max(l.Done, ev.Done)
 	if ev.Total > 0 {
 		l.Total = ev.Total
+	}
+	now := p.ps.clock.Now()
+	if l.Started.IsZero() && (ev.State == stateDownloading || ev.State == stateUnpacking) {
+		l.Started = now
+	}
+	if ended(ev.State) {
+		l.Ended = now
 	}
 }
 

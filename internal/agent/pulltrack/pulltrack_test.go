@@ -57,6 +57,12 @@ func TestAggregatesLayerEvents(t *testing.T) {
 	if got.Layers[1].State != "exists" || got.Layers[0].Done != 3000 {
 		t.Errorf("layers %+v: b stays present, a keeps its 3000 bytes", got.Layers)
 	}
+	if a := got.Layers[0]; !a.Started.Equal(got.Started) || !a.Ended.IsZero() {
+		t.Errorf("layer a began %v, ended %v; want at the pull's start, not ended", a.Started, a.Ended)
+	}
+	if b := got.Layers[1]; !b.Started.IsZero() || !b.Ended.Equal(got.Started) {
+		t.Errorf("present layer b began %v, ended %v; want never begun, ended at once", b.Started, b.Ended)
+	}
 	p.Event(criclient.PullEvent{Layer: "sha256:c", State: "done", Done: 2000, Total: 2000})
 	p.Event(criclient.PullEvent{Layer: "sha256:a", State: "done", Done: 4000, Total: 4000})
 	clk.Step(time.Second)
@@ -66,6 +72,9 @@ func TestAggregatesLayerEvents(t *testing.T) {
 	got = only(t, ps)
 	if got.State != agentapi.PullDone || got.LayersDone != 3 || got.BytesDone != 6000 || got.BytesTotal != 6000 || got.Size != 7500 {
 		t.Errorf("ended pull %+v: want done, 3 layers, 6000 of 6000 bytes, size 7500", got)
+	}
+	if a := got.Layers[0]; a.Ended.Sub(a.Started) != 2*time.Second {
+		t.Errorf("layer a took %v, want 2s", a.Ended.Sub(a.Started))
 	}
 	if got.Rate != 2000 || !got.Ended.Equal(got.Started.Add(3*time.Second)) {
 		t.Errorf("ended pull: rate %v over %v; want 2000 B/s over 3s", got.Rate, got.Ended.Sub(got.Started))
