@@ -18,7 +18,6 @@ import (
 
 	"github.com/berth-dev/berth/internal/agent/agentapi"
 	"github.com/berth-dev/berth/internal/agent/manifest"
-	"github.com/berth-dev/berth/internal/progress"
 )
 
 // runOptions are the flags of `berth run` and `berth apply`.
@@ -114,10 +113,7 @@ func applyManifests(cmd *cobra.Command, opts *globalOptions, o runOptions, autos
 
 // newRunPullDisplay shows pulls on w: bars when it is a terminal.
 func newRunPullDisplay(w io.Writer, since time.Time, pods []agentapi.ApplyResult) *pullDisplay {
-	tty, width := false, func() int { return 0 }
-	if f, ok := w.(*os.File); ok {
-		tty, width = progress.Terminal(f)
-	}
+	tty, width := terminalOf(w)
 	return newPullDisplay(w, tty, width, time.Now, since, pods)
 }
 
