@@ -18,6 +18,7 @@ import (
 	"github.com/berth-dev/berth/internal/agent/criclient"
 	"github.com/berth-dev/berth/internal/agent/logrotate"
 	"github.com/berth-dev/berth/internal/config"
+	"github.com/berth-dev/berth/internal/image"
 	"github.com/berth-dev/berth/internal/store"
 )
 
@@ -107,7 +108,7 @@ unless --agent=false.`,
 			log := newLogger(cfg)
 			ctx, stop := signal.NotifyContext(cmd.Context(), syscall.SIGTERM, syscall.SIGINT)
 			defer stop()
-			return runAgent(ctx, cfg, &flags, runtimeEndpoint(cfg), log)
+			return runAgent(ctx, cfg, &flags, runtimeEndpoint(cfg), nil, log)
 		},
 	}
 	flags.bind(cmd)
@@ -115,7 +116,9 @@ unless --agent=false.`,
 }
 
 // runAgent runs the agent and its API until ctx ends; pods keep running.
-func runAgent(ctx context.Context, cfg config.Config, flags *agentFlags, endpoint string, log *slog.Logger) error {
+// images is the image store of the runtime at endpoint when it runs in
+// this process (berth serve): the agent then sees its pulls' progress.
+func runAgent(ctx context.Context, cfg config.Config, flags *agentFlags, endpoint string, images *image.Store, log *slog.Logger) error {
 	evictionCfg, err := flags.eviction.config()
 	if err != nil {
 		return fmt.Errorf("agent: %w", err)
@@ -148,6 +151,9 @@ func runAgent(ctx context.Context, cfg config.Config, flags *agentFlags, endpoin
 	if v, err := cri.Version(ctx); err == nil {
 		agentCfg.RuntimeVersion = v.GetRuntimeName() + "://" + v.GetRuntimeVersion()
 	}
+	if images != nil {
+		agentCfg.Images = watchingImages{CRIClient: cri, store: images}
+	}
 	a, err := agent.New(agentCfg)
 	if err != nil {
 		return err
@@ -169,13 +175,29 @@ func runAgent(ctx context.Context, cfg config.Config, flags *agentFlags, endpoin
 // startAgentInServe runs the agent beside `berth serve`'s CRI server, on
 // its socket; the returned wait returns once the agent has stopped (after
 // ctx ended).
-func startAgentInServe(ctx context.Context, cfg config.Config, flags *agentFlags, log *slog.Logger) (wait func()) {
+func startAgentInServe(ctx context.Context, cfg config.Config, flags *agentFlags, store *image.Store, log *slog.Logger) (wait func()) {
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		if err := runAgent(ctx, cfg, flags, "unix://"+cfg.Socket, log); err != nil {
+		if err := runAgent(ctx, cfg, flags, "unix://"+cfg.Socket, store, log); err != nil {
 			log.Error("agent stopped", "error", err)
 		}
 	}()
 	return func() { <-done }
+}
+
+// watchingImages is the image service of the agent in berth serve: CRI
+// over the daemon's socket, and the progress of the pulls its image store
+// makes for them (criclient.PullWatcher), which CRI cannot carry.
+type watchingImages struct {
+	*criclient.CRIClient
+	store *image.Store
+}
+
+var _ criclient.PullWatcher = watchingImages{}
+
+func (w watchingImages) WatchPull(ref string, fn func(criclient.PullEvent)) (func(), error) {
+	return w.store.WatchPulls(ref, func(p image.PullProgress) {
+		fn(criclient.PullEvent{Layer: p.Layer, State: string(p.State), Done: p.Done, Total: p.Total})
+	})
 }

@@ -57,6 +57,8 @@ func (f *fakeAgent) Ready() error { return nil }
 
 func (f *fakeAgent) Node() agentapi.NodeDetail { return agentapi.NodeDetail{} }
 
+func (f *fakeAgent) Pulls(string) agentapi.PullList { return agentapi.PullList{} }
+
 func (f *fakeAgent) ListEvents(namespace string) agentapi.EventList {
 	var list agentapi.EventList
 	for _, d := range f.details {

@@ -97,10 +97,7 @@ func parseCreds(creds string) (*image.Auth, error) {
 // startProgress starts a renderer on w and, on a terminal, its redraw
 // ticker (10 a second). finish stops the ticker and prints the last state.
 func startProgress(ctx context.Context, w io.Writer, ref string) (func(image.PullProgress), func(error)) {
-	tty, width := false, func() int { return 0 }
-	if f, ok := w.(*os.File); ok {
-		tty, width = progress.Terminal(f)
-	}
+	tty, width := terminalOf(w)
 	r := progress.New(w, progress.Options{Ref: ref, Terminal: tty, Width: width})
 	done := make(chan struct{})
 	stopped := make(chan struct{})
@@ -131,6 +128,15 @@ func startProgress(ctx context.Context, w io.Writer, ref string) (func(image.Pul
 		r.Finish(err)
 	}
 	return update, finish
+}
+
+// terminalOf reports whether w is a terminal that shows redrawn progress,
+// and its width (progress.Terminal); anything but a file is not.
+func terminalOf(w io.Writer) (bool, func() int) {
+	if f, ok := w.(*os.File); ok {
+		return progress.Terminal(f)
+	}
+	return false, nil
 }
 
 // pullError adds to a pull error what the user can do about it, and the

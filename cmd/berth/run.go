@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -23,6 +24,7 @@ import (
 type runOptions struct {
 	files  []string
 	detach bool
+	quiet  bool // no pull progress
 }
 
 func newRunCommand(opts *globalOptions) *cobra.Command {
@@ -36,7 +38,10 @@ directory: adding, changing or removing a file adds, replaces or removes its pod
 
 In the foreground, berth run prints a status line for every change until the pods run
 (and are ready) or have failed, and keeps following until Ctrl-C, which detaches: the pods
-keep running. -d returns at once. When no agent answers, berth run starts 'berth serve'
+keep running. -d returns at once. While the agent pulls a pod's image, berth run shows the
+pull on stderr (bars on a terminal, plain lines otherwise; -q hides it): layers, bytes and
+rate on berth's own runtime, only its start and end on another CRI runtime, which tells no
+more. When no agent answers, berth run starts 'berth serve'
 in the background (its log goes to <state>/berth-serve.log).`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
@@ -45,6 +50,7 @@ in the background (its log goes to <state>/berth-serve.log).`,
 	}
 	bindRunFlags(cmd, &o)
 	cmd.Flags().BoolVarP(&o.detach, "detach", "d", false, "return once the pods are sent to the agent")
+	cmd.Flags().BoolVarP(&o.quiet, "quiet", "q", false, "show no image pull progress")
 	return cmd
 }
 
@@ -82,6 +88,7 @@ func applyManifests(cmd *cobra.Command, opts *globalOptions, o runOptions, autos
 		return err
 	}
 	var applied []agentapi.ApplyResult
+	since := time.Now()
 	for _, req := range requests {
 		resp, err := client.Apply(cmd.Context(), req)
 		if err != nil {
@@ -97,7 +104,17 @@ func applyManifests(cmd *cobra.Command, opts *globalOptions, o runOptions, autos
 	}
 	ctx, stop := signal.NotifyContext(cmd.Context(), syscall.SIGINT, syscall.SIGTERM)
 	defer stop()
-	return followPods(ctx, client, applied, cmd.OutOrStdout())
+	f := &follower{client: client, pods: applied, out: cmd.OutOrStdout()}
+	if !o.quiet {
+		f.pulls = newRunPullDisplay(cmd.ErrOrStderr(), since, applied)
+	}
+	return f.follow(ctx)
+}
+
+// newRunPullDisplay shows pulls on w: bars when it is a terminal.
+func newRunPullDisplay(w io.Writer, since time.Time, pods []agentapi.ApplyResult) *pullDisplay {
+	tty, width := terminalOf(w)
+	return newPullDisplay(w, tty, width, time.Now, since, pods)
 }
 
 func connectOrStartAgent(cmd *cobra.Command, opts *globalOptions, autostart bool) (*agentapi.Client, error) {
@@ -147,35 +164,89 @@ func loadRequests(paths []string, stdin io.Reader) ([]agentapi.ApplyRequest, err
 	return requests, nil
 }
 
-// followPods prints a line each time one of the pods changes (by name:
-// a replaced pod is followed too) until ctx ends (Ctrl-C detaches).
-func followPods(ctx context.Context, client *agentapi.Client, pods []agentapi.ApplyResult, out io.Writer) error {
-	if len(pods) == 0 {
+// follower follows pods for berth run: their status lines, and their
+// image pulls while there are some (pulls nil: not shown).
+type follower struct {
+	client *agentapi.Client
+	pods   []agentapi.ApplyResult
+	out    io.Writer
+	pulls  *pullDisplay
+	held   bytes.Buffer // status lines held while a terminal draws a pull
+}
+
+// Poll periods: the pods' status, and the pulls while one is shown.
+const (
+	followPeriod = 300 * time.Millisecond
+	pullPeriod   = 100 * time.Millisecond
+)
+
+// follow prints a line each time one of the pods changes (by name: a
+// replaced pod is followed too) until ctx ends (Ctrl-C detaches).
+func (f *follower) follow(ctx context.Context) error {
+	if len(f.pods) == 0 {
 		return nil
 	}
-	fmt.Fprintf(out, "%-32s %-7s %-26s %s\n", "NAME", "READY", "STATUS", "RESTARTS")
+	fmt.Fprintf(f.out, "%-32s %-7s %-26s %s\n", "NAME", "READY", "STATUS", "RESTARTS")
 	last := map[string]string{}
 	announced := false
-	ticker := time.NewTicker(300 * time.Millisecond)
-	defer ticker.Stop()
+	timer := time.NewTimer(0)
+	defer timer.Stop()
 	for {
-		list, err := client.ListPods(ctx, "")
+		select {
+		case <-ctx.Done():
+			f.flushHeld()
+			fmt.Fprintln(f.out, "# detached: the pods keep running ('berth get pods', 'berth delete pod NAME')")
+			return nil
+		case <-timer.C:
+		}
+		list, err := f.client.ListPods(ctx, "")
 		if err != nil && ctx.Err() == nil {
 			return err
 		}
+		pulling := f.showPulls(ctx)
 		if err == nil {
-			settled := printChanges(out, list.Items, pods, last)
+			settled := printChanges(f.statusOut(), list.Items, f.pods, last)
 			if settled && !announced {
 				announced = true
-				fmt.Fprintln(out, "# the pods are up (or finished); following them: Ctrl-C detaches, they keep running")
+				fmt.Fprintln(f.statusOut(), "# the pods are up (or finished); following them: Ctrl-C detaches, they keep running")
 			}
 		}
-		select {
-		case <-ctx.Done():
-			fmt.Fprintln(out, "# detached: the pods keep running ('berth get pods', 'berth delete pod NAME')")
-			return nil
-		case <-ticker.C:
+		if !f.pulls.busy() {
+			f.flushHeld()
 		}
+		timer.Reset(followPeriod)
+		if pulling {
+			timer.Reset(pullPeriod)
+		}
+	}
+}
+
+// showPulls updates the pull display and reports whether a pull is shown
+// under way. An agent that cannot list pulls shows none.
+func (f *follower) showPulls(ctx context.Context) bool {
+	if f.pulls == nil {
+		return false
+	}
+	list, err := f.client.Pulls(ctx, "")
+	if err != nil {
+		return false
+	}
+	f.pulls.update(list.Items)
+	return f.pulls.active()
+}
+
+// statusOut is where status lines go now: held while a terminal draws.
+func (f *follower) statusOut() io.Writer {
+	if f.pulls.busy() {
+		return &f.held
+	}
+	return f.out
+}
+
+func (f *follower) flushHeld() {
+	if f.held.Len() > 0 {
+		_, _ = f.out.Write(f.held.Bytes())
+		f.held.Reset()
 	}
 }
 

@@ -133,7 +133,7 @@ func serveCRI(ctx context.Context, cfg config.Config, deps *dependencies, stream
 	notify.Ready("berth ready")
 	stopWatchdog := startWatchdog(ctx, cfg, notify, log)
 	defer stopWatchdog()
-	stopAgent := runAgentInServe(ctx, cfg, agentOpts, log)
+	stopAgent := runAgentInServe(ctx, cfg, agentOpts, deps.images, log)
 	defer stopAgent()
 	err = waitForStop(ctx, hup, served, rl)
 	stopWatchdog() // no ping after STOPPING=1
@@ -204,12 +204,12 @@ func startCRI(ctx context.Context, cfg config.Config, deps *dependencies, stream
 
 // runAgentInServe starts the node agent beside the CRI server unless it is
 // disabled; the returned func stops it and waits for it (idempotent).
-func runAgentInServe(ctx context.Context, cfg config.Config, opts *agentFlags, log *slog.Logger) func() {
+func runAgentInServe(ctx context.Context, cfg config.Config, opts *agentFlags, store *image.Store, log *slog.Logger) func() {
 	if !opts.enabled {
 		return func() {}
 	}
 	agentCtx, cancel := context.WithCancel(ctx)
-	wait := startAgentInServe(agentCtx, cfg, opts, log)
+	wait := startAgentInServe(agentCtx, cfg, opts, store, log)
 	var once sync.Once
 	return func() { once.Do(func() { cancel(); wait() }) }
 }

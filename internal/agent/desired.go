@@ -6,6 +6,7 @@ import (
 	"reflect"
 	"regexp"
 	"sort"
+	"strings"
 	"time"
 
 	v1 "k8s.io/api/core/v1"
@@ -317,6 +318,24 @@ func (a *Agent) ListEvents(namespace string) agentapi.EventList {
 		}
 	}
 	sort.SliceStable(list.Items, func(i, j int) bool { return list.Items[i].LastTime.Before(list.Items[j].LastTime) })
+	return list
+}
+
+// Pulls lists the image pulls of the pods of namespace (every namespace
+// when it is empty): for each pod and image, the pull under way or the
+// last one that ended.
+func (a *Agent) Pulls(namespace string) agentapi.PullList {
+	list := agentapi.PullList{Items: []agentapi.ImagePull{}}
+	for _, w := range a.workerList() {
+		ns, name, _ := strings.Cut(w.key, "/")
+		if namespace != "" && ns != namespace {
+			continue
+		}
+		for _, p := range w.pulls.List() {
+			p.Namespace, p.Pod, p.PodUID = ns, name, w.uid
+			list.Items = append(list.Items, p)
+		}
+	}
 	return list
 }
 

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"strconv"
 	"time"
 
@@ -11,6 +12,7 @@ import (
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
 	"github.com/berth-dev/berth/internal/agent/agentapi"
+	"github.com/berth-dev/berth/internal/agent/criclient"
 	"github.com/berth-dev/berth/internal/agent/podstatus"
 )
 
@@ -56,7 +58,7 @@ func (w *podWorker) ensureImage(ctx context.Context, pod *v1.Pod, c *v1.Containe
 		return imageInfo{}, errImageWaiting
 	}
 	w.record(agentapi.EventNormal, "Pulling", object, fmt.Sprintf("Pulling image %q", c.Image))
-	ref, err := w.deps.images.PullImage(ctx, c.Image, sandbox)
+	ref, img, err := w.pullImage(ctx, c.Image, sandbox)
 	if err != nil {
 		failedAt := w.deps.clock.Now()
 		w.deps.pullBackoff.Next(key, failedAt, failedAt)
@@ -64,11 +66,38 @@ func (w *podWorker) ensureImage(ctx context.Context, pod *v1.Pod, c *v1.Containe
 	}
 	w.deps.pullBackoff.Forget(key)
 	w.record(agentapi.EventNormal, "Pulled", object, fmt.Sprintf("Successfully pulled image %q in %s", c.Image, w.deps.clock.Now().Sub(now).Round(time.Millisecond)))
-	info := imageInfo{ref: ref}
-	if img, err := w.deps.images.ImageStatus(ctx, c.Image); err == nil && img != nil {
-		info = infoOf(img)
+	if img != nil {
+		return infoOf(img), nil
 	}
-	return info, nil
+	return imageInfo{ref: ref}, nil
+}
+
+// pullImage pulls image through the runtime and tracks the pull for the
+// agent API (w.pulls): its layers and bytes as they arrive where the
+// runtime reports them (criclient.PullWatcher), else its start and end;
+// the image's size from ImageStatus. img is nil when ImageStatus fails.
+func (w *podWorker) pullImage(ctx context.Context, image string, sandbox *runtimeapi.PodSandboxConfig) (string, *runtimeapi.Image, error) {
+	pull := w.pulls.Start(image)
+	if watcher, ok := w.deps.images.(criclient.PullWatcher); ok {
+		stop, err := watcher.WatchPull(image, pull.Event)
+		if err != nil {
+			w.deps.log.Debug("pull progress unavailable", "pod", w.key, "image", image, "error", err)
+		} else {
+			defer stop()
+			pull.Detailed()
+		}
+	}
+	ref, err := w.deps.images.PullImage(ctx, image, sandbox)
+	if err != nil {
+		pull.End(err, 0)
+		return "", nil, err
+	}
+	img, err := w.deps.images.ImageStatus(ctx, image)
+	if err != nil {
+		img = nil
+	}
+	pull.End(nil, sizeOf(img))
+	return ref, img, nil
 }
 
 // imageWaiting records an image problem as an event and the container's
@@ -86,4 +115,13 @@ func infoOf(img *runtimeapi.Image) imageInfo {
 		info.user = strconv.FormatInt(uid.GetValue(), 10)
 	}
 	return info
+}
+
+// sizeOf is the image's size as ImageStatus reports it (0 when unknown).
+func sizeOf(img *runtimeapi.Image) int64 {
+	size := img.GetSize()
+	if size > math.MaxInt64 {
+		return math.MaxInt64
+	}
+	return int64(size)
 }

@@ -10,6 +10,7 @@ import (
 	"github.com/berth-dev/berth/internal/agent/agentapi"
 	"github.com/berth-dev/berth/internal/agent/podspec"
 	"github.com/berth-dev/berth/internal/agent/podstatus"
+	"github.com/berth-dev/berth/internal/agent/pulltrack"
 )
 
 // podWorker owns one pod uid: one goroutine runs its syncs one at a time.
@@ -22,7 +23,8 @@ type podWorker struct {
 	key    string // namespace/name: fixed for a uid, read without mu
 	wake   chan struct{}
 	events *eventLog
-	done   chan struct{} // closed when the goroutine has returned
+	pulls  *pulltrack.Pulls // its image pulls, for GET /v1/pulls
+	done   chan struct{}    // closed when the goroutine has returned
 
 	mu      sync.Mutex
 	desired desiredPod
@@ -57,6 +59,7 @@ func newPodWorker(deps *syncDeps, desired desiredPod) *podWorker {
 		deps: deps, uid: string(desired.pod.UID), key: desired.key(), desired: desired,
 		wake: make(chan struct{}, 1), done: make(chan struct{}),
 		events:         newEventLog(deps.clock.Now),
+		pulls:          pulltrack.New(deps.clock),
 		volumesVersion: -1,
 		waiting:        map[string]podstatus.Waiting{},
 		keptIPs:        desired.podIPs,

@@ -95,8 +95,9 @@ type puller struct {
 	client *registry.Client
 	slots  chan struct{} // download slots
 
-	images flightGroup[Image]
-	layers flightGroup[*stagedLayer]
+	images   flightGroup[Image]
+	layers   flightGroup[*stagedLayer]
+	watchers pullWatchers // WatchPulls
 }
 
 // ConfigurePull sets the pull configuration; pulls already running keep
@@ -145,11 +146,15 @@ func (s *Store) Pull(ctx context.Context, ref string, opts PullOptions) (Image, 
 	if _, isDigest := parsed.(name.Digest); isDigest {
 		if img, err := s.Resolve(normalized); err == nil {
 			s.emitExisting(normalized, img, opts.Progress)
+			s.emitExisting(normalized, img, func(p PullProgress) { s.pull.watchers.emit(normalized, p) })
 			return img, nil
 		}
 	}
 	key := normalized + "\x00" + authKey(opts)
 	f := s.pull.images.join(key, func(fctx context.Context, f *flight[Image]) (Image, error) {
+		// One forwarder per flight, however many callers share it.
+		unwatch := f.hub.subscribe(func(p PullProgress) { s.pull.watchers.emit(normalized, p) })
+		defer unwatch()
 		return s.pullImage(fctx, normalized, parsed, opts, &f.hub)
 	}, nil)
 	defer s.pull.images.leave(key, f)

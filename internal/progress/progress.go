@@ -38,6 +38,9 @@ type Options struct {
 	Terminal bool             // redraw in place; false: plain lines, no escapes
 	Width    func() int       // terminal columns, asked at every draw; nil or ≤ 0 → 80
 	Now      func() time.Time // the clock; nil → time.Now
+	// Start is when the pull began, for a renderer that joins a pull
+	// under way (berth run); zero: at the first event.
+	Start time.Time
 }
 
 // Renderer turns pull events into text on one writer. It is safe for
@@ -50,7 +53,8 @@ type Renderer struct {
 	start    time.Time
 	layers   []*layer // in the order first seen
 	byDigest map[string]*layer
-	drawn    int // lines of the last terminal draw, 0 before the first
+	size     int64 // the image's size, from its done event (0 = unknown)
+	drawn    int   // lines of the last terminal draw, 0 before the first
 	finished bool
 	failed   bool // Finish was given an error
 }
@@ -82,6 +86,9 @@ func (r *Renderer) Update(ev Event) {
 	now := r.opts.Now()
 	r.begin(now)
 	if ev.Layer == "" {
+		if ev.State == Done && ev.Total > 0 {
+			r.size = ev.Total
+		}
 		return
 	}
 	l := r.byDigest[ev.Layer]
@@ -118,6 +125,9 @@ func (r *Renderer) begin(now time.Time) {
 		return
 	}
 	r.start = now
+	if !r.opts.Start.IsZero() && r.opts.Start.Before(now) {
+		r.start = r.opts.Start
+	}
 	if r.opts.Ref != "" {
 		fmt.Fprintf(r.out, "pulling %s\n", r.opts.Ref)
 	}
@@ -164,7 +174,7 @@ func (r *Renderer) Finish(err error) {
 	}
 	r.finished = true
 	r.failed = err != nil
-	if r.failed && len(r.layers) == 0 {
+	if r.failed && len(r.layers) == 0 && (!r.opts.Terminal || r.drawn == 0) {
 		return // failed before any layer: the error says it all
 	}
 	now := r.opts.Now()
@@ -174,6 +184,11 @@ func (r *Renderer) Finish(err error) {
 		return
 	}
 	t := r.totals(now)
+	if len(r.layers) == 0 {
+		// The source told only when the pull began and ended.
+		fmt.Fprintf(r.out, "pulled %s in %s%s\n", r.refOrImage(), FormatDuration(t.elapsed), r.sizeNote())
+		return
+	}
 	if err != nil {
 		fmt.Fprintf(r.out, "pull of %s stopped after %s: %s fetched\n",
 			r.refOrImage(), FormatDuration(t.elapsed), doneOfTotal(t.done, t.total))
@@ -181,6 +196,14 @@ func (r *Renderer) Finish(err error) {
 	}
 	fmt.Fprintf(r.out, "pulled %s: %s, %s in %s (%s)\n", r.refOrImage(), r.layerCount(),
 		FormatBytes(t.done), FormatDuration(t.elapsed), FormatRate(t.rate))
+}
+
+// sizeNote is " (2.1MB)" when the image's size is known.
+func (r *Renderer) sizeNote() string {
+	if r.size <= 0 {
+		return ""
+	}
+	return " (" + FormatBytes(r.size) + ")"
 }
 
 func (r *Renderer) refOrImage() string {

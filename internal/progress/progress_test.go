@@ -245,3 +245,33 @@ func TestFormatDuration(t *testing.T) {
 		}
 	}
 }
+
+// A pull whose source reports no layers shows its time and the image's
+// size, never bytes it does not know; Start counts from the pull's start.
+func TestPullWithoutLayers(t *testing.T) {
+	clock := newFakeClock()
+	var out bytes.Buffer
+	r := New(&out, Options{Ref: "busybox", Now: clock.Now, Start: clock.now.Add(-2 * time.Second)})
+	r.Update(Event{State: Downloading})
+	clock.advance(1200 * time.Millisecond)
+	r.Update(Event{State: Done, Done: 2_100_000, Total: 2_100_000})
+	r.Finish(nil)
+	if got, want := out.String(), "pulling busybox\npulled busybox in 3.2s (2.1MB)\n"; got != want {
+		t.Errorf("plain output %q, want %q", got, want)
+	}
+
+	clock = newFakeClock()
+	out.Reset()
+	r = New(&out, Options{Ref: "busybox", Terminal: true, Width: fixedWidth(80), Now: clock.Now})
+	r.Update(Event{State: Downloading})
+	clock.advance(500 * time.Millisecond)
+	r.Tick()
+	if lines := screen(t, out.String()); len(lines) != 2 || !strings.HasPrefix(lines[1], "total         pulling      0.5s elapsed") {
+		t.Errorf("terminal while pulling: %q", lines)
+	}
+	clock.advance(time.Second)
+	r.Finish(errors.New("not found"))
+	if lines := screen(t, out.String()); len(lines) != 2 || !strings.HasPrefix(lines[1], "total         failed       in 1.5s") {
+		t.Errorf("terminal after a failure: %q; want the elapsed line replaced by the failure", lines)
+	}
+}

@@ -101,6 +101,12 @@ func layerLine(l *layer, now time.Time, bar int) string {
 // finished "total  done  40MB in 5.1s (7.8MB/s)".
 func (r *Renderer) totalLine(now time.Time, bar int, final bool) string {
 	t := r.totals(now)
+	if len(r.layers) == 0 { // no layer reported: the time is all there is
+		if final {
+			return fmt.Sprintf("%-12s  %-11s  in %s%s", "total", r.finalState(), FormatDuration(t.elapsed), r.sizeNote())
+		}
+		return fmt.Sprintf("%-12s  %-11s  %s elapsed", "total", "pulling", FormatDuration(t.elapsed))
+	}
 	if final {
 		return fmt.Sprintf("%-12s  %-11s  %s in %s (%s)", "total", r.finalState(), FormatBytes(t.done),
 			FormatDuration(t.elapsed), FormatRate(t.rate))

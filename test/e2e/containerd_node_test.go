@@ -130,6 +130,18 @@ func (c *ctrdNode) known() (map[string]bool, map[string]bool) {
 func (c *ctrdNode) echoesEnv() bool      { return true }
 func (c *ctrdNode) net() harness.Network { return c.network }
 
+// usePlainRegistry writes a hosts.toml for host into containerd's hosts
+// dir (read at each pull): plain HTTP, as for docker.io's offline server.
+func (c *ctrdNode) usePlainRegistry(host string) error {
+	dir := filepath.Join(c.tmp, "certs.d", host)
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	server := "http://" + host
+	conf := fmt.Sprintf("server = %q\n\n[host.%q]\n  capabilities = [\"pull\", \"resolve\"]\n", server, server)
+	return os.WriteFile(filepath.Join(dir, "hosts.toml"), []byte(conf), 0o644)
+}
+
 // startAgent starts `berth agent` on containerd's socket; the node waits
 // until it answers.
 func (c *ctrdNode) startAgent() {

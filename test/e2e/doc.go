@@ -11,12 +11,14 @@
 //     and CNI bridge, and `berth agent --runtime-endpoint` on its socket.
 //     Its images, busybox and a pause image whose entrypoint is
 //     berth-pause, are imported with ctr; every pull is sent to a dead
-//     loopback port. Its subtests skip, saying why, when containerd is
+//     loopback port, but for a test registry's (test/registry, on
+//     127.0.0.1) the scenario names (usePlainRegistry). Its subtests skip, saying why, when containerd is
 //     not installed (`make deps` installs it).
 //
 // The runtime interface (runtime_test.go) is what a scenario may use of
 // a runtime: the berth CLI's flags, the agent's root and socket, the CRI
-// client, killing, stopping and starting the agent, its log, the network.
+// client, killing, stopping and starting the agent, its log, the network,
+// a plain-HTTP loopback registry to pull from.
 // Each test drives the agent with the berth CLI and the agent API, and
 // its teardown deletes every pod through the agent, then checks that
 // nothing is left behind (mounts, processes, IP allocations, veths,

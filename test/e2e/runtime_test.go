@@ -48,6 +48,10 @@ type runtime interface {
 	// echoesEnv reports whether a verbose ContainerStatus shows the
 	// container's env values (containerd puts the OCI spec in its info).
 	echoesEnv() bool
+	// usePlainRegistry lets the runtime pull from the plain-HTTP registry
+	// at host (127.0.0.1:PORT): berth does so for loopback registries
+	// anyway; containerd needs a hosts.toml.
+	usePlainRegistry(host string) error
 }
 
 // runtimeKind names a runtime and starts one: agentArgs are the agent's
@@ -110,4 +114,5 @@ func (b berthRuntime) logTail(lines int) string             { return b.LogTail(l
 func (b berthRuntime) known() (map[string]bool, map[string]bool) {
 	return b.KnownIDs, b.KnownPodUIDs
 }
-func (berthRuntime) echoesEnv() bool { return false }
+func (berthRuntime) echoesEnv() bool               { return false }
+func (berthRuntime) usePlainRegistry(string) error { return nil }

@@ -17,6 +17,7 @@ import (
 //	DELETE /v1/pods/NS/NAME?grace=SECONDS  DeleteResponse
 //	GET    /v1/events?namespace=NS         EventList (every namespace when NS is empty)
 //	GET    /v1/node                        NodeDetail
+//	GET    /v1/pulls?namespace=NS          PullList: the image pulls of the pods (every namespace when NS is empty)
 //
 // Errors come back as an HTTP error status with ErrorResponse: 400 for a
 // request that fails validation, 404 for a pod that does not exist, 409
@@ -27,6 +28,7 @@ const (
 	pathPods    = "/v1/pods"
 	pathEvents  = "/v1/events"
 	pathNode    = "/v1/node"
+	pathPulls   = "/v1/pulls"
 )
 
 // SocketName is the agent API socket's name in the state directory.
@@ -150,4 +152,58 @@ type EventList struct {
 type NodeDetail struct {
 	Node   v1.Node `json:"node"`
 	Events []Event `json:"events"`
+}
+
+// States of an ImagePull.
+const (
+	PullPulling = "pulling"
+	PullDone    = "done"
+	PullFailed  = "failed"
+)
+
+// PullList holds the image pulls of the agent's pods: for each pod and
+// image, the pull in progress or the last one that ended.
+type PullList struct {
+	Items []ImagePull `json:"items"`
+}
+
+// ImagePull is one image pull of a pod, as far as the runtime tells it.
+// Over CRI alone the agent knows when a pull started and ended, and the
+// image's size once it is there; berth serve also reports the layers and
+// bytes as they arrive (Detailed).
+type ImagePull struct {
+	Namespace string `json:"namespace"`
+	Pod       string `json:"pod"`
+	PodUID    string `json:"podUID"`
+	Image     string `json:"image"` // as the pod's container names it
+	State     string `json:"state"` // PullPulling, PullDone, PullFailed
+	// Detailed says the runtime reports the pull's layers and bytes.
+	Detailed bool        `json:"detailed"`
+	Layers   []LayerPull `json:"layers,omitempty"` // in the order first reported
+	// LayersDone counts the layers fetched or already present.
+	LayersDone  int   `json:"layersDone"`
+	LayersTotal int   `json:"layersTotal"`
+	BytesDone   int64 `json:"bytesDone"`  // compressed bytes fetched (layers already present not counted)
+	BytesTotal  int64 `json:"bytesTotal"` // of the layers to fetch; 0 = not known yet
+	// Rate is BytesDone per second since the pull started.
+	Rate float64 `json:"rate"`
+	// Size is the image's size once pulled, as the runtime's ImageStatus
+	// reports it (0 = unknown).
+	Size    int64     `json:"size,omitempty"`
+	Started time.Time `json:"started"`
+	Ended   time.Time `json:"ended,omitzero"`
+	Error   string    `json:"error,omitempty"`
+}
+
+// LayerPull is one layer of a detailed pull. States: waiting,
+// downloading, unpacking, done, exists (already present), failed.
+type LayerPull struct {
+	Digest string `json:"digest"`
+	State  string `json:"state"`
+	Done   int64  `json:"done"`
+	Total  int64  `json:"total"` // 0 = unknown
+	// Started is when its bytes began to arrive (zero: not yet, or the
+	// layer was present); Ended when it reached done, exists or failed.
+	Started time.Time `json:"started,omitzero"`
+	Ended   time.Time `json:"ended,omitzero"`
 }

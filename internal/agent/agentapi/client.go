@@ -83,6 +83,17 @@ func (c *Client) ListEvents(ctx context.Context, namespace string) (EventList, e
 	return list, c.do(ctx, http.MethodGet, path, nil, &list)
 }
 
+// Pulls returns the image pulls of the pods of namespace, or of every
+// namespace when it is empty.
+func (c *Client) Pulls(ctx context.Context, namespace string) (PullList, error) {
+	var list PullList
+	path := pathPulls
+	if namespace != "" {
+		path += "?namespace=" + url.QueryEscape(namespace)
+	}
+	return list, c.do(ctx, http.MethodGet, path, nil, &list)
+}
+
 // DescribePod returns a pod with its status and events.
 func (c *Client) DescribePod(ctx context.Context, namespace, name string) (PodDetail, error) {
 	var detail PodDetail

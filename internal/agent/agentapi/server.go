@@ -32,6 +32,9 @@ type PodService interface {
 	ListEvents(namespace string) EventList
 	// Node returns the node with its conditions and events.
 	Node() NodeDetail
+	// Pulls are the image pulls of the pods of namespace (every
+	// namespace when it is empty).
+	Pulls(namespace string) PullList
 	// Ready refuses reads while the pods are being recovered (a list
 	// would lack them) and once the service is stopping.
 	Ready() error
@@ -67,6 +70,7 @@ func ListenAPI(path string, svc PodService, log *slog.Logger) (*APIServer, error
 	mux.HandleFunc("DELETE "+pathPods+"/{namespace}/{name}", s.delete)
 	mux.HandleFunc("GET "+pathEvents, s.events)
 	mux.HandleFunc("GET "+pathNode, s.node)
+	mux.HandleFunc("GET "+pathPulls, s.pulls)
 	s.http = &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
 	return s, nil
 }
@@ -132,6 +136,14 @@ func (s *APIServer) describe(w http.ResponseWriter, r *http.Request) {
 	}
 	detail, err := s.svc.DescribePod(r.PathValue("namespace"), r.PathValue("name"))
 	s.answer(w, r, detail, err)
+}
+
+func (s *APIServer) pulls(w http.ResponseWriter, r *http.Request) {
+	if err := s.svc.Ready(); err != nil {
+		s.answer(w, r, nil, err)
+		return
+	}
+	s.answer(w, r, s.svc.Pulls(r.URL.Query().Get("namespace")), nil)
 }
 
 func (s *APIServer) node(w http.ResponseWriter, r *http.Request) {

@@ -8,8 +8,10 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"testing"
+	"time"
 
 	v1 "k8s.io/api/core/v1"
 
@@ -19,8 +21,11 @@ import (
 // stubService answers every call with err, and records the grace of the
 // last Delete.
 type stubService struct {
-	err   error
-	grace *int64
+	err       error
+	grace     *int64
+	pulls     PullList
+	namespace string // of the last Pulls
+	notReady  error
 }
 
 func (s *stubService) Apply(context.Context, ApplyRequest) (ApplyResponse, error) {
@@ -38,7 +43,12 @@ func (s *stubService) Delete(_ context.Context, _, _ string, grace *int64) (Dele
 
 func (s *stubService) ListPods(string) v1.PodList { return v1.PodList{} }
 
-func (s *stubService) Ready() error { return nil }
+func (s *stubService) Ready() error { return s.notReady }
+
+func (s *stubService) Pulls(namespace string) PullList {
+	s.namespace = namespace
+	return s.pulls
+}
 
 func (s *stubService) ListEvents(namespace string) EventList {
 	return EventList{Items: []PodEvent{{Namespace: namespace, Pod: "p", Event: Event{Type: EventWarning, Reason: "BackOff", Count: 2}}}}
@@ -136,5 +146,36 @@ func TestNodeRoundTrips(t *testing.T) {
 	}
 	if c := detail.Node.Status.Conditions; len(c) != 1 || c[0].Type != v1.NodeDiskPressure || c[0].Status != v1.ConditionTrue {
 		t.Errorf("node conditions: %+v", c)
+	}
+}
+
+// A pull list comes back as the service made it, every field included;
+// the namespace reaches the service; a recovering agent refuses.
+func TestPullsRoundTrip(t *testing.T) {
+	started := time.Date(2026, 11, 24, 7, 0, 0, 0, time.UTC)
+	want := PullList{Items: []ImagePull{{
+		Namespace: "default", Pod: "web", PodUID: "u1", Image: "127.0.0.1:5000/busybox:1", State: PullPulling,
+		Detailed: true, LayersDone: 1, LayersTotal: 2, BytesDone: 1500, BytesTotal: 4000, Rate: 750.5,
+		Layers:  []LayerPull{{Digest: "sha256:aa", State: "exists", Done: 10, Total: 10}, {Digest: "sha256:bb", State: "downloading", Done: 1500, Total: 4000, Started: started.Add(time.Second)}},
+		Started: started,
+	}, {
+		Namespace: "default", Pod: "db", Image: "busybox", State: PullFailed, Size: 0,
+		Started: started, Ended: started.Add(2 * time.Second), Error: "not found",
+	}}}
+	svc := &stubService{pulls: want}
+	client := serve(t, svc)
+	got, err := client.Pulls(context.Background(), "team a")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("pulls came back as\n%+v\nwant\n%+v", got, want)
+	}
+	if svc.namespace != "team a" {
+		t.Errorf("service asked for namespace %q, want %q", svc.namespace, "team a")
+	}
+	svc.notReady = fmt.Errorf("the agent is starting: %w", errdefs.ErrUnavailable)
+	if _, err := client.Pulls(context.Background(), ""); !errors.Is(err, errdefs.ErrUnavailable) || IsUnreachable(err) {
+		t.Errorf("pulls of a recovering agent: %v; want its 503", err)
 	}
 }

@@ -58,6 +58,27 @@ type Stats interface {
 	ListContainerStats(ctx context.Context, labels map[string]string) ([]*runtimeapi.ContainerStats, error)
 }
 
+// PullEvent is one progress report of an image pull, from a runtime that
+// can tell (CRI PullImage itself reports nothing until it returns).
+type PullEvent struct {
+	Layer string // layer digest; "" for the whole image
+	// State is waiting, downloading, unpacking, done, exists (the layer was
+	// present already) or failed.
+	State string
+	Done  int64 // compressed bytes fetched so far
+	Total int64 // compressed bytes in all; 0 = unknown
+}
+
+// PullWatcher is what an Images may also implement when its runtime
+// reports pull progress: berth serve's in-process image store does; a
+// client of another runtime's socket does not, and the agent then knows
+// only when a pull started and ended.
+type PullWatcher interface {
+	// WatchPull calls fn with the progress of every pull of ref (as
+	// PullImage is given it) until stop is called; fn must be cheap.
+	WatchPull(ref string, fn func(PullEvent)) (stop func(), err error)
+}
+
 // callTimeout bounds every CRI call but the ones that wait on purpose
 // (StopContainer waits for the grace period, PullImage for the registry),
 // as kubelet's runtime request timeout does.
