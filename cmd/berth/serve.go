@@ -24,6 +24,7 @@ import (
 	"github.com/berth-dev/berth/internal/image"
 	"github.com/berth-dev/berth/internal/network"
 	"github.com/berth-dev/berth/internal/pod"
+	"github.com/berth-dev/berth/internal/registry"
 	"github.com/berth-dev/berth/internal/runc"
 	"github.com/berth-dev/berth/internal/sdnotify"
 	"github.com/berth-dev/berth/internal/store"
@@ -280,6 +281,7 @@ func wire(cfg config.Config, log *slog.Logger, phases pod.PhaseObserver) (*depen
 	}
 	images.SetLogger(log)
 	images.ConfigurePull(pullConfig(cfg))
+	warnAuthFile(cfg, log)
 	netStatus, err := newNetworkStatus(cfg, log)
 	if err != nil {
 		return nil, err
@@ -310,6 +312,17 @@ func pullConfig(cfg config.Config) image.PullConfig {
 		MaxConcurrentDownloads: cfg.Registry.MaxConcurrentDownloads,
 		MinThroughput:          cfg.Registry.MinThroughput,
 		StallWindow:            cfg.Registry.StallWindowDuration(),
+		AuthFile:               cfg.Registry.AuthFile,
+	}
+}
+
+// warnAuthFile logs, at start and at each reload, why [registry]
+// auth_file would be refused: every pull without credentials of its own
+// fails until it is fixed (berth never falls back to anonymous pulls
+// around a file it refuses).
+func warnAuthFile(cfg config.Config, log *slog.Logger) {
+	if err := registry.CheckAuthFile(cfg.Registry.AuthFile); err != nil {
+		log.Error("pulls without credentials will fail", "error", err)
 	}
 }
 
