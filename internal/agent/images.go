@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+	"strings"
 	"time"
 
 	v1 "k8s.io/api/core/v1"
@@ -33,9 +34,11 @@ var errImageWaiting = errors.New("image not available")
 
 // ensureImage makes the container's image present as its pull policy asks:
 // Always pulls; IfNotPresent pulls when the runtime lacks it; Never refuses
-// to pull. A failed pull is ErrImagePull, and later tries wait out a
-// back-off (ImagePullBackOff), as in the kubelet.
-func (w *podWorker) ensureImage(ctx context.Context, pod *v1.Pod, c *v1.Container, object string, sandbox *runtimeapi.PodSandboxConfig) (imageInfo, error) {
+// to pull. A pull uses the credentials pullCredentials finds, each in turn.
+// A failed pull is ErrImagePull, and later tries wait out a back-off
+// (ImagePullBackOff), as in the kubelet.
+func (w *podWorker) ensureImage(ctx context.Context, d desiredPod, c *v1.Container, object string, sandbox *runtimeapi.PodSandboxConfig) (imageInfo, error) {
+	pod := d.pod
 	present, err := w.deps.images.ImageStatus(ctx, c.Image)
 	if err != nil {
 		return imageInfo{}, w.imageWaiting(c, object, reasonErrImagePull, fmt.Sprintf("Failed to inspect image %q: %v", c.Image, err))
@@ -56,11 +59,20 @@ func (w *podWorker) ensureImage(ctx context.Context, pod *v1.Pod, c *v1.Containe
 		return imageInfo{}, errImageWaiting
 	}
 	w.record(agentapi.EventNormal, "Pulling", object, fmt.Sprintf("Pulling image %q", c.Image))
-	ref, err := w.deps.images.PullImage(ctx, c.Image, sandbox)
+	creds, skipped, err := w.pullCredentials(ctx, pod, d.sources, c.Image)
+	w.reportSkippedSecrets(skipped)
+	ref := ""
+	if err == nil {
+		ref, err = w.pullWith(ctx, c.Image, creds, sandbox)
+	}
 	if err != nil {
 		failedAt := w.deps.clock.Now()
 		w.deps.pullBackoff.Next(key, failedAt, failedAt)
-		return imageInfo{}, w.imageWaiting(c, object, reasonErrImagePull, fmt.Sprintf("Failed to pull image %q: %v", c.Image, err))
+		msg := fmt.Sprintf("Failed to pull image %q: %v", c.Image, err)
+		if len(skipped) > 0 {
+			msg += "; image pull secrets not used: " + strings.Join(skipped, "; ")
+		}
+		return imageInfo{}, w.imageWaiting(c, object, reasonErrImagePull, msg)
 	}
 	w.deps.pullBackoff.Forget(key)
 	w.record(agentapi.EventNormal, "Pulled", object, fmt.Sprintf("Successfully pulled image %q in %s", c.Image, w.deps.clock.Now().Sub(now).Round(time.Millisecond)))
