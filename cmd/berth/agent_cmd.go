@@ -14,6 +14,7 @@ import (
 	"github.com/berth-dev/berth/internal/agent"
 	"github.com/berth-dev/berth/internal/agent/agentapi"
 	"github.com/berth-dev/berth/internal/agent/backoff"
+	"github.com/berth-dev/berth/internal/agent/credprovider"
 	"github.com/berth-dev/berth/internal/agent/criclient"
 	"github.com/berth-dev/berth/internal/config"
 	"github.com/berth-dev/berth/internal/store"
@@ -29,6 +30,9 @@ type agentFlags struct {
 	backoffReset   time.Duration
 	relistPeriod   time.Duration
 	watchInterval  time.Duration
+	// kubelet's credential provider plugins: their config and directory
+	credProviderConfig string
+	credProviderBinDir string
 }
 
 func (f *agentFlags) bind(cmd *cobra.Command) {
@@ -40,6 +44,22 @@ func (f *agentFlags) bind(cmd *cobra.Command) {
 	fs.DurationVar(&f.backoffReset, "backoff-reset", backoff.DefaultResetAfter, "a container running this long starts its back-off afresh")
 	fs.DurationVar(&f.relistPeriod, "relist-period", agent.DefaultRelistPeriod, "how often the agent lists the runtime's pods (safety net under its events)")
 	fs.DurationVar(&f.watchInterval, "watch-interval", agent.DefaultWatchInterval, "rescan period of watched manifest directories (safety net under inotify)")
+	fs.StringVar(&f.credProviderConfig, "image-credential-provider-config", "",
+		"kubelet's CredentialProviderConfig (kubelet.config.k8s.io/v1): exec plugins giving registry credentials for images no imagePullSecret matches")
+	fs.StringVar(&f.credProviderBinDir, "image-credential-provider-bin-dir", "",
+		"directory of the credential provider plugins named in --image-credential-provider-config")
+}
+
+// credentials loads the credential provider plugins, if configured.
+func (f *agentFlags) credentials(log *slog.Logger) (agent.CredentialSource, error) {
+	if f.credProviderConfig == "" {
+		return nil, nil
+	}
+	p, err := credprovider.Load(f.credProviderConfig, f.credProviderBinDir, log)
+	if err != nil {
+		return nil, fmt.Errorf("agent: %w", err)
+	}
+	return p, nil
 }
 
 // config is the agent's configuration over a CRI client.
@@ -101,6 +121,9 @@ func runAgent(ctx context.Context, cfg config.Config, flags *agentFlags, endpoin
 		return fmt.Errorf("agent: state directory %s: %w", cfg.StateDir, err)
 	}
 	agentCfg := flags.config(cfg, cri, log)
+	if agentCfg.Credentials, err = flags.credentials(log); err != nil {
+		return err
+	}
 	agentCfg.RuntimeName, agentCfg.SystemdCgroup = runtimeName, systemd
 	a, err := agent.New(agentCfg)
 	if err != nil {

@@ -52,6 +52,11 @@ it reports READY=1 once recovery is done.`,
 			if err != nil {
 				return err
 			}
+			if agentOpts.enabled { // a bad plugin config stops the start, not only the agent
+				if _, err := agentOpts.credentials(nil); err != nil {
+					return err
+				}
+			}
 			return serve(cmd.Context(), cfg, func() (config.Config, error) { return opts.load(cmd) }, &agentOpts)
 		},
 	}
