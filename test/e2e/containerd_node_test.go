@@ -128,6 +128,14 @@ func (c *ctrdNode) known() (map[string]bool, map[string]bool) {
 	return c.seen.ids, c.seen.podUIDs
 }
 func (c *ctrdNode) echoesEnv() bool      { return true }
+
+// plainHTTPRegistry writes the registry's hosts.toml: containerd 1.6 would
+// try HTTPS on a loopback registry (re-read at each pull).
+func (c *ctrdNode) plainHTTPRegistry(t *testing.T, host string) {
+	if err := writeHostsTOML(filepath.Join(c.tmp, "certs.d"), host, "http://"+host); err != nil {
+		t.Fatal(err)
+	}
+}
 func (c *ctrdNode) net() harness.Network { return c.network }
 
 // startAgent starts `berth agent` on containerd's socket; the node waits

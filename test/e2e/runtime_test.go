@@ -46,6 +46,9 @@ type runtime interface {
 	// echoesEnv reports whether a verbose ContainerStatus shows the
 	// container's env values (containerd puts the OCI spec in its info).
 	echoesEnv() bool
+	// plainHTTPRegistry lets the runtime pull from a plain-HTTP registry
+	// on 127.0.0.1 (host is 127.0.0.1:<port>).
+	plainHTTPRegistry(t *testing.T, host string)
 }
 
 // runtimeKind names a runtime and starts one: agentArgs are the agent's
@@ -102,3 +105,6 @@ func (b berthRuntime) known() (map[string]bool, map[string]bool) {
 	return b.KnownIDs, b.KnownPodUIDs
 }
 func (berthRuntime) echoesEnv() bool { return false }
+
+// plainHTTPRegistry: berth reaches loopback registries over plain HTTP.
+func (berthRuntime) plainHTTPRegistry(*testing.T, string) {}
