@@ -3,6 +3,8 @@ package e2e
 import (
 	"encoding/base64"
 	"fmt"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -92,5 +94,69 @@ spec:
 	}
 	if strings.Contains(message, reg.Password) {
 		t.Errorf("no-secret: message %q holds the password", message)
+	}
+}
+
+// A pod without imagePullSecrets pulls a private image with the
+// credentials of a kubelet credential provider plugin (a shell script
+// here), which gets a CredentialProviderRequest for the image.
+func TestCredentialProviderPlugin(t *testing.T) {
+	onEachRuntimeWith(t, credentialProviderPlugin)
+}
+
+func credentialProviderPlugin(t *testing.T, start func(...string) *node) {
+	reg := registry.StartT(t, registry.Options{Username: "puller", Password: "pw-" + harness.RandomHex(8)})
+	p, err := reg.PushImage("berth-test/plugin:v1", testimage.Options{ExtraFiles: map[string]string{"/etc/private": "plugin\n"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	requests := filepath.Join(dir, "requests")
+	response := fmt.Sprintf(`{"kind": "CredentialProviderResponse", "apiVersion": "credentialprovider.kubelet.k8s.io/v1",
+ "cacheKeyType": "Registry", "cacheDuration": "1m", "auth": {%q: {"username": %q, "password": %q}}}`, reg.Host, reg.Username, reg.Password)
+	writeFile(t, filepath.Join(dir, "response.json"), response)
+	writeExecutable(t, filepath.Join(dir, "bin", "test-plugin"),
+		fmt.Sprintf("#!/bin/sh\ncat >> %s\necho >> %[1]s\ncat %s\n", requests, filepath.Join(dir, "response.json")))
+	config := filepath.Join(dir, "providers.yaml")
+	writeFile(t, config, fmt.Sprintf(`apiVersion: kubelet.config.k8s.io/v1
+kind: CredentialProviderConfig
+providers:
+- name: test-plugin
+  matchImages: [%q]
+  defaultCacheDuration: 10s
+  apiVersion: credentialprovider.kubelet.k8s.io/v1
+`, reg.Host))
+	n := start("--image-credential-provider-config="+config, "--image-credential-provider-bin-dir="+filepath.Join(dir, "bin"))
+	n.rt.plainHTTPRegistry(t, reg.Host)
+	n.apply("plugin.yaml", fmt.Sprintf(`
+apiVersion: v1
+kind: Pod
+metadata: {name: plugin}
+spec:
+  terminationGracePeriodSeconds: 1
+  containers:
+  - {name: app, image: %q, command: [sleep, "1000"]}
+`, p.Ref))
+	n.waitPod("plugin", "running from the private image", func(p v1.Pod) bool {
+		return containerStatus(p, "app").State.Running != nil
+	})
+	got, err := os.ReadFile(requests)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := fmt.Sprintf(`"image":%q`, reg.Host+"/berth-test/plugin")
+	if !strings.Contains(string(got), `"kind":"CredentialProviderRequest"`) || !strings.Contains(string(got), want) {
+		t.Errorf("the plugin's requests %s; want a CredentialProviderRequest with %s", got, want)
+	}
+}
+
+// writeExecutable writes a script, creating its directory.
+func writeExecutable(t *testing.T, path, content string) {
+	t.Helper()
+	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(path, []byte(content), 0o700); err != nil { //nolint:gosec // G306: an executable
+		t.Fatal(err)
 	}
 }

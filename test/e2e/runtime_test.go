@@ -69,13 +69,19 @@ var runtimes = []runtimeKind{
 // the runtimes. They run side by side (each runtime has its own
 // directories, network and subnet); the scenarios one after the other.
 func onEachRuntime(t *testing.T, scenario func(t *testing.T, n *node)) {
+	onEachRuntimeWith(t, func(t *testing.T, start func(...string) *node) { scenario(t, start()) })
+}
+
+// onEachRuntimeWith is onEachRuntime for a scenario that prepares things
+// before the node starts: start starts it with more agent flags.
+func onEachRuntimeWith(t *testing.T, scenario func(t *testing.T, start func(agentArgs ...string) *node)) {
 	for _, kind := range runtimes {
 		t.Run(kind.name, func(t *testing.T) {
 			if reason := kind.skip(); reason != "" {
 				t.Skip(reason)
 			}
 			t.Parallel()
-			scenario(t, startNode(t, kind))
+			scenario(t, func(args ...string) *node { return startNode(t, kind, args...) })
 		})
 	}
 }
