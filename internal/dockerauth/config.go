@@ -10,7 +10,9 @@ import (
 
 // Secret types and keys of registry credentials (k8s.io/api/core/v1's
 // SecretTypeDockerConfigJson / DockerConfigJsonKey, SecretTypeDockercfg /
-// DockerConfigKey).
+// DockerConfigKey): names of types and keys, not credentials.
+//
+//nolint:gosec // G101: these are Secret type and key names
 const (
 	SecretTypeDockerConfigJSON = "kubernetes.io/dockerconfigjson"
 	SecretKeyDockerConfigJSON  = ".dockerconfigjson"

@@ -127,7 +127,7 @@ func (c *ctrdNode) logTail(lines int) string             { return c.agent.LogTai
 func (c *ctrdNode) known() (map[string]bool, map[string]bool) {
 	return c.seen.ids, c.seen.podUIDs
 }
-func (c *ctrdNode) echoesEnv() bool      { return true }
+func (c *ctrdNode) echoesEnv() bool { return true }
 
 // plainHTTPRegistry writes the registry's hosts.toml: containerd 1.6 would
 // try HTTPS on a loopback registry (re-read at each pull).

@@ -113,7 +113,7 @@ func readBounded(path string) ([]byte, error) {
 	if info.Size() > maxConfigSize {
 		return nil, fmt.Errorf("credential provider config %s: larger than %d bytes", path, maxConfigSize)
 	}
-	data, err := os.ReadFile(path) //nolint:gosec // G304: the path is the administrator's flag
+	data, err := os.ReadFile(path)
 	if err != nil {
 		return nil, fmt.Errorf("credential provider config: %w", err)
 	}

@@ -30,7 +30,7 @@ func newFixture(t *testing.T, providerYAML string) *fixture {
 	if err := os.Mkdir(filepath.Join(dir, "bin"), 0o700); err != nil {
 		t.Fatal(err)
 	}
-	if err := os.WriteFile(filepath.Join(dir, "bin", "fake"), []byte(fakePlugin), 0o700); err != nil { //nolint:gosec // G306: the plugin must be executable
+	if err := os.WriteFile(filepath.Join(dir, "bin", "fake"), []byte(fakePlugin), 0o700); err != nil {
 		t.Fatal(err)
 	}
 	providerYAML = strings.NewReplacer("$CALLS", f.calls, "$RESPONSE_FILE", f.response).Replace(providerYAML)
