@@ -15,6 +15,7 @@ import (
 	"github.com/berth-dev/berth/internal/agent"
 	"github.com/berth-dev/berth/internal/agent/agentapi"
 	"github.com/berth-dev/berth/internal/agent/backoff"
+	"github.com/berth-dev/berth/internal/agent/credprovider"
 	"github.com/berth-dev/berth/internal/agent/criclient"
 	"github.com/berth-dev/berth/internal/agent/logrotate"
 	"github.com/berth-dev/berth/internal/config"
@@ -39,6 +40,9 @@ type agentFlags struct {
 	logMaxWorkers      int
 	logRotation        logrotate.Policy // validate's result
 	eviction           evictionFlags
+	// kubelet's credential provider plugins: their config and directory
+	credProviderConfig string
+	credProviderBinDir string
 }
 
 func (f *agentFlags) bind(cmd *cobra.Command) {
@@ -54,6 +58,10 @@ func (f *agentFlags) bind(cmd *cobra.Command) {
 	fs.IntVar(&f.logMaxFiles, "container-log-max-files", logrotate.DefaultMaxFiles, "files a container's log keeps, the current one counted (at least 2)")
 	fs.DurationVar(&f.logMonitorInterval, "container-log-monitor-interval", logrotate.DefaultInterval, "how often the containers' log sizes are checked (at least 1s)")
 	fs.IntVar(&f.logMaxWorkers, "container-log-max-workers", logrotate.DefaultWorkers, "containers' logs rotated at once")
+	fs.StringVar(&f.credProviderConfig, "image-credential-provider-config", "",
+		"kubelet's CredentialProviderConfig (kubelet.config.k8s.io/v1): exec plugins giving registry credentials for images no imagePullSecret matches")
+	fs.StringVar(&f.credProviderBinDir, "image-credential-provider-bin-dir", "",
+		"directory of the credential provider plugins named in --image-credential-provider-config")
 	f.eviction.bind(fs)
 }
 
@@ -71,6 +79,18 @@ func (f *agentFlags) validate() error {
 		return fmt.Errorf("--container-log-* flags: %w", err)
 	}
 	return nil
+}
+
+// credentials loads the credential provider plugins, if configured.
+func (f *agentFlags) credentials(log *slog.Logger) (agent.CredentialSource, error) {
+	if f.credProviderConfig == "" {
+		return nil, nil
+	}
+	p, err := credprovider.Load(f.credProviderConfig, f.credProviderBinDir, log)
+	if err != nil {
+		return nil, fmt.Errorf("agent: %w", err)
+	}
+	return p, nil
 }
 
 // config is the agent's configuration over a CRI client.
@@ -142,6 +162,9 @@ func runAgent(ctx context.Context, cfg config.Config, flags *agentFlags, endpoin
 		return fmt.Errorf("agent: state directory %s: %w", cfg.StateDir, err)
 	}
 	agentCfg := flags.config(cfg, cri, log)
+	if agentCfg.Credentials, err = flags.credentials(log); err != nil {
+		return err
+	}
 	agentCfg.RuntimeName, agentCfg.SystemdCgroup = runtimeName, systemd
 	agentCfg.Eviction = evictionCfg
 	// The eviction manager measures with the runtime's stats; node-level

@@ -60,6 +60,7 @@ func (r *reloader) reload() {
 	r.level.Set(r.running.SlogLevel())
 	r.images.ConfigurePull(pullConfig(r.running))
 	r.images.SetLimits(imageLimits(r.running))
+	warnAuthFile(r.running, r.log)
 	r.log.Info("config reloaded", "changed", applied, "log_level", r.running.LogLevel)
 	if len(restart) > 0 {
 		r.log.Warn("config reload: changed keys take effect only at the next start of berth serve", "keys", restart)

@@ -24,6 +24,7 @@ import (
 	"github.com/berth-dev/berth/internal/image"
 	"github.com/berth-dev/berth/internal/network"
 	"github.com/berth-dev/berth/internal/pod"
+	"github.com/berth-dev/berth/internal/registry"
 	"github.com/berth-dev/berth/internal/runc"
 	"github.com/berth-dev/berth/internal/sdnotify"
 	"github.com/berth-dev/berth/internal/store"
@@ -53,6 +54,11 @@ it reports READY=1 once recovery is done.`,
 			cfg, err := opts.load(cmd)
 			if err != nil {
 				return err
+			}
+			if agentOpts.enabled { // a bad plugin config stops the start, not only the agent
+				if _, err := agentOpts.credentials(nil); err != nil {
+					return err
+				}
 			}
 			return serve(cmd.Context(), cfg, func() (config.Config, error) { return opts.load(cmd) }, &agentOpts)
 		},
@@ -283,6 +289,7 @@ func wire(cfg config.Config, log *slog.Logger, phases pod.PhaseObserver) (*depen
 	}
 	images.SetLogger(log)
 	images.ConfigurePull(pullConfig(cfg))
+	warnAuthFile(cfg, log)
 	netStatus, err := newNetworkStatus(cfg, log)
 	if err != nil {
 		return nil, err
@@ -313,6 +320,17 @@ func pullConfig(cfg config.Config) image.PullConfig {
 		MaxConcurrentDownloads: cfg.Registry.MaxConcurrentDownloads,
 		MinThroughput:          cfg.Registry.MinThroughput,
 		StallWindow:            cfg.Registry.StallWindowDuration(),
+		AuthFile:               cfg.Registry.AuthFile,
+	}
+}
+
+// warnAuthFile logs, at start and at each reload, why [registry]
+// auth_file would be refused: every pull without credentials of its own
+// fails until it is fixed (berth never falls back to anonymous pulls
+// around a file it refuses).
+func warnAuthFile(cfg config.Config, log *slog.Logger) {
+	if err := registry.CheckAuthFile(cfg.Registry.AuthFile); err != nil {
+		log.Error("pulls without credentials will fail", "error", err)
 	}
 }
 

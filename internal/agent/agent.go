@@ -27,6 +27,10 @@ import (
 type Config struct {
 	Runtime criclient.Runtime
 	Images  criclient.Images
+	// Credentials are node-wide registry credentials (kubelet's credential
+	// provider plugins), used for an image none of the pod's
+	// imagePullSecrets match; nil: none (the runtime's own, if any).
+	Credentials CredentialSource
 	// RuntimeName is the runtime's name from CRI Version ("berth",
 	// "containerd"): container IDs in statuses read "<name>://<id>".
 	RuntimeName string
@@ -210,6 +214,7 @@ func newSyncDeps(cfg Config, sources *sourcestore.Store, log *slog.Logger) *sync
 	return &syncDeps{
 		runtime:       cfg.Runtime,
 		images:        cfg.Images,
+		credentials:   cfg.Credentials,
 		volumes:       &volume.Manager{Root: cfg.RootDir},
 		sources:       sources,
 		crashBackoff:  backoff.New(cfg.Backoff),

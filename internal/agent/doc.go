@@ -47,9 +47,12 @@
 //     one by one; start the regular containers. Each start pulls per
 //     imagePullPolicy (Always pulls, IfNotPresent pulls when the runtime
 //     lacks the image, Never refuses: ErrImageNeverPull; a failed pull is
-//     ErrImagePull, then ImagePullBackOff while its back-off runs; each pull
-//     is tracked for GET /v1/pulls, package pulltrack, with its layers and
-//     bytes when the Images is a criclient.PullWatcher), builds
+//     ErrImagePull, then ImagePullBackOff while its back-off runs; the
+//     credentials are the pod's imagePullSecrets matching the image, each
+//     tried in turn, else the node's credential provider plugins, as in
+//     pullcreds.go; each pull is tracked for GET /v1/pulls, package
+//     pulltrack, with its layers and bytes when the Images is a
+//     criclient.PullWatcher), builds
 //     the CRI config with podspec (restart count = highest seen + 1, a
 //     termination-message file per instance), creates, starts and runs the
 //     postStart hook (its failure kills the container: FailedPostStartHook);

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math"
 	"strconv"
+	"strings"
 	"time"
 
 	v1 "k8s.io/api/core/v1"
@@ -14,6 +15,7 @@ import (
 	"github.com/berth-dev/berth/internal/agent/agentapi"
 	"github.com/berth-dev/berth/internal/agent/criclient"
 	"github.com/berth-dev/berth/internal/agent/podstatus"
+	"github.com/berth-dev/berth/internal/dockerauth"
 )
 
 // imageInfo is what the agent learns about a container's image.
@@ -35,9 +37,11 @@ var errImageWaiting = errors.New("image not available")
 
 // ensureImage makes the container's image present as its pull policy asks:
 // Always pulls; IfNotPresent pulls when the runtime lacks it; Never refuses
-// to pull. A failed pull is ErrImagePull, and later tries wait out a
-// back-off (ImagePullBackOff), as in the kubelet.
-func (w *podWorker) ensureImage(ctx context.Context, pod *v1.Pod, c *v1.Container, object string, sandbox *runtimeapi.PodSandboxConfig) (imageInfo, error) {
+// to pull. A pull uses the credentials pullCredentials finds, each in turn.
+// A failed pull is ErrImagePull, and later tries wait out a back-off
+// (ImagePullBackOff), as in the kubelet.
+func (w *podWorker) ensureImage(ctx context.Context, d desiredPod, c *v1.Container, object string, sandbox *runtimeapi.PodSandboxConfig) (imageInfo, error) {
+	pod := d.pod
 	present, err := w.deps.images.ImageStatus(ctx, c.Image)
 	if err != nil {
 		return imageInfo{}, w.imageWaiting(c, object, reasonErrImagePull, fmt.Sprintf("Failed to inspect image %q: %v", c.Image, err))
@@ -58,11 +62,21 @@ func (w *podWorker) ensureImage(ctx context.Context, pod *v1.Pod, c *v1.Containe
 		return imageInfo{}, errImageWaiting
 	}
 	w.record(agentapi.EventNormal, "Pulling", object, fmt.Sprintf("Pulling image %q", c.Image))
-	ref, img, err := w.pullImage(ctx, c.Image, sandbox)
+	creds, skipped, err := w.pullCredentials(ctx, pod, d.sources, c.Image)
+	w.reportSkippedSecrets(skipped)
+	var ref string
+	var img *runtimeapi.Image
+	if err == nil {
+		ref, img, err = w.pullImage(ctx, c.Image, creds, sandbox)
+	}
 	if err != nil {
 		failedAt := w.deps.clock.Now()
 		w.deps.pullBackoff.Next(key, failedAt, failedAt)
-		return imageInfo{}, w.imageWaiting(c, object, reasonErrImagePull, fmt.Sprintf("Failed to pull image %q: %v", c.Image, err))
+		msg := fmt.Sprintf("Failed to pull image %q: %v", c.Image, err)
+		if len(skipped) > 0 {
+			msg += "; image pull secrets not used: " + strings.Join(skipped, "; ")
+		}
+		return imageInfo{}, w.imageWaiting(c, object, reasonErrImagePull, msg)
 	}
 	w.deps.pullBackoff.Forget(key)
 	w.record(agentapi.EventNormal, "Pulled", object, fmt.Sprintf("Successfully pulled image %q in %s", c.Image, w.deps.clock.Now().Sub(now).Round(time.Millisecond)))
@@ -72,11 +86,12 @@ func (w *podWorker) ensureImage(ctx context.Context, pod *v1.Pod, c *v1.Containe
 	return imageInfo{ref: ref}, nil
 }
 
-// pullImage pulls image through the runtime and tracks the pull for the
-// agent API (w.pulls): its layers and bytes as they arrive where the
-// runtime reports them (criclient.PullWatcher), else its start and end;
-// the image's size from ImageStatus. img is nil when ImageStatus fails.
-func (w *podWorker) pullImage(ctx context.Context, image string, sandbox *runtimeapi.PodSandboxConfig) (string, *runtimeapi.Image, error) {
+// pullImage pulls image through the runtime with each of creds in turn
+// (pullWith) and tracks the pull for the agent API (w.pulls): its layers
+// and bytes as they arrive where the runtime reports them
+// (criclient.PullWatcher), else its start and end; the image's size from
+// ImageStatus. img is nil when ImageStatus fails.
+func (w *podWorker) pullImage(ctx context.Context, image string, creds []dockerauth.Credential, sandbox *runtimeapi.PodSandboxConfig) (string, *runtimeapi.Image, error) {
 	pull := w.pulls.Start(image)
 	if watcher, ok := w.deps.images.(criclient.PullWatcher); ok {
 		stop, err := watcher.WatchPull(image, pull.Event)
@@ -87,7 +102,7 @@ func (w *podWorker) pullImage(ctx context.Context, image string, sandbox *runtim
 			pull.Detailed()
 		}
 	}
-	ref, err := w.deps.images.PullImage(ctx, image, sandbox)
+	ref, err := w.pullWith(ctx, image, creds, sandbox)
 	if err != nil {
 		pull.End(err, 0)
 		return "", nil, err

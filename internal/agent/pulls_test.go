@@ -37,7 +37,7 @@ func (w *watchingImages) WatchPull(ref string, fn func(criclient.PullEvent)) (fu
 	}, nil
 }
 
-func (w *watchingImages) PullImage(ctx context.Context, ref string, sb *runtimeapi.PodSandboxConfig) (string, error) {
+func (w *watchingImages) PullImage(ctx context.Context, ref string, auth *runtimeapi.AuthConfig, sb *runtimeapi.PodSandboxConfig) (string, error) {
 	w.mu.Lock()
 	fn := w.watchers[ref]
 	w.mu.Unlock()
@@ -46,7 +46,7 @@ func (w *watchingImages) PullImage(ctx context.Context, ref string, sb *runtimea
 			fn(ev)
 		}
 	}
-	return w.Runtime.PullImage(ctx, ref, sb)
+	return w.Runtime.PullImage(ctx, ref, auth, sb)
 }
 
 // runAgentWithImages runs an agent of rt whose image service is images.

@@ -114,7 +114,7 @@ func (w *podWorker) startContainer(ctx context.Context, d desiredPod, sb sandbox
 	if last := newestExited(obs.plan, s.Name); last != nil {
 		w.deps.crashBackoff.Next(backoff.Key(w.uid, s.Name, podspec.ContainerHash(spec)), last.FinishedAt, w.deps.clock.Now())
 	}
-	img, err := w.ensureImage(ctx, pod, spec, object, sb.config)
+	img, err := w.ensureImage(ctx, d, spec, object, sb.config)
 	if err != nil {
 		return err
 	}

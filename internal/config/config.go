@@ -80,6 +80,10 @@ type Registry struct {
 	MaxConcurrentDownloads int    `toml:"max_concurrent_downloads"` // layer downloads at a time; default 3
 	MinThroughput          int64  `toml:"min_throughput"`           // bytes/s a download must reach over stall_window; default 1024
 	StallWindow            string `toml:"stall_window"`             // Go duration; default 60s
+	// AuthFile is a docker config.json whose credentials PullImage uses
+	// when the request carries none (CRI-O's global_auth_file); default
+	// none. It must be owned by root and not writable by others.
+	AuthFile string `toml:"auth_file"`
 }
 
 // SystemdCgroup reports whether containers' cgroups go through systemd

@@ -82,7 +82,7 @@ func TestExampleFileListsEveryDefault(t *testing.T) {
 
 // emptyByDefault lists the keys whose default is empty (a feature that is
 // off unless configured); the example file shows them set to "".
-var emptyByDefault = map[string]bool{"Config.Metrics.Address": true}
+var emptyByDefault = map[string]bool{"Config.Metrics.Address": true, "Config.Registry.AuthFile": true}
 
 // assertEveryFieldSet fails for a zero field, so a key added to Config but
 // not to the example file is caught even before its default exists.
@@ -259,6 +259,7 @@ func TestRegistryValidation(t *testing.T) {
 		"negative rate":      "[registry]\nmin_throughput = -5\n",
 		"bad window":         "[registry]\nstall_window = \"soon\"\n",
 		"tiny window":        "[registry]\nstall_window = \"10ms\"\n",
+		"relative auth file": "[registry]\nauth_file = \"auth.json\"\n",
 	}
 	for name, content := range cases {
 		t.Run(name, func(t *testing.T) {

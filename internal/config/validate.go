@@ -141,6 +141,9 @@ func registry(r Registry) error {
 	if err != nil || d < time.Second {
 		return invalid("registry.stall_window", "%q: want a duration of at least 1s, like \"60s\" or \"2m\"", r.StallWindow)
 	}
+	if r.AuthFile != "" && !filepath.IsAbs(r.AuthFile) {
+		return invalid("registry.auth_file", "%q: want an absolute path", r.AuthFile)
+	}
 	return nil
 }
 

@@ -62,6 +62,9 @@ type PullConfig struct {
 	MaxConcurrentDownloads int           // layer downloads at a time in this process; default 3
 	MinThroughput          int64         // bytes/s a layer download must reach over StallWindow; default 1024
 	StallWindow            time.Duration // default 60s
+	// AuthFile is the node-wide docker config.json used when a pull has
+	// no credentials of its own (registry.Options.AuthFile); "" none.
+	AuthFile string
 }
 
 // Pull defaults.
@@ -190,7 +193,8 @@ func authKey(opts PullOptions) string {
 }
 
 func (s *Store) registryOptions(opts PullOptions) registry.Options {
-	ro := registry.Options{UseKeychain: opts.DockerConfig, LocalBlob: s.readVerifiedBlob}
+	cfg, _, _ := s.pullSettings()
+	ro := registry.Options{UseKeychain: opts.DockerConfig, AuthFile: cfg.AuthFile, LocalBlob: s.readVerifiedBlob}
 	if a := opts.Auth; a != nil {
 		ro.Credentials = &registry.Credentials{
 			Username: a.Username, Password: a.Password, Auth: a.Auth,

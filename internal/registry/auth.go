@@ -31,9 +31,12 @@ func (c *Credentials) empty() bool {
 // endpoint's host or the registry of the reference. A mirror gets at most
 // the docker-style config.json entry of its own host (when useKeychain is
 // set). The upstream, without explicit credentials, gets the config.json
-// entry of its host, else of the reference's registry. Anything else is
+// entry of its host, else of the reference's registry. Without explicit
+// credentials nor the keychain, the node-wide auth file (AuthFile) is
+// looked up as kubelet matches (authFileAuthenticator). Anything else is
 // anonymous.
-func authenticator(ctx context.Context, opts Options, ep Endpoint, upstream name.Registry) (authn.Authenticator, error) {
+func authenticator(ctx context.Context, opts Options, ep Endpoint, repo name.Repository) (authn.Authenticator, error) {
+	upstream := repo.Registry
 	if creds := opts.Credentials; !creds.empty() && !ep.Mirror {
 		if !serverAddressAllows(creds.ServerAddress, ep.Host, upstream) {
 			return authn.Anonymous, nil
@@ -44,6 +47,9 @@ func authenticator(ctx context.Context, opts Options, ep Endpoint, upstream name
 		}), nil
 	}
 	if !opts.UseKeychain {
+		if opts.AuthFile != "" {
+			return authFileAuthenticator(opts.AuthFile, ep, repo)
+		}
 		return authn.Anonymous, nil
 	}
 	if reg, err := name.NewRegistry(ep.Host); err == nil {

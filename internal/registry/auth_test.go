@@ -50,7 +50,7 @@ func TestExplicitCredentialsGoToTheUpstreamOnly(t *testing.T) {
 	} {
 		c := *creds
 		c.ServerAddress = tc.addr
-		a, err := authenticator(context.Background(), Options{Credentials: &c}, tc.ep, up)
+		a, err := authenticator(context.Background(), Options{Credentials: &c}, tc.ep, up.Repo("app"))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -82,14 +82,14 @@ func TestMirrorGetsOnlyItsOwnKeychainEntry(t *testing.T) {
 	opts := Options{UseKeychain: true}
 
 	writeConfig(`{"auths":{"reg.example":{"auth":"dXA6dXBwdw=="}}}`) // up:uppw
-	a, err := authenticator(context.Background(), opts, mirror, up)
+	a, err := authenticator(context.Background(), opts, mirror, up.Repo("app"))
 	if err != nil {
 		t.Fatal(err)
 	}
 	if got := usernameOf(t, a); got != "" {
 		t.Errorf("mirror gets the upstream's entry (user %q)", got)
 	}
-	a, err = authenticator(context.Background(), opts, Endpoint{Host: "127.0.0.1:5000"}, up)
+	a, err = authenticator(context.Background(), opts, Endpoint{Host: "127.0.0.1:5000"}, up.Repo("app"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -98,7 +98,7 @@ func TestMirrorGetsOnlyItsOwnKeychainEntry(t *testing.T) {
 	}
 
 	writeConfig(`{"auths":{"reg.example":{"auth":"dXA6dXBwdw=="},"mirror.example":{"auth":"bWk6bWlwdw=="}}}`) // mi:mipw
-	a, err = authenticator(context.Background(), opts, mirror, up)
+	a, err = authenticator(context.Background(), opts, mirror, up.Repo("app"))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -40,8 +40,12 @@ func New(hostsDir string) *Client { return &Client{hostsDir: hostsDir} }
 type Options struct {
 	Credentials *Credentials // nil: anonymous unless UseKeychain
 	UseKeychain bool         // docker-style config.json when Credentials is nil
-	OS, Arch    string       // platform to pick from an index; default linux/GOARCH
-	Variant     string       // optional CPU variant
+	// AuthFile is the node-wide docker config.json ([registry] auth_file),
+	// read at each connection when neither Credentials nor UseKeychain
+	// applies. It must be owned by root and not writable by others.
+	AuthFile string
+	OS, Arch string // platform to pick from an index; default linux/GOARCH
+	Variant  string // optional CPU variant
 	// LocalBlob, when set, returns a blob the caller already holds verified
 	// (the image store's), so that it is not fetched again.
 	LocalBlob func(digest string) ([]byte, bool)
@@ -194,7 +198,10 @@ func (c *Client) connect(ctx context.Context, ep Endpoint, ref name.Reference, o
 		return nil, fmt.Errorf("host %q: %v: %w", ep.Host, err, errdefs.ErrInvalidArgument)
 	}
 	repo := reg.Repo(applyRewrites(ep.Rewrites, ref.Context().RepositoryStr()))
-	auth, err := authenticator(ctx, opts, ep, ref.Context().Registry)
+	auth, err := authenticator(ctx, opts, ep, ref.Context())
+	if errors.Is(err, errdefs.ErrFailedPrecondition) {
+		return nil, err
+	}
 	if err != nil {
 		return nil, fmt.Errorf("credentials: %v: %w", err, errdefs.ErrInvalidArgument)
 	}

@@ -23,6 +23,10 @@
 //   - Explicit (CRI) credentials go to the upstream endpoint only, and only
 //     to the host their server address names when they have one; a mirror
 //     gets at most the config.json entry of its own host.
+//   - The node-wide auth file ([registry] auth_file) serves requests
+//     without credentials; it is matched with package dockerauth (kubelet's
+//     rules), read at each connection, and refused unless it is a regular
+//     file owned by root that group and others cannot write.
 //   - Nothing waits forever: connections, TLS handshakes and response
 //     headers have timeouts, resolution is bounded per endpoint, and
 //     manifest bodies are bounded as they are read.

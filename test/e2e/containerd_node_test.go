@@ -127,20 +127,16 @@ func (c *ctrdNode) logTail(lines int) string             { return c.agent.LogTai
 func (c *ctrdNode) known() (map[string]bool, map[string]bool) {
 	return c.seen.ids, c.seen.podUIDs
 }
-func (c *ctrdNode) echoesEnv() bool      { return true }
-func (c *ctrdNode) net() harness.Network { return c.network }
+func (c *ctrdNode) echoesEnv() bool { return true }
 
-// usePlainRegistry writes a hosts.toml for host into containerd's hosts
-// dir (read at each pull): plain HTTP, as for docker.io's offline server.
-func (c *ctrdNode) usePlainRegistry(host string) error {
-	dir := filepath.Join(c.tmp, "certs.d", host)
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return err
+// plainHTTPRegistry writes the registry's hosts.toml: containerd 1.6 would
+// try HTTPS on a loopback registry (re-read at each pull).
+func (c *ctrdNode) plainHTTPRegistry(t *testing.T, host string) {
+	if err := writeHostsTOML(filepath.Join(c.tmp, "certs.d"), host, "http://"+host); err != nil {
+		t.Fatal(err)
 	}
-	server := "http://" + host
-	conf := fmt.Sprintf("server = %q\n\n[host.%q]\n  capabilities = [\"pull\", \"resolve\"]\n", server, server)
-	return os.WriteFile(filepath.Join(dir, "hosts.toml"), []byte(conf), 0o644)
 }
+func (c *ctrdNode) net() harness.Network { return c.network }
 
 // startAgent starts `berth agent` on containerd's socket; the node waits
 // until it answers.

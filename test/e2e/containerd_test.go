@@ -101,12 +101,16 @@ disabled_plugins = [
 // offlineServer: a pull (which the test never asks for) fails locally.
 // containerd 1.6 rejects a hosts.toml without a [host] table (and then
 // falls back to the real registry), so the server is named twice.
-func writeOfflineHosts(dir string) error {
-	hostDir := filepath.Join(dir, "docker.io")
+func writeOfflineHosts(dir string) error { return writeHostsTOML(dir, "docker.io", offlineServer) }
+
+// writeHostsTOML sends the registry host to server (the server named twice,
+// as above).
+func writeHostsTOML(dir, host, server string) error {
+	hostDir := filepath.Join(dir, host)
 	if err := os.MkdirAll(hostDir, 0o755); err != nil {
 		return err
 	}
-	conf := fmt.Sprintf("server = %q\n\n[host.%q]\n  capabilities = [\"pull\", \"resolve\"]\n", offlineServer, offlineServer)
+	conf := fmt.Sprintf("server = %q\n\n[host.%q]\n  capabilities = [\"pull\", \"resolve\"]\n", server, server)
 	return os.WriteFile(filepath.Join(hostDir, "hosts.toml"), []byte(conf), 0o644)
 }
 

@@ -12,7 +12,7 @@
 //     Its images, busybox and a pause image whose entrypoint is
 //     berth-pause, are imported with ctr; every pull is sent to a dead
 //     loopback port, but for a test registry's (test/registry, on
-//     127.0.0.1) the scenario names (usePlainRegistry). Its subtests skip, saying why, when containerd is
+//     127.0.0.1) the scenario names (plainHTTPRegistry). Its subtests skip, saying why, when containerd is
 //     not installed (`make deps` installs it).
 //
 // The runtime interface (runtime_test.go) is what a scenario may use of

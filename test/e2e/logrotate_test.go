@@ -63,11 +63,13 @@ var chattyDots = strings.Repeat(".", 60)
 // `berth logs` (read at the end, and followed from the start) shows the
 // same.
 func TestLogRotation(t *testing.T) {
-	onEachRuntimeWith(t, []string{
-		fmt.Sprintf("--container-log-max-size=%d", rotationMaxSize),
-		fmt.Sprintf("--container-log-max-files=%d", rotationMaxFiles),
-		"--container-log-monitor-interval=1s",
-	}, logRotation)
+	onEachRuntimeWith(t, func(t *testing.T, start func(...string) *node) {
+		logRotation(t, start(
+			fmt.Sprintf("--container-log-max-size=%d", rotationMaxSize),
+			fmt.Sprintf("--container-log-max-files=%d", rotationMaxFiles),
+			"--container-log-monitor-interval=1s",
+		))
+	})
 }
 
 func logRotation(t *testing.T, n *node) {

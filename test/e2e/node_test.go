@@ -37,13 +37,13 @@ var fastAgent = []string{
 
 // startNode starts a runtime with its agent. Its teardown deletes every
 // pod through the agent (which must leave nothing behind) and checks for
-// leftovers; finally the pods' log directory must be empty. agentArgs
-// come after fastAgent.
-func startNode(t *testing.T, kind runtimeKind, agentArgs ...string) *node {
+// leftovers; finally the pods' log directory must be empty.
+// extraArgs are more agent flags.
+func startNode(t *testing.T, kind runtimeKind, extraArgs ...string) *node {
 	t.Helper()
 	n := &node{t: t, logDir: filepath.Join(t.TempDir(), "pod-logs"), manifests: t.TempDir()}
 	t.Cleanup(n.checkLogsRemoved)
-	n.agentArgs = append(append([]string{"--pod-log-dir=" + n.logDir}, fastAgent...), agentArgs...)
+	n.agentArgs = append(append([]string{"--pod-log-dir=" + n.logDir}, fastAgent...), extraArgs...)
 	n.rt = kind.start(t, n.agentArgs, n.deleteAllPods)
 	n.client = agentapi.NewClient(n.rt.agentSocket())
 	n.waitAgent()

@@ -38,9 +38,7 @@ func runShowsImagePullProgress(t *testing.T, n *node) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := n.rt.usePlainRegistry(reg.Host); err != nil {
-		t.Fatal(err)
-	}
+	n.rt.plainHTTPRegistry(t, reg.Host)
 	out := runAndDetach(t, n, n.write("pulled.yaml", fmt.Sprintf(pulledPod, "pulled", pushed.Ref)))
 	t.Logf("berth run:\n%s", out)
 	want := []string{"pulling " + pushed.Ref, "Running", "the pods are up"}

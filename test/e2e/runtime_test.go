@@ -48,10 +48,9 @@ type runtime interface {
 	// echoesEnv reports whether a verbose ContainerStatus shows the
 	// container's env values (containerd puts the OCI spec in its info).
 	echoesEnv() bool
-	// usePlainRegistry lets the runtime pull from the plain-HTTP registry
-	// at host (127.0.0.1:PORT): berth does so for loopback registries
-	// anyway; containerd needs a hosts.toml.
-	usePlainRegistry(host string) error
+	// plainHTTPRegistry lets the runtime pull from a plain-HTTP registry
+	// on 127.0.0.1 (host is 127.0.0.1:<port>).
+	plainHTTPRegistry(t *testing.T, host string)
 }
 
 // runtimeKind names a runtime and starts one: agentArgs are the agent's
@@ -72,19 +71,19 @@ var runtimes = []runtimeKind{
 // the runtimes. They run side by side (each runtime has its own
 // directories, network and subnet); the scenarios one after the other.
 func onEachRuntime(t *testing.T, scenario func(t *testing.T, n *node)) {
-	onEachRuntimeWith(t, nil, scenario)
+	onEachRuntimeWith(t, func(t *testing.T, start func(...string) *node) { scenario(t, start()) })
 }
 
-// onEachRuntimeWith is onEachRuntime with agent flags of the scenario's
-// (after fastAgent's).
-func onEachRuntimeWith(t *testing.T, agentArgs []string, scenario func(t *testing.T, n *node)) {
+// onEachRuntimeWith is onEachRuntime for a scenario that prepares things
+// before the node starts: start starts it with more agent flags.
+func onEachRuntimeWith(t *testing.T, scenario func(t *testing.T, start func(agentArgs ...string) *node)) {
 	for _, kind := range runtimes {
 		t.Run(kind.name, func(t *testing.T) {
 			if reason := kind.skip(); reason != "" {
 				t.Skip(reason)
 			}
 			t.Parallel()
-			scenario(t, startNode(t, kind, agentArgs...))
+			scenario(t, func(args ...string) *node { return startNode(t, kind, args...) })
 		})
 	}
 }
@@ -114,5 +113,7 @@ func (b berthRuntime) logTail(lines int) string             { return b.LogTail(l
 func (b berthRuntime) known() (map[string]bool, map[string]bool) {
 	return b.KnownIDs, b.KnownPodUIDs
 }
-func (berthRuntime) echoesEnv() bool               { return false }
-func (berthRuntime) usePlainRegistry(string) error { return nil }
+func (berthRuntime) echoesEnv() bool { return false }
+
+// plainHTTPRegistry: berth reaches loopback registries over plain HTTP.
+func (berthRuntime) plainHTTPRegistry(*testing.T, string) {}

@@ -47,7 +47,9 @@ type EventStream interface {
 type Images interface {
 	// ImageStatus returns nil, nil when the runtime does not hold ref.
 	ImageStatus(ctx context.Context, ref string) (*runtimeapi.Image, error)
-	PullImage(ctx context.Context, ref string, sandbox *runtimeapi.PodSandboxConfig) (string, error)
+	// PullImage pulls ref with auth (nil: the runtime's own credentials,
+	// or anonymous).
+	PullImage(ctx context.Context, ref string, auth *runtimeapi.AuthConfig, sandbox *runtimeapi.PodSandboxConfig) (string, error)
 }
 
 // Stats is the part of the CRI the eviction manager measures with: the
@@ -334,9 +336,9 @@ func (c *CRIClient) ImageStatus(ctx context.Context, ref string) (*runtimeapi.Im
 }
 
 // PullImage pulls ref; it is bounded only by ctx (a big image takes time).
-func (c *CRIClient) PullImage(ctx context.Context, ref string, sandbox *runtimeapi.PodSandboxConfig) (string, error) {
+func (c *CRIClient) PullImage(ctx context.Context, ref string, auth *runtimeapi.AuthConfig, sandbox *runtimeapi.PodSandboxConfig) (string, error) {
 	resp, err := c.images.PullImage(ctx, &runtimeapi.PullImageRequest{
-		Image: &runtimeapi.ImageSpec{Image: ref}, SandboxConfig: sandbox,
+		Image: &runtimeapi.ImageSpec{Image: ref}, Auth: auth, SandboxConfig: sandbox,
 	})
 	return resp.GetImageRef(), err
 }

@@ -25,6 +25,7 @@ type Runtime struct {
 	containers map[string]*container
 	images     map[string]bool
 	pullErr    error
+	pullAuth   func(ref string, auth *runtimeapi.AuthConfig) error
 	log        []string // "create <name>", "start <name>", "stop <name>", "reopen-log <name>", "runp", "stopp", "rmp"
 	subs       []chan *runtimeapi.ContainerEventResponse
 	eventsErr  error // set: every event stream breaks at once with it
@@ -377,12 +378,23 @@ func (f *Runtime) ImageStatus(_ context.Context, ref string) (*runtimeapi.Image,
 	return &runtimeapi.Image{Id: "sha256:" + ref}, nil
 }
 
-func (f *Runtime) PullImage(_ context.Context, ref string, _ *runtimeapi.PodSandboxConfig) (string, error) {
+// PullImage records "pull <ref>", or "pull <ref> as <user>" with
+// credentials, and fails as SetPullError or SetPullAuth say.
+func (f *Runtime) PullImage(_ context.Context, ref string, auth *runtimeapi.AuthConfig, _ *runtimeapi.PodSandboxConfig) (string, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	f.record("pull " + ref)
+	if auth != nil {
+		f.record("pull " + ref + " as " + auth.GetUsername())
+	} else {
+		f.record("pull " + ref)
+	}
 	if f.pullErr != nil {
 		return "", f.pullErr
+	}
+	if f.pullAuth != nil {
+		if err := f.pullAuth(ref, auth); err != nil {
+			return "", err
+		}
 	}
 	f.images[ref] = true
 	return "sha256:" + ref, nil
@@ -432,6 +444,14 @@ func (f *Runtime) Metadata() map[string]map[string]string {
 		out["container "+c.config.GetMetadata().GetName()+" "+id[60:]] = m
 	}
 	return out
+}
+
+// SetPullAuth makes PullImage fail with what check returns for its
+// reference and credentials (a registry that wants a password).
+func (f *Runtime) SetPullAuth(check func(ref string, auth *runtimeapi.AuthConfig) error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.pullAuth = check
 }
 
 // SetPullError makes every PullImage fail with err (nil: pulls succeed).
