@@ -45,6 +45,15 @@ type Images interface {
 	// ImageStatus returns nil, nil when the runtime does not hold ref.
 	ImageStatus(ctx context.Context, ref string) (*runtimeapi.Image, error)
 	PullImage(ctx context.Context, ref string, sandbox *runtimeapi.PodSandboxConfig) (string, error)
+	// ListImages lists every image the runtime holds (image garbage
+	// collection).
+	ListImages(ctx context.Context) ([]*runtimeapi.Image, error)
+	// RemoveImage removes an image by id or reference; an image already
+	// gone is no error.
+	RemoveImage(ctx context.Context, ref string) error
+	// ImageFsInfo reports the filesystems of the images and of the
+	// containers' writable layers.
+	ImageFsInfo(ctx context.Context) (*runtimeapi.ImageFsInfoResponse, error)
 }
 
 // callTimeout bounds every CRI call but the ones that wait on purpose
@@ -289,6 +298,29 @@ func (c *CRIClient) PullImage(ctx context.Context, ref string, sandbox *runtimea
 		Image: &runtimeapi.ImageSpec{Image: ref}, SandboxConfig: sandbox,
 	})
 	return resp.GetImageRef(), err
+}
+
+func (c *CRIClient) ListImages(ctx context.Context) ([]*runtimeapi.Image, error) {
+	ctx, cancel := context.WithTimeout(ctx, callTimeout)
+	defer cancel()
+	resp, err := c.images.ListImages(ctx, &runtimeapi.ListImagesRequest{})
+	return resp.GetImages(), err
+}
+
+func (c *CRIClient) RemoveImage(ctx context.Context, ref string) error {
+	ctx, cancel := context.WithTimeout(ctx, callTimeout)
+	defer cancel()
+	_, err := c.images.RemoveImage(ctx, &runtimeapi.RemoveImageRequest{Image: &runtimeapi.ImageSpec{Image: ref}})
+	if IsNotFound(err) {
+		return nil
+	}
+	return err
+}
+
+func (c *CRIClient) ImageFsInfo(ctx context.Context) (*runtimeapi.ImageFsInfoResponse, error) {
+	ctx, cancel := context.WithTimeout(ctx, callTimeout)
+	defer cancel()
+	return c.images.ImageFsInfo(ctx, &runtimeapi.ImageFsInfoRequest{})
 }
 
 // IsNotFound reports whether a CRI call failed because its object is gone.
