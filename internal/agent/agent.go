@@ -14,6 +14,7 @@ import (
 	"github.com/berth-dev/berth/internal/agent/agentapi"
 	"github.com/berth-dev/berth/internal/agent/backoff"
 	"github.com/berth-dev/berth/internal/agent/criclient"
+	"github.com/berth-dev/berth/internal/agent/imagegc"
 	"github.com/berth-dev/berth/internal/agent/probe"
 	"github.com/berth-dev/berth/internal/agent/sourcestore"
 	"github.com/berth-dev/berth/internal/agent/volume"
@@ -60,6 +61,8 @@ type Config struct {
 	// wall time.
 	Clock  clock.WithTicker
 	Logger *slog.Logger
+	// GC is the container and image garbage collection (gcconfig.go).
+	GC GCConfig
 }
 
 // Defaults.
@@ -78,6 +81,7 @@ type Agent struct {
 	cfg            Config
 	log            *slog.Logger
 	deps           *syncDeps // what every worker's sync uses
+	imageGC        *imagegc.Manager
 	relistRequests chan struct{}
 	// life is the agent's lifetime, the parent of every worker and watch:
 	// New creates it, Run ends it when its own ctx ends. Workers started
@@ -139,6 +143,13 @@ func New(cfg Config) (*Agent, error) {
 		secrets:        map[string]*secretEntry{},
 		watches:        map[string]context.CancelFunc{},
 	}
+	a.imageGC, err = imagegc.New(imagegc.Config{
+		Runtime: cfg.Runtime, Images: cfg.Images, Policy: *cfg.GC.Images, Period: cfg.GC.ImagePeriod,
+		Needed: a.neededImages, Statfs: cfg.GC.Statfs, Clock: cfg.Clock, Logger: log,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("agent: %w", err)
+	}
 	a.life, a.endLife = context.WithCancel(context.Background())
 	a.deps.probes = probe.NewManager(cfg.Runtime, probe.Options{SecondsUnit: cfg.ProbeSecond, OnAttempt: a.probeAttempt})
 	return a, nil
@@ -158,6 +169,7 @@ func (cfg Config) withDefaults() Config {
 	if cfg.Clock == nil {
 		cfg.Clock = clock.RealClock{}
 	}
+	cfg.GC = cfg.GC.withDefaults()
 	return cfg
 }
 
@@ -177,6 +189,7 @@ func newSyncDeps(cfg Config, sources *sourcestore.Store, log *slog.Logger) *sync
 		systemdCgroup: cfg.SystemdCgroup,
 		rootDir:       cfg.RootDir,
 		podLogDir:     cfg.PodLogDir,
+		containerGC:   *cfg.GC.Containers,
 	}
 }
 
@@ -195,10 +208,12 @@ func (a *Agent) Run(ctx context.Context) error {
 		return err
 	}
 	var loops sync.WaitGroup
-	loops.Add(3)
+	loops.Add(5)
 	go func() { defer loops.Done(); a.watchEvents(ctx) }()
 	go func() { defer loops.Done(); a.relistLoop(ctx) }()
 	go func() { defer loops.Done(); a.dispatchProbeUpdates(ctx) }()
+	go func() { defer loops.Done(); a.containerGCLoop(ctx) }()
+	go func() { defer loops.Done(); a.imageGC.Run(ctx) }()
 	<-ctx.Done()
 	a.mu.Lock()
 	a.ready, a.stopping = false, true // no goroutine starts after this

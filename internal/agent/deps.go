@@ -43,6 +43,7 @@ type syncDeps struct {
 	clock        clock.WithTicker
 	log          *slog.Logger
 	node         node
+	containerGC  ContainerGCPolicy // what each sync and the periodic collection remove
 
 	runtimeName   string // container IDs in statuses read "<name>://<id>"
 	systemdCgroup bool   // pods' cgroup parents are systemd slices
