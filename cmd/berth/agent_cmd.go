@@ -29,6 +29,7 @@ type agentFlags struct {
 	backoffReset   time.Duration
 	relistPeriod   time.Duration
 	watchInterval  time.Duration
+	gc             gcFlags
 }
 
 func (f *agentFlags) bind(cmd *cobra.Command) {
@@ -40,10 +41,18 @@ func (f *agentFlags) bind(cmd *cobra.Command) {
 	fs.DurationVar(&f.backoffReset, "backoff-reset", backoff.DefaultResetAfter, "a container running this long starts its back-off afresh")
 	fs.DurationVar(&f.relistPeriod, "relist-period", agent.DefaultRelistPeriod, "how often the agent lists the runtime's pods (safety net under its events)")
 	fs.DurationVar(&f.watchInterval, "watch-interval", agent.DefaultWatchInterval, "rescan period of watched manifest directories (safety net under inotify)")
+	f.gc.bind(fs)
+}
+
+// check refuses flag values the agent would refuse, before anything starts.
+func (f *agentFlags) check() error {
+	_, err := f.gc.config()
+	return err
 }
 
 // config is the agent's configuration over a CRI client.
-func (f *agentFlags) config(cfg config.Config, cri *criclient.CRIClient, log *slog.Logger) agent.Config {
+func (f *agentFlags) config(cfg config.Config, cri *criclient.CRIClient, log *slog.Logger) (agent.Config, error) {
+	gc, err := f.gc.config()
 	return agent.Config{
 		Runtime: cri, Images: cri,
 		RootDir:   filepath.Join(cfg.RootDir, "agent"),
@@ -52,7 +61,8 @@ func (f *agentFlags) config(cfg config.Config, cri *criclient.CRIClient, log *sl
 		RelistPeriod:  f.relistPeriod,
 		WatchInterval: f.watchInterval,
 		Logger:        log,
-	}
+		GC:            gc,
+	}, err
 }
 
 func newAgentCommand(opts *globalOptions) *cobra.Command {
@@ -66,6 +76,9 @@ and serves the agent API on <state>/agent.sock. 'berth serve' runs the same agen
 unless --agent=false.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			if err := flags.check(); err != nil {
+				return err
+			}
 			cfg, err := opts.load(cmd)
 			if err != nil {
 				return err
@@ -100,7 +113,10 @@ func runAgent(ctx context.Context, cfg config.Config, flags *agentFlags, endpoin
 	if err := store.MkdirPrivate(cfg.StateDir); err != nil {
 		return fmt.Errorf("agent: state directory %s: %w", cfg.StateDir, err)
 	}
-	agentCfg := flags.config(cfg, cri, log)
+	agentCfg, err := flags.config(cfg, cri, log)
+	if err != nil {
+		return err
+	}
 	agentCfg.RuntimeName, agentCfg.SystemdCgroup = runtimeName, systemd
 	a, err := agent.New(agentCfg)
 	if err != nil {

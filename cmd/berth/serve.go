@@ -47,6 +47,9 @@ once); SIGUSR1 writes every goroutine's stack to the log. The pid is in
 it reports READY=1 once recovery is done.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			if err := agentOpts.check(); err != nil {
+				return err
+			}
 			cfg, err := opts.load(cmd)
 			if err != nil {
 				return err
