@@ -112,19 +112,37 @@ func (s *Server) RemoveImage(_ context.Context, req *runtimeapi.RemoveImageReque
 	return &runtimeapi.RemoveImageResponse{}, nil
 }
 
-// ImageFsInfo reports the image store's usage.
+// ImageFsInfo reports the image store's usage (image_filesystems) and the
+// containers' writable layers' (container_filesystems), each under the
+// directory that holds it: kubelet measures the filesystem of each
+// mountpoint and, finding one device for both, takes them as one
+// filesystem, as with containerd.
 func (s *Server) ImageFsInfo(context.Context, *runtimeapi.ImageFsInfoRequest) (*runtimeapi.ImageFsInfoResponse, error) {
 	used, inodes, err := s.images.Usage()
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("image filesystem %s: %w", s.images.Root(), err)
 	}
-	fs := &runtimeapi.FilesystemUsage{
-		Timestamp:  time.Now().UnixNano(),
+	now := time.Now()
+	resp := &runtimeapi.ImageFsInfoResponse{ImageFilesystems: []*runtimeapi.FilesystemUsage{{
+		Timestamp:  now.UnixNano(),
 		FsId:       &runtimeapi.FilesystemIdentifier{Mountpoint: s.images.Root()},
 		UsedBytes:  &runtimeapi.UInt64Value{Value: used},
 		InodesUsed: &runtimeapi.UInt64Value{Value: inodes},
+	}}}
+	if s.layers == nil {
+		return resp, nil
 	}
-	return &runtimeapi.ImageFsInfoResponse{ImageFilesystems: []*runtimeapi.FilesystemUsage{fs}}, nil
+	layers, err := s.layers.WritableLayersUsage()
+	if err != nil {
+		return nil, fmt.Errorf("container filesystem: %w", err)
+	}
+	resp.ContainerFilesystems = []*runtimeapi.FilesystemUsage{{
+		Timestamp:  layers.Time.UnixNano(),
+		FsId:       &runtimeapi.FilesystemIdentifier{Mountpoint: layers.Path},
+		UsedBytes:  &runtimeapi.UInt64Value{Value: layers.Bytes},
+		InodesUsed: &runtimeapi.UInt64Value{Value: layers.Inodes},
+	}}
+	return resp, nil
 }
 
 // criImage converts a store image; the user comes from the image config

@@ -370,3 +370,36 @@ func TestPullImageAlwaysAsksTheRegistry(t *testing.T) {
 		}
 	}
 }
+
+type fakeLayers struct{ usage pod.DiskUsage }
+
+func (f fakeLayers) WritableLayersUsage() (pod.DiskUsage, error) { return f.usage, nil }
+
+// ImageFsInfo reports the image store as the image filesystem and the
+// writable layers as the container filesystem, each with its directory,
+// used bytes and inodes; without a ContainerFs, the image filesystem only
+// (kubelet then takes it for both).
+func TestImageFsInfoReportsImageAndContainerFilesystems(t *testing.T) {
+	at := time.Unix(1_700_000_000, 0)
+	s := New(Config{
+		Sandboxes: &fakePods{}, Containers: &fakePods{}, Images: &fakeImages{}, Network: fakeNetwork{},
+		ContainerFs: fakeLayers{pod.DiskUsage{Path: "/var/lib/berth/containers", Bytes: 4096, Inodes: 7, Time: at}},
+	})
+	resp, err := s.ImageFsInfo(context.Background(), &runtimeapi.ImageFsInfoRequest{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	img, ctr := resp.GetImageFilesystems(), resp.GetContainerFilesystems()
+	if len(img) != 1 || img[0].GetFsId().GetMountpoint() != "/var/lib/berth/images" || img[0].GetUsedBytes().GetValue() != 10 ||
+		img[0].GetInodesUsed().GetValue() != 2 || img[0].GetTimestamp() == 0 {
+		t.Errorf("image filesystems %v", img)
+	}
+	if len(ctr) != 1 || ctr[0].GetFsId().GetMountpoint() != "/var/lib/berth/containers" || ctr[0].GetUsedBytes().GetValue() != 4096 ||
+		ctr[0].GetInodesUsed().GetValue() != 7 || ctr[0].GetTimestamp() != at.UnixNano() {
+		t.Errorf("container filesystems %v", ctr)
+	}
+	resp, err = newTestServer(&fakePods{}, &fakeImages{}, nil).ImageFsInfo(context.Background(), &runtimeapi.ImageFsInfoRequest{})
+	if err != nil || len(resp.GetImageFilesystems()) != 1 || len(resp.GetContainerFilesystems()) != 0 {
+		t.Errorf("without ContainerFs: %v, %v", resp, err)
+	}
+}
