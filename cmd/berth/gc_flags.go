@@ -19,6 +19,7 @@ type gcFlags struct {
 	containerMinAge          time.Duration
 	maxPerPodContainer       int
 	maxContainers            int
+	podInfraImage            string
 }
 
 func (f *gcFlags) bind(fs *pflag.FlagSet) {
@@ -29,6 +30,8 @@ func (f *gcFlags) bind(fs *pflag.FlagSet) {
 	fs.DurationVar(&f.imageMinAge, "image-minimum-gc-age", imagegc.DefaultMinAge, "an image first seen less long ago is never removed")
 	fs.DurationVar(&f.imageMaxAge, "image-maximum-gc-age", 0, "remove images unused for longer than this whatever the disk usage (0: never)")
 	fs.DurationVar(&f.imagePeriod, "image-gc-period", imagegc.DefaultPeriod, "how often image garbage collection runs (berth's own; kubelet's is 5m)")
+	fs.StringVar(&f.podInfraImage, "pod-infra-container-image", "",
+		"an image image garbage collection never removes: the runtime's sandbox image, where the runtime does not pin it")
 	fs.DurationVar(&f.containerMinAge, "minimum-container-ttl-duration", 0, "an exited container created less long ago is not removed")
 	fs.IntVar(&f.maxPerPodContainer, "maximum-dead-containers-per-container", agent.DefaultContainerGCPolicy().MaxPerPodContainer,
 		"exited instances kept of each container besides its newest (negative: all)")
@@ -52,10 +55,14 @@ func (f *gcFlags) config() (agent.GCConfig, error) {
 	if f.containerMinAge < 0 {
 		return agent.GCConfig{}, errors.New("--minimum-container-ttl-duration must not be negative")
 	}
+	var pinned []string
+	if f.podInfraImage != "" {
+		pinned = []string{f.podInfraImage}
+	}
 	return agent.GCConfig{
 		Containers: &agent.ContainerGCPolicy{
 			MinAge: f.containerMinAge, MaxPerPodContainer: f.maxPerPodContainer, MaxContainers: f.maxContainers,
 		},
-		Images: &images, ImagePeriod: f.imagePeriod,
+		Images: &images, ImagePeriod: f.imagePeriod, PinnedImages: pinned,
 	}, nil
 }

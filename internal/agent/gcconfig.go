@@ -19,6 +19,10 @@ type GCConfig struct {
 	// ImagePeriod is how often images are collected; default
 	// imagegc.DefaultPeriod.
 	ImagePeriod time.Duration
+	// PinnedImages are never removed by image garbage collection: the
+	// runtime's sandbox image (kubelet's --pod-infra-container-image), for
+	// a runtime that does not pin it (containerd 1.6).
+	PinnedImages []string
 	// Statfs measures the image filesystem; nil: statfs(2) (tests fake it).
 	Statfs func(path string) (imagegc.FsStats, error)
 }
@@ -43,11 +47,12 @@ func (c GCConfig) withDefaults() GCConfig {
 // manager (DeleteUnusedImages).
 func (a *Agent) ImageGC() *imagegc.Manager { return a.imageGC }
 
-// neededImages lists the images the agent's pods name, deleted pods
-// aside: image garbage collection keeps them even when no container of
-// theirs exists (a pod waiting for its back-off, or to be started).
+// neededImages lists the pinned images and the images the agent's pods
+// name, deleted pods aside: image garbage collection keeps them even when
+// no container of theirs exists (a pod waiting for its back-off, or to be
+// started).
 func (a *Agent) neededImages() []string {
-	var out []string
+	out := append([]string(nil), a.cfg.GC.PinnedImages...)
 	for _, w := range a.workerList() {
 		d := w.snapshot()
 		if d.terminating() {
