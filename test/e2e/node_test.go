@@ -37,11 +37,12 @@ var fastAgent = []string{
 // startNode starts a runtime with its agent. Its teardown deletes every
 // pod through the agent (which must leave nothing behind) and checks for
 // leftovers; finally the pods' log directory must be empty.
-func startNode(t *testing.T, kind runtimeKind) *node {
+func startNode(t *testing.T, kind runtimeKind, agentArgs ...string) *node {
 	t.Helper()
 	n := &node{t: t, logDir: filepath.Join(t.TempDir(), "pod-logs"), manifests: t.TempDir()}
 	t.Cleanup(n.checkLogsRemoved)
-	n.rt = kind.start(t, append([]string{"--pod-log-dir=" + n.logDir}, fastAgent...), n.deleteAllPods)
+	args := append(append([]string{"--pod-log-dir=" + n.logDir}, fastAgent...), agentArgs...)
+	n.rt = kind.start(t, args, n.deleteAllPods)
 	n.client = agentapi.NewClient(n.rt.agentSocket())
 	n.waitAgent()
 	return n

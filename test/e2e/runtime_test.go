@@ -27,8 +27,11 @@ type runtime interface {
 	agentRoot() string
 	// agentSocket is where the agent API listens.
 	agentSocket() string
-	// cri is the runtime's CRI client.
+	// cri is the runtime's CRI client; images its image service.
 	cri() runtimeapi.RuntimeServiceClient
+	images() runtimeapi.ImageServiceClient
+	// importImages imports a `docker save` archive into the runtime.
+	importImages(archive string) error
 	// killAgent kills the agent with SIGKILL (berth serve with it, for
 	// berth); startAgent starts it again. The pods keep running.
 	killAgent()
@@ -66,13 +69,18 @@ var runtimes = []runtimeKind{
 // the runtimes. They run side by side (each runtime has its own
 // directories, network and subnet); the scenarios one after the other.
 func onEachRuntime(t *testing.T, scenario func(t *testing.T, n *node)) {
+	onEachRuntimeWith(t, nil, scenario)
+}
+
+// onEachRuntimeWith is onEachRuntime with more agent flags.
+func onEachRuntimeWith(t *testing.T, agentArgs []string, scenario func(t *testing.T, n *node)) {
 	for _, kind := range runtimes {
 		t.Run(kind.name, func(t *testing.T) {
 			if reason := kind.skip(); reason != "" {
 				t.Skip(reason)
 			}
 			t.Parallel()
-			scenario(t, startNode(t, kind))
+			scenario(t, startNode(t, kind, agentArgs...))
 		})
 	}
 }
@@ -102,3 +110,10 @@ func (b berthRuntime) known() (map[string]bool, map[string]bool) {
 	return b.KnownIDs, b.KnownPodUIDs
 }
 func (berthRuntime) echoesEnv() bool { return false }
+
+func (b berthRuntime) images() runtimeapi.ImageServiceClient { return b.Img }
+
+func (b berthRuntime) importImages(archive string) error {
+	b.MustBerth("image", "import", archive)
+	return nil
+}

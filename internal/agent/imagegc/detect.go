@@ -43,7 +43,7 @@ func (m *Manager) detect(ctx context.Context, now time.Time) ([]candidate, error
 		if img.GetPinned() {
 			continue
 		}
-		out = append(out, candidate{id: id, tags: img.GetRepoTags(), size: int64(min(img.GetSize(), 1<<62)), record: *rec}) //nolint:gosec // G115: bounded above
+		out = append(out, candidate{id: id, tags: img.GetRepoTags(), size: int64(min(img.GetSize(), 1<<62)), record: *rec})
 	}
 	for id := range m.records {
 		if !present[id] {

@@ -145,7 +145,7 @@ func (m *Manager) GarbageCollect(ctx context.Context) error {
 	if usage < m.cfg.Policy.HighThresholdPercent {
 		return nil
 	}
-	toFree := int64(fs.Capacity*uint64(100-m.cfg.Policy.LowThresholdPercent)/100) - int64(fs.Available) //nolint:gosec // G115: filesystem sizes are far below 2^63
+	toFree := int64(fs.Capacity*uint64(100-m.cfg.Policy.LowThresholdPercent)/100) - int64(fs.Available)
 	m.log.Info("disk usage on the image filesystem is over the high threshold; freeing bytes down to the low threshold",
 		"usage", usage, "highThreshold", m.cfg.Policy.HighThresholdPercent, "lowThreshold", m.cfg.Policy.LowThresholdPercent, "amountToFree", toFree)
 	freed := m.freeSpace(ctx, toFree, now, candidates, "disk usage over the high threshold")

@@ -9,6 +9,6 @@ func Statfs(path string) (FsStats, error) {
 	if err := unix.Statfs(path, &st); err != nil {
 		return FsStats{}, err
 	}
-	bsize := uint64(st.Bsize) //nolint:gosec // G115: a block size is positive
+	bsize := uint64(st.Bsize)
 	return FsStats{Capacity: st.Blocks * bsize, Available: st.Bavail * bsize}, nil
 }
