@@ -54,6 +54,12 @@
 //     driver is systemd, as CRI RuntimeConfig says at start, pods get slices
 //     (podspec.PodSlice) and the empty pod slice is stopped over systemd's
 //     private D-Bus socket);
+//   - garbage collection: kubelet's container GC (gc.go: one rule, run
+//     after each sync and every GC.ContainerPeriod over every pod,
+//     containergc.go) and its image GC (package imagegc, run beside the
+//     workers; the images the pods name are kept); ContainerGC and ImageGC
+//     give the eviction manager DeleteAllUnusedContainers and
+//     DeleteUnusedImages;
 //   - events (record.go): kubelet's reasons (Scheduled, Pulling, Pulled,
 //     Created, Started, Killing, BackOff, Unhealthy, FailedPostStartHook,
 //     FailedPreStopHook, FailedCreatePodSandBox, FailedMount, ...) kept per

@@ -94,8 +94,28 @@ spec:
 	if n.rt.name() == "berth" && !n.hasImage(a1) {
 		t.Errorf("the replaced image the running container stands on (%s) was removed", a1)
 	}
+	if n.rt.name() == "berth" {
+		n.checkOneImageFilesystem()
+	}
 	if st := containerStatus(n.pod("keep"), "app"); st.State.Running == nil || st.RestartCount != 0 {
 		t.Errorf("keep's container: %+v; want running since the start", st.State)
+	}
+}
+
+// checkOneImageFilesystem checks berth's ImageFsInfo: the image store and
+// the writable layers, on one filesystem here, under one mountpoint (or
+// kubelet would take the image filesystem for a split one), each with
+// what it uses.
+func (n *node) checkOneImageFilesystem() {
+	n.t.Helper()
+	resp, err := n.rt.images().ImageFsInfo(context.Background(), &runtimeapi.ImageFsInfoRequest{})
+	if err != nil {
+		n.t.Fatalf("ImageFsInfo: %v", err)
+	}
+	img, ctr := resp.GetImageFilesystems(), resp.GetContainerFilesystems()
+	if len(img) != 1 || len(ctr) != 1 || img[0].GetFsId().GetMountpoint() != ctr[0].GetFsId().GetMountpoint() ||
+		img[0].GetUsedBytes().GetValue() == 0 || ctr[0].GetUsedBytes().GetValue() == 0 || ctr[0].GetInodesUsed().GetValue() == 0 {
+		n.t.Errorf("ImageFsInfo %v; want one image and one container filesystem under one mountpoint, each using space", resp)
 	}
 }
 
