@@ -82,10 +82,11 @@ func TestEnforceMaxContainersSharesThenRemovesTheOldest(t *testing.T) {
 	}
 }
 
-// A crash-looping pod's exited instances that the syncs kept for
-// --minimum-container-ttl-duration go once they are old enough, with
-// their log files: the newest and the one before stay.
-func TestDeleteAllUnusedContainersRemovesDeadContainersAndTheirLogs(t *testing.T) {
+// A crash-looping pod's exited instances that the syncs and
+// DeleteAllUnusedContainers keep for --minimum-container-ttl-duration go
+// at the periodic collection once they are old enough, with their log
+// files: the newest and the one before stay.
+func TestContainerGCRemovesDeadContainersAndTheirLogs(t *testing.T) {
 	rt := criclienttest.New()
 	clk := clocktesting.NewFakeClock(time.Now())
 	a, _ := newTestAgent(t, rt, t.TempDir(), clk)
@@ -130,10 +131,18 @@ spec:
 	if _, n := rt.Counts(); n != before {
 		t.Fatalf("%d of %d containers left: younger than the minimum age, all stay", n, before)
 	}
+	// The periodic collection removes them once they are old enough.
+	loopCtx, stopLoop := context.WithCancel(ctx)
+	loopDone := make(chan struct{})
+	go func() { defer close(loopDone); a.containerGCLoop(loopCtx) }()
 	clk.Step(2 * time.Hour)
-	if err := a.ContainerGC().DeleteAllUnusedContainers(ctx); err != nil {
-		t.Fatal(err)
-	}
+	waitFor(t, "a collection", func() bool {
+		clk.Step(a.cfg.GC.ContainerPeriod)
+		_, n := rt.Counts()
+		return n <= 2
+	})
+	stopLoop()
+	<-loopDone
 	instances := obs.plan.Instances("app")
 	if _, n := rt.Counts(); n != 2 {
 		t.Fatalf("%d containers left; want the newest and the previous", n)
