@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"time"
 
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 )
 
@@ -75,6 +77,9 @@ func (m *Manager) inUse(ctx context.Context) (map[string]bool, error) {
 	}
 	for _, ref := range m.cfg.Needed() {
 		img, err := m.cfg.Images.ImageStatus(ctx, ref)
+		if status.Code(err) == codes.InvalidArgument {
+			continue // a reference the runtime cannot parse names no image
+		}
 		if err != nil {
 			return nil, fmt.Errorf("image gc: status of image %s, which a pod names: %w", ref, err)
 		}

@@ -206,7 +206,9 @@ func TestGarbageCollectMaxAge(t *testing.T) {
 }
 
 func TestDeleteUnusedImages(t *testing.T) {
-	f := newFixture(t, DefaultPolicy(), "example.test/needed:v1")
+	// A reference the runtime cannot parse names no image: it does not
+	// stop the collection.
+	f := newFixture(t, DefaultPolicy(), "example.test/needed:v1", "not a reference")
 	ctx := context.Background()
 	f.image(t, "a", 10, false)
 	f.image(t, "b", 20, false)

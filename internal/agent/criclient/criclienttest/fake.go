@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"maps"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -364,7 +365,12 @@ func (f *Runtime) imageLocked(ref string) *runtimeapi.Image {
 	return nil
 }
 
+// ImageStatus refuses a reference with a space (InvalidArgument), as a
+// runtime's reference parser does.
 func (f *Runtime) ImageStatus(_ context.Context, ref string) (*runtimeapi.Image, error) {
+	if strings.Contains(ref, " ") {
+		return nil, status.Errorf(codes.InvalidArgument, "parse image reference %q", ref)
+	}
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	img := f.imageLocked(ref)
