@@ -43,6 +43,7 @@ type agentFlags struct {
 	// kubelet's credential provider plugins: their config and directory
 	credProviderConfig string
 	credProviderBinDir string
+	gc                 gcFlags
 }
 
 func (f *agentFlags) bind(cmd *cobra.Command) {
@@ -62,6 +63,7 @@ func (f *agentFlags) bind(cmd *cobra.Command) {
 		"kubelet's CredentialProviderConfig (kubelet.config.k8s.io/v1): exec plugins giving registry credentials for images no imagePullSecret matches")
 	fs.StringVar(&f.credProviderBinDir, "image-credential-provider-bin-dir", "",
 		"directory of the credential provider plugins named in --image-credential-provider-config")
+	f.gc.bind(fs)
 	f.eviction.bind(fs)
 }
 
@@ -78,7 +80,8 @@ func (f *agentFlags) validate() error {
 	if err := f.logRotation.Validate(); err != nil {
 		return fmt.Errorf("--container-log-* flags: %w", err)
 	}
-	return nil
+	_, err = f.gc.config()
+	return err
 }
 
 // credentials loads the credential provider plugins, if configured.
@@ -94,7 +97,8 @@ func (f *agentFlags) credentials(log *slog.Logger) (agent.CredentialSource, erro
 }
 
 // config is the agent's configuration over a CRI client.
-func (f *agentFlags) config(cfg config.Config, cri *criclient.CRIClient, log *slog.Logger) agent.Config {
+func (f *agentFlags) config(cfg config.Config, cri *criclient.CRIClient, log *slog.Logger) (agent.Config, error) {
+	gc, err := f.gc.config()
 	return agent.Config{
 		Runtime: cri, Images: cri,
 		RootDir:   filepath.Join(cfg.RootDir, "agent"),
@@ -104,7 +108,8 @@ func (f *agentFlags) config(cfg config.Config, cri *criclient.CRIClient, log *sl
 		WatchInterval: f.watchInterval,
 		LogRotation:   f.logRotation,
 		Logger:        log,
-	}
+		GC:            gc,
+	}, err
 }
 
 func newAgentCommand(opts *globalOptions) *cobra.Command {
@@ -161,7 +166,10 @@ func runAgent(ctx context.Context, cfg config.Config, flags *agentFlags, endpoin
 	if err := store.MkdirPrivate(cfg.StateDir); err != nil {
 		return fmt.Errorf("agent: state directory %s: %w", cfg.StateDir, err)
 	}
-	agentCfg := flags.config(cfg, cri, log)
+	agentCfg, err := flags.config(cfg, cri, log)
+	if err != nil {
+		return err
+	}
 	if agentCfg.Credentials, err = flags.credentials(log); err != nil {
 		return err
 	}

@@ -193,7 +193,7 @@ func startCRI(ctx context.Context, cfg config.Config, deps *dependencies, stream
 		Sandboxes: deps.pods, Containers: deps.pods, Images: deps.images, Network: deps.network,
 		Version: version, Logger: log,
 		Stats: deps.pods, Events: deps.pods, Exec: deps.pods, Streaming: streams,
-		RPCs: obs.rpcs, Quarantine: quarantine{deps.pods, deps.images}, Host: deps.pods,
+		RPCs: obs.rpcs, Quarantine: quarantine{deps.pods, deps.images}, Host: deps.pods, ContainerFs: deps.pods,
 		RecursiveReadOnlyMounts: runcSupports(ctx, cfg, "rro", log),
 		SystemdCgroup:           cfg.SystemdCgroup(),
 	})

@@ -15,6 +15,7 @@ import (
 	"github.com/berth-dev/berth/internal/agent/backoff"
 	"github.com/berth-dev/berth/internal/agent/criclient"
 	"github.com/berth-dev/berth/internal/agent/eviction"
+	"github.com/berth-dev/berth/internal/agent/imagegc"
 	"github.com/berth-dev/berth/internal/agent/logrotate"
 	"github.com/berth-dev/berth/internal/agent/probe"
 	"github.com/berth-dev/berth/internal/agent/sourcestore"
@@ -82,7 +83,8 @@ type Config struct {
 	// image filesystem.
 	Observer SignalObserver
 	// Reclaimer frees unused containers and images before pods are
-	// evicted for disk; default: nothing is freed.
+	// evicted for disk; default: the agent's own image and container
+	// garbage collection.
 	Reclaimer NodeReclaimer
 	// HousekeepingPeriod is how often the signals are measured; default
 	// DefaultHousekeepingPeriod.
@@ -90,6 +92,8 @@ type Config struct {
 	// Version and RuntimeVersion are the node's kubeletVersion and
 	// containerRuntimeVersion ("containerd://1.7.24").
 	Version, RuntimeVersion string
+	// GC is the container and image garbage collection (gcconfig.go).
+	GC GCConfig
 }
 
 // Defaults.
@@ -109,6 +113,7 @@ type Agent struct {
 	log            *slog.Logger
 	deps           *syncDeps // what every worker's sync uses
 	logs           *logrotate.Manager
+	imageGC        *imagegc.Manager
 	relistRequests chan struct{}
 	pressure       *pressure // the eviction manager's state
 	createdAt      time.Time // when New made the agent: the node's creation
@@ -176,6 +181,17 @@ func New(cfg Config) (*Agent, error) {
 		secrets:        map[string]*secretEntry{},
 		watches:        map[string]context.CancelFunc{},
 	}
+	a.imageGC, err = imagegc.New(imagegc.Config{
+		Runtime: cfg.Runtime, Images: cfg.Images, Policy: *cfg.GC.Images, Period: cfg.GC.ImagePeriod,
+		Needed: a.neededImages, Statfs: cfg.GC.Statfs, Clock: cfg.Clock, Logger: log,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("agent: %w", err)
+	}
+	if cfg.Reclaimer == nil {
+		cfg.Reclaimer = gcReclaimer{Manager: a.imageGC, ContainerGC: a.ContainerGC()}
+		a.cfg.Reclaimer = cfg.Reclaimer
+	}
 	a.life, a.endLife = context.WithCancel(context.Background())
 	a.createdAt = cfg.Clock.Now()
 	a.pressure = newPressure(cfg)
@@ -200,12 +216,10 @@ func (cfg Config) withDefaults() Config {
 	if cfg.HousekeepingPeriod <= 0 {
 		cfg.HousekeepingPeriod = DefaultHousekeepingPeriod
 	}
-	if cfg.Reclaimer == nil {
-		cfg.Reclaimer = noReclaim{}
-	}
 	if cfg.Observer == nil {
 		cfg.Observer = hostObserver(cfg)
 	}
+	cfg.GC = cfg.GC.withDefaults()
 	return cfg
 }
 
@@ -226,6 +240,7 @@ func newSyncDeps(cfg Config, sources *sourcestore.Store, log *slog.Logger) *sync
 		systemdCgroup: cfg.SystemdCgroup,
 		rootDir:       cfg.RootDir,
 		podLogDir:     cfg.PodLogDir,
+		containerGC:   *cfg.GC.Containers,
 	}
 }
 
@@ -244,12 +259,13 @@ func (a *Agent) Run(ctx context.Context) error {
 		return err
 	}
 	var loops sync.WaitGroup
-	loops.Add(5)
-	go func() { defer loops.Done(); a.housekeepingLoop(ctx) }()
-	go func() { defer loops.Done(); a.watchEvents(ctx) }()
-	go func() { defer loops.Done(); a.logs.Run(ctx) }()
-	go func() { defer loops.Done(); a.relistLoop(ctx) }()
-	go func() { defer loops.Done(); a.dispatchProbeUpdates(ctx) }()
+	for _, loop := range []func(context.Context){
+		a.housekeepingLoop, a.watchEvents, a.logs.Run, a.relistLoop,
+		a.dispatchProbeUpdates, a.containerGCLoop, a.imageGC.Run,
+	} {
+		loops.Add(1)
+		go func() { defer loops.Done(); loop(ctx) }()
+	}
 	<-ctx.Done()
 	a.mu.Lock()
 	a.ready, a.stopping = false, true // no goroutine starts after this

@@ -43,7 +43,8 @@ type syncDeps struct {
 	clock        clock.WithTicker
 	log          *slog.Logger
 	node         node
-	credentials  CredentialSource // node-wide registry credentials; nil: none
+	credentials  CredentialSource  // node-wide registry credentials; nil: none
+	containerGC  ContainerGCPolicy // what each sync and the periodic collection remove
 
 	runtimeName   string // container IDs in statuses read "<name>://<id>"
 	systemdCgroup bool   // pods' cgroup parents are systemd slices

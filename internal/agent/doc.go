@@ -73,6 +73,12 @@
 //     removed beyond the max files (as kubelet's containerLogMax*
 //     settings); gc.go removes a removed container's rotated files with
 //     its log;
+//   - garbage collection: kubelet's container GC (gc.go: one rule, run
+//     after each sync and every GC.ContainerPeriod over every pod,
+//     containergc.go) and its image GC (package imagegc, run beside the
+//     workers; the images the pods name are kept); ContainerGC and ImageGC
+//     give the eviction manager DeleteAllUnusedContainers and
+//     DeleteUnusedImages;
 //   - events (record.go): kubelet's reasons (Scheduled, Pulling, Pulled,
 //     Created, Started, Killing, BackOff, Unhealthy, FailedPostStartHook,
 //     FailedPreStopHook, FailedCreatePodSandBox, FailedMount, ...) kept per

@@ -43,6 +43,7 @@ func newSoloWorker(t *testing.T, rt *criclienttest.Runtime, yaml string) *soloWo
 		clock:   clocktesting.NewFakeClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)),
 		log:     slog.New(slog.NewTextHandler(testWriter{t}, &slog.HandlerOptions{Level: slog.LevelDebug})),
 		rootDir: dir + "/root", podLogDir: dir + "/logs",
+		containerGC: DefaultContainerGCPolicy(),
 	}
 	pods := bundle(t, yaml).Pods
 	if len(pods) != 1 {

@@ -3,6 +3,7 @@ package agent
 import (
 	"context"
 	"os"
+	"time"
 
 	"github.com/berth-dev/berth/internal/agent/criclient"
 	"github.com/berth-dev/berth/internal/agent/logrotate"
@@ -10,46 +11,91 @@ import (
 	"github.com/berth-dev/berth/internal/agent/podspec"
 )
 
-// removeOldContainers is the kubelet's container garbage collection for one
-// pod: of each container name the runtime keeps the newest instance and the
-// newest exited one before it (its lastState, and `logs --previous`); older
-// exited instances and their log files go. A sandbox that is neither the
-// current one nor ready goes once no container of it is left.
-func (w *podWorker) removeOldContainers(ctx context.Context, obs observation) {
-	keep := map[string]bool{}
+// ContainerGCPolicy is kubelet's container garbage collection policy (its
+// flags, in brackets).
+type ContainerGCPolicy struct {
+	// MinAge: an exited container created less long ago is kept
+	// (--minimum-container-ttl-duration, 0).
+	MinAge time.Duration
+	// MaxPerPodContainer exited instances of each container of a pod are
+	// kept besides its newest instance (--maximum-dead-containers-per-container,
+	// 1: `logs --previous` and lastState); negative: all.
+	MaxPerPodContainer int
+	// MaxContainers bounds the exited instances kept on the node, the
+	// newest instance of each container aside (--maximum-dead-containers,
+	// -1: no bound).
+	MaxContainers int
+}
+
+// DefaultContainerGCPolicy is kubelet's.
+func DefaultContainerGCPolicy() ContainerGCPolicy {
+	return ContainerGCPolicy{MinAge: 0, MaxPerPodContainer: 1, MaxContainers: -1}
+}
+
+// DefaultContainerGCPeriod is how often kubelet collects containers.
+const DefaultContainerGCPeriod = time.Minute
+
+// containerGC sorts one pod's containers: remove is what the policy lets
+// go; spare is what it keeps only because of MaxPerPodContainer (exited,
+// old enough, not the newest instance), newest first, for MaxContainers.
+// The newest instance of each container name stays whatever its state
+// (the planner and the pod's status read it), and so does every container
+// that has not exited.
+func containerGC(obs plan.Observed, policy ContainerGCPolicy, now time.Time) (remove, spare []plan.Container) {
 	done := map[string]bool{}
-	for _, c := range obs.plan.Containers {
+	for _, c := range obs.Containers {
 		if done[c.Name] {
 			continue
 		}
 		done[c.Name] = true
-		keptPrevious := false
-		for i, inst := range obs.plan.Instances(c.Name) {
+		kept := 0
+		for i, inst := range obs.Instances(c.Name) {
 			switch {
-			case i == 0 || inst.State != plan.StateExited:
-				keep[inst.ID] = true
-			case !keptPrevious:
-				keep[inst.ID], keptPrevious = true, true
+			case i == 0 || inst.State != plan.StateExited || now.Sub(inst.CreatedAt) < policy.MinAge:
+			case policy.MaxPerPodContainer < 0 || kept < policy.MaxPerPodContainer:
+				kept++
+				spare = append(spare, inst)
+			default:
+				remove = append(remove, inst)
 			}
 		}
 	}
+	return remove, spare
+}
+
+// removeOldContainers is the kubelet's container garbage collection for one
+// pod, run after each of its syncs and by the periodic collection
+// (containerGC's rule); the removed containers' log files go with them. A
+// sandbox that is neither the current one nor ready goes once no container
+// of it is left.
+func (w *podWorker) removeOldContainers(ctx context.Context, obs observation) {
+	remove, _ := containerGC(obs.plan, w.deps.containerGC, w.deps.clock.Now())
+	w.removeContainers(ctx, obs, remove)
+}
+
+// removeContainers removes the given containers of the pod and their log
+// files, then the pod's superseded sandboxes left empty.
+func (w *podWorker) removeContainers(ctx context.Context, obs observation, remove []plan.Container) {
+	gone := map[string]bool{}
 	paths := obs.logPaths(w.logDirectory())
-	remaining := map[string]int{}
-	for _, c := range obs.plan.Containers {
-		if keep[c.ID] {
-			remaining[c.SandboxID]++
-			continue
-		}
+	for _, c := range remove {
 		if err := w.deps.runtime.RemoveContainer(ctx, c.ID); err != nil && !criclient.IsNotFound(err) {
 			w.deps.log.Debug("remove old container", "pod", w.uid, "container", c.ID, "error", err)
-			remaining[c.SandboxID]++
 			continue
 		}
+		gone[c.ID] = true
+		w.deps.log.Debug("container garbage collected", "pod", w.uid, "container", c.Name, "id", c.ID)
 		if p := paths[c.ID]; p != "" {
 			os.Remove(p) // the log may be gone already
 			if err := logrotate.RemoveRotated(p); err != nil {
 				w.deps.log.Debug("remove old container's rotated logs", "pod", w.uid, "container", c.ID, "error", err)
 			}
+		}
+	}
+	remaining := map[string]int{}
+	for _, c := range obs.plan.Containers {
+		if !gone[c.ID] {
+			remaining[c.SandboxID]++
 		}
 	}
 	w.removeOldSandboxes(ctx, obs, remaining)

@@ -13,6 +13,7 @@ import (
 
 	"github.com/berth-dev/berth/internal/agent/agentapi"
 	"github.com/berth-dev/berth/internal/agent/eviction"
+	"github.com/berth-dev/berth/internal/agent/imagegc"
 	"github.com/berth-dev/berth/internal/agent/podspec"
 )
 
@@ -58,11 +59,11 @@ func hostObserver(cfg Config) eviction.HostObserver {
 	h := eviction.HostObserver{NodeFsPath: cfg.RootDir}
 	if cfg.Stats != nil {
 		h.ImageFsPath = func(ctx context.Context) (string, error) {
-			fss, err := cfg.Stats.ImageFsInfo(ctx)
+			resp, err := cfg.Stats.ImageFsInfo(ctx)
 			if err != nil {
 				return "", err
 			}
-			for _, fs := range fss {
+			for _, fs := range resp.GetImageFilesystems() {
 				if mp := fs.GetFsId().GetMountpoint(); mp != "" {
 					return mp, nil
 				}
@@ -73,11 +74,12 @@ func hostObserver(cfg Config) eviction.HostObserver {
 	return h
 }
 
-// noReclaim frees nothing: the runtime's garbage collection is not wired.
-type noReclaim struct{}
-
-func (noReclaim) DeleteUnusedImages(context.Context) (int64, error) { return 0, nil }
-func (noReclaim) DeleteAllUnusedContainers(context.Context) error   { return nil }
+// gcReclaimer is the agent's own garbage collection, what the eviction
+// manager reclaims node-level disk with, as kubelet's does.
+type gcReclaimer struct {
+	*imagegc.Manager
+	*ContainerGC
+}
 
 // housekeepingLoop measures the signals now and every period until ctx
 // ends.

@@ -63,7 +63,7 @@ type fakeStats struct {
 	memory map[string]uint64
 }
 
-func (f *fakeStats) ImageFsInfo(context.Context) ([]*runtimeapi.FilesystemUsage, error) {
+func (f *fakeStats) ImageFsInfo(context.Context) (*runtimeapi.ImageFsInfoResponse, error) {
 	return nil, nil
 }
 

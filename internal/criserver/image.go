@@ -3,8 +3,10 @@ package criserver
 import (
 	"context"
 	"fmt"
+	"os"
 	"strconv"
 	"strings"
+	"syscall"
 	"time"
 
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
@@ -112,19 +114,56 @@ func (s *Server) RemoveImage(_ context.Context, req *runtimeapi.RemoveImageReque
 	return &runtimeapi.RemoveImageResponse{}, nil
 }
 
-// ImageFsInfo reports the image store's usage.
+// ImageFsInfo reports the image store's usage (image_filesystems) and the
+// containers' writable layers' (container_filesystems). kubelet takes the
+// two for separate filesystems (split image filesystem) when their
+// mountpoints differ, so when both directories are on one filesystem
+// both carry the image store's directory, as containerd reports its
+// snapshotter's directory for both; kubelet measures the filesystem
+// holding it.
 func (s *Server) ImageFsInfo(context.Context, *runtimeapi.ImageFsInfoRequest) (*runtimeapi.ImageFsInfoResponse, error) {
 	used, inodes, err := s.images.Usage()
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("image filesystem %s: %w", s.images.Root(), err)
 	}
-	fs := &runtimeapi.FilesystemUsage{
-		Timestamp:  time.Now().UnixNano(),
+	now := time.Now()
+	resp := &runtimeapi.ImageFsInfoResponse{ImageFilesystems: []*runtimeapi.FilesystemUsage{{
+		Timestamp:  now.UnixNano(),
 		FsId:       &runtimeapi.FilesystemIdentifier{Mountpoint: s.images.Root()},
 		UsedBytes:  &runtimeapi.UInt64Value{Value: used},
 		InodesUsed: &runtimeapi.UInt64Value{Value: inodes},
+	}}}
+	if s.layers == nil {
+		return resp, nil
 	}
-	return &runtimeapi.ImageFsInfoResponse{ImageFilesystems: []*runtimeapi.FilesystemUsage{fs}}, nil
+	layers, err := s.layers.WritableLayersUsage()
+	if err != nil {
+		return nil, fmt.Errorf("container filesystem: %w", err)
+	}
+	mountpoint := layers.Path
+	if sameFilesystem(s.images.Root(), layers.Path) {
+		mountpoint = s.images.Root()
+	}
+	resp.ContainerFilesystems = []*runtimeapi.FilesystemUsage{{
+		Timestamp:  layers.Time.UnixNano(),
+		FsId:       &runtimeapi.FilesystemIdentifier{Mountpoint: mountpoint},
+		UsedBytes:  &runtimeapi.UInt64Value{Value: layers.Bytes},
+		InodesUsed: &runtimeapi.UInt64Value{Value: layers.Inodes},
+	}}
+	return resp, nil
+}
+
+// sameFilesystem reports whether two directories are on one device; a
+// directory that cannot be read is taken for another filesystem.
+func sameFilesystem(a, b string) bool {
+	sa, errA := os.Stat(a)
+	sb, errB := os.Stat(b)
+	if errA != nil || errB != nil {
+		return false
+	}
+	da, okA := sa.Sys().(*syscall.Stat_t)
+	db, okB := sb.Sys().(*syscall.Stat_t)
+	return okA && okB && da.Dev == db.Dev
 }
 
 // criImage converts a store image; the user comes from the image config

@@ -66,6 +66,12 @@ type HostResources interface {
 	DroppedResources() []string
 }
 
+// ContainerFs measures the containers' writable layers, ImageFsInfo's
+// container filesystem (pod.Service.WritableLayersUsage).
+type ContainerFs interface {
+	WritableLayersUsage() (pod.DiskUsage, error)
+}
+
 // Network reports CNI readiness and takes the pod CIDR.
 type Network interface {
 	Ready() error
@@ -101,6 +107,8 @@ type Config struct {
 
 	// Host, when set, is reported in Status verbose info.
 	Host HostResources
+	// ContainerFs, when set, is ImageFsInfo's container filesystem.
+	ContainerFs ContainerFs
 	// Quarantine, when set, lists the quarantined records in Status.
 	Quarantine Quarantine
 
@@ -129,6 +137,7 @@ type Server struct {
 	rpcs       RPCObserver
 	host       HostResources
 	quarantine Quarantine
+	layers     ContainerFs
 	version    string
 	rro        bool
 	systemd    bool
@@ -146,7 +155,7 @@ func New(cfg Config) *Server {
 		network: cfg.Network, version: cfg.Version, log: cfg.Logger,
 		stats: cfg.Stats, events: cfg.Events,
 		exec: cfg.Exec, streaming: cfg.Streaming, rpcs: cfg.RPCs, rro: cfg.RecursiveReadOnlyMounts,
-		host: cfg.Host, quarantine: cfg.Quarantine, systemd: cfg.SystemdCgroup,
+		host: cfg.Host, quarantine: cfg.Quarantine, systemd: cfg.SystemdCgroup, layers: cfg.ContainerFs,
 	}
 }
 

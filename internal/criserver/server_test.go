@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -63,6 +65,7 @@ func (f *fakePods) Containers() []pod.Container             { return f.container
 func (f *fakePods) ContainersUsingImage(id string) []string { return f.inUse[id] }
 
 type fakeImages struct {
+	root     string // Root; default /var/lib/berth/images
 	images   []image.Image
 	removed  []string
 	pullAuth *image.Auth
@@ -88,7 +91,12 @@ func (f *fakeImages) Resolve(ref string) (image.Image, error) {
 func (f *fakeImages) List() ([]image.Image, error)   { return f.images, nil }
 func (f *fakeImages) Remove(ref string) error        { f.removed = append(f.removed, ref); return nil }
 func (f *fakeImages) Usage() (uint64, uint64, error) { return 10, 2, nil }
-func (f *fakeImages) Root() string                   { return "/var/lib/berth/images" }
+func (f *fakeImages) Root() string {
+	if f.root != "" {
+		return f.root
+	}
+	return "/var/lib/berth/images"
+}
 
 type fakeNetwork struct{ err error }
 
@@ -368,5 +376,57 @@ func TestPullImageAlwaysAsksTheRegistry(t *testing.T) {
 		if status.Code(toStatus(err)) != tc.want || resp.GetImageRef() != "" {
 			t.Errorf("pull error %v: ref %q err %v, want code %v", tc.pullErr, resp.GetImageRef(), err, tc.want)
 		}
+	}
+}
+
+type fakeLayers struct{ usage pod.DiskUsage }
+
+func (f fakeLayers) WritableLayersUsage() (pod.DiskUsage, error) { return f.usage, nil }
+
+// ImageFsInfo reports the image store as the image filesystem and the
+// writable layers as the container filesystem, each with its directory,
+// used bytes and inodes; without a ContainerFs, the image filesystem only
+// (kubelet then takes it for both).
+func TestImageFsInfoReportsImageAndContainerFilesystems(t *testing.T) {
+	at := time.Unix(1_700_000_000, 0)
+	// Directories not on one filesystem (here: that do not exist) keep
+	// their own mountpoints.
+	s := New(Config{
+		Sandboxes: &fakePods{}, Containers: &fakePods{}, Images: &fakeImages{root: "/nonexistent/berth/images"}, Network: fakeNetwork{},
+		ContainerFs: fakeLayers{pod.DiskUsage{Path: "/nonexistent/berth/containers", Bytes: 4096, Inodes: 7, Time: at}},
+	})
+	resp, err := s.ImageFsInfo(context.Background(), &runtimeapi.ImageFsInfoRequest{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	img, ctr := resp.GetImageFilesystems(), resp.GetContainerFilesystems()
+	if len(img) != 1 || img[0].GetFsId().GetMountpoint() != "/nonexistent/berth/images" || img[0].GetUsedBytes().GetValue() != 10 ||
+		img[0].GetInodesUsed().GetValue() != 2 || img[0].GetTimestamp() == 0 {
+		t.Errorf("image filesystems %v", img)
+	}
+	if len(ctr) != 1 || ctr[0].GetFsId().GetMountpoint() != "/nonexistent/berth/containers" || ctr[0].GetUsedBytes().GetValue() != 4096 ||
+		ctr[0].GetInodesUsed().GetValue() != 7 || ctr[0].GetTimestamp() != at.UnixNano() {
+		t.Errorf("container filesystems %v", ctr)
+	}
+	// One filesystem for both: one mountpoint, or kubelet would take the
+	// image filesystem for a split one.
+	dir := t.TempDir()
+	for _, d := range []string{"images", "containers"} {
+		if err := os.Mkdir(filepath.Join(dir, d), 0o700); err != nil {
+			t.Fatal(err)
+		}
+	}
+	s = New(Config{
+		Sandboxes: &fakePods{}, Containers: &fakePods{}, Images: &fakeImages{root: filepath.Join(dir, "images")}, Network: fakeNetwork{},
+		ContainerFs: fakeLayers{pod.DiskUsage{Path: filepath.Join(dir, "containers"), Bytes: 4096, Time: at}},
+	})
+	resp, err = s.ImageFsInfo(context.Background(), &runtimeapi.ImageFsInfoRequest{})
+	if err != nil || resp.GetContainerFilesystems()[0].GetFsId().GetMountpoint() != filepath.Join(dir, "images") ||
+		resp.GetContainerFilesystems()[0].GetUsedBytes().GetValue() != 4096 {
+		t.Errorf("one filesystem: %v, %v; want the image store's directory as the container filesystem's mountpoint", resp, err)
+	}
+	resp, err = newTestServer(&fakePods{}, &fakeImages{}, nil).ImageFsInfo(context.Background(), &runtimeapi.ImageFsInfoRequest{})
+	if err != nil || len(resp.GetImageFilesystems()) != 1 || len(resp.GetContainerFilesystems()) != 0 {
+		t.Errorf("without ContainerFs: %v, %v", resp, err)
 	}
 }

@@ -88,6 +88,7 @@ type Service struct {
 	events         EventBroker
 	starts         eventOrder
 	cpuRates       cgroupstats.RateTracker
+	layersUsage    layersUsageCache
 	dropped        droppedResources
 }
 

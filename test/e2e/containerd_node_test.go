@@ -141,7 +141,9 @@ func (c *ctrdNode) net() harness.Network { return c.network }
 // startAgent starts `berth agent` on containerd's socket; the node waits
 // until it answers.
 func (c *ctrdNode) startAgent() {
-	c.agent.Args = append(append(c.flags(), "agent"), c.agentArgs...)
+	// containerd 1.6 does not pin its sandbox image: kubelet's flag keeps
+	// it from image garbage collection.
+	c.agent.Args = append(append(c.flags(), "agent", "--pod-infra-container-image="+pauseRef), c.agentArgs...)
 	if err := c.agent.Start(); err != nil {
 		c.t.Fatal(err)
 	}
@@ -159,3 +161,6 @@ func (c *ctrdNode) stopAgent() {
 		c.t.Errorf("%v\n%s", err, c.agent.LogTail(30))
 	}
 }
+
+func (c *ctrdNode) images() runtimeapi.ImageServiceClient { return c.ctrd.img }
+func (c *ctrdNode) importImages(archive string) error     { return c.ctrd.ctrImport(archive) }

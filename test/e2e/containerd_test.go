@@ -196,12 +196,20 @@ func writeContainerdImages(path, pauseBinary string) error {
 		testimage.Options{Name: pauseRef, Entrypoint: []string{"/pause"}, ExtraFiles: map[string]string{"/pause": string(pause)}})
 }
 
-// importImages imports an archive of writeContainerdImages into the CRI
-// namespace with ctr and checks that the CRI plugin lists both images.
-func (c *containerd) importImages(archive string) error {
+// ctrImport imports a `docker save` archive into the CRI namespace.
+func (c *containerd) ctrImport(archive string) error {
 	out, err := exec.Command(ctrBin, "-a", c.socket, "-n", criNamespace, "images", "import", archive).CombinedOutput()
 	if err != nil {
 		return fmt.Errorf("ctr images import %s: %w\n%s", archive, err, out)
+	}
+	return nil
+}
+
+// importImages imports an archive of writeContainerdImages into the CRI
+// namespace with ctr and checks that the CRI plugin lists both images.
+func (c *containerd) importImages(archive string) error {
+	if err := c.ctrImport(archive); err != nil {
+		return err
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()

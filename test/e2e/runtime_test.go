@@ -27,8 +27,11 @@ type runtime interface {
 	agentRoot() string
 	// agentSocket is where the agent API listens.
 	agentSocket() string
-	// cri is the runtime's CRI client.
+	// cri is the runtime's CRI client; images its image service.
 	cri() runtimeapi.RuntimeServiceClient
+	images() runtimeapi.ImageServiceClient
+	// importImages imports a `docker save` archive into the runtime.
+	importImages(archive string) error
 	// killAgent kills the agent with SIGKILL (berth serve with it, for
 	// berth); startAgent starts it again. The pods keep running.
 	killAgent()
@@ -117,3 +120,10 @@ func (berthRuntime) echoesEnv() bool { return false }
 
 // plainHTTPRegistry: berth reaches loopback registries over plain HTTP.
 func (berthRuntime) plainHTTPRegistry(*testing.T, string) {}
+
+func (b berthRuntime) images() runtimeapi.ImageServiceClient { return b.Img }
+
+func (b berthRuntime) importImages(archive string) error {
+	b.MustBerth("image", "import", archive)
+	return nil
+}

@@ -50,13 +50,22 @@ type Images interface {
 	// PullImage pulls ref with auth (nil: the runtime's own credentials,
 	// or anonymous).
 	PullImage(ctx context.Context, ref string, auth *runtimeapi.AuthConfig, sandbox *runtimeapi.PodSandboxConfig) (string, error)
+	// ListImages lists every image the runtime holds (image garbage
+	// collection).
+	ListImages(ctx context.Context) ([]*runtimeapi.Image, error)
+	// RemoveImage removes an image by id or reference; an image already
+	// gone is no error.
+	RemoveImage(ctx context.Context, ref string) error
+	// ImageFsInfo reports the filesystems of the images and of the
+	// containers' writable layers.
+	ImageFsInfo(ctx context.Context) (*runtimeapi.ImageFsInfoResponse, error)
 }
 
 // Stats is the part of the CRI the eviction manager measures with: the
 // image filesystem (ImageService ImageFsInfo) and the containers' usage
 // (RuntimeService ListContainerStats, filtered by labels).
 type Stats interface {
-	ImageFsInfo(ctx context.Context) ([]*runtimeapi.FilesystemUsage, error)
+	ImageFsInfo(ctx context.Context) (*runtimeapi.ImageFsInfoResponse, error)
 	ListContainerStats(ctx context.Context, labels map[string]string) ([]*runtimeapi.ContainerStats, error)
 }
 
@@ -343,6 +352,33 @@ func (c *CRIClient) PullImage(ctx context.Context, ref string, auth *runtimeapi.
 	return resp.GetImageRef(), err
 }
 
+func (c *CRIClient) ListImages(ctx context.Context) ([]*runtimeapi.Image, error) {
+	ctx, cancel := context.WithTimeout(ctx, callTimeout)
+	defer cancel()
+	resp, err := c.images.ListImages(ctx, &runtimeapi.ListImagesRequest{})
+	return resp.GetImages(), err
+}
+
+func (c *CRIClient) RemoveImage(ctx context.Context, ref string) error {
+	ctx, cancel := context.WithTimeout(ctx, callTimeout)
+	defer cancel()
+	_, err := c.images.RemoveImage(ctx, &runtimeapi.RemoveImageRequest{Image: &runtimeapi.ImageSpec{Image: ref}})
+	if IsNotFound(err) {
+		return nil
+	}
+	return err
+}
+
+func (c *CRIClient) ImageFsInfo(ctx context.Context) (*runtimeapi.ImageFsInfoResponse, error) {
+	ctx, cancel := context.WithTimeout(ctx, callTimeout)
+	defer cancel()
+	resp, err := c.images.ImageFsInfo(ctx, &runtimeapi.ImageFsInfoRequest{})
+	if err != nil {
+		return nil, fmt.Errorf("ImageFsInfo: %w", err)
+	}
+	return resp, nil
+}
+
 // IsNotFound reports whether a CRI call failed because its object is gone.
 func IsNotFound(err error) bool {
 	if err == nil {
@@ -353,17 +389,6 @@ func IsNotFound(err error) bool {
 		return se.GRPCStatus().Code() == codes.NotFound
 	}
 	return false
-}
-
-// ImageFsInfo returns the runtime's image filesystems.
-func (c *CRIClient) ImageFsInfo(ctx context.Context) ([]*runtimeapi.FilesystemUsage, error) {
-	ctx, cancel := context.WithTimeout(ctx, callTimeout)
-	defer cancel()
-	resp, err := c.images.ImageFsInfo(ctx, &runtimeapi.ImageFsInfoRequest{})
-	if err != nil {
-		return nil, fmt.Errorf("ImageFsInfo: %w", err)
-	}
-	return resp.GetImageFilesystems(), nil
 }
 
 // ListContainerStats returns the usage of the containers carrying labels.

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"maps"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -23,7 +24,8 @@ type Runtime struct {
 	next       int
 	sandboxes  map[string]*sandbox
 	containers map[string]*container
-	images     map[string]bool
+	images     map[string]*runtimeapi.Image // by reference (a tag, or the id)
+	imageFs    *runtimeapi.ImageFsInfoResponse
 	pullErr    error
 	pullAuth   func(ref string, auth *runtimeapi.AuthConfig) error
 	log        []string // "create <name>", "start <name>", "stop <name>", "reopen-log <name>", "runp", "stopp", "rmp"
@@ -68,7 +70,7 @@ type container struct {
 func New() *Runtime {
 	return &Runtime{
 		sandboxes: map[string]*sandbox{}, containers: map[string]*container{},
-		images: map[string]bool{"busybox": true},
+		images: map[string]*runtimeapi.Image{"busybox": fakeImage("busybox")},
 	}
 }
 
@@ -286,6 +288,7 @@ func (f *Runtime) ListContainers(_ context.Context, selector map[string]string) 
 			out = append(out, &runtimeapi.Container{
 				Id: id, PodSandboxId: c.sandbox, Metadata: c.config.GetMetadata(), State: c.state,
 				CreatedAt: c.created.UnixNano(), Labels: c.config.GetLabels(), Annotations: c.config.GetAnnotations(),
+				Image: c.config.GetImage(), ImageRef: f.imageRefLocked(c),
 			})
 		}
 	}
@@ -302,7 +305,7 @@ func (f *Runtime) ContainerStatus(_ context.Context, id string) (*runtimeapi.Con
 	st := &runtimeapi.ContainerStatus{
 		Id: id, Metadata: c.config.GetMetadata(), State: c.state, CreatedAt: c.created.UnixNano(),
 		Labels: maps.Clone(c.config.GetLabels()), Annotations: maps.Clone(c.config.GetAnnotations()),
-		LogPath: c.config.GetLogPath(), Image: c.config.GetImage(),
+		LogPath: c.config.GetLogPath(), Image: c.config.GetImage(), ImageRef: f.imageRefLocked(c),
 	}
 	if !c.started.IsZero() {
 		st.StartedAt = c.started.UnixNano()
@@ -331,6 +334,15 @@ func (f *Runtime) ReopenContainerLog(_ context.Context, id string) error {
 	}
 	f.record("reopen-log " + c.config.GetMetadata().GetName())
 	return nil
+}
+
+// imageRefLocked is the id of a container's image, "" once it is gone
+// (the caller holds f.mu).
+func (f *Runtime) imageRefLocked(c *container) string {
+	if img := f.imageLocked(c.config.GetImage().GetImage()); img != nil {
+		return img.GetId()
+	}
+	return ""
 }
 
 func (f *Runtime) ExecSync(_ context.Context, id string, cmd []string, _ time.Duration) ([]byte, []byte, int32, error) {
@@ -369,13 +381,103 @@ func (f *Runtime) ContainerEvents(ctx context.Context) (criclient.EventStream, e
 	return &stream{ctx: ctx, ch: ch}, nil
 }
 
+// fakeImage is the image a pull of ref brings: its id is "sha256:" + ref.
+func fakeImage(ref string) *runtimeapi.Image {
+	return &runtimeapi.Image{Id: "sha256:" + ref, RepoTags: []string{ref}, Size: 1 << 20}
+}
+
+// imageLocked finds an image by reference or id (the caller holds f.mu).
+func (f *Runtime) imageLocked(ref string) *runtimeapi.Image {
+	if img := f.images[ref]; img != nil {
+		return img
+	}
+	for _, img := range f.images {
+		if img.GetId() == ref {
+			return img
+		}
+	}
+	return nil
+}
+
+// ImageStatus refuses a reference with a space (InvalidArgument), as a
+// runtime's reference parser does.
 func (f *Runtime) ImageStatus(_ context.Context, ref string) (*runtimeapi.Image, error) {
+	if strings.Contains(ref, " ") {
+		return nil, status.Errorf(codes.InvalidArgument, "parse image reference %q", ref)
+	}
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	if !f.images[ref] {
+	img := f.imageLocked(ref)
+	if img == nil {
 		return nil, nil
 	}
-	return &runtimeapi.Image{Id: "sha256:" + ref}, nil
+	return proto.CloneOf(img), nil
+}
+
+// ListImages lists every image once.
+func (f *Runtime) ListImages(context.Context) ([]*runtimeapi.Image, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	seen := map[string]bool{}
+	var out []*runtimeapi.Image
+	for _, img := range f.images {
+		if !seen[img.GetId()] {
+			seen[img.GetId()] = true
+			out = append(out, proto.CloneOf(img))
+		}
+	}
+	return out, nil
+}
+
+// RemoveImage removes an image (by reference or id) and every reference
+// to it, and records "rmi <id>"; it refuses an image a container uses,
+// as berth does.
+func (f *Runtime) RemoveImage(_ context.Context, ref string) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	img := f.imageLocked(ref)
+	if img == nil {
+		return nil
+	}
+	for _, c := range f.containers {
+		if u := f.imageLocked(c.config.GetImage().GetImage()); u != nil && u.GetId() == img.GetId() {
+			return status.Errorf(codes.FailedPrecondition, "image %s is used by container %s", img.GetId(), c.id)
+		}
+	}
+	for key, other := range f.images {
+		if other.GetId() == img.GetId() {
+			delete(f.images, key)
+		}
+	}
+	f.record("rmi " + img.GetId())
+	return nil
+}
+
+// ImageFsInfo returns what SetImageFs set (an empty answer before).
+func (f *Runtime) ImageFsInfo(context.Context) (*runtimeapi.ImageFsInfoResponse, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.imageFs == nil {
+		return &runtimeapi.ImageFsInfoResponse{}, nil
+	}
+	return proto.CloneOf(f.imageFs), nil
+}
+
+// SetImageFs sets what ImageFsInfo returns.
+func (f *Runtime) SetImageFs(resp *runtimeapi.ImageFsInfoResponse) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.imageFs = resp
+}
+
+// AddImage adds an image under its id and each of its RepoTags.
+func (f *Runtime) AddImage(img *runtimeapi.Image) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.images[img.GetId()] = img
+	for _, tag := range img.GetRepoTags() {
+		f.images[tag] = img
+	}
 }
 
 // PullImage records "pull <ref>", or "pull <ref> as <user>" with
@@ -396,8 +498,10 @@ func (f *Runtime) PullImage(_ context.Context, ref string, auth *runtimeapi.Auth
 			return "", err
 		}
 	}
-	f.images[ref] = true
-	return "sha256:" + ref, nil
+	if f.images[ref] == nil {
+		f.images[ref] = fakeImage(ref)
+	}
+	return f.images[ref].GetId(), nil
 }
 
 // Calls returns the recorded calls so far.
