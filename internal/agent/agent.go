@@ -17,6 +17,7 @@ import (
 	"github.com/berth-dev/berth/internal/agent/probe"
 	"github.com/berth-dev/berth/internal/agent/sourcestore"
 	"github.com/berth-dev/berth/internal/agent/volume"
+	"github.com/berth-dev/berth/internal/agent/workloadstore"
 	"github.com/berth-dev/berth/internal/store"
 	"k8s.io/utils/clock"
 )
@@ -33,7 +34,8 @@ type Config struct {
 	SystemdCgroup bool
 	// RootDir holds the agent's per-pod directories (volumes):
 	// <RootDir>/pods/<uid>/volumes/..., and the pods' ConfigMaps and
-	// Secrets: <RootDir>/sources/<uid>.json (package sourcestore).
+	// Secrets: <RootDir>/sources/<uid>.json (package sourcestore), and the
+	// Deployments and ReplicaSets: <RootDir>/workloads (workloadstore).
 	RootDir string
 	// PodLogDir is the root of the pods' log directories (kubelet's
 	// /var/log/pods).
@@ -96,6 +98,14 @@ type Agent struct {
 	configMaps map[string]*configMapEntry
 	secrets    map[string]*secretEntry
 	watches    map[string]context.CancelFunc // watched directory → stop
+	// workloads holds the Deployments and ReplicaSets by uid (saved in
+	// workloadStore before the agent acts on them); workloadNames maps
+	// "Kind namespace/name" to the uid of the object that name stands
+	// for (objects being deleted have none).
+	workloads      map[string]*workloadObj
+	workloadNames  map[string]string
+	workloadStore  *workloadstore.Store
+	controllerWake chan struct{}
 }
 
 // The agent API (package agentapi) serves an Agent.
@@ -128,6 +138,10 @@ func New(cfg Config) (*Agent, error) {
 	if err != nil {
 		return nil, fmt.Errorf("agent: %w", err)
 	}
+	workloadStore, err := workloadstore.Open(filepath.Join(cfg.RootDir, "workloads"))
+	if err != nil {
+		return nil, fmt.Errorf("agent: %w", err)
+	}
 	log := cfg.Logger.With("component", "agent")
 	a := &Agent{
 		cfg: cfg, log: log,
@@ -138,6 +152,10 @@ func New(cfg Config) (*Agent, error) {
 		configMaps:     map[string]*configMapEntry{},
 		secrets:        map[string]*secretEntry{},
 		watches:        map[string]context.CancelFunc{},
+		workloads:      map[string]*workloadObj{},
+		workloadNames:  map[string]string{},
+		workloadStore:  workloadStore,
+		controllerWake: make(chan struct{}, 1),
 	}
 	a.life, a.endLife = context.WithCancel(context.Background())
 	a.deps.probes = probe.NewManager(cfg.Runtime, probe.Options{SecondsUnit: cfg.ProbeSecond, OnAttempt: a.probeAttempt})
@@ -195,7 +213,8 @@ func (a *Agent) Run(ctx context.Context) error {
 		return err
 	}
 	var loops sync.WaitGroup
-	loops.Add(3)
+	loops.Add(4)
+	go func() { defer loops.Done(); a.runControllers(ctx) }()
 	go func() { defer loops.Done(); a.watchEvents(ctx) }()
 	go func() { defer loops.Done(); a.relistLoop(ctx) }()
 	go func() { defer loops.Done(); a.dispatchProbeUpdates(ctx) }()

@@ -74,7 +74,7 @@ func splitReplicaSets(d *appsv1.Deployment, sets []*appsv1.ReplicaSet) (*appsv1.
 	var newRS *appsv1.ReplicaSet
 	var old []*appsv1.ReplicaSet
 	for _, rs := range sorted {
-		if newRS == nil && templateEqualIgnoringHash(&rs.Spec.Template, &d.Spec.Template) {
+		if newRS == nil && TemplateEqualIgnoringHash(&rs.Spec.Template, &d.Spec.Template) {
 			newRS = rs
 			continue
 		}

@@ -42,9 +42,9 @@ func PodName(rsName string) string {
 	return prefix + rand.String(podNameSuffixLength)
 }
 
-// templateEqualIgnoringHash says whether a ReplicaSet's template is the
+// TemplateEqualIgnoringHash says whether a ReplicaSet's template is the
 // Deployment's, leaving out the pod-template-hash label the ReplicaSet adds.
-func templateEqualIgnoringHash(a, b *v1.PodTemplateSpec) bool {
+func TemplateEqualIgnoringHash(a, b *v1.PodTemplateSpec) bool {
 	x, y := a.DeepCopy(), b.DeepCopy()
 	delete(x.Labels, appsv1.DefaultDeploymentUniqueLabelKey)
 	delete(y.Labels, appsv1.DefaultDeploymentUniqueLabelKey)
