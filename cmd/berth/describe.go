@@ -17,16 +17,24 @@ import (
 func newDescribeCommand(opts *globalOptions) *cobra.Command {
 	var namespace string
 	cmd := &cobra.Command{
-		Use:   "describe pod NAME",
-		Short: "Show a pod's details, conditions, containers and events, like kubectl describe",
+		Use:   "describe (pod|deployment|replicaset) NAME",
+		Short: "Show a pod's, Deployment's or ReplicaSet's details and events, like kubectl describe",
 		Args:  cobra.ExactArgs(2),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if !isPodsResource(args[0]) {
-				return fmt.Errorf("resource %q: berth knows pods only (berth describe pod NAME)", args[0])
+			resource, isWorkload := workloadResource(args[0])
+			if !isPodsResource(args[0]) && !isWorkload {
+				return fmt.Errorf("resource %q: berth knows pods, deployments (deploy) and replicasets (rs)", args[0])
 			}
 			client, err := connectAgent(cmd, opts)
 			if err != nil {
 				return err
+			}
+			if isWorkload {
+				detail, err := client.DescribeWorkload(cmd.Context(), resource, namespace, args[1])
+				if err != nil {
+					return err
+				}
+				return describeWorkload(cmd.OutOrStdout(), detail, time.Now())
 			}
 			detail, err := client.DescribePod(cmd.Context(), namespace, args[1])
 			if err != nil {

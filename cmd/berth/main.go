@@ -39,7 +39,7 @@ func newRootCommand() *cobra.Command {
 		newPullCommand(&opts), newImagesCommand(&opts, "images"), newRmiCommand(&opts))
 	root.AddCommand(newRunCommand(&opts), newApplyCommand(&opts), newDeleteCommand(&opts),
 		newGetCommand(&opts), newDescribeCommand(&opts), newLogsCommand(&opts), newExecCommand(&opts),
-		newAgentCommand(&opts))
+		newAgentCommand(&opts), newScaleCommand(&opts), newRolloutCommand(&opts))
 	return root
 }
 

@@ -250,4 +250,3 @@ func (a *Agent) revisionTemplateLocked(o *workloadObj, revision int64) (*v1.PodT
 	delete(template.Labels, appsv1.DefaultDeploymentUniqueLabelKey)
 	return template, nil
 }
-

@@ -113,7 +113,9 @@ func TestDeploymentRunsRollsScalesAndSurvivesARestart(t *testing.T) {
 	if _, err := first.Scale(context.Background(), agentapi.ResourceDeployment, "default", "web", 2); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, "2 replicas", func() bool { return len(first.ownedPods("ReplicaSet")) == 2 && first.deployment(t).Status.Replicas == 2 })
+	waitFor(t, "2 replicas", func() bool {
+		return len(first.ownedPods("ReplicaSet")) == 2 && first.deployment(t).Status.Replicas == 2
+	})
 	before := first.ownedPods("ReplicaSet")
 	first.stop()
 

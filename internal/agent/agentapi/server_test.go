@@ -40,7 +40,9 @@ func (s *stubService) ListPods(string) v1.PodList { return v1.PodList{} }
 
 func (s *stubService) Ready() error { return nil }
 
-func (s *stubService) ListWorkloads(string, string) (WorkloadList, error) { return WorkloadList{}, s.err }
+func (s *stubService) ListWorkloads(string, string) (WorkloadList, error) {
+	return WorkloadList{}, s.err
+}
 
 func (s *stubService) DescribeWorkload(string, string, string) (WorkloadDetail, error) {
 	return WorkloadDetail{}, s.err
