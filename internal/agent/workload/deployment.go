@@ -152,7 +152,7 @@ func Fenceposts(d *appsv1.Deployment) (surge, unavailable int32) {
 	if s == 0 && u == 0 {
 		u = 1
 	}
-	return int32(s), int32(min(u, replicas)) //nolint:gosec // G115: both are bounded by replicas, an int32
+	return int32(s), int32(min(u, replicas))
 }
 
 // newReplicaSet is the ReplicaSet of d's current template, with replicas.

@@ -21,7 +21,7 @@ func ComputeHash(template *v1.PodTemplateSpec, collisionCount *int32) string {
 	fmt.Fprintf(hasher, "%v", dump.ForHash(*template))
 	if collisionCount != nil {
 		buf := make([]byte, 8)
-		binary.LittleEndian.PutUint32(buf, uint32(*collisionCount)) //nolint:gosec // G115: the controller hashes the count's bits as they are
+		binary.LittleEndian.PutUint32(buf, uint32(*collisionCount))
 		hasher.Write(buf)
 	}
 	return rand.SafeEncodeString(fmt.Sprint(hasher.Sum32()))
