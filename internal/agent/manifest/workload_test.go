@@ -83,3 +83,13 @@ func TestValidateDeployment(t *testing.T) {
 		})
 	}
 }
+
+func TestExampleDeploymentValidates(t *testing.T) {
+	b, err := Load("../../../examples/deployment.yaml", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := b.Validate(); err != nil || len(b.Deployments) != 1 {
+		t.Fatalf("examples/deployment.yaml: %d deployments, %v", len(b.Deployments), err)
+	}
+}
