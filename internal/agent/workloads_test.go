@@ -163,3 +163,61 @@ func keys[V any](m map[string]V) []string {
 	}
 	return out
 }
+
+func TestRolloutRestartAndUndo(t *testing.T) {
+	a := startTestAgent(t, criclienttest.New())
+	a.apply(t, strings.Replace(webDeployment, "replicas: 3", "replicas: 1", 1))
+	settled := func(revision string) func() bool {
+		return func() bool {
+			d := a.deployment(t)
+			return d.Annotations["deployment.kubernetes.io/revision"] == revision && d.Status.ObservedGeneration == d.Generation &&
+				d.Status.UpdatedReplicas == 1 && d.Status.Replicas == 1 && d.Status.AvailableReplicas == 1
+		}
+	}
+	waitFor(t, "revision 1 rolled out", settled("1"))
+	first := a.deployment(t).Spec.Template
+	if _, err := a.Rollout(context.Background(), agentapi.ResourceDeployment, "default", "web", agentapi.RolloutRequest{Restart: true}); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "revision 2 (restart) rolled out", settled("2"))
+	if a.deployment(t).Spec.Template.Annotations["kubectl.kubernetes.io/restartedAt"] == "" {
+		t.Fatal("restart did not set kubectl.kubernetes.io/restartedAt")
+	}
+	if _, err := a.Rollout(context.Background(), agentapi.ResourceDeployment, "default", "web", agentapi.RolloutRequest{Undo: true}); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "revision 3 (undo) rolled out", settled("3"))
+	d, err := a.DescribeWorkload(agentapi.ResourceDeployment, "default", "web")
+	if err != nil || len(d.ReplicaSets) != 2 || d.ReplicaSets[0].Spec.Template.Annotations["kubectl.kubernetes.io/restartedAt"] != "" ||
+		d.Deployment.Spec.Template.Annotations["kubectl.kubernetes.io/restartedAt"] != first.Annotations["kubectl.kubernetes.io/restartedAt"] {
+		t.Fatalf("after undo: %d ReplicaSets, newest %+v, %v", len(d.ReplicaSets), d.ReplicaSets[0].ObjectMeta, err)
+	}
+	if _, err := a.Rollout(context.Background(), agentapi.ResourceDeployment, "default", "web", agentapi.RolloutRequest{Undo: true, ToRevision: 9}); err == nil {
+		t.Fatal("undo to a revision that does not exist succeeded")
+	}
+}
+
+// A deletion saved before the agent died is finished by the next one.
+func TestSavedDeletionIsResumedAfterARestart(t *testing.T) {
+	rt := criclienttest.New()
+	dir := t.TempDir()
+	first := startTestAgentIn(t, rt, dir)
+	first.apply(t, strings.Replace(webDeployment, "replicas: 3", "replicas: 2", 1))
+	waitFor(t, "2 pods", func() bool { return len(first.ownedPods("ReplicaSet")) == 2 })
+	first.stop()
+	// As if the agent died right after saving the deletion mark.
+	first.mu.Lock()
+	for _, o := range first.workloads {
+		now := metav1.Now()
+		o.meta().DeletionTimestamp = &now
+		if err := first.saveLocked(o); err != nil {
+			t.Fatal(err)
+		}
+	}
+	first.mu.Unlock()
+	second := startTestAgentIn(t, rt, dir)
+	waitFor(t, "the pods and records gone", func() bool {
+		files, _ := os.ReadDir(filepath.Join(dir, "root", "workloads"))
+		return len(second.ListPods("").Items) == 0 && len(files) == 0
+	})
+}

@@ -45,13 +45,17 @@ spec:
 // a template change rolls with readiness, never below 3 ready pods nor
 // above 4; scale; kill -9 of the agent keeps the same pods; delete
 // cascades to the ReplicaSets and pods; get and describe say so.
-func TestDeploymentRollsScalesAndCascades(t *testing.T) { onEachRuntime(t, deploymentRollsScalesAndCascades) }
+func TestDeploymentRollsScalesAndCascades(t *testing.T) {
+	onEachRuntime(t, deploymentRollsScalesAndCascades)
+}
 
 func deploymentRollsScalesAndCascades(t *testing.T, n *node) {
 	if out := n.apply("web.yaml", webDeployment("v1")); !strings.Contains(out, "deployment.apps/web created") {
 		t.Fatalf("apply: %q", out)
 	}
-	n.waitDeployment("3 available", func(d *appsv1.Deployment) bool { return d.Status.AvailableReplicas == 3 && d.Status.UpdatedReplicas == 3 })
+	n.waitDeployment("3 available", func(d *appsv1.Deployment) bool {
+		return d.Status.AvailableReplicas == 3 && d.Status.UpdatedReplicas == 3
+	})
 	first := n.ownedPods()
 	hash := checkNames(t, first)
 	if out := n.must("get", "deploy"); !regexp.MustCompile(`(?m)^NAME +READY +UP-TO-DATE +AVAILABLE +AGE\nweb +3/3 +3 +3 +`).MatchString(out) {
@@ -83,6 +87,12 @@ func deploymentRollsScalesAndCascades(t *testing.T, n *node) {
 		t.Errorf("describe deploy web:\n%s", out)
 	}
 
+	if out := n.must("rollout", "status", "deploy/web"); !strings.Contains(out, `deployment "web" successfully rolled out`) {
+		t.Errorf("rollout status: %q", out)
+	}
+	if out := n.must("rollout", "history", "deploy/web"); !regexp.MustCompile(`(?m)^REVISION +CHANGE-CAUSE\n1 +<none>\n2 +<none>$`).MatchString(out) {
+		t.Errorf("rollout history:\n%s", out)
+	}
 	n.must("scale", "deploy/web", "--replicas=2")
 	n.waitDeployment("2 replicas", func(d *appsv1.Deployment) bool {
 		return d.Status.Replicas == 2 && d.Status.AvailableReplicas == 2 && len(n.ownedPods()) == 2
@@ -156,7 +166,7 @@ func checkNames(t *testing.T, pods map[string]v1.Pod) string {
 	hash := ""
 	for name, p := range pods {
 		h := p.Labels[appsv1.DefaultDeploymentUniqueLabelKey]
-		if !regexp.MustCompile(`^web-` + regexp.QuoteMeta(h) + `-[bcdfghjklmnpqrstvwxz2456789]{5}$`).MatchString(name) || (hash != "" && h != hash) {
+		if !regexp.MustCompile(`^web-`+regexp.QuoteMeta(h)+`-[bcdfghjklmnpqrstvwxz2456789]{5}$`).MatchString(name) || (hash != "" && h != hash) {
 			t.Errorf("pod %s with pod-template-hash %q", name, h)
 		}
 		hash = h
