@@ -95,3 +95,36 @@ func TestPodName(t *testing.T) {
 		t.Fatalf("PodName = %q", n)
 	}
 }
+
+func TestProgressDeadlineExceeded(t *testing.T) {
+	d := newDeployment(2, intstr.FromInt32(1), intstr.FromInt32(0))
+	d.Spec.ProgressDeadlineSeconds = ptr.To(int32(10))
+	c := &cluster{t: t, now: time.Unix(1000, 0), pods: map[string][]*simPod{}, readyAfter: 1 << 30} // never ready
+	var progressing *appsv1.DeploymentCondition
+	for range 30 {
+		c.step(d)
+		progressing = condition(&d.Status, appsv1.DeploymentProgressing)
+		if progressing != nil && progressing.Reason == ReasonDeadlineExceeded {
+			break
+		}
+	}
+	if progressing == nil || progressing.Status != v1.ConditionFalse || progressing.Reason != ReasonDeadlineExceeded {
+		t.Fatalf("Progressing = %+v after 30 s without a ready pod; want False %s", progressing, ReasonDeadlineExceeded)
+	}
+	if available := condition(&d.Status, appsv1.DeploymentAvailable); available == nil || available.Status != v1.ConditionFalse {
+		t.Fatalf("Available = %+v, want False", available)
+	}
+}
+
+func TestMinReadySecondsDelaysAvailability(t *testing.T) {
+	d := newDeployment(2, intstr.FromInt32(1), intstr.FromInt32(0))
+	d.Spec.MinReadySeconds = 5
+	c := &cluster{t: t, now: time.Unix(1000, 0), pods: map[string][]*simPod{}, readyAfter: 1}
+	for range 4 {
+		c.step(d)
+	}
+	if d.Status.ReadyReplicas == 0 || d.Status.AvailableReplicas != 0 {
+		t.Fatalf("after 4 s: %d ready, %d available; want ready ones, none available yet", d.Status.ReadyReplicas, d.Status.AvailableReplicas)
+	}
+	c.settle(d, nil)
+}
