@@ -262,6 +262,11 @@ func (a *Agent) applyDeploymentActionsLocked(o *workloadObj, act workload.Deploy
 		a.addWorkloadLocked(rs)
 		byName[rs.rs.Name] = rs
 	}
+	for _, rs := range byName {
+		if rs.rs.Annotations == nil { // a ReplicaSet applied with an owner reference
+			rs.rs.Annotations = map[string]string{}
+		}
+	}
 	for name, replicas := range act.Scale {
 		rs := byName[name]
 		rs.rs.Spec.Replicas = &replicas

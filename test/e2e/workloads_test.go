@@ -108,8 +108,8 @@ func deploymentRollsScalesAndCascades(t *testing.T, n *node) {
 		}
 	}
 
-	if out := n.must("delete", "deploy", "web"); !strings.Contains(out, `deployment.apps "web" deleted`) {
-		t.Errorf("delete: %q", out)
+	if out := n.must("delete", "-f", n.write("web.yaml", webDeployment("v2"))); !strings.Contains(out, `deployment.apps "web" deleted`) {
+		t.Errorf("delete -f: %q", out)
 	}
 	if pods := n.podList(); len(pods) != 0 {
 		t.Errorf("after delete deploy: %d pods listed", len(pods))
@@ -121,6 +121,47 @@ func deploymentRollsScalesAndCascades(t *testing.T, n *node) {
 	}
 	if sandboxes, _ := n.criObjects(nil); len(sandboxes) != 0 {
 		t.Errorf("the runtime holds %d sandboxes after the delete", len(sandboxes))
+	}
+}
+
+// A ReplicaSet of its own: its pods are <name>-xxxxx; `delete rs` takes
+// them with it.
+func TestReplicaSetRunsItsPodsAndTakesThemAlong(t *testing.T) {
+	onEachRuntime(t, replicaSetRunsItsPodsAndTakesThemAlong)
+}
+
+func replicaSetRunsItsPodsAndTakesThemAlong(t *testing.T, n *node) {
+	rs := strings.NewReplacer("kind: Deployment", "kind: ReplicaSet", "name: web}", "name: solo}", "replicas: 3", "replicas: 2",
+		"  strategy:\n    rollingUpdate: {maxSurge: 1, maxUnavailable: 0}\n", "").Replace(webDeployment("v1"))
+	if out := n.apply("solo.yaml", rs); !strings.Contains(out, "replicaset.apps/solo created") {
+		t.Fatalf("apply: %q", out)
+	}
+	deadline := time.Now().Add(60 * time.Second)
+	for {
+		out, _, err := n.berth("get", "rs", "solo")
+		if err == nil && regexp.MustCompile(`(?m)^solo +2 +2 +2 +`).MatchString(out) {
+			break
+		}
+		if time.Now().After(deadline) {
+			desc, _, _ := n.berth("describe", "rs", "solo")
+			t.Fatalf("get rs solo: %q %v\n%s", out, err, desc)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	pods := n.ownedPods()
+	for name := range pods {
+		if !regexp.MustCompile(`^solo-[bcdfghjklmnpqrstvwxz2456789]{5}$`).MatchString(name) {
+			t.Errorf("pod %s", name)
+		}
+	}
+	if out := n.must("describe", "rs", "solo"); len(pods) != 2 || !strings.Contains(out, "Pods Status:") || !strings.Contains(out, "SuccessfulCreate") {
+		t.Errorf("%d pods; describe rs solo:\n%s", len(pods), out)
+	}
+	if out := n.must("delete", "rs", "solo"); !strings.Contains(out, `replicaset.apps "solo" deleted`) {
+		t.Errorf("delete rs: %q", out)
+	}
+	if pods := n.podList(); len(pods) != 0 {
+		t.Errorf("after delete rs: %d pods listed", len(pods))
 	}
 }
 

@@ -165,6 +165,9 @@ func newReplicaSet(d *appsv1.Deployment, sets []*appsv1.ReplicaSet, collisionCou
 	template := d.Spec.Template.DeepCopy()
 	template.Labels = withLabel(template.Labels, appsv1.DefaultDeploymentUniqueLabelKey, hash)
 	selector := d.Spec.Selector.DeepCopy()
+	if selector == nil { // validation requires one; a hand-edited record may lack it
+		selector = &metav1.LabelSelector{}
+	}
 	selector.MatchLabels = withLabel(selector.MatchLabels, appsv1.DefaultDeploymentUniqueLabelKey, hash)
 	surge, _ := Fenceposts(d)
 	rs := &appsv1.ReplicaSet{

@@ -65,8 +65,8 @@ func ReconcileReplicaSet(rs *appsv1.ReplicaSet, pods []Pod, now time.Time) Repli
 		}
 	}
 	want := 0
-	if rs.DeletionTimestamp == nil && rs.Spec.Replicas != nil {
-		want = int(*rs.Spec.Replicas)
+	if rs.DeletionTimestamp == nil {
+		want = int(Replicas(rs.Spec.Replicas))
 	}
 	switch diff := len(active) - want; {
 	case diff < 0:
