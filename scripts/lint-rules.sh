@@ -33,10 +33,13 @@ agent internal/agent internal/pod
 agent internal/agent/plan internal/network
 agent internal/agent internal/oci
 agent internal/agent internal/image
+workload internal/agent/workload internal/agent/criclient
+workload internal/agent/workload internal/agent/workloadstore
+workload internal/agent/workload internal/store
 berth-monitor internal/monitord internal/config
 berth-monitor cmd/berth-monitor internal/pod'
 
-for p in oci network runc store pod image config; do
+for p in oci network runc store pod image config agent/criclient agent/workloadstore; do
 	pkg "internal/$p"
 done
 echo "$cases" | while read -r _ from import; do

@@ -27,10 +27,12 @@ type deleteOptions struct {
 func newDeleteCommand(opts *globalOptions) *cobra.Command {
 	var o deleteOptions
 	cmd := &cobra.Command{
-		Use:   "delete (pod NAME... | -f FILE|DIR|-)",
-		Short: "Delete pods: preStop hooks, then stop within the grace period, then remove",
-		Long: `Delete pods by name, or those of manifests (-f). -f DIR stops the agent's watch of the
-directory and deletes its pods. Each pod's preStop hooks run and its containers stop within
+		Use:   "delete (pod|deployment|replicaset NAME... | -f FILE|DIR|-)",
+		Short: "Delete pods, Deployments or ReplicaSets: preStop hooks, then stop within the grace period, then remove",
+		Long: `Delete pods, Deployments (deploy) or ReplicaSets (rs) by name, or the objects of manifests
+(-f). -f DIR stops the agent's watch of the directory and deletes its pods. A Deployment or
+ReplicaSet goes at once and its ReplicaSets and pods after it (kubectl's background
+cascade). Each pod's preStop hooks run and its containers stop within
 terminationGracePeriodSeconds (--grace-period overrides it); then the sandbox, volumes and
 logs are removed. berth waits until the pods are gone unless --wait=false.`,
 		ValidArgsFunction: completePodNames(opts, "pod", 0),
@@ -58,31 +60,67 @@ logs are removed. berth waits until the pods are gone unless --wait=false.`,
 	return cmd
 }
 
-// deleteTargets starts the deletions and returns the pods being deleted.
-func deleteTargets(ctx context.Context, client *agentapi.Client, o deleteOptions, args []string, grace *int64, stdin io.Reader) ([]agentapi.ApplyResult, error) {
+// deleteTarget is one object a delete started to remove, and its pods
+// (for a pod: itself) to wait for.
+type deleteTarget struct {
+	label string // `pod "web"`, `deployment.apps "web"`
+	pods  []agentapi.ApplyResult
+}
+
+// deleteTargets starts the deletions and returns what is being deleted.
+func deleteTargets(ctx context.Context, client *agentapi.Client, o deleteOptions, args []string, grace *int64, stdin io.Reader) ([]deleteTarget, error) {
+	resource, isWorkload := "", false
+	if len(args) > 0 {
+		resource, isWorkload = workloadResource(args[0])
+	}
 	switch {
 	case len(o.files) > 0 && len(args) > 0:
-		return nil, errors.New("give either pod names or -f, not both")
+		return nil, errors.New("give either names or -f, not both")
 	case len(o.files) > 0:
 		return deleteManifests(ctx, client, o.files, grace, stdin)
-	case len(args) < 2 || !isPodsResource(args[0]):
-		return nil, errors.New("usage: berth delete pod NAME... [-n NAMESPACE], or berth delete -f FILE|DIR")
+	case len(args) < 2 || (!isPodsResource(args[0]) && !isWorkload):
+		return nil, errors.New("usage: berth delete (pod|deployment|replicaset) NAME... [-n NAMESPACE], or berth delete -f FILE|DIR")
 	}
-	var targets []agentapi.ApplyResult
+	var targets []deleteTarget
 	for _, name := range args[1:] {
-		resp, err := client.Delete(ctx, o.namespace, name, grace)
+		t, err := deleteOne(ctx, client, resource, o.namespace, name, grace)
 		if err != nil {
 			return targets, err
 		}
-		targets = append(targets, resp.Pods...)
+		targets = append(targets, t...)
 	}
 	return targets, nil
 }
 
-// deleteManifests deletes the pods of files, and stops the watch of
+// deleteOne deletes a pod (resource "") or a workload object.
+func deleteOne(ctx context.Context, client *agentapi.Client, resource, namespace, name string, grace *int64) ([]deleteTarget, error) {
+	if resource == "" {
+		resp, err := client.Delete(ctx, namespace, name, grace)
+		return podTargets(resp.Pods), err
+	}
+	resp, err := client.DeleteWorkload(ctx, resource, namespace, name, grace)
+	if err != nil {
+		return nil, err
+	}
+	var out []deleteTarget
+	for _, d := range resp.Deleted {
+		out = append(out, deleteTarget{label: fmt.Sprintf("%s %q", kindLabel(d.Kind), d.Name), pods: resp.Pods})
+	}
+	return out, nil
+}
+
+func podTargets(pods []agentapi.ApplyResult) []deleteTarget {
+	out := make([]deleteTarget, len(pods))
+	for i, p := range pods {
+		out[i] = deleteTarget{label: fmt.Sprintf("pod %q", p.Name), pods: []agentapi.ApplyResult{p}}
+	}
+	return out
+}
+
+// deleteManifests deletes the objects of files, and stops the watch of
 // directories (which deletes their pods).
-func deleteManifests(ctx context.Context, client *agentapi.Client, paths []string, grace *int64, stdin io.Reader) ([]agentapi.ApplyResult, error) {
-	var targets []agentapi.ApplyResult
+func deleteManifests(ctx context.Context, client *agentapi.Client, paths []string, grace *int64, stdin io.Reader) ([]deleteTarget, error) {
+	var targets []deleteTarget
 	for _, path := range paths {
 		if info, err := os.Stat(path); err == nil && info.IsDir() {
 			abs, err := filepath.Abs(path)
@@ -91,7 +129,7 @@ func deleteManifests(ctx context.Context, client *agentapi.Client, paths []strin
 			}
 			resp, err := client.Unwatch(ctx, abs)
 			if err == nil {
-				targets = append(targets, resp.Pods...)
+				targets = append(targets, podTargets(resp.Pods)...)
 				continue
 			}
 			if !errors.Is(err, errdefs.ErrNotFound) {
@@ -103,26 +141,36 @@ func deleteManifests(ctx context.Context, client *agentapi.Client, paths []strin
 			return targets, fmt.Errorf("%s: %w", path, err)
 		}
 		for _, p := range b.Pods {
-			resp, err := client.Delete(ctx, p.Namespace, p.Name, grace)
+			t, err := deleteOne(ctx, client, "", p.Namespace, p.Name, grace)
 			if err != nil {
 				return targets, err
 			}
-			targets = append(targets, resp.Pods...)
+			targets = append(targets, t...)
+		}
+		for _, w := range b.Workloads() {
+			resource, _ := workloadResource(w.Kind)
+			t, err := deleteOne(ctx, client, resource, w.Meta.Namespace, w.Meta.Name, grace)
+			if err != nil {
+				return targets, err
+			}
+			targets = append(targets, t...)
 		}
 	}
 	return targets, nil
 }
 
-// finishDelete waits (when asked) until every pod being deleted is gone,
-// and says so.
-func finishDelete(ctx context.Context, client *agentapi.Client, targets []agentapi.ApplyResult, wait bool, out io.Writer) error {
+// finishDelete waits (when asked) until the pods of every object being
+// deleted are gone, and says so.
+func finishDelete(ctx context.Context, client *agentapi.Client, targets []deleteTarget, wait bool, out io.Writer) error {
 	for _, t := range targets {
 		if wait {
-			if err := waitGone(ctx, client, t); err != nil {
-				return err
+			for _, p := range t.pods {
+				if err := waitGone(ctx, client, p); err != nil {
+					return err
+				}
 			}
 		}
-		fmt.Fprintf(out, "pod %q deleted\n", t.Name)
+		fmt.Fprintf(out, "%s deleted\n", t.label)
 	}
 	return nil
 }

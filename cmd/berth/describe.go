@@ -17,20 +17,31 @@ import (
 func newDescribeCommand(opts *globalOptions) *cobra.Command {
 	var namespace string
 	cmd := &cobra.Command{
-		Use:               "describe (pod NAME | node [NAME])",
-		Short:             "Show a pod's or the node's details, conditions and events, like kubectl describe",
+		Use:               "describe (pod|deployment|replicaset) NAME | describe node [NAME]",
+		Short:             "Show a pod's, Deployment's, ReplicaSet's or the node's details and events, like kubectl describe",
 		Args:              cobra.RangeArgs(1, 2),
 		ValidArgsFunction: completePodNames(opts, "pod", 1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if isNodesResource(args[0]) {
 				return describeNodeCommand(cmd, opts, args[1:])
 			}
-			if !isPodsResource(args[0]) || len(args) != 2 {
-				return fmt.Errorf("want 'berth describe pod NAME' or 'berth describe node [NAME]'")
+			resource, isWorkload := workloadResource(args[0])
+			if !isPodsResource(args[0]) && !isWorkload {
+				return fmt.Errorf("resource %q: berth knows pods, deployments (deploy), replicasets (rs) and nodes", args[0])
+			}
+			if len(args) != 2 {
+				return fmt.Errorf("berth describe %s: want one NAME", args[0])
 			}
 			client, err := connectAgent(cmd, opts)
 			if err != nil {
 				return err
+			}
+			if isWorkload {
+				detail, err := client.DescribeWorkload(cmd.Context(), resource, namespace, args[1])
+				if err != nil {
+					return err
+				}
+				return describeWorkload(cmd.OutOrStdout(), detail, time.Now())
 			}
 			detail, err := client.DescribePod(cmd.Context(), namespace, args[1])
 			if err != nil {

@@ -19,7 +19,31 @@ import (
 // fakeAgent serves fixed pods on a real agent API socket, for commands
 // that only read.
 type fakeAgent struct {
+	noWorkloads
 	details []agentapi.PodDetail
+}
+
+// noWorkloads is an agent's WorkloadService holding no objects.
+type noWorkloads struct{}
+
+func (noWorkloads) ListWorkloads(string, string) (agentapi.WorkloadList, error) {
+	return agentapi.WorkloadList{}, nil
+}
+
+func (noWorkloads) DescribeWorkload(string, string, string) (agentapi.WorkloadDetail, error) {
+	return agentapi.WorkloadDetail{}, errdefs.ErrNotFound
+}
+
+func (noWorkloads) DeleteWorkload(context.Context, string, string, string, *int64) (agentapi.DeleteResponse, error) {
+	return agentapi.DeleteResponse{}, errdefs.ErrNotFound
+}
+
+func (noWorkloads) Scale(context.Context, string, string, string, int32) (agentapi.ApplyResult, error) {
+	return agentapi.ApplyResult{}, errdefs.ErrNotFound
+}
+
+func (noWorkloads) Rollout(context.Context, string, string, string, agentapi.RolloutRequest) (agentapi.ApplyResult, error) {
+	return agentapi.ApplyResult{}, errdefs.ErrNotFound
 }
 
 func (f *fakeAgent) Apply(context.Context, agentapi.ApplyRequest) (agentapi.ApplyResponse, error) {

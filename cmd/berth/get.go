@@ -15,6 +15,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"sigs.k8s.io/yaml"
 
+	"github.com/berth-dev/berth/internal/agent/agentapi"
 	"github.com/berth-dev/berth/internal/errdefs"
 )
 
@@ -28,19 +29,21 @@ type getOptions struct {
 func newGetCommand(opts *globalOptions) *cobra.Command {
 	var o getOptions
 	cmd := &cobra.Command{
-		Use:   "get (pods [NAME...] | nodes [NAME])",
-		Short: "List the agent's pods, or its node, with their status, like kubectl get",
+		Use:   "get (pods|deployments|replicasets) [NAME...] | get nodes [NAME]",
+		Short: "List the agent's pods, Deployments, ReplicaSets or its node with their status, like kubectl get",
 		Long: `List the pods the agent runs: NAME READY STATUS RESTARTS AGE (-o wide adds IP
-and NODE). -o json and -o yaml print the pods with their full status.
-'get nodes' shows the agent's node: NAME STATUS ROLES AGE VERSION.`,
+and NODE); Deployments (deploy): NAME READY UP-TO-DATE AVAILABLE AGE; ReplicaSets (rs):
+NAME DESIRED CURRENT READY AGE (-o wide adds CONTAINERS IMAGES SELECTOR); the node:
+NAME STATUS ROLES AGE VERSION. -o json and -o yaml print the objects with their full status.`,
 		Args:              cobra.MinimumNArgs(1),
 		ValidArgsFunction: completePodNames(opts, "pods", 0),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if isNodesResource(args[0]) {
 				return getNodes(cmd, opts, o.output, args[1:])
 			}
-			if !isPodsResource(args[0]) {
-				return fmt.Errorf("resource %q: berth knows pods and nodes only (berth get pods)", args[0])
+			resource, isWorkload := workloadResource(args[0])
+			if !isPodsResource(args[0]) && !isWorkload {
+				return fmt.Errorf("resource %q: berth knows pods, deployments (deploy), replicasets (rs) and nodes", args[0])
 			}
 			client, err := connectAgent(cmd, opts)
 			if err != nil {
@@ -49,6 +52,9 @@ and NODE). -o json and -o yaml print the pods with their full status.
 			ns := o.namespace
 			if o.allNamespaces {
 				ns = ""
+			}
+			if isWorkload {
+				return getWorkloads(cmd, client, resource, args[1:], ns, o)
 			}
 			list, err := client.ListPods(cmd.Context(), ns)
 			if err != nil {
@@ -66,6 +72,29 @@ and NODE). -o json and -o yaml print the pods with their full status.
 	f.BoolVarP(&o.allNamespaces, "all-namespaces", "A", false, "list the pods of every namespace")
 	f.StringVarP(&o.output, "output", "o", "", "output format: wide, json or yaml")
 	return cmd
+}
+
+// getWorkloads lists Deployments or ReplicaSets.
+func getWorkloads(cmd *cobra.Command, client *agentapi.Client, resource string, names []string, ns string, o getOptions) error {
+	list, err := client.ListWorkloads(cmd.Context(), resource, ns)
+	if err != nil {
+		return err
+	}
+	if list, err = selectWorkloads(list, resource, names, ns); err != nil {
+		return err
+	}
+	objects := workloadObjects(list)
+	switch o.output {
+	case "", "wide":
+		return writeWorkloadTable(cmd.OutOrStdout(), list, resource, o.allNamespaces, o.output == "wide", time.Now())
+	case "json", "yaml":
+		var obj any = &v1.List{TypeMeta: metav1.TypeMeta{Kind: "List", APIVersion: "v1"}, Items: rawObjects(objects)}
+		if len(names) == 1 && len(objects) == 1 {
+			obj = objects[0]
+		}
+		return writeObject(cmd.OutOrStdout(), obj, o.output)
+	}
+	return fmt.Errorf("output format %q: want wide, json or yaml", o.output)
 }
 
 func isPodsResource(s string) bool { return s == "pods" || s == "pod" || s == "po" }
@@ -114,25 +143,39 @@ func writePods(w io.Writer, pods []v1.Pod, o getOptions, single bool) error {
 			return nil
 		}
 		return writePodTable(w, pods, o.allNamespaces, o.output == "wide", time.Now())
-	case "json":
-		enc := json.NewEncoder(w)
-		enc.SetIndent("", "    ")
-		return enc.Encode(obj)
-	case "yaml":
-		data, err := yaml.Marshal(obj)
-		if err != nil {
-			return err
-		}
-		_, err = w.Write(data)
-		return err
+	case "json", "yaml":
+		return writeObject(w, obj, o.output)
 	}
 	return fmt.Errorf("output format %q: want wide, json or yaml", o.output)
 }
 
+// writeObject prints obj as indented JSON or as YAML.
+func writeObject(w io.Writer, obj any, format string) error {
+	if format == "json" {
+		enc := json.NewEncoder(w)
+		enc.SetIndent("", "    ")
+		return enc.Encode(obj)
+	}
+	data, err := yaml.Marshal(obj)
+	if err != nil {
+		return err
+	}
+	_, err = w.Write(data)
+	return err
+}
+
 func rawPods(pods []v1.Pod) []runtime.RawExtension {
-	out := make([]runtime.RawExtension, len(pods))
+	objects := make([]any, len(pods))
 	for i := range pods {
-		data, _ := json.Marshal(&pods[i]) // a Pod always encodes
+		objects[i] = &pods[i]
+	}
+	return rawObjects(objects)
+}
+
+func rawObjects(objects []any) []runtime.RawExtension {
+	out := make([]runtime.RawExtension, len(objects))
+	for i, o := range objects {
+		data, _ := json.Marshal(o) // API objects always encode
 		out[i].Raw = data
 	}
 	return out

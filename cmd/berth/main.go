@@ -41,7 +41,7 @@ func newRootCommand() *cobra.Command {
 	root.AddCommand(newRunCommand(&opts), newApplyCommand(&opts), newDeleteCommand(&opts),
 		newGetCommand(&opts), newDescribeCommand(&opts), newLogsCommand(&opts), newEventsCommand(&opts),
 		newExecCommand(&opts), newAttachCommand(&opts), newPortForwardCommand(&opts), newTopCommand(&opts),
-		newAgentCommand(&opts))
+		newAgentCommand(&opts), newScaleCommand(&opts), newRolloutCommand(&opts))
 	return root
 }
 

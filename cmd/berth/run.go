@@ -87,7 +87,7 @@ func applyManifests(cmd *cobra.Command, opts *globalOptions, o runOptions, autos
 	if err != nil {
 		return err
 	}
-	var applied []agentapi.ApplyResult
+	var applied, deployments []agentapi.ApplyResult
 	since := time.Now()
 	for _, req := range requests {
 		resp, err := client.Apply(cmd.Context(), req)
@@ -95,7 +95,10 @@ func applyManifests(cmd *cobra.Command, opts *globalOptions, o runOptions, autos
 			return err
 		}
 		for _, r := range resp.Objects {
-			fmt.Fprintf(cmd.OutOrStdout(), "%s/%s %s\n", strings.ToLower(r.Kind), r.Name, r.Outcome)
+			fmt.Fprintf(cmd.OutOrStdout(), "%s/%s %s\n", objectLabel(r.Kind), r.Name, r.Outcome)
+			if r.Kind == agentapi.KindDeployment {
+				deployments = append(deployments, r)
+			}
 		}
 		applied = append(applied, resp.Pods()...)
 	}
@@ -104,6 +107,11 @@ func applyManifests(cmd *cobra.Command, opts *globalOptions, o runOptions, autos
 	}
 	ctx, stop := signal.NotifyContext(cmd.Context(), syscall.SIGINT, syscall.SIGTERM)
 	defer stop()
+	for _, d := range deployments {
+		if err := rolloutStatus(ctx, client, d.Namespace, d.Name, cmd.OutOrStdout()); err != nil {
+			return err
+		}
+	}
 	f := &follower{client: client, pods: applied, out: cmd.OutOrStdout()}
 	if !o.quiet {
 		f.pulls = newRunPullDisplay(cmd.ErrOrStderr(), since, applied)
@@ -115,6 +123,15 @@ func applyManifests(cmd *cobra.Command, opts *globalOptions, o runOptions, autos
 func newRunPullDisplay(w io.Writer, since time.Time, pods []agentapi.ApplyResult) *pullDisplay {
 	tty, width := terminalOf(w)
 	return newPullDisplay(w, tty, width, time.Now, since, pods)
+}
+
+// objectLabel is how kubectl names a kind in apply's output: pod,
+// configmap, deployment.apps.
+func objectLabel(kind string) string {
+	if kind == agentapi.KindDeployment || kind == agentapi.KindReplicaSet {
+		return kindLabel(kind)
+	}
+	return strings.ToLower(kind)
 }
 
 func connectOrStartAgent(cmd *cobra.Command, opts *globalOptions, autostart bool) (*agentapi.Client, error) {
@@ -141,6 +158,10 @@ func loadRequests(paths []string, stdin io.Reader) ([]agentapi.ApplyRequest, err
 			if err := b.Validate(); err != nil {
 				return nil, err
 			}
+			if w := b.Workloads(); len(w) > 0 {
+				return nil, fmt.Errorf("%s: %s %s/%s: a watched directory runs pods only (as the kubelet's static pods); apply workloads with -f FILE",
+					w[0].Source, w[0].Kind, w[0].Meta.Namespace, w[0].Meta.Name)
+			}
 			abs, err := filepath.Abs(path)
 			if err != nil {
 				return nil, err
@@ -152,7 +173,7 @@ func loadRequests(paths []string, stdin io.Reader) ([]agentapi.ApplyRequest, err
 			return nil, err
 		}
 	}
-	if len(merged.Pods)+len(merged.ConfigMaps)+len(merged.Secrets) > 0 {
+	if !merged.Empty() {
 		if err := merged.Validate(); err != nil {
 			return nil, err
 		}

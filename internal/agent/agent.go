@@ -20,6 +20,7 @@ import (
 	"github.com/berth-dev/berth/internal/agent/probe"
 	"github.com/berth-dev/berth/internal/agent/sourcestore"
 	"github.com/berth-dev/berth/internal/agent/volume"
+	"github.com/berth-dev/berth/internal/agent/workloadstore"
 	"github.com/berth-dev/berth/internal/store"
 	"k8s.io/utils/clock"
 )
@@ -40,7 +41,8 @@ type Config struct {
 	SystemdCgroup bool
 	// RootDir holds the agent's per-pod directories (volumes):
 	// <RootDir>/pods/<uid>/volumes/..., and the pods' ConfigMaps and
-	// Secrets: <RootDir>/sources/<uid>.json (package sourcestore).
+	// Secrets: <RootDir>/sources/<uid>.json (package sourcestore), and the
+	// Deployments and ReplicaSets: <RootDir>/workloads (workloadstore).
 	RootDir string
 	// PodLogDir is the root of the pods' log directories (kubelet's
 	// /var/log/pods).
@@ -134,6 +136,14 @@ type Agent struct {
 	configMaps map[string]*configMapEntry
 	secrets    map[string]*secretEntry
 	watches    map[string]context.CancelFunc // watched directory → stop
+	// workloads holds the Deployments and ReplicaSets by uid (saved in
+	// workloadStore before the agent acts on them); workloadNames maps
+	// "Kind namespace/name" to the uid of the object that name stands
+	// for (objects being deleted have none).
+	workloads      map[string]*workloadObj
+	workloadNames  map[string]string
+	workloadStore  *workloadstore.Store
+	controllerWake chan struct{}
 }
 
 // The agent API (package agentapi) serves an Agent.
@@ -170,6 +180,10 @@ func New(cfg Config) (*Agent, error) {
 	if err != nil {
 		return nil, fmt.Errorf("agent: %w", err)
 	}
+	workloadStore, err := workloadstore.Open(filepath.Join(cfg.RootDir, "workloads"))
+	if err != nil {
+		return nil, fmt.Errorf("agent: %w", err)
+	}
 	log := cfg.Logger.With("component", "agent")
 	a := &Agent{
 		cfg: cfg, log: log, logs: logs,
@@ -180,6 +194,10 @@ func New(cfg Config) (*Agent, error) {
 		configMaps:     map[string]*configMapEntry{},
 		secrets:        map[string]*secretEntry{},
 		watches:        map[string]context.CancelFunc{},
+		workloads:      map[string]*workloadObj{},
+		workloadNames:  map[string]string{},
+		workloadStore:  workloadStore,
+		controllerWake: make(chan struct{}, 1),
 	}
 	a.imageGC, err = imagegc.New(imagegc.Config{
 		Runtime: cfg.Runtime, Images: cfg.Images, Policy: *cfg.GC.Images, Period: cfg.GC.ImagePeriod,
@@ -260,7 +278,7 @@ func (a *Agent) Run(ctx context.Context) error {
 	}
 	var loops sync.WaitGroup
 	for _, loop := range []func(context.Context){
-		a.housekeepingLoop, a.watchEvents, a.logs.Run, a.relistLoop,
+		a.runControllers, a.housekeepingLoop, a.watchEvents, a.logs.Run, a.relistLoop,
 		a.dispatchProbeUpdates, a.containerGCLoop, a.imageGC.Run,
 	} {
 		loops.Add(1)

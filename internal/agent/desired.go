@@ -72,7 +72,7 @@ func (a *Agent) Apply(_ context.Context, req agentapi.ApplyRequest) (agentapi.Ap
 		return agentapi.ApplyResponse{}, fmt.Errorf("apply: give either a bundle or watchDir, not both: %w", errdefs.ErrInvalidArgument)
 	case req.WatchDir != "":
 		return a.watchDirectory(req.WatchDir)
-	case req.Bundle == nil || len(req.Bundle.Pods)+len(req.Bundle.ConfigMaps)+len(req.Bundle.Secrets) == 0:
+	case req.Bundle == nil || req.Bundle.Empty():
 		return agentapi.ApplyResponse{}, fmt.Errorf("apply: the bundle holds no object: %w", errdefs.ErrInvalidArgument)
 	}
 	b := req.Bundle
@@ -85,7 +85,13 @@ func (a *Agent) Apply(_ context.Context, req agentapi.ApplyRequest) (agentapi.Ap
 	}
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	return agentapi.ApplyResponse{Objects: a.applyBundleLocked(b, "")}, nil
+	if err := a.checkWorkloadUpdatesLocked(b); err != nil {
+		return agentapi.ApplyResponse{}, err
+	}
+	results := a.applyBundleLocked(b, "")
+	workloads, err := a.applyWorkloadsLocked(b)
+	a.wakeControllers()
+	return agentapi.ApplyResponse{Objects: append(results, workloads...)}, err
 }
 
 // uidPattern is what a pod uid may look like: it names directories.

@@ -88,6 +88,15 @@
 //     before a pod's sandbox is made and whenever they change, removed with
 //     the pod; the sandbox carries only their names and keyed digests
 //     (podspec.SourceRefs), never their contents;
+//   - workloads (workloads.go, controllers.go, workloads_api.go): apps/v1
+//     Deployments and ReplicaSets, saved in package workloadstore before
+//     the agent acts on them, driven by package workload's pure reconcile
+//     functions every second and on API changes: ReplicaSets make pods
+//     (<rs>-<5 chars>, controller ownerReference) through the same path as
+//     applied pods and delete surplus or finished ones; Deployments make,
+//     scale and prune ReplicaSets per strategy. Deletion is background: the
+//     object is marked (saved), hidden, its dependents stopped, then its
+//     record removed; recovery reloads the records with the pods;
 //   - recovery (recover.go): on start the agent lists the sandboxes
 //     labelled berth.dev/agent=true and reads each pod back from the newest
 //     sandbox's annotations (the pod as applied, the refs to its ConfigMaps

@@ -82,6 +82,7 @@ func (a *Agent) recoverPods(ctx context.Context) error {
 		keep[string(d.pod.UID)] = true
 	}
 	a.teardownOrphans(ctx, keep)
+	a.loadWorkloadsLocked()
 	a.ready = true
 	a.log.Info("agent ready", "pods", len(recovered), "watched directories", len(dirs))
 	return nil

@@ -93,6 +93,11 @@ func (a *Agent) onDirChange(ctx context.Context, dir string, b *manifest.Bundle,
 // came from the directory but are no longer in it, except those of files
 // listed in keep (files with problems).
 func (a *Agent) applyDirLocked(dir string, b *manifest.Bundle, keep []string) []agentapi.ApplyResult {
+	for _, w := range b.Workloads() {
+		// Like the kubelet's static pods: a watched directory runs pods.
+		a.log.Warn("watched directory: workloads are applied with 'berth apply -f FILE', not watched; ignored",
+			"dir", dir, "file", w.Source, "object", w.Kind+" "+w.Meta.Namespace+"/"+w.Meta.Name)
+	}
 	results := a.applyBundleLocked(b, dir)
 	wanted := map[string]bool{}
 	for _, p := range b.Pods {

@@ -20,7 +20,8 @@
 // client, killing, stopping and starting the agent, its log, the network,
 // a plain-HTTP loopback registry to pull from.
 // Each test drives the agent with the berth CLI and the agent API, and
-// its teardown deletes every pod through the agent, then checks that
+// its teardown deletes every Deployment and ReplicaSet (so that no
+// controller makes pods again), then every pod, through the agent, then checks that
 // nothing is left behind (mounts, processes, IP allocations, veths,
 // iptables rules, cgroups, pod log and volume directories; for
 // containerd also its shims' sockets and libcni's result files) before

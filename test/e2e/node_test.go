@@ -103,6 +103,7 @@ func (n *node) deleteAllPods() {
 		_, _ = n.client.Unwatch(ctx, dir) // may have been stopped by the test
 	}
 	grace := int64(0)
+	n.deleteAllWorkloads(ctx, &grace)
 	list, err := n.client.ListPods(ctx, "")
 	if err != nil {
 		n.t.Errorf("cleanup: list pods: %v", err)
@@ -125,6 +126,24 @@ func (n *node) deleteAllPods() {
 			return
 		}
 		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+// deleteAllWorkloads deletes every Deployment and ReplicaSet, so that no
+// controller makes the pods deleteAllPods deletes again.
+func (n *node) deleteAllWorkloads(ctx context.Context, grace *int64) {
+	for _, resource := range []string{agentapi.ResourceDeployment, agentapi.ResourceReplicaSet} {
+		list, err := n.client.ListWorkloads(ctx, resource, "")
+		if err != nil {
+			n.t.Errorf("cleanup: list %s: %v", resource, err)
+			continue
+		}
+		for _, d := range list.Deployments {
+			_, _ = n.client.DeleteWorkload(ctx, resource, d.Namespace, d.Name, grace) // gone already if the test deleted it
+		}
+		for _, rs := range list.ReplicaSets {
+			_, _ = n.client.DeleteWorkload(ctx, resource, rs.Namespace, rs.Name, grace)
+		}
 	}
 }
 

@@ -92,9 +92,11 @@ type UnwatchRequest struct {
 	Dir string `json:"dir"`
 }
 
-// DeleteResponse names the pods a delete started to terminate.
+// DeleteResponse names the pods a delete started to terminate, and the
+// workload objects it deleted (whose pods those are).
 type DeleteResponse struct {
-	Pods []ApplyResult `json:"pods"`
+	Pods    []ApplyResult `json:"pods"`
+	Deleted []ApplyResult `json:"deleted,omitempty"`
 }
 
 // PodDetail is one pod with its status and its recent events.

@@ -10,7 +10,6 @@ import (
 	"net"
 	"net/http"
 	"os"
-	"strconv"
 	"strings"
 	"time"
 
@@ -38,6 +37,7 @@ type PodService interface {
 	// Ready refuses reads while the pods are being recovered (a list
 	// would lack them) and once the service is stopping.
 	Ready() error
+	WorkloadService
 }
 
 // maxRequestBytes bounds a request body (a bundle of manifests).
@@ -71,6 +71,7 @@ func ListenAPI(path string, svc PodService, log *slog.Logger) (*APIServer, error
 	mux.HandleFunc("GET "+pathEvents, s.events)
 	mux.HandleFunc("GET "+pathNode, s.node)
 	mux.HandleFunc("GET "+pathPulls, s.pulls)
+	s.routeWorkloads(mux)
 	s.http = &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
 	return s, nil
 }
@@ -155,14 +156,9 @@ func (s *APIServer) node(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *APIServer) delete(w http.ResponseWriter, r *http.Request) {
-	var grace *int64
-	if g := r.URL.Query().Get("grace"); g != "" {
-		n, err := strconv.ParseInt(g, 10, 64)
-		if err != nil || n < 0 {
-			writeError(w, http.StatusBadRequest, fmt.Sprintf("grace %q: want a number of seconds >= 0", g))
-			return
-		}
-		grace = &n
+	grace, ok := graceParam(w, r)
+	if !ok {
+		return
 	}
 	resp, err := s.svc.Delete(r.Context(), r.PathValue("namespace"), r.PathValue("name"), grace)
 	s.answer(w, r, resp, err)

@@ -54,6 +54,27 @@ func (s *stubService) ListEvents(namespace string) EventList {
 	return EventList{Items: []PodEvent{{Namespace: namespace, Pod: "p", Event: Event{Type: EventWarning, Reason: "BackOff", Count: 2}}}}
 }
 
+func (s *stubService) ListWorkloads(string, string) (WorkloadList, error) {
+	return WorkloadList{}, s.err
+}
+
+func (s *stubService) DescribeWorkload(string, string, string) (WorkloadDetail, error) {
+	return WorkloadDetail{}, s.err
+}
+
+func (s *stubService) DeleteWorkload(_ context.Context, _, _, _ string, grace *int64) (DeleteResponse, error) {
+	s.grace = grace
+	return DeleteResponse{}, s.err
+}
+
+func (s *stubService) Scale(context.Context, string, string, string, int32) (ApplyResult, error) {
+	return ApplyResult{}, s.err
+}
+
+func (s *stubService) Rollout(context.Context, string, string, string, RolloutRequest) (ApplyResult, error) {
+	return ApplyResult{}, s.err
+}
+
 func (s *stubService) DescribePod(_, name string) (PodDetail, error) {
 	return PodDetail{Events: []Event{{Type: EventNormal, Reason: "Started", Count: 1}}}, s.err
 }

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"slices"
 
+	appsv1 "k8s.io/api/apps/v1"
 	v1 "k8s.io/api/core/v1"
 )
 
@@ -23,6 +24,8 @@ type Bundle struct {
 	Secrets          map[string]*v1.Secret    `json:"secrets,omitempty"`
 	ConfigMapSources map[string]string        `json:"configMapSources,omitempty"`
 	SecretSources    map[string]string        `json:"secretSources,omitempty"`
+	Deployments      []*Deployment            `json:"deployments,omitempty"`
+	ReplicaSets      []*ReplicaSet            `json:"replicaSets,omitempty"`
 }
 
 // ObjectKey is the key of an object in a Bundle's maps: "namespace/name",
@@ -50,6 +53,8 @@ func (b *Bundle) Merge(o *Bundle) error {
 	}
 	b.ensureMaps()
 	b.Pods = append(b.Pods, o.Pods...)
+	b.Deployments = append(b.Deployments, o.Deployments...)
+	b.ReplicaSets = append(b.ReplicaSets, o.ReplicaSets...)
 	for key, cm := range o.ConfigMaps {
 		b.ConfigMaps[key] = cm
 		b.ConfigMapSources[key] = o.ConfigMapSources[key]
@@ -81,7 +86,7 @@ func (b *Bundle) conflicts(o *Bundle) []Problem {
 			problems = append(problems, duplicateProblem(o.SecretSources[key], objectName("Secret", &s.ObjectMeta), b.SecretSources[key]))
 		}
 	}
-	return problems
+	return append(problems, b.workloadConflicts(o)...)
 }
 
 func duplicateProblem(source, object, firstSource string) Problem {
@@ -117,6 +122,10 @@ func singleObject(object any, source string) *Bundle {
 	case *v1.Secret:
 		key := ObjectKey(o.Namespace, o.Name)
 		b.Secrets[key], b.SecretSources[key] = o, source
+	case *appsv1.Deployment:
+		b.Deployments = []*Deployment{{Deployment: o, Source: source}}
+	case *appsv1.ReplicaSet:
+		b.ReplicaSets = []*ReplicaSet{{ReplicaSet: o, Source: source}}
 	}
 	return b
 }

@@ -7,13 +7,14 @@ import (
 	"fmt"
 	"io"
 
+	appsv1 "k8s.io/api/apps/v1"
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	strictjson "sigs.k8s.io/json"
 	"sigs.k8s.io/yaml"
 )
 
-// The kinds berth reads, all in the core "v1" API group.
+// The core "v1" kinds berth reads (workload.go has the apps/v1 ones).
 const (
 	kindPod       = "Pod"
 	kindConfigMap = "ConfigMap"
@@ -93,15 +94,8 @@ func decodeObject(b *Bundle, data []byte, source, location string) []Problem {
 	case head.Kind != "":
 		object = head.Kind + " in " + location
 	}
-	switch {
-	case head.Kind == "":
-		return fail(object, errors.New(`missing "kind"`))
-	case head.Kind != kindPod && head.Kind != kindConfigMap && head.Kind != kindSecret && head.Kind != kindList:
-		return fail(object, fmt.Errorf("unsupported kind %q (apiVersion %q): berth reads only v1 Pod, ConfigMap, Secret and List", head.Kind, head.APIVersion))
-	case head.APIVersion == "":
-		return fail(object, errors.New(`missing "apiVersion" (want "v1")`))
-	case head.APIVersion != "v1":
-		return fail(object, fmt.Errorf("unsupported apiVersion %q for kind %s: want \"v1\"", head.APIVersion, head.Kind))
+	if err := checkKind(head); err != nil {
+		return fail(object, err)
 	}
 	switch head.Kind {
 	case kindPod:
@@ -110,9 +104,35 @@ func decodeObject(b *Bundle, data []byte, source, location string) []Problem {
 		return decodeTyped(b, data, source, object, &v1.ConfigMap{})
 	case kindSecret:
 		return decodeTyped(b, data, source, object, &v1.Secret{})
+	case kindDeployment:
+		return decodeTyped(b, data, source, object, &appsv1.Deployment{})
+	case kindReplicaSet:
+		return decodeTyped(b, data, source, object, &appsv1.ReplicaSet{})
 	default:
 		return decodeList(b, data, source, location)
 	}
+}
+
+// apiVersions maps each kind berth reads to its apiVersion.
+var apiVersions = map[string]string{
+	kindPod: "v1", kindConfigMap: "v1", kindSecret: "v1", kindList: "v1",
+	kindDeployment: appsV1, kindReplicaSet: appsV1,
+}
+
+// checkKind refuses a kind berth does not read, or the wrong apiVersion.
+func checkKind(head objectHead) error {
+	want, known := apiVersions[head.Kind]
+	switch {
+	case head.Kind == "":
+		return errors.New(`missing "kind"`)
+	case !known:
+		return fmt.Errorf("unsupported kind %q (apiVersion %q): berth reads only v1 Pod, ConfigMap, Secret and List, and apps/v1 Deployment and ReplicaSet", head.Kind, head.APIVersion)
+	case head.APIVersion == "":
+		return fmt.Errorf(`missing "apiVersion" (want %q)`, want)
+	case head.APIVersion != want:
+		return fmt.Errorf("unsupported apiVersion %q for kind %s: want %q", head.APIVersion, head.Kind, want)
+	}
+	return nil
 }
 
 // decodeTyped strictly decodes data into object (a *v1.Pod, *v1.ConfigMap
@@ -135,6 +155,12 @@ func decodeTyped(b *Bundle, data []byte, source, object string, into any) []Prob
 	case *v1.Secret:
 		mergeStringData(o)
 		setSecretDefaults(o)
+	case *appsv1.Deployment:
+		o.Status = appsv1.DeploymentStatus{}
+		setDeploymentDefaults(o)
+	case *appsv1.ReplicaSet:
+		o.Status = appsv1.ReplicaSetStatus{}
+		setReplicaSetDefaults(o)
 	}
 	return problemsOf(b.Merge(singleObject(into, source)), source)
 }

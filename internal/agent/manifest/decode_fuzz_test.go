@@ -31,7 +31,7 @@ func FuzzDecode(f *testing.F) {
 			"\n" + `{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"c"}}`,
 		podYAML("web", "nginx") + "    imagePulPolicy: Always\n",
 		podYAML("web", "nginx") + "    resources:\n      limits:\n        cpu: 1x\n",
-		"apiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: web\n",
+		"apiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: web\n", deploymentYAML,
 		"--- a: b\n",
 		"- a\n- b\n",
 	} {
@@ -99,6 +99,12 @@ func cloneBundle(b *Bundle) *Bundle {
 	for key, s := range b.Secrets {
 		c.Secrets[key], c.SecretSources[key] = s.DeepCopy(), b.SecretSources[key]
 	}
+	for _, d := range b.Deployments {
+		c.Deployments = append(c.Deployments, &Deployment{Deployment: d.DeepCopy(), Source: d.Source})
+	}
+	for _, rs := range b.ReplicaSets {
+		c.ReplicaSets = append(c.ReplicaSets, &ReplicaSet{ReplicaSet: rs.DeepCopy(), Source: rs.Source})
+	}
 	return c
 }
 
@@ -115,6 +121,12 @@ func encodeBundle(t *testing.T, b *Bundle, asJSON bool) []byte {
 	}
 	for _, key := range sortedKeys(b.Secrets) {
 		objects = append(objects, b.Secrets[key])
+	}
+	for _, d := range b.Deployments {
+		objects = append(objects, d.Deployment)
+	}
+	for _, rs := range b.ReplicaSets {
+		objects = append(objects, rs.ReplicaSet)
 	}
 	var out bytes.Buffer
 	for _, o := range objects {

@@ -67,8 +67,18 @@ var decodeErrorCases = []struct {
 }{
 	{
 		name:      "unknown kind names file and kind",
-		manifests: "apiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: web\n",
-		want:      []string{`deploy.yaml: Deployment default/web: unsupported kind "Deployment" (apiVersion "apps/v1")`},
+		manifests: "apiVersion: apps/v1\nkind: StatefulSet\nmetadata:\n  name: web\n",
+		want:      []string{`deploy.yaml: StatefulSet default/web: unsupported kind "StatefulSet" (apiVersion "apps/v1")`},
+	},
+	{
+		name:      "a Deployment is apps/v1",
+		manifests: "apiVersion: v1\nkind: Deployment\nmetadata:\n  name: web\n",
+		want:      []string{`deploy.yaml: Deployment default/web: unsupported apiVersion "v1" for kind Deployment: want "apps/v1"`},
+	},
+	{
+		name:      "a Deployment's misspelt field is named with its path",
+		manifests: deploymentYAML + "        imagePulPolicy: Always\n",
+		want:      []string{`deploy.yaml: Deployment default/web: unknown field "spec.template.spec.containers[0].imagePulPolicy"`},
 	},
 	{
 		name:      "misspelt field is named with its path",

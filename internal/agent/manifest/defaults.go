@@ -22,6 +22,12 @@ func (b *Bundle) SetDefaults() {
 	for _, s := range b.Secrets {
 		setSecretDefaults(s)
 	}
+	for _, d := range b.Deployments {
+		setDeploymentDefaults(d.Deployment)
+	}
+	for _, rs := range b.ReplicaSets {
+		setReplicaSetDefaults(rs.ReplicaSet)
+	}
 }
 
 func setConfigMapDefaults(cm *v1.ConfigMap) {
@@ -48,23 +54,29 @@ func setPodDefaults(pod *v1.Pod, source string) {
 	if pod.Namespace == "" {
 		pod.Namespace = metav1.NamespaceDefault
 	}
-	setPodSpecDefaults(&pod.Spec)
-	for i := range pod.Spec.Volumes {
-		setVolumeDefaults(&pod.Spec.Volumes[i])
-	}
-	for _, c := range allContainers(&pod.Spec) {
-		setContainerDefaults(c)
-	}
-	for _, c := range append(containerPointers(pod.Spec.InitContainers), containerPointers(pod.Spec.Containers)...) {
-		defaultRequestsToLimits(&c.Resources)
-		if pod.Spec.HostNetwork {
-			defaultHostPortsToContainerPorts(c.Ports)
-		}
-	}
-	roundUpQuantities(pod.Spec.Overhead)
+	setFullPodSpecDefaults(&pod.Spec)
 	if pod.UID == "" {
 		pod.UID = staticPodUID(pod, source)
 	}
+}
+
+// setFullPodSpecDefaults defaults a pod's (or a pod template's) spec, its
+// volumes and containers.
+func setFullPodSpecDefaults(spec *v1.PodSpec) {
+	setPodSpecDefaults(spec)
+	for i := range spec.Volumes {
+		setVolumeDefaults(&spec.Volumes[i])
+	}
+	for _, c := range allContainers(spec) {
+		setContainerDefaults(c)
+	}
+	for _, c := range append(containerPointers(spec.InitContainers), containerPointers(spec.Containers)...) {
+		defaultRequestsToLimits(&c.Resources)
+		if spec.HostNetwork {
+			defaultHostPortsToContainerPorts(c.Ports)
+		}
+	}
+	roundUpQuantities(spec.Overhead)
 }
 
 func setPodSpecDefaults(spec *v1.PodSpec) {

@@ -22,7 +22,11 @@
 //	func ObjectKey(namespace, name string) string
 //
 // A source holds one or more documents (YAML separated by "---", or a JSON
-// stream). Each document is a v1 Pod, ConfigMap, Secret, or a v1 List of
+// stream). Each document is a v1 Pod, ConfigMap, Secret, an apps/v1
+// Deployment or ReplicaSet (Bundle.Deployments, Bundle.ReplicaSets, each
+// with its Source; workload.go, defaults_workload.go,
+// validate_workload.go: the API server's apps/v1 defaults and checks, the
+// template validated as a pod with restartPolicy Always), or a v1 List of
 // them; any other kind is refused, naming the file and the kind. Decoding is
 // strict like `kubectl --validate=strict`: unknown or duplicated fields are
 // errors naming the field path (spec.containers[0].imagePulPolicy). A

@@ -22,6 +22,7 @@ import (
 func (b *Bundle) Validate() error {
 	problems := b.configObjectProblems()
 	problems = append(problems, b.podProblems()...)
+	problems = append(problems, b.workloadProblems()...)
 	return invalid(problems)
 }
 

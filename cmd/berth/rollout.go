@@ -1,0 +1,174 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"sort"
+	"strconv"
+	"text/tabwriter"
+	"time"
+
+	"github.com/spf13/cobra"
+	appsv1 "k8s.io/api/apps/v1"
+
+	"github.com/berth-dev/berth/internal/agent/agentapi"
+	"github.com/berth-dev/berth/internal/agent/workload"
+)
+
+func newScaleCommand(opts *globalOptions) *cobra.Command {
+	var namespace string
+	var replicas int32
+	cmd := &cobra.Command{
+		Use:   "scale (deployment/NAME | replicaset/NAME) --replicas=N",
+		Short: "Set a Deployment's or ReplicaSet's replicas, like kubectl scale",
+		Args:  cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if !cmd.Flags().Changed("replicas") || replicas < 0 {
+				return errors.New("--replicas=N (N >= 0) is required")
+			}
+			resource, name, err := splitTypeName(args[0])
+			if err != nil {
+				return err
+			}
+			client, err := connectAgent(cmd, opts)
+			if err != nil {
+				return err
+			}
+			r, err := client.Scale(cmd.Context(), resource, namespace, name, replicas)
+			if err != nil {
+				return err
+			}
+			fmt.Fprintf(cmd.OutOrStdout(), "%s/%s %s\n", kindLabel(r.Kind), r.Name, r.Outcome)
+			return nil
+		},
+	}
+	cmd.Flags().StringVarP(&namespace, "namespace", "n", "default", "namespace")
+	cmd.Flags().Int32Var(&replicas, "replicas", 0, "the new number of replicas")
+	return cmd
+}
+
+func newRolloutCommand(opts *globalOptions) *cobra.Command {
+	var namespace string
+	cmd := &cobra.Command{
+		Use:   "rollout (status|restart|undo|history) deployment/NAME",
+		Short: "Follow, restart, roll back or list the revisions of a Deployment's rollout, like kubectl rollout",
+	}
+	cmd.PersistentFlags().StringVarP(&namespace, "namespace", "n", "default", "namespace")
+	sub := func(use, short string, run func(cmd *cobra.Command, client *agentapi.Client, name string) error) *cobra.Command {
+		return &cobra.Command{
+			Use: use + " deployment/NAME", Short: short, Args: cobra.ExactArgs(1),
+			RunE: func(cmd *cobra.Command, args []string) error {
+				resource, name, err := splitTypeName(args[0])
+				if err != nil {
+					return err
+				}
+				if resource != agentapi.ResourceDeployment {
+					return fmt.Errorf("%s: only Deployments roll out", args[0])
+				}
+				client, err := connectAgent(cmd, opts)
+				if err != nil {
+					return err
+				}
+				return run(cmd, client, name)
+			},
+		}
+	}
+	var toRevision int64
+	undo := sub("undo", "Roll back to the previous revision (or --to-revision)", func(cmd *cobra.Command, c *agentapi.Client, name string) error {
+		return rolloutAction(cmd, c, namespace, name, agentapi.RolloutRequest{Undo: true, ToRevision: toRevision})
+	})
+	undo.Flags().Int64Var(&toRevision, "to-revision", 0, "the revision to roll back to (0: the previous one)")
+	cmd.AddCommand(
+		sub("status", "Follow the rollout until it completes", func(cmd *cobra.Command, c *agentapi.Client, name string) error {
+			return rolloutStatus(cmd.Context(), c, namespace, name, cmd.OutOrStdout())
+		}),
+		sub("restart", "Restart every pod through a rollout (kubectl.kubernetes.io/restartedAt)", func(cmd *cobra.Command, c *agentapi.Client, name string) error {
+			return rolloutAction(cmd, c, namespace, name, agentapi.RolloutRequest{Restart: true})
+		}),
+		undo,
+		sub("history", "List the revisions", func(cmd *cobra.Command, c *agentapi.Client, name string) error {
+			return rolloutHistory(cmd.Context(), c, namespace, name, cmd.OutOrStdout())
+		}),
+	)
+	return cmd
+}
+
+func rolloutAction(cmd *cobra.Command, client *agentapi.Client, namespace, name string, req agentapi.RolloutRequest) error {
+	r, err := client.Rollout(cmd.Context(), agentapi.ResourceDeployment, namespace, name, req)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(cmd.OutOrStdout(), "%s/%s %s\n", kindLabel(r.Kind), r.Name, r.Outcome)
+	return nil
+}
+
+// rolloutStatus prints kubectl rollout status's lines until the rollout
+// completes, or fails when it exceeded its progress deadline.
+func rolloutStatus(ctx context.Context, client *agentapi.Client, namespace, name string, out io.Writer) error {
+	last := ""
+	for {
+		detail, err := client.DescribeWorkload(ctx, agentapi.ResourceDeployment, namespace, name)
+		if err != nil {
+			return err
+		}
+		msg, done, err := rolloutMessage(detail.Deployment)
+		if err != nil {
+			return err
+		}
+		if msg != last {
+			fmt.Fprint(out, msg)
+			last = msg
+		}
+		if done {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(300 * time.Millisecond):
+		}
+	}
+}
+
+// rolloutMessage is kubectl's status line for a Deployment, and whether
+// its rollout is complete.
+func rolloutMessage(d *appsv1.Deployment) (string, bool, error) {
+	if d.Generation > d.Status.ObservedGeneration {
+		return "Waiting for deployment spec update to be observed...\n", false, nil
+	}
+	for _, c := range d.Status.Conditions {
+		if c.Type == appsv1.DeploymentProgressing && c.Reason == workload.ReasonDeadlineExceeded {
+			return "", false, fmt.Errorf("deployment %q exceeded its progress deadline", d.Name)
+		}
+	}
+	s, replicas := d.Status, workload.Replicas(d.Spec.Replicas)
+	switch {
+	case s.UpdatedReplicas < replicas:
+		return fmt.Sprintf("Waiting for deployment %q rollout to finish: %d out of %d new replicas have been updated...\n", d.Name, s.UpdatedReplicas, replicas), false, nil
+	case s.Replicas > s.UpdatedReplicas:
+		return fmt.Sprintf("Waiting for deployment %q rollout to finish: %d old replicas are pending termination...\n", d.Name, s.Replicas-s.UpdatedReplicas), false, nil
+	case s.AvailableReplicas < s.UpdatedReplicas:
+		return fmt.Sprintf("Waiting for deployment %q rollout to finish: %d of %d updated replicas are available...\n", d.Name, s.AvailableReplicas, s.UpdatedReplicas), false, nil
+	}
+	return fmt.Sprintf("deployment %q successfully rolled out\n", d.Name), true, nil
+}
+
+// rolloutHistory lists the revisions of a Deployment's ReplicaSets.
+func rolloutHistory(ctx context.Context, client *agentapi.Client, namespace, name string, out io.Writer) error {
+	detail, err := client.DescribeWorkload(ctx, agentapi.ResourceDeployment, namespace, name)
+	if err != nil {
+		return err
+	}
+	sets := detail.ReplicaSets
+	sort.Slice(sets, func(i, j int) bool { return workload.Revision(&sets[i]) < workload.Revision(&sets[j]) })
+	fmt.Fprintf(out, "deployment.apps/%s\n", name)
+	tw := tabwriter.NewWriter(out, 0, 8, 2, ' ', 0)
+	fmt.Fprintln(tw, "REVISION\tCHANGE-CAUSE")
+	for i := range sets {
+		cause := sets[i].Annotations["kubernetes.io/change-cause"]
+		fmt.Fprintf(tw, "%s\t%s\n", strconv.FormatInt(workload.Revision(&sets[i]), 10), orNone(cause))
+	}
+	return tw.Flush()
+}

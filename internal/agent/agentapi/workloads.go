@@ -1,0 +1,186 @@
+package agentapi
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"net/url"
+	"strconv"
+
+	appsv1 "k8s.io/api/apps/v1"
+	v1 "k8s.io/api/core/v1"
+)
+
+// The workload part of the agent API:
+//
+//	GET    /v1/workloads/KIND?namespace=NS          WorkloadList
+//	GET    /v1/workloads/KIND/NS/NAME               WorkloadDetail
+//	DELETE /v1/workloads/KIND/NS/NAME?grace=S       DeleteResponse (the pods it stops; background cascade)
+//	POST   /v1/workloads/KIND/NS/NAME/scale         ScaleRequest → ApplyResult
+//	POST   /v1/workloads/KIND/NS/NAME/rollout       RolloutRequest → ApplyResult
+//
+// KIND is "deployments" or "replicasets".
+const pathWorkloads = "/v1/workloads"
+
+// Workload kinds, as ApplyResult.Kind and in paths.
+const (
+	KindDeployment     = "Deployment"
+	KindReplicaSet     = "ReplicaSet"
+	ResourceDeployment = "deployments"
+	ResourceReplicaSet = "replicasets"
+)
+
+// WorkloadService is the workload part of what the API serves.
+type WorkloadService interface {
+	ListWorkloads(resource, namespace string) (WorkloadList, error)
+	DescribeWorkload(resource, namespace, name string) (WorkloadDetail, error)
+	DeleteWorkload(ctx context.Context, resource, namespace, name string, grace *int64) (DeleteResponse, error)
+	Scale(ctx context.Context, resource, namespace, name string, replicas int32) (ApplyResult, error)
+	Rollout(ctx context.Context, resource, namespace, name string, req RolloutRequest) (ApplyResult, error)
+}
+
+// WorkloadList holds the objects of one kind, by namespace and name.
+type WorkloadList struct {
+	Deployments []appsv1.Deployment `json:"deployments,omitempty"`
+	ReplicaSets []appsv1.ReplicaSet `json:"replicaSets,omitempty"`
+}
+
+// WorkloadDetail is one workload object with what it owns and its events.
+type WorkloadDetail struct {
+	Deployment *appsv1.Deployment `json:"deployment,omitempty"`
+	ReplicaSet *appsv1.ReplicaSet `json:"replicaSet,omitempty"`
+	// ReplicaSets are a Deployment's, newest revision first.
+	ReplicaSets []appsv1.ReplicaSet `json:"replicaSets,omitempty"`
+	// Pods are a ReplicaSet's.
+	Pods   []v1.Pod `json:"pods,omitempty"`
+	Events []Event  `json:"events"`
+}
+
+// ScaleRequest sets a workload's replicas.
+type ScaleRequest struct {
+	Replicas int32 `json:"replicas"`
+}
+
+// RolloutRequest restarts a Deployment's pods (Restart: the
+// kubectl.kubernetes.io/restartedAt template annotation) or rolls it back
+// to a revision (Undo; ToRevision 0: the previous one).
+type RolloutRequest struct {
+	Restart    bool  `json:"restart,omitempty"`
+	Undo       bool  `json:"undo,omitempty"`
+	ToRevision int64 `json:"toRevision,omitempty"`
+}
+
+func workloadPath(resource, namespace, name string) string {
+	return pathWorkloads + "/" + url.PathEscape(resource) + "/" + url.PathEscape(namespace) + "/" + url.PathEscape(name)
+}
+
+// ListWorkloads lists the objects of a kind ("deployments",
+// "replicasets") in namespace (every namespace when empty).
+func (c *Client) ListWorkloads(ctx context.Context, resource, namespace string) (WorkloadList, error) {
+	var list WorkloadList
+	path := pathWorkloads + "/" + url.PathEscape(resource)
+	if namespace != "" {
+		path += "?namespace=" + url.QueryEscape(namespace)
+	}
+	return list, c.do(ctx, http.MethodGet, path, nil, &list)
+}
+
+// DescribeWorkload returns one object with what it owns and its events.
+func (c *Client) DescribeWorkload(ctx context.Context, resource, namespace, name string) (WorkloadDetail, error) {
+	var detail WorkloadDetail
+	return detail, c.do(ctx, http.MethodGet, workloadPath(resource, namespace, name), nil, &detail)
+}
+
+// DeleteWorkload deletes an object; what it owns goes in the background.
+func (c *Client) DeleteWorkload(ctx context.Context, resource, namespace, name string, grace *int64) (DeleteResponse, error) {
+	var resp DeleteResponse
+	path := workloadPath(resource, namespace, name)
+	if grace != nil {
+		path += "?grace=" + strconv.FormatInt(*grace, 10)
+	}
+	return resp, c.do(ctx, http.MethodDelete, path, nil, &resp)
+}
+
+// Scale sets an object's replicas.
+func (c *Client) Scale(ctx context.Context, resource, namespace, name string, replicas int32) (ApplyResult, error) {
+	var r ApplyResult
+	return r, c.do(ctx, http.MethodPost, workloadPath(resource, namespace, name)+"/scale", ScaleRequest{Replicas: replicas}, &r)
+}
+
+// Rollout restarts a Deployment or rolls it back.
+func (c *Client) Rollout(ctx context.Context, resource, namespace, name string, req RolloutRequest) (ApplyResult, error) {
+	var r ApplyResult
+	return r, c.do(ctx, http.MethodPost, workloadPath(resource, namespace, name)+"/rollout", req, &r)
+}
+
+func (s *APIServer) routeWorkloads(mux *http.ServeMux) {
+	one := pathWorkloads + "/{resource}/{namespace}/{name}"
+	mux.HandleFunc("GET "+pathWorkloads+"/{resource}", s.listWorkloads)
+	mux.HandleFunc("GET "+one, s.describeWorkload)
+	mux.HandleFunc("DELETE "+one, s.deleteWorkload)
+	mux.HandleFunc("POST "+one+"/scale", s.scale)
+	mux.HandleFunc("POST "+one+"/rollout", s.rollout)
+}
+
+func (s *APIServer) listWorkloads(w http.ResponseWriter, r *http.Request) {
+	if err := s.svc.Ready(); err != nil {
+		s.answer(w, r, nil, err)
+		return
+	}
+	list, err := s.svc.ListWorkloads(r.PathValue("resource"), r.URL.Query().Get("namespace"))
+	s.answer(w, r, list, err)
+}
+
+func (s *APIServer) describeWorkload(w http.ResponseWriter, r *http.Request) {
+	if err := s.svc.Ready(); err != nil {
+		s.answer(w, r, nil, err)
+		return
+	}
+	detail, err := s.svc.DescribeWorkload(r.PathValue("resource"), r.PathValue("namespace"), r.PathValue("name"))
+	s.answer(w, r, detail, err)
+}
+
+func (s *APIServer) deleteWorkload(w http.ResponseWriter, r *http.Request) {
+	grace, ok := graceParam(w, r)
+	if !ok {
+		return
+	}
+	resp, err := s.svc.DeleteWorkload(r.Context(), r.PathValue("resource"), r.PathValue("namespace"), r.PathValue("name"), grace)
+	s.answer(w, r, resp, err)
+}
+
+func (s *APIServer) scale(w http.ResponseWriter, r *http.Request) {
+	var req ScaleRequest
+	if !decodeBody(w, r, &req) {
+		return
+	}
+	if req.Replicas < 0 {
+		writeError(w, http.StatusBadRequest, fmt.Sprintf("replicas %d: must be greater than or equal to 0", req.Replicas))
+		return
+	}
+	res, err := s.svc.Scale(r.Context(), r.PathValue("resource"), r.PathValue("namespace"), r.PathValue("name"), req.Replicas)
+	s.answer(w, r, res, err)
+}
+
+func (s *APIServer) rollout(w http.ResponseWriter, r *http.Request) {
+	var req RolloutRequest
+	if !decodeBody(w, r, &req) {
+		return
+	}
+	res, err := s.svc.Rollout(r.Context(), r.PathValue("resource"), r.PathValue("namespace"), r.PathValue("name"), req)
+	s.answer(w, r, res, err)
+}
+
+// graceParam reads ?grace=SECONDS; false when it answered an error.
+func graceParam(w http.ResponseWriter, r *http.Request) (*int64, bool) {
+	g := r.URL.Query().Get("grace")
+	if g == "" {
+		return nil, true
+	}
+	n, err := strconv.ParseInt(g, 10, 64)
+	if err != nil || n < 0 {
+		writeError(w, http.StatusBadRequest, fmt.Sprintf("grace %q: want a number of seconds >= 0", g))
+		return nil, false
+	}
+	return &n, true
+}

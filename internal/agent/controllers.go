@@ -1,0 +1,324 @@
+package agent
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"strconv"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	v1 "k8s.io/api/core/v1"
+	apiequality "k8s.io/apimachinery/pkg/api/equality"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/berth-dev/berth/internal/agent/agentapi"
+	"github.com/berth-dev/berth/internal/agent/manifest"
+	"github.com/berth-dev/berth/internal/agent/workload"
+)
+
+// controllerPeriod is how often the workload controllers look at their
+// pods without being woken (readiness changes reach them this way).
+const controllerPeriod = time.Second
+
+// runControllers runs the workload controllers until ctx ends: on every
+// tick, and when an API call changed an object.
+func (a *Agent) runControllers(ctx context.Context) {
+	ticker := a.deps.clock.NewTicker(controllerPeriod)
+	defer ticker.Stop()
+	for {
+		a.reconcileWorkloads()
+		select {
+		case <-ctx.Done():
+			return
+		case <-ticker.C():
+		case <-a.controllerWake:
+		}
+	}
+}
+
+// wakeControllers asks for a controller pass soon.
+func (a *Agent) wakeControllers() {
+	select {
+	case a.controllerWake <- struct{}{}:
+	default:
+	}
+}
+
+// ownedPod is a pod a controller owns, and its worker.
+type ownedPod struct {
+	pod v1.Pod
+	w   *podWorker
+}
+
+// reconcileWorkloads runs each Deployment's controller, then each
+// ReplicaSet's, once.
+func (a *Agent) reconcileWorkloads() {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.stopping || len(a.workloads) == 0 {
+		return
+	}
+	for _, o := range a.sortedWorkloadsLocked() {
+		if o.d != nil {
+			a.syncDeploymentLocked(o)
+		}
+	}
+	pods := a.ownedPodsLocked()
+	for _, o := range a.sortedWorkloadsLocked() {
+		if o.rs != nil {
+			a.syncReplicaSetLocked(o, pods[o.uid()])
+		}
+	}
+}
+
+func (a *Agent) sortedWorkloadsLocked() []*workloadObj {
+	out := make([]*workloadObj, 0, len(a.workloads))
+	for _, o := range a.workloads {
+		out = append(out, o)
+	}
+	sort.Slice(out, func(i, j int) bool {
+		x, y := out[i].meta(), out[j].meta()
+		if x.Namespace != y.Namespace {
+			return x.Namespace < y.Namespace
+		}
+		if x.Name != y.Name {
+			return x.Name < y.Name
+		}
+		return x.CreationTimestamp.Before(&y.CreationTimestamp)
+	})
+	return out
+}
+
+// ownedPodsLocked groups the pods by the uid of their controller.
+func (a *Agent) ownedPodsLocked() map[string][]ownedPod {
+	out := map[string][]ownedPod{}
+	for _, w := range a.workers {
+		pod := w.view()
+		if ref := metav1.GetControllerOf(&pod); ref != nil {
+			out[string(ref.UID)] = append(out[string(ref.UID)], ownedPod{pod: pod, w: w})
+		}
+	}
+	return out
+}
+
+// ownedReplicaSetsLocked lists the ReplicaSets a Deployment controls.
+func (a *Agent) ownedReplicaSetsLocked(uid string) []*workloadObj {
+	var out []*workloadObj
+	for _, o := range a.sortedWorkloadsLocked() {
+		if o.rs == nil {
+			continue
+		}
+		if ref := metav1.GetControllerOf(o.rs); ref != nil && string(ref.UID) == uid {
+			out = append(out, o)
+		}
+	}
+	return out
+}
+
+// markDeletingLocked starts an object's deletion: it is saved with its
+// deletionTimestamp first, then its name is free; its controller removes
+// what it owns, then the object.
+func (a *Agent) markDeletingLocked(o *workloadObj) error {
+	if o.meta().DeletionTimestamp != nil {
+		return nil
+	}
+	now := metav1.NewTime(a.deps.clock.Now())
+	o.meta().DeletionTimestamp = &now
+	if err := a.saveLocked(o); err != nil {
+		o.meta().DeletionTimestamp = nil
+		return err
+	}
+	m := o.meta()
+	if key := nameKey(o.kind(), m.Namespace, m.Name); a.workloadNames[key] == o.uid() {
+		delete(a.workloadNames, key)
+	}
+	return nil
+}
+
+// forgetWorkloadLocked removes a deleted object whose dependents are gone.
+func (a *Agent) forgetWorkloadLocked(o *workloadObj) {
+	if err := a.workloadStore.Remove(o.kind(), o.uid()); err != nil {
+		a.log.Error("workload: remove record", "object", o.kind()+" "+o.meta().Namespace+"/"+o.meta().Name, "error", err)
+		return
+	}
+	delete(a.workloads, o.uid())
+}
+
+// syncReplicaSetLocked makes or deletes the ReplicaSet's pods and
+// updates its status.
+func (a *Agent) syncReplicaSetLocked(o *workloadObj, owned []ownedPod) {
+	rs := o.rs
+	pods := make([]workload.Pod, len(owned))
+	for i := range owned {
+		pods[i] = controllerView(&owned[i].pod)
+	}
+	act := workload.ReconcileReplicaSet(rs, pods, a.deps.clock.Now())
+	for _, name := range act.Delete {
+		for _, p := range owned {
+			if p.pod.Name == name {
+				p.w.beginTermination(nil, "Killing", "deleted by its ReplicaSet "+rs.Name)
+				o.events.record(agentapi.EventNormal, "SuccessfulDelete", "", "Deleted pod: "+name)
+			}
+		}
+	}
+	for range act.Create {
+		name := a.createPodLocked(o)
+		o.events.record(agentapi.EventNormal, "SuccessfulCreate", "", "Created pod: "+name)
+	}
+	if rs.DeletionTimestamp != nil && len(owned) == 0 {
+		a.forgetWorkloadLocked(o)
+		return
+	}
+	if !apiequality.Semantic.DeepEqual(rs.Status, act.Status) {
+		rs.Status = act.Status
+		if err := a.saveLocked(o); err != nil {
+			a.log.Error("workload: save ReplicaSet status", "replicaset", rs.Namespace+"/"+rs.Name, "error", err)
+		}
+	}
+}
+
+// controllerView is what a controller sees of a pod.
+func controllerView(pod *v1.Pod) workload.Pod {
+	p := workload.Pod{Name: pod.Name, Phase: pod.Status.Phase, Deleting: pod.DeletionTimestamp != nil, Created: pod.CreationTimestamp.Time}
+	for _, c := range pod.Status.Conditions {
+		if c.Type == v1.PodReady && c.Status == v1.ConditionTrue {
+			p.Ready, p.ReadySince = true, c.LastTransitionTime.Time
+		}
+	}
+	for _, s := range pod.Status.ContainerStatuses {
+		p.Restarts = max(p.Restarts, s.RestartCount)
+	}
+	return p
+}
+
+// createPodLocked makes a pod from a ReplicaSet's template, named as the
+// API server names one from generateName "<replicaset>-", and returns its
+// name.
+func (a *Agent) createPodLocked(o *workloadObj) string {
+	rs := o.rs
+	name := workload.PodName(rs.Name)
+	for a.current[rs.Namespace+"/"+name] != "" {
+		name = workload.PodName(rs.Name)
+	}
+	template := rs.Spec.Template.DeepCopy()
+	pod := &v1.Pod{
+		TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "Pod"},
+		ObjectMeta: metav1.ObjectMeta{
+			Name: name, GenerateName: rs.Name + "-", Namespace: rs.Namespace, UID: newUID(),
+			Labels: template.Labels, Annotations: template.Annotations,
+			OwnerReferences: []metav1.OwnerReference{*metav1.NewControllerRef(rs, appsv1.SchemeGroupVersion.WithKind("ReplicaSet"))},
+		},
+		Spec: template.Spec,
+	}
+	a.applyPodLocked(&manifest.Pod{Pod: pod, Source: o.source}, "")
+	return name
+}
+
+// syncDeploymentLocked takes a Deployment one step towards its template
+// and replicas through its ReplicaSets; a deleted one deletes them.
+func (a *Agent) syncDeploymentLocked(o *workloadObj) {
+	d := o.d
+	owned := a.ownedReplicaSetsLocked(o.uid())
+	if d.DeletionTimestamp != nil {
+		for _, rs := range owned {
+			if err := a.markDeletingLocked(rs); err != nil {
+				a.log.Error("workload: delete ReplicaSet", "replicaset", rs.rs.Name, "error", err)
+			}
+		}
+		if len(owned) == 0 {
+			a.forgetWorkloadLocked(o)
+		}
+		return
+	}
+	var sets []*appsv1.ReplicaSet
+	byName := map[string]*workloadObj{}
+	for _, rs := range owned {
+		if rs.rs.DeletionTimestamp == nil {
+			sets = append(sets, rs.rs)
+			byName[rs.rs.Name] = rs
+		}
+	}
+	act := workload.ReconcileDeployment(d, sets, a.deps.clock.Now())
+	if err := a.applyDeploymentActionsLocked(o, act, byName); err != nil {
+		a.log.Error("workload: deployment", "deployment", d.Namespace+"/"+d.Name, "error", err)
+		return
+	}
+	for _, e := range act.Events {
+		o.events.record(agentapi.EventNormal, e.Reason, "", e.Message)
+	}
+}
+
+// applyDeploymentActionsLocked saves the ReplicaSets the controller made
+// or changed, each before anything acts on it, then the Deployment.
+func (a *Agent) applyDeploymentActionsLocked(o *workloadObj, act workload.DeploymentActions, byName map[string]*workloadObj) error {
+	d := o.d
+	if act.Create != nil {
+		act.Create.UID = newUID()
+		rs := &workloadObj{rs: act.Create, source: o.source, events: newEventLog(a.deps.clock.Now)}
+		if err := a.saveLocked(rs); err != nil {
+			return err
+		}
+		a.addWorkloadLocked(rs)
+		byName[rs.rs.Name] = rs
+	}
+	for _, rs := range byName {
+		if rs.rs.Annotations == nil { // a ReplicaSet applied with an owner reference
+			rs.rs.Annotations = map[string]string{}
+		}
+	}
+	for name, replicas := range act.Scale {
+		rs := byName[name]
+		rs.rs.Spec.Replicas = &replicas
+		rs.rs.Generation++
+		rs.rs.Annotations[workload.DesiredReplicasAnnotation] = strconv.Itoa(int(workload.Replicas(d.Spec.Replicas)))
+	}
+	for name, revision := range act.Revision {
+		byName[name].rs.Annotations[workload.RevisionAnnotation] = revision
+	}
+	for name := range byName {
+		_, scaled := act.Scale[name]
+		_, revised := act.Revision[name]
+		if scaled || revised {
+			if err := a.saveLocked(byName[name]); err != nil {
+				return err
+			}
+		}
+	}
+	for _, name := range act.Delete {
+		if err := a.markDeletingLocked(byName[name]); err != nil {
+			return err
+		}
+	}
+	return a.updateDeploymentLocked(o, act.Status, byName)
+}
+
+// updateDeploymentLocked saves a Deployment's new status and revision.
+func (a *Agent) updateDeploymentLocked(o *workloadObj, status appsv1.DeploymentStatus, byName map[string]*workloadObj) error {
+	d := o.d
+	revision := ""
+	for _, rs := range byName {
+		if rs.rs.DeletionTimestamp == nil && templateMatches(rs.rs, d) {
+			revision = rs.rs.Annotations[workload.RevisionAnnotation]
+		}
+	}
+	if apiequality.Semantic.DeepEqual(d.Status, status) && (revision == "" || d.Annotations[workload.RevisionAnnotation] == revision) {
+		return nil
+	}
+	d.Status = status
+	if revision != "" {
+		if d.Annotations == nil {
+			d.Annotations = map[string]string{}
+		}
+		d.Annotations[workload.RevisionAnnotation] = revision
+	}
+	if err := a.saveLocked(o); err != nil {
+		return fmt.Errorf("save status: %w", err)
+	}
+	return nil
+}
+
+// templateMatches says whether rs runs d's current template.
+func templateMatches(rs *appsv1.ReplicaSet, d *appsv1.Deployment) bool {
+	return rs.Labels[appsv1.DefaultDeploymentUniqueLabelKey] != "" && workload.TemplateEqualIgnoringHash(&rs.Spec.Template, &d.Spec.Template)
+}

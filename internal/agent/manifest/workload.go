@@ -1,0 +1,64 @@
+package manifest
+
+import (
+	appsv1 "k8s.io/api/apps/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// Deployment is a decoded apps/v1 Deployment and the source it came from.
+type Deployment struct {
+	*appsv1.Deployment
+	Source string `json:"source"`
+}
+
+// ReplicaSet is a decoded apps/v1 ReplicaSet and the source it came from.
+type ReplicaSet struct {
+	*appsv1.ReplicaSet
+	Source string `json:"source"`
+}
+
+// The apps/v1 kinds berth reads.
+const (
+	appsV1         = "apps/v1"
+	kindDeployment = "Deployment"
+	kindReplicaSet = "ReplicaSet"
+)
+
+// Workload is one object of a workload kind, for what every kind shares.
+type Workload struct {
+	Kind   string
+	Meta   *metav1.ObjectMeta
+	Source string
+}
+
+// Workloads lists the bundle's Deployments and ReplicaSets.
+func (b *Bundle) Workloads() []Workload {
+	var out []Workload
+	for _, d := range b.Deployments {
+		out = append(out, Workload{Kind: kindDeployment, Meta: &d.ObjectMeta, Source: d.Source})
+	}
+	for _, rs := range b.ReplicaSets {
+		out = append(out, Workload{Kind: kindReplicaSet, Meta: &rs.ObjectMeta, Source: rs.Source})
+	}
+	return out
+}
+
+// Empty says whether the bundle holds no object.
+func (b *Bundle) Empty() bool {
+	return len(b.Pods)+len(b.ConfigMaps)+len(b.Secrets)+len(b.Deployments)+len(b.ReplicaSets) == 0
+}
+
+// workloadConflicts lists the workloads of o that b already holds.
+func (b *Bundle) workloadConflicts(o *Bundle) []Problem {
+	seen := map[string]string{}
+	for _, w := range b.Workloads() {
+		seen[w.Kind+" "+ObjectKey(w.Meta.Namespace, w.Meta.Name)] = w.Source
+	}
+	var problems []Problem
+	for _, w := range o.Workloads() {
+		if first, found := seen[w.Kind+" "+ObjectKey(w.Meta.Namespace, w.Meta.Name)]; found {
+			problems = append(problems, duplicateProblem(w.Source, objectName(w.Kind, w.Meta), first))
+		}
+	}
+	return problems
+}

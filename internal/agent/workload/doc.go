@@ -1,0 +1,24 @@
+// Package workload holds the node agent's controllers for workload kinds
+// (apps/v1 ReplicaSet and Deployment) as pure reconcile functions: given an
+// object, what it owns and what was observed of it, they return what to
+// create, scale and delete and the object's new status, as the
+// kube-controller-manager's replicaset and deployment controllers would.
+// Time comes in as an argument; nothing here touches the runtime, the disk
+// or the agent's state (package agent applies the actions).
+//
+//	func ReconcileReplicaSet(rs *appsv1.ReplicaSet, pods []Pod, now time.Time) ReplicaSetActions
+//	func ReconcileDeployment(d *appsv1.Deployment, sets []*appsv1.ReplicaSet, now time.Time) DeploymentActions
+//	func ComputeHash(template *v1.PodTemplateSpec, collisionCount *int32) string
+//
+// Names and labels are Kubernetes': a Deployment's ReplicaSet is
+// "<deployment>-<pod-template-hash>" (the hash computed from the template as
+// the deployment controller does), its pods "<replicaset>-<5 characters>"
+// from the alphabet of the API server's generateName (PodName), and each
+// carries a controller ownerReference to its owner.
+//
+// A rolling update never has fewer than replicas-maxUnavailable available
+// pods (maxUnavailable rounded down) nor more than replicas+maxSurge pods
+// (maxSurge rounded up) counted from the ReplicaSets' replicas; Recreate
+// scales the old ReplicaSets to zero and creates the new one's pods once no
+// old pod is left.
+package workload

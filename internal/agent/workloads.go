@@ -1,0 +1,216 @@
+package agent
+
+import (
+	"crypto/rand"
+	"encoding/hex"
+	"fmt"
+	"maps"
+
+	appsv1 "k8s.io/api/apps/v1"
+	apiequality "k8s.io/apimachinery/pkg/api/equality"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+
+	"github.com/berth-dev/berth/internal/agent/agentapi"
+	"github.com/berth-dev/berth/internal/agent/manifest"
+	"github.com/berth-dev/berth/internal/agent/workload"
+	"github.com/berth-dev/berth/internal/agent/workloadstore"
+	"github.com/berth-dev/berth/internal/errdefs"
+)
+
+// workloadObj is one Deployment or ReplicaSet the agent keeps (guarded by
+// a.mu): as applied or as its controller made it, with its status.
+type workloadObj struct {
+	d      *appsv1.Deployment // one of d and rs is set
+	rs     *appsv1.ReplicaSet
+	source string
+	events *eventLog
+}
+
+func (o *workloadObj) kind() string {
+	if o.d != nil {
+		return workloadstore.KindDeployment
+	}
+	return workloadstore.KindReplicaSet
+}
+
+func (o *workloadObj) meta() *metav1.ObjectMeta {
+	if o.d != nil {
+		return &o.d.ObjectMeta
+	}
+	return &o.rs.ObjectMeta
+}
+
+func (o *workloadObj) uid() string { return string(o.meta().UID) }
+
+func (o *workloadObj) record() workloadstore.Record {
+	return workloadstore.Record{Kind: o.kind(), Source: o.source, Deployment: o.d, ReplicaSet: o.rs}
+}
+
+// nameKey is "Kind namespace/name", the key of workloadNames.
+func nameKey(kind, namespace, name string) string { return kind + " " + namespace + "/" + name }
+
+// resourceKind maps an API resource ("deployments") to its kind.
+func resourceKind(resource string) (string, error) {
+	switch resource {
+	case agentapi.ResourceDeployment:
+		return workloadstore.KindDeployment, nil
+	case agentapi.ResourceReplicaSet:
+		return workloadstore.KindReplicaSet, nil
+	}
+	return "", fmt.Errorf("resource %q: want deployments or replicasets: %w", resource, errdefs.ErrInvalidArgument)
+}
+
+// newUID makes a random uid, formatted as the API server's.
+func newUID() types.UID {
+	var b [16]byte
+	_, _ = rand.Read(b[:]) // crypto/rand.Read never fails
+	b[6] = b[6]&0x0f | 0x40
+	b[8] = b[8]&0x3f | 0x80
+	h := hex.EncodeToString(b[:])
+	return types.UID(h[:8] + "-" + h[8:12] + "-" + h[12:16] + "-" + h[16:20] + "-" + h[20:])
+}
+
+// saveLocked writes the object's record; the agent acts on an object only
+// once it is saved.
+func (a *Agent) saveLocked(o *workloadObj) error {
+	return a.workloadStore.Save(o.record())
+}
+
+// addWorkloadLocked registers an object (its name stands for it unless it
+// is being deleted).
+func (a *Agent) addWorkloadLocked(o *workloadObj) {
+	a.workloads[o.uid()] = o
+	if o.meta().DeletionTimestamp == nil {
+		a.workloadNames[nameKey(o.kind(), o.meta().Namespace, o.meta().Name)] = o.uid()
+	}
+}
+
+// liveWorkloadLocked returns the object a name stands for, or nil.
+func (a *Agent) liveWorkloadLocked(kind, namespace, name string) *workloadObj {
+	return a.workloads[a.workloadNames[nameKey(kind, namespace, name)]]
+}
+
+// loadWorkloadsLocked reads the saved objects back at recovery. What the
+// store could not read it set aside; it is logged here.
+func (a *Agent) loadWorkloadsLocked() {
+	records, problems := a.workloadStore.Load()
+	for _, err := range problems {
+		a.log.Error("recover: a workload record could not be read; its pods are left as they are", "error", err)
+	}
+	for _, r := range records {
+		o := &workloadObj{d: r.Deployment, rs: r.ReplicaSet, source: r.Source, events: newEventLog(a.deps.clock.Now)}
+		a.addWorkloadLocked(o)
+	}
+}
+
+// checkWorkloadUpdatesLocked refuses a bundle that would change an
+// immutable field of an object the agent holds.
+func (a *Agent) checkWorkloadUpdatesLocked(b *manifest.Bundle) error {
+	var problems []manifest.Problem
+	immutable := func(source, object string, selector *metav1.LabelSelector) {
+		problems = append(problems, manifest.Problem{Source: source, Object: object, Err: field.Invalid(field.NewPath("spec", "selector"), selector, "field is immutable")})
+	}
+	for _, d := range b.Deployments {
+		if cur := a.liveWorkloadLocked(workloadstore.KindDeployment, d.Namespace, d.Name); cur != nil && !apiequality.Semantic.DeepEqual(cur.d.Spec.Selector, d.Spec.Selector) {
+			immutable(d.Source, "Deployment "+d.Namespace+"/"+d.Name, d.Spec.Selector)
+		}
+	}
+	for _, rs := range b.ReplicaSets {
+		if cur := a.liveWorkloadLocked(workloadstore.KindReplicaSet, rs.Namespace, rs.Name); cur != nil && !apiequality.Semantic.DeepEqual(cur.rs.Spec.Selector, rs.Spec.Selector) {
+			immutable(rs.Source, "ReplicaSet "+rs.Namespace+"/"+rs.Name, rs.Spec.Selector)
+		}
+	}
+	if len(problems) == 0 {
+		return nil
+	}
+	return fmt.Errorf("%w: %w", errdefs.ErrInvalidArgument, &manifest.InvalidError{Problems: problems})
+}
+
+// applyWorkloadsLocked creates or updates the bundle's Deployments and
+// ReplicaSets; their controllers do the rest.
+func (a *Agent) applyWorkloadsLocked(b *manifest.Bundle) ([]agentapi.ApplyResult, error) {
+	var results []agentapi.ApplyResult
+	for _, d := range b.Deployments {
+		obj := d.DeepCopy()
+		obj.TypeMeta = metav1.TypeMeta{APIVersion: "apps/v1", Kind: workloadstore.KindDeployment}
+		r, err := a.applyWorkloadLocked(&workloadObj{d: obj, source: d.Source})
+		if err != nil {
+			return results, err
+		}
+		results = append(results, r)
+	}
+	for _, rs := range b.ReplicaSets {
+		obj := rs.DeepCopy()
+		obj.TypeMeta = metav1.TypeMeta{APIVersion: "apps/v1", Kind: workloadstore.KindReplicaSet}
+		r, err := a.applyWorkloadLocked(&workloadObj{rs: obj, source: rs.Source})
+		if err != nil {
+			return results, err
+		}
+		results = append(results, r)
+	}
+	return results, nil
+}
+
+// applyWorkloadLocked creates an object, or updates the one of its name:
+// labels, annotations and spec are the applied ones (the controller's own
+// annotations kept); a changed spec moves its generation.
+func (a *Agent) applyWorkloadLocked(in *workloadObj) (agentapi.ApplyResult, error) {
+	m := in.meta()
+	result := agentapi.ApplyResult{Kind: in.kind(), Namespace: m.Namespace, Name: m.Name, Outcome: agentapi.OutcomeCreated}
+	cur := a.liveWorkloadLocked(in.kind(), m.Namespace, m.Name)
+	if cur == nil {
+		m.UID, m.Generation, m.CreationTimestamp = newUID(), 1, metav1.NewTime(a.deps.clock.Now())
+		in.events = newEventLog(a.deps.clock.Now)
+		if err := a.saveLocked(in); err != nil {
+			return result, err
+		}
+		a.addWorkloadLocked(in)
+		result.UID = in.uid()
+		return result, nil
+	}
+	next := &workloadObj{source: in.source, events: cur.events}
+	specChanged := false
+	if cur.d != nil {
+		next.d = cur.d.DeepCopy()
+		specChanged = !apiequality.Semantic.DeepEqual(cur.d.Spec, in.d.Spec)
+		next.d.Spec = in.d.Spec
+	} else {
+		next.rs = cur.rs.DeepCopy()
+		specChanged = !apiequality.Semantic.DeepEqual(cur.rs.Spec, in.rs.Spec)
+		next.rs.Spec = in.rs.Spec
+	}
+	nm := next.meta()
+	annotations := withControllerAnnotations(m.Annotations, nm.Annotations)
+	result.UID = string(nm.UID)
+	if !specChanged && apiequality.Semantic.DeepEqual(nm.Labels, m.Labels) && apiequality.Semantic.DeepEqual(nm.Annotations, annotations) {
+		result.Outcome = agentapi.OutcomeUnchanged
+		return result, nil
+	}
+	nm.Labels, nm.Annotations = m.Labels, annotations
+	if specChanged {
+		nm.Generation++
+	}
+	if err := a.saveLocked(next); err != nil {
+		return result, err
+	}
+	a.workloads[next.uid()] = next
+	result.Outcome = agentapi.OutcomeConfigured
+	return result, nil
+}
+
+// withControllerAnnotations is applied plus the annotations a controller
+// set on the object (deployment.kubernetes.io/...).
+func withControllerAnnotations(applied, current map[string]string) map[string]string {
+	out := maps.Clone(applied)
+	for _, key := range []string{workload.RevisionAnnotation, workload.DesiredReplicasAnnotation, workload.MaxReplicasAnnotation} {
+		if v, found := current[key]; found {
+			if out == nil {
+				out = map[string]string{}
+			}
+			out[key] = v
+		}
+	}
+	return out
+}

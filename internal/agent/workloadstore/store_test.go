@@ -1,0 +1,64 @@
+package workloadstore
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	appsv1 "k8s.io/api/apps/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+)
+
+func TestSaveLoadRemove(t *testing.T) {
+	s, err := Open(filepath.Join(t.TempDir(), "workloads"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	d := &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: "default", UID: "d1"}, Spec: appsv1.DeploymentSpec{Replicas: ptr.To(int32(3))}}
+	rs := &appsv1.ReplicaSet{ObjectMeta: metav1.ObjectMeta{Name: "web-abc", Namespace: "default", UID: "r1"}}
+	for _, r := range []Record{{Kind: KindReplicaSet, ReplicaSet: rs}, {Kind: KindDeployment, Deployment: d, Source: "/x/web.yaml"}} {
+		if err := s.Save(r); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := s.Save(Record{Kind: KindDeployment, Deployment: &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{UID: "../x"}}}); err == nil {
+		t.Fatal("a uid that is not a file name was saved")
+	}
+	info, err := os.Stat(filepath.Join(s.dir, "Deployment-d1.json"))
+	if err != nil || info.Mode().Perm() != 0o600 {
+		t.Fatalf("record file: %v %v, want mode 0600", info, err)
+	}
+	records, problems := s.Load()
+	if len(problems) > 0 || len(records) != 2 || records[0].Kind != KindDeployment || *records[0].Deployment.Spec.Replicas != 3 || records[0].Source != "/x/web.yaml" {
+		t.Fatalf("Load = %+v, %v", records, problems)
+	}
+	if err := s.Remove(KindDeployment, "d1"); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Remove(KindDeployment, "d1"); err != nil {
+		t.Fatalf("removing a removed record: %v", err)
+	}
+	if records, _ := s.Load(); len(records) != 1 {
+		t.Fatalf("after Remove: %d records, want 1", len(records))
+	}
+}
+
+func TestLoadSetsAsideWhatItCannotRead(t *testing.T) {
+	s, err := Open(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	bad := filepath.Join(s.dir, "Deployment-x.json")
+	if err := os.WriteFile(bad, []byte("{not json"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	records, problems := s.Load()
+	if len(records) != 0 || len(problems) != 1 || !strings.Contains(problems[0].Error(), "Deployment-x.json") {
+		t.Fatalf("Load = %v, %v; want the file named", records, problems)
+	}
+	if data, err := os.ReadFile(bad + ".unreadable"); err != nil || string(data) != "{not json" {
+		t.Fatalf("the unreadable record was not kept aside: %q %v", data, err)
+	}
+}
