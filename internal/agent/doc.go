@@ -70,6 +70,14 @@
 //     before a pod's sandbox is made and whenever they change, removed with
 //     the pod; the sandbox carries only their names and keyed digests
 //     (podspec.SourceRefs), never their contents;
+//   - ephemeral containers (ephemeral.go): UpdateEphemeralContainers, the
+//     ephemeralcontainers subresource of the API server, adds them to a
+//     running pod (manifest.ValidateEphemeralContainersUpdate: only
+//     added, never changed or removed); they are saved in the pod's agent
+//     directory (<root>/pods/<uid>/ephemeral-containers.json, since the
+//     sandbox's pod annotation cannot change) and read back at recovery;
+//     the planner starts each once, never restarting it, in the process
+//     namespace of its targetContainerName (CRI NamespaceMode TARGET);
 //   - recovery (recover.go): on start the agent lists the sandboxes
 //     labelled berth.dev/agent=true and reads each pod back from the newest
 //     sandbox's annotations (the pod as applied, the refs to its ConfigMaps
@@ -98,6 +106,5 @@
 //     need them: after a restart, each pod's copy in the agent's store is
 //     used until the manifests are applied again (a watched directory is
 //     reread);
-//   - no ephemeral containers (there is no API to add them) and no mirror
-//     pods, API server or node status.
+//   - no mirror pods, API server or node status.
 package agent

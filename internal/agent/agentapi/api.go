@@ -15,6 +15,7 @@ import (
 //	GET    /v1/pods?namespace=NS           v1.PodList (every namespace when NS is empty)
 //	GET    /v1/pods/NS/NAME                PodDetail
 //	DELETE /v1/pods/NS/NAME?grace=SECONDS  DeleteResponse
+//	PUT    /v1/pods/NS/NAME/ephemeralcontainers  EphemeralContainersRequest → v1.Pod
 //	GET    /v1/events?namespace=NS         EventList (every namespace when NS is empty)
 //
 // Errors come back as an HTTP error status with ErrorResponse: 400 for a
@@ -91,6 +92,14 @@ type UnwatchRequest struct {
 // DeleteResponse names the pods a delete started to terminate.
 type DeleteResponse struct {
 	Pods []ApplyResult `json:"pods"`
+}
+
+// EphemeralContainersRequest is the new list of a running pod's ephemeral
+// containers, as an update of the API server's ephemeralcontainers
+// subresource: the pod's current ones unchanged, new ones appended (they
+// can only be added, never changed or removed).
+type EphemeralContainersRequest struct {
+	EphemeralContainers []v1.EphemeralContainer `json:"ephemeralContainers"`
 }
 
 // PodDetail is one pod with its status and its recent events.

@@ -100,6 +100,14 @@ func (c *Client) Delete(ctx context.Context, namespace, name string, grace *int6
 	return resp, c.do(ctx, http.MethodDelete, path, nil, &resp)
 }
 
+// UpdateEphemeralContainers sends a running pod's new list of ephemeral
+// containers (its current ones unchanged, new ones appended) and returns
+// the pod.
+func (c *Client) UpdateEphemeralContainers(ctx context.Context, namespace, name string, list []v1.EphemeralContainer) (v1.Pod, error) {
+	var pod v1.Pod
+	return pod, c.do(ctx, http.MethodPut, podPath(namespace, name)+"/ephemeralcontainers", EphemeralContainersRequest{EphemeralContainers: list}, &pod)
+}
+
 func podPath(namespace, name string) string {
 	return pathPods + "/" + url.PathEscape(namespace) + "/" + url.PathEscape(name)
 }
