@@ -40,7 +40,7 @@ func newRootCommand() *cobra.Command {
 		newPullCommand(&opts), newImagesCommand(&opts, "images"), newRmiCommand(&opts))
 	root.AddCommand(newRunCommand(&opts), newApplyCommand(&opts), newDeleteCommand(&opts),
 		newGetCommand(&opts), newDescribeCommand(&opts), newLogsCommand(&opts), newEventsCommand(&opts),
-		newExecCommand(&opts), newAttachCommand(&opts), newDebugCommand(&opts), newPortForwardCommand(&opts), newTopCommand(&opts),
+		newExecCommand(&opts), newAttachCommand(&opts), newDebugCommand(&opts), newCpCommand(&opts), newPortForwardCommand(&opts), newTopCommand(&opts),
 		newAgentCommand(&opts))
 	return root
 }
