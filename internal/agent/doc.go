@@ -3,7 +3,7 @@
 // CRI runtime, through the CRI client interfaces only (package criclient:
 // Runtime, Images; CRIClient implements both over a unix socket), and
 // implements agentapi.PodService, the agent API that `berth run`, `apply`,
-// `delete`, `get`, `describe`, `logs` and `exec` use (package agentapi:
+// `delete`, `get`, `describe`, `logs`, `exec` and `debug` use (package agentapi:
 // HTTP + JSON on <state>/agent.sock). It reads the time from, and waits
 // on, Config.Clock (k8s.io/utils/clock), so tests step a fake one.
 //
