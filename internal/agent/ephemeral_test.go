@@ -3,6 +3,8 @@ package agent
 import (
 	"context"
 	"errors"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -139,5 +141,29 @@ func TestEphemeralContainersAreOnlyAdded(t *testing.T) {
 	if _, err := a.UpdateEphemeralContainers(ctx, "default", "web", []v1.EphemeralContainer{first, debugger("two", "")}); err != nil &&
 		!errors.Is(err, errdefs.ErrFailedPrecondition) && !errors.Is(err, errdefs.ErrNotFound) {
 		t.Errorf("pod being deleted: err = %v; want a failed precondition (or not found once it is gone)", err)
+	}
+}
+
+// A record of ephemeral containers that cannot be read is moved aside and
+// reported, never removed; none is an empty list.
+func TestLoadEphemeralSetsAsideWhatItCannotRead(t *testing.T) {
+	dir := t.TempDir()
+	if list, err := loadEphemeral(dir, "uid-1"); err != nil || list != nil {
+		t.Fatalf("no record: %v, %v; want none", list, err)
+	}
+	if err := saveEphemeral(dir, "uid-1", []v1.EphemeralContainer{debugger("one", "")}); err != nil {
+		t.Fatal(err)
+	}
+	if list, err := loadEphemeral(dir, "uid-1"); err != nil || len(list) != 1 || list[0].Name != "one" {
+		t.Fatalf("saved record: %v, %v", list, err)
+	}
+	if _, err := loadEphemeral(dir, "uid-2"); err == nil || !strings.Contains(err.Error(), "moved aside") {
+		t.Errorf("a record of another uid: err = %v; want it moved aside", err)
+	}
+	if _, err := os.Stat(filepath.Join(dir, ephemeralFile+".unreadable")); err != nil {
+		t.Errorf("the unreadable record is not kept aside: %v", err)
+	}
+	if _, err := loadEphemeral(dir, "../x"); err == nil {
+		t.Errorf("a uid that is not a name: want an error")
 	}
 }

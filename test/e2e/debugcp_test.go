@@ -1,13 +1,18 @@
 package e2e
 
 import (
+	"context"
+	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"regexp"
 	"strings"
+	"syscall"
 	"testing"
 
 	v1 "k8s.io/api/core/v1"
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
 	"github.com/berth-dev/berth/test/testimage"
 )
@@ -129,7 +134,14 @@ func copyFiles(t *testing.T, n *node) {
 	if err := os.Symlink("/etc/passwd", filepath.Join(local, "link")); err != nil {
 		t.Fatal(err)
 	}
+	if err := os.Chown(filepath.Join(local, "sub", "file"), 1234, 4321); err != nil {
+		t.Fatal(err)
+	}
 	n.must("cp", local, "bare:/data/up")
+	root := containerRoot(t, n, "bare", "app")
+	checkOwner(t, filepath.Join(root, "data/up/sub/file"), 1234, 4321)
+	n.must("cp", "--no-preserve", filepath.Join(local, "sub", "file"), "bare:/data/root-owned")
+	checkOwner(t, filepath.Join(root, "data/root-owned"), 0, 0)
 	back := filepath.Join(dir, "back")
 	n.must("cp", "bare:/data/up", back)
 	if got := readFile(t, filepath.Join(back, "sub", "file")); got != "uploaded\n" {
@@ -143,6 +155,35 @@ func copyFiles(t *testing.T, n *node) {
 	}
 	if _, errOut, err := n.berth("cp", "bare:/dev/null", dir); err == nil || !strings.Contains(errOut, "a character device: refused") {
 		t.Errorf("cp of /dev/null: %v %q; want it refused", err, errOut)
+	}
+}
+
+// containerRoot is /proc/<pid>/root of a running container, the test's
+// view of what berth cp wrote into it.
+func containerRoot(t *testing.T, n *node, pod, container string) string {
+	t.Helper()
+	id := strings.TrimPrefix(containerStatus(n.pod(pod), container).ContainerID, n.rt.name()+"://")
+	resp, err := n.rt.cri().ContainerStatus(context.Background(), &runtimeapi.ContainerStatusRequest{ContainerId: id, Verbose: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var info struct {
+		Pid int `json:"pid"`
+	}
+	if err := json.Unmarshal([]byte(resp.GetInfo()["info"]), &info); err != nil || info.Pid <= 0 {
+		t.Fatalf("container %s: no pid in the verbose info (%v): %v", id, err, resp.GetInfo())
+	}
+	return fmt.Sprintf("/proc/%d/root", info.Pid)
+}
+
+func checkOwner(t *testing.T, path string, uid, gid uint32) {
+	t.Helper()
+	fi, err := os.Lstat(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st := fi.Sys().(*syscall.Stat_t); st.Uid != uid || st.Gid != gid {
+		t.Errorf("%s is owned by %d:%d; want %d:%d", path, st.Uid, st.Gid, uid, gid)
 	}
 }
 
