@@ -25,12 +25,12 @@
 // existing non-directory at a destination is replaced (unlinked first, as
 // tar does), never written through.
 //
-// Modes are kept (into a Root with Options.KeepOwner; the host never gets
-// set-id or sticky bits from a container). Ownership follows
-// Options.Owner, which maps a source uid/gid to the ids the destination
-// gets, or is left to the copying process (root) when nil; IDMap reads a
-// process's uid_map/gid_map so that ids inside a user-namespaced
-// container become host ids.
+// Modes are kept, masked by Options.Perm (`berth cp` keeps no set-id or
+// sticky bit on the host). Options.Owner picks the owner: the copying
+// process's (OwnerCopier), the source's uid and gid (OwnerPreserve) or 0:0
+// (OwnerRoot), both as ids seen beneath the destination root: they go
+// through the uid_map/gid_map of a user-namespaced container's process. A
+// directory that exists already keeps its owner and mode.
 //
 // Errors name the step (resolve, open, create, copy, chown) and the path
 // on each side.
