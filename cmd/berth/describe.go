@@ -95,6 +95,14 @@ func describePod(w io.Writer, detail agentapi.PodDetail, now time.Time) error {
 	}
 	d.heading(0, "Containers")
 	describeContainers(d, pod.Spec.Containers, pod.Status.ContainerStatuses)
+	if len(pod.Spec.EphemeralContainers) > 0 {
+		d.heading(0, "Ephemeral Containers")
+		ephemeral := make([]v1.Container, 0, len(pod.Spec.EphemeralContainers))
+		for _, ec := range pod.Spec.EphemeralContainers {
+			ephemeral = append(ephemeral, v1.Container(ec.EphemeralContainerCommon))
+		}
+		describeContainers(d, ephemeral, pod.Status.EphemeralContainerStatuses)
+	}
 	describeConditions(d, pod.Status.Conditions)
 	describeVolumes(d, pod.Spec.Volumes)
 	d.line(0, "QoS Class", "%s", pod.Status.QOSClass)

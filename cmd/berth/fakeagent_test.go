@@ -17,10 +17,23 @@ import (
 )
 
 // fakeAgent serves fixed pods on a real agent API socket, for commands
-// that only read.
+// that only read; an update of ephemeral containers is recorded in
+// ephemeral and appended to the pod's spec.
 type fakeAgent struct {
 	noWorkloads
-	details []agentapi.PodDetail
+	details   []agentapi.PodDetail
+	ephemeral [][]v1.EphemeralContainer
+}
+
+func (f *fakeAgent) UpdateEphemeralContainers(_ context.Context, namespace, name string, list []v1.EphemeralContainer) (v1.Pod, error) {
+	for i := range f.details {
+		if p := &f.details[i].Pod; p.Namespace == namespace && p.Name == name {
+			f.ephemeral = append(f.ephemeral, list)
+			p.Spec.EphemeralContainers = list
+			return *p, nil
+		}
+	}
+	return v1.Pod{}, errdefs.ErrNotFound
 }
 
 // noWorkloads is an agent's WorkloadService holding no objects.

@@ -209,7 +209,7 @@ func trimContainerID(id string) string {
 }
 
 func findContainerStatus(pod *v1.Pod, name string) (v1.ContainerStatus, bool) {
-	for _, list := range [][]v1.ContainerStatus{pod.Status.ContainerStatuses, pod.Status.InitContainerStatuses} {
+	for _, list := range [][]v1.ContainerStatus{pod.Status.ContainerStatuses, pod.Status.InitContainerStatuses, pod.Status.EphemeralContainerStatuses} {
 		for _, st := range list {
 			if st.Name == name {
 				return st, true
@@ -224,8 +224,14 @@ func findContainerStatus(pod *v1.Pod, name string) (v1.ContainerStatus, bool) {
 	return v1.ContainerStatus{}, false
 }
 
+// allContainers lists the init, regular and ephemeral containers (these
+// as their common fields) of a pod.
 func allContainers(pod *v1.Pod) []v1.Container {
-	return append(append([]v1.Container{}, pod.Spec.InitContainers...), pod.Spec.Containers...)
+	out := append(append([]v1.Container{}, pod.Spec.InitContainers...), pod.Spec.Containers...)
+	for _, ec := range pod.Spec.EphemeralContainers {
+		out = append(out, v1.Container(ec.EphemeralContainerCommon))
+	}
+	return out
 }
 
 func containerNames(pod *v1.Pod) []string {

@@ -2,7 +2,8 @@
 // v1 daemon (and the node agent); `berth pull`, `berth images`, `berth rmi`
 // and `berth image import|ls|prune` work on its image store, with or
 // without the daemon; `berth run|apply|delete|get|describe|logs|events|
-// exec|attach|port-forward` drive the node agent, `berth top` reads the
+// exec|attach|debug|port-forward` drive the node agent, `berth cp` copies
+// through a container's root, `berth top` reads the
 // runtime's stats, and `berth agent` runs the agent alone against any CRI
 // runtime.
 package main
@@ -40,7 +41,8 @@ func newRootCommand() *cobra.Command {
 		newPullCommand(&opts), newImagesCommand(&opts, "images"), newRmiCommand(&opts))
 	root.AddCommand(newRunCommand(&opts), newApplyCommand(&opts), newDeleteCommand(&opts),
 		newGetCommand(&opts), newDescribeCommand(&opts), newLogsCommand(&opts), newEventsCommand(&opts),
-		newExecCommand(&opts), newAttachCommand(&opts), newPortForwardCommand(&opts), newTopCommand(&opts),
+		newExecCommand(&opts), newAttachCommand(&opts), newDebugCommand(&opts), newCpCommand(&opts),
+		newPortForwardCommand(&opts), newTopCommand(&opts),
 		newAgentCommand(&opts), newScaleCommand(&opts), newRolloutCommand(&opts))
 	return root
 }

@@ -103,3 +103,28 @@ func TestDescribeShowsContainersConditionsAndEvents(t *testing.T) {
 		}
 	}
 }
+
+// describe lists ephemeral containers in their own section, as kubectl
+// does, and get counts them neither as ready nor in the total.
+func TestEphemeralContainersInDescribeAndGet(t *testing.T) {
+	pod := summaryPod(v1.PodRunning, nil, []v1.ContainerStatus{{Name: "app", State: runningState, Ready: true}})
+	pod.Name, pod.Namespace = "web", "default"
+	pod.Spec.InitContainers = nil
+	pod.Spec.EphemeralContainers = []v1.EphemeralContainer{{
+		EphemeralContainerCommon: v1.EphemeralContainerCommon{Name: "debugger-x", Image: "busybox", Command: []string{"sh"}},
+		TargetContainerName:      "app",
+	}}
+	pod.Status.EphemeralContainerStatuses = []v1.ContainerStatus{{Name: "debugger-x", State: runningState, ContainerID: "berth://dbg"}}
+	var out bytes.Buffer
+	if err := describePod(&out, agentapi.PodDetail{Pod: *pod}, time.Now()); err != nil {
+		t.Fatal(err)
+	}
+	text := out.String()
+	i := strings.Index(text, "Ephemeral Containers:")
+	if i < 0 || !strings.Contains(text[i:], "debugger-x:") || !strings.Contains(text[i:], "berth://dbg") || !strings.Contains(text[i:], "Running") {
+		t.Errorf("describe lacks the Ephemeral Containers section with debugger-x running:\n%s", text)
+	}
+	if s := summarizePod(pod); fmtReady(s) != "1/1" || s.status != "Running" {
+		t.Errorf("get shows %s %s; want 1/1 Running (an ephemeral container does not count)", fmtReady(s), s.status)
+	}
+}

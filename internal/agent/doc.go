@@ -3,7 +3,7 @@
 // CRI runtime, through the CRI client interfaces only (package criclient:
 // Runtime, Images; CRIClient implements both over a unix socket), and
 // implements agentapi.PodService, the agent API that `berth run`, `apply`,
-// `delete`, `get`, `describe`, `logs` and `exec` use (package agentapi:
+// `delete`, `get`, `describe`, `logs`, `exec` and `debug` use (package agentapi:
 // HTTP + JSON on <state>/agent.sock). It reads the time from, and waits
 // on, Config.Clock (k8s.io/utils/clock), so tests step a fake one.
 //
@@ -97,6 +97,14 @@
 //     scale and prune ReplicaSets per strategy. Deletion is background: the
 //     object is marked (saved), hidden, its dependents stopped, then its
 //     record removed; recovery reloads the records with the pods;
+//   - ephemeral containers (ephemeral.go): UpdateEphemeralContainers, the
+//     ephemeralcontainers subresource of the API server, adds them to a
+//     running pod (manifest.ValidateEphemeralContainersUpdate: only
+//     added, never changed or removed); they are saved in the pod's agent
+//     directory (<root>/pods/<uid>/ephemeral-containers.json, since the
+//     sandbox's pod annotation cannot change) and read back at recovery;
+//     the planner starts each once, never restarting it, in the process
+//     namespace of its targetContainerName (CRI NamespaceMode TARGET);
 //   - recovery (recover.go): on start the agent lists the sandboxes
 //     labelled berth.dev/agent=true and reads each pod back from the newest
 //     sandbox's annotations (the pod as applied, the refs to its ConfigMaps
@@ -133,8 +141,7 @@
 //     need them: after a restart, each pod's copy in the agent's store is
 //     used until the manifests are applied again (a watched directory is
 //     reread);
-//   - no ephemeral containers (there is no API to add them) and no mirror
-//     pods or API server; the node status is served, not posted;
+//   - no mirror pods or API server; the node status is served, not posted;
 //   - pods are not static pods to the eviction manager: they may be
 //     evicted (critical ones, by priority, are not); a failed pod is kept
 //     in memory only, so an agent restart forgets it.

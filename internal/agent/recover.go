@@ -182,6 +182,11 @@ func (a *Agent) desiredFromSandboxLocked(sb *runtimeapi.PodSandbox) desiredPod {
 		}
 	}
 	pod := meta.Pod
+	saved, err := loadEphemeral(a.deps.podDir(meta.UID), meta.UID)
+	if err != nil {
+		a.log.Warn("recover: the pod's ephemeral containers cannot be read back; they are not run again", "pod", meta.Namespace+"/"+meta.Name, "error", err)
+	}
+	mergeEphemeral(pod, saved)
 	if pod.CreationTimestamp.IsZero() {
 		pod.CreationTimestamp = metav1.NewTime(fromNanos(sb.GetCreatedAt()))
 	}

@@ -118,7 +118,11 @@ func (w *podWorker) startContainer(ctx context.Context, d desiredPod, sb sandbox
 	if err != nil {
 		return err
 	}
-	cfg, err := w.containerConfig(d, sb, spec, typ, s.RestartCount, img)
+	target, err := ephemeralTarget(pod, s.Name, sb, obs)
+	if err != nil {
+		return w.failStart(s.Name, object, "CreateContainerConfigError", err)
+	}
+	cfg, err := w.containerConfig(d, sb, spec, typ, s.RestartCount, img, target)
 	if err != nil {
 		return w.failStart(s.Name, object, "CreateContainerConfigError", err)
 	}
@@ -136,6 +140,28 @@ func (w *podWorker) startContainer(ctx context.Context, d desiredPod, sb sandbox
 		return w.runPostStart(ctx, pod, sb, obs, spec, id)
 	}
 	return nil
+}
+
+// ephemeralTarget is, for an ephemeral container with a
+// targetContainerName, the id of the target's running instance in the
+// current sandbox: the ephemeral container joins its process namespace,
+// as the kubelet does. Other containers have no target ("").
+func ephemeralTarget(pod *v1.Pod, name string, sb sandboxInfo, obs observation) (string, error) {
+	var target string
+	for _, ec := range pod.Spec.EphemeralContainers {
+		if ec.Name == name {
+			target = ec.TargetContainerName
+		}
+	}
+	if target == "" {
+		return "", nil
+	}
+	for _, c := range obs.plan.Instances(target) {
+		if c.SandboxID == sb.id && c.State == plan.StateRunning {
+			return c.ID, nil
+		}
+	}
+	return "", fmt.Errorf("ephemeral container %q: target container %q is not running", name, target)
 }
 
 // failStart records why a container could not be started.
@@ -171,8 +197,9 @@ func (w *podWorker) runHook(ctx context.Context, h *v1.LifecycleHandler, pod *v1
 }
 
 // containerConfig builds the CRI config of one container instance; its
-// termination-message file is created here.
-func (w *podWorker) containerConfig(d desiredPod, sb sandboxInfo, spec *v1.Container, typ podspec.ContainerType, restartCount int, img imageInfo) (*runtimeapi.ContainerConfig, error) {
+// termination-message file is created here. target is an ephemeral
+// container's target container id (see ephemeralTarget), else "".
+func (w *podWorker) containerConfig(d desiredPod, sb sandboxInfo, spec *v1.Container, typ podspec.ContainerType, restartCount int, img imageInfo, target string) (*runtimeapi.ContainerConfig, error) {
 	if err := podspec.VerifyRunAsNonRoot(d.pod, spec, img.user); err != nil {
 		return nil, err
 	}
@@ -190,6 +217,7 @@ func (w *podWorker) containerConfig(d desiredPod, sb sandboxInfo, spec *v1.Conta
 		},
 		Seccomp:                    w.deps.seccomp(),
 		TerminationMessageHostPath: msgPath,
+		TargetContainerID:          target,
 		ImageUser:                  img.user,
 		ResolveSubPath:             w.deps.volumes.MountSubPath,
 	}, volumes)

@@ -192,8 +192,12 @@ func writeContainerdImages(path, pauseBinary string) error {
 	if err != nil {
 		return fmt.Errorf("pause image: %w", err)
 	}
+	bare, err := bareImage(pauseBinary)
+	if err != nil {
+		return err
+	}
 	return testimage.WriteDockerArchive(path, testimage.Options{Name: busyboxRef},
-		testimage.Options{Name: pauseRef, Entrypoint: []string{"/pause"}, ExtraFiles: map[string]string{"/pause": string(pause)}})
+		testimage.Options{Name: pauseRef, Entrypoint: []string{"/pause"}, ExtraFiles: map[string]string{"/pause": string(pause)}}, bare)
 }
 
 // ctrImport imports a `docker save` archive into the CRI namespace.

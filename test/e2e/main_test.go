@@ -14,12 +14,21 @@ var env harness.Busybox
 // (writeContainerdImages).
 var containerdImages string
 
+// bareLayout is the OCI layout of bareRef (bareImage), which berth serve
+// imports beside busybox.
+var bareLayout string
+
 func TestMain(m *testing.M) {
 	harness.Main(m, "test/e2e", func(tmp string) (err error) {
 		if env, err = harness.PrepareBusybox(tmp); err != nil {
 			return err
 		}
+		pause := filepath.Join(env.BinDir, "berth-pause")
+		bareLayout = filepath.Join(tmp, "bare-layout")
+		if err := writeBareLayout(bareLayout, pause); err != nil {
+			return err
+		}
 		containerdImages = filepath.Join(tmp, "containerd-images.tar")
-		return writeContainerdImages(containerdImages, filepath.Join(env.BinDir, "berth-pause"))
+		return writeContainerdImages(containerdImages, pause)
 	})
 }

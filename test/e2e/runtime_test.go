@@ -96,7 +96,7 @@ type berthRuntime struct{ *harness.Daemon }
 
 func startBerth(t *testing.T, agentArgs []string, drain func()) runtime {
 	d := harness.Start(t, harness.Options{
-		BinDir: env.BinDir, Config: env.Config, Layouts: []string{env.Layout}, ServeArgs: agentArgs,
+		BinDir: env.BinDir, Config: env.Config, Layouts: []string{env.Layout, bareLayout}, ServeArgs: agentArgs,
 	})
 	d.BeforeCleanup = drain
 	return berthRuntime{d}

@@ -22,6 +22,9 @@ type Options struct {
 	// layer; a script (#!) or an ELF binary is executable (0755).
 	ExtraFiles map[string]string
 	Layers     int // layers the base content is split into (0 means 1)
+	// Bare leaves the base content (busybox, /etc, ...) out: the image
+	// holds ExtraFiles only, e.g. one static binary and no shell.
+	Bare bool
 }
 
 // DefaultEnv is the environment of images whose Options set none.
@@ -44,17 +47,16 @@ type built struct {
 }
 
 func build(opts Options) (built, error) {
-	base, err := baseEntries()
-	if err != nil {
-		return built{}, err
-	}
-	n := opts.Layers
-	if n == 0 {
-		n = 1
-	}
-	chunks, err := splitLayers(base, n)
-	if err != nil {
-		return built{}, err
+	var base []entry
+	var chunks [][]entry
+	var err error
+	if !opts.Bare {
+		if base, err = baseEntries(); err != nil {
+			return built{}, err
+		}
+		if chunks, err = splitLayers(base, max(opts.Layers, 1)); err != nil {
+			return built{}, err
+		}
 	}
 	if len(opts.ExtraFiles) > 0 {
 		chunks = append(chunks, extraEntries(opts.ExtraFiles, base))

@@ -7,6 +7,8 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"sort"
+	"strings"
 	"testing"
 
 	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
@@ -118,5 +120,28 @@ func TestExtraScriptsAndBinariesAreExecutable(t *testing.T) {
 		if modes[name] != want {
 			t.Errorf("%s: mode %o; want %o (entries %v)", name, modes[name], want, modes)
 		}
+	}
+}
+
+// A Bare image holds its ExtraFiles only: no busybox, no shell.
+func TestBareImageHoldsOnlyItsFiles(t *testing.T) {
+	p := filepath.Join(t.TempDir(), "img.tar")
+	if err := WriteDockerArchive(p, Options{Name: "bare:1", Bare: true, ExtraFiles: map[string]string{"/pause": "\x7fELF", "/data/x": "x"}}); err != nil {
+		t.Fatal(err)
+	}
+	files := readTar(t, p)
+	var manifest []struct{ Layers []string }
+	if err := json.Unmarshal(files["manifest.json"], &manifest); err != nil || len(manifest) != 1 || len(manifest[0].Layers) != 1 {
+		t.Fatalf("manifest.json: %v %s; want one image of one layer", err, files["manifest.json"])
+	}
+	var names []string
+	for name := range readTarBytes(t, files[manifest[0].Layers[0]]) {
+		if !strings.HasSuffix(name, "/") {
+			names = append(names, name)
+		}
+	}
+	sort.Strings(names)
+	if strings.Join(names, " ") != "data/x pause" {
+		t.Errorf("the layer holds %v; want data/x and pause only", names)
 	}
 }

@@ -15,6 +15,7 @@ import (
 //	GET    /v1/pods?namespace=NS           v1.PodList (every namespace when NS is empty)
 //	GET    /v1/pods/NS/NAME                PodDetail
 //	DELETE /v1/pods/NS/NAME?grace=SECONDS  DeleteResponse
+//	PUT    /v1/pods/NS/NAME/ephemeralcontainers  EphemeralContainersRequest → v1.Pod
 //	GET    /v1/events?namespace=NS         EventList (every namespace when NS is empty)
 //	GET    /v1/node                        NodeDetail
 //	GET    /v1/pulls?namespace=NS          PullList: the image pulls of the pods (every namespace when NS is empty)
@@ -97,6 +98,14 @@ type UnwatchRequest struct {
 type DeleteResponse struct {
 	Pods    []ApplyResult `json:"pods"`
 	Deleted []ApplyResult `json:"deleted,omitempty"`
+}
+
+// EphemeralContainersRequest is the new list of a running pod's ephemeral
+// containers, as an update of the API server's ephemeralcontainers
+// subresource: the pod's current ones unchanged, new ones appended (they
+// can only be added, never changed or removed).
+type EphemeralContainersRequest struct {
+	EphemeralContainers []v1.EphemeralContainer `json:"ephemeralContainers"`
 }
 
 // PodDetail is one pod with its status and its recent events.

@@ -118,6 +118,14 @@ func (c *Client) Node(ctx context.Context) (NodeDetail, error) {
 	return out, err
 }
 
+// UpdateEphemeralContainers sends a running pod's new list of ephemeral
+// containers (its current ones unchanged, new ones appended) and returns
+// the pod.
+func (c *Client) UpdateEphemeralContainers(ctx context.Context, namespace, name string, list []v1.EphemeralContainer) (v1.Pod, error) {
+	var pod v1.Pod
+	return pod, c.do(ctx, http.MethodPut, podPath(namespace, name)+"/ephemeralcontainers", EphemeralContainersRequest{EphemeralContainers: list}, &pod)
+}
+
 func podPath(namespace, name string) string {
 	return pathPods + "/" + url.PathEscape(namespace) + "/" + url.PathEscape(name)
 }

@@ -2,6 +2,6 @@
 // socket (<state>/agent.sock, 0600). It holds the request and response
 // types (api.go lists the routes), the server (ListenAPI serves any
 // PodService: package agent's *Agent is the one berth runs) and the
-// client that `berth run`, `apply`, `delete`, `get`, `describe`, `logs`
-// and `exec` use. It knows nothing of how pods are run.
+// client that `berth run`, `apply`, `delete`, `get`, `describe`, `logs`,
+// `exec`, `debug` (which adds ephemeral containers) and `cp` use. It knows nothing of how pods are run.
 package agentapi

@@ -24,6 +24,9 @@ type PodService interface {
 	Apply(ctx context.Context, req ApplyRequest) (ApplyResponse, error)
 	Unwatch(ctx context.Context, dir string) (DeleteResponse, error)
 	Delete(ctx context.Context, namespace, name string, grace *int64) (DeleteResponse, error)
+	// UpdateEphemeralContainers replaces a running pod's list of
+	// ephemeral containers (adding to it only) and returns the pod.
+	UpdateEphemeralContainers(ctx context.Context, namespace, name string, list []v1.EphemeralContainer) (v1.Pod, error)
 	ListPods(namespace string) v1.PodList
 	DescribePod(namespace, name string) (PodDetail, error)
 	// ListEvents returns the events of the pods of namespace (every
@@ -68,6 +71,7 @@ func ListenAPI(path string, svc PodService, log *slog.Logger) (*APIServer, error
 	mux.HandleFunc("GET "+pathPods, s.list)
 	mux.HandleFunc("GET "+pathPods+"/{namespace}/{name}", s.describe)
 	mux.HandleFunc("DELETE "+pathPods+"/{namespace}/{name}", s.delete)
+	mux.HandleFunc("PUT "+pathPods+"/{namespace}/{name}/ephemeralcontainers", s.ephemeral)
 	mux.HandleFunc("GET "+pathEvents, s.events)
 	mux.HandleFunc("GET "+pathNode, s.node)
 	mux.HandleFunc("GET "+pathPulls, s.pulls)
@@ -112,6 +116,15 @@ func (s *APIServer) unwatch(w http.ResponseWriter, r *http.Request) {
 	}
 	resp, err := s.svc.Unwatch(r.Context(), req.Dir)
 	s.answer(w, r, resp, err)
+}
+
+func (s *APIServer) ephemeral(w http.ResponseWriter, r *http.Request) {
+	var req EphemeralContainersRequest
+	if !decodeBody(w, r, &req) {
+		return
+	}
+	pod, err := s.svc.UpdateEphemeralContainers(r.Context(), r.PathValue("namespace"), r.PathValue("name"), req.EphemeralContainers)
+	s.answer(w, r, pod, err)
 }
 
 func (s *APIServer) list(w http.ResponseWriter, r *http.Request) {

@@ -41,6 +41,13 @@ func (s *stubService) Delete(_ context.Context, _, _ string, grace *int64) (Dele
 	return DeleteResponse{}, s.err
 }
 
+func (s *stubService) UpdateEphemeralContainers(_ context.Context, _, name string, list []v1.EphemeralContainer) (v1.Pod, error) {
+	pod := v1.Pod{}
+	pod.Name = name
+	pod.Spec.EphemeralContainers = list
+	return pod, s.err
+}
+
 func (s *stubService) ListPods(string) v1.PodList { return v1.PodList{} }
 
 func (s *stubService) Ready() error { return s.notReady }

@@ -511,6 +511,20 @@ func (f *Runtime) Calls() []string {
 	return append([]string(nil), f.log...)
 }
 
+// NamespaceOptions returns, by container id, the namespace options of
+// every container of the given name the runtime holds.
+func (f *Runtime) NamespaceOptions(name string) map[string]*runtimeapi.NamespaceOption {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	out := map[string]*runtimeapi.NamespaceOption{}
+	for id, c := range f.containers {
+		if c.config.GetMetadata().GetName() == name {
+			out[id] = c.config.GetLinux().GetSecurityContext().GetNamespaceOptions()
+		}
+	}
+	return out
+}
+
 // Counts returns how many sandboxes and containers the runtime holds.
 func (f *Runtime) Counts() (sandboxes, containers int) {
 	f.mu.Lock()
