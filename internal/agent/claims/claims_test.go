@@ -216,3 +216,41 @@ func TestUnreadableRecordSetAside(t *testing.T) {
 		t.Errorf("its data: %v; want it left where it is", err)
 	}
 }
+
+// A claim's uid names its directory: one that would lead out of the
+// store is refused before anything is made, chmod-ed or removed, and a
+// record whose volume is not its own is never reclaimed.
+func TestUIDThatLeavesTheStoreIsRefused(t *testing.T) {
+	root := t.TempDir()
+	dir := filepath.Join(root, "claims")
+	s := open(t, dir)
+	victim := filepath.Join(root, "victim")
+	if err := os.Mkdir(victim, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(victim, "keep"), []byte("x"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, uid := range []string{"x/../../../victim", "../victim", "a/b"} {
+		_, err := s.Ensure(pvc("evil", uid, "1Mi"), v1.PersistentVolumeReclaimDelete)
+		if !errors.Is(err, errdefs.ErrInvalidArgument) || !strings.Contains(err.Error(), "metadata.uid") {
+			t.Errorf("Ensure with uid %q: %v; want an invalid metadata.uid", uid, err)
+		}
+		if _, found, _ := s.Get("default", "evil"); found {
+			t.Errorf("uid %q: a record was written", uid)
+		}
+	}
+	if m := mode(t, victim); m != 0o700 {
+		t.Errorf("victim's mode %v; want it untouched (0700)", m)
+	}
+	forged := Claim{Namespace: "default", Name: "forged", UID: "f1", Volume: "pvc-f1/../../../victim", Capacity: resource.MustParse("1Mi"), Phase: Bound, ReclaimPolicy: v1.PersistentVolumeReclaimDelete}
+	if err := s.save(forged); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Release("default", "forged"); err == nil {
+		t.Errorf("Release of a record whose volume is not pvc-<uid>: no error")
+	}
+	if _, err := os.Stat(filepath.Join(victim, "keep")); err != nil {
+		t.Errorf("a file outside the store: %v; want it kept", err)
+	}
+}
