@@ -2,7 +2,6 @@ package agent
 
 import (
 	"context"
-	"os"
 
 	"github.com/berth-dev/berth/internal/agent/criclient"
 	"github.com/berth-dev/berth/internal/agent/logrotate"
@@ -46,9 +45,8 @@ func (w *podWorker) removeOldContainers(ctx context.Context, obs observation) {
 			continue
 		}
 		if p := paths[c.ID]; p != "" {
-			os.Remove(p) // the log may be gone already
-			if err := logrotate.RemoveRotated(p); err != nil {
-				w.deps.log.Debug("remove old container's rotated logs", "pod", w.uid, "container", c.ID, "error", err)
+			if err := logrotate.RemoveLog(w.deps.podLogDir, p); err != nil {
+				w.deps.log.Debug("remove old container's log", "pod", w.uid, "container", c.ID, "error", err)
 			}
 		}
 	}

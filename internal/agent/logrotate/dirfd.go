@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 
 	"golang.org/x/sys/unix"
 )
@@ -41,6 +42,20 @@ func openLogDir(root, rel string) (*logDir, error) {
 		return nil, fmt.Errorf("log directory %s: %w", path, err)
 	}
 	return &logDir{f: os.NewFile(uintptr(fd), path), path: path}, nil
+}
+
+// openLogOf opens the directory of the log at path (absolute, beneath
+// root) as openLogDir does, and returns it with the log's name.
+func openLogOf(root, path string) (*logDir, string, error) {
+	rel, err := filepath.Rel(root, path)
+	if err != nil || !filepath.IsLocal(rel) || !filepath.IsAbs(path) {
+		return nil, "", fmt.Errorf("log %q: not beneath the pod log root %s: left alone", path, root)
+	}
+	dir, err := openLogDir(root, filepath.Dir(rel))
+	if err != nil {
+		return nil, "", err
+	}
+	return dir, filepath.Base(rel), nil
 }
 
 func (d *logDir) Close() error { return d.f.Close() }
