@@ -119,11 +119,20 @@ func (d *logDir) open(name string, flags int, mode uint32) (*os.File, error) {
 // compress writes name gzip-compressed to name.tmp, renames that to
 // name.gz and removes name.
 func (d *logDir) compress(name string) error {
-	src, err := d.open(name, unix.O_RDONLY, 0)
+	// O_NONBLOCK: a FIFO of that name does not hold the open; it is then
+	// refused, as anything not a regular file is.
+	src, err := d.open(name, unix.O_RDONLY|unix.O_NONBLOCK, 0)
 	if err != nil {
 		return err
 	}
 	defer src.Close()
+	var st unix.Stat_t
+	if err := unix.Fstat(int(src.Fd()), &st); err != nil {
+		return fmt.Errorf("compress %s/%s: %w", d.path, name, err)
+	}
+	if st.Mode&unix.S_IFMT != unix.S_IFREG {
+		return fmt.Errorf("compress %s/%s: not a regular file (mode %#o): left alone", d.path, name, st.Mode)
+	}
 	tmp := name + tmpSuffix
 	dst, err := d.open(tmp, unix.O_WRONLY|unix.O_CREAT|unix.O_EXCL, 0o640)
 	if err != nil {

@@ -15,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"golang.org/x/sys/unix"
 	clocktesting "k8s.io/utils/clock/testing"
 )
 
@@ -469,5 +470,26 @@ func TestRemoveLogFollowsNoSymlink(t *testing.T) {
 		if _, err := os.Stat(v); err != nil {
 			t.Errorf("a file outside the log root: %v; want it kept", err)
 		}
+	}
+}
+
+// A file named as a rotated one that is not a regular file (a FIFO made
+// by whoever can write the log directory) is reported, never opened for
+// a read that would hold the worker, and every round, forever.
+func TestRotateRefusesToCompressAFIFO(t *testing.T) {
+	fx := newFixture(t, Policy{MaxSize: 100, MaxFiles: 5})
+	if err := unix.Mkfifo(filepath.Join(fx.dir, "0.log.20260301-090000"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	fx.rt.write(10)
+	done := make(chan error, 1)
+	go func() { done <- fx.rotateAt(t, 0) }()
+	select {
+	case err := <-done:
+		if err == nil || !strings.Contains(err.Error(), "not a regular file") {
+			t.Errorf("Rotate: %v; want the FIFO reported as not a regular file", err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("Rotate is held by a FIFO named as a rotated file")
 	}
 }
