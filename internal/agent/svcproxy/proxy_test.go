@@ -7,6 +7,7 @@ import (
 	"net"
 	"net/netip"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -272,5 +273,44 @@ func TestUDPFlowsEndWhenIdle(t *testing.T) {
 			t.Fatalf("%d flows left after the idle time", n)
 		}
 		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// flakyListener fails its first Accept calls as a listener out of file
+// descriptors does.
+type flakyListener struct {
+	net.Listener
+	fails int
+}
+
+func (l *flakyListener) Accept() (net.Conn, error) {
+	if l.fails > 0 {
+		l.fails--
+		return nil, &net.OpError{Op: "accept", Net: "tcp", Err: syscall.EMFILE}
+	}
+	return l.Listener.Accept()
+}
+
+// An accept that fails (no file descriptor left for a while) does not
+// end the port: it keeps accepting once it can, until it is closed.
+func TestTCPPortOutlivesAFailedAccept(t *testing.T) {
+	a := tcpBackend(t, "a")
+	p := newProxy(t)
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	pt := &port{rule: Rule{Name: "r", Protocol: "TCP"}}
+	pt.setBackends(addrs(a))
+	tl := &tcpListener{l: &flakyListener{Listener: l, fails: 3}, done: make(chan struct{})}
+	tl.wg.Add(1)
+	go func() { defer tl.wg.Done(); p.acceptTCP(pt, tl) }()
+	defer func() {
+		if err := tl.close(); err != nil {
+			t.Errorf("close: %v", err)
+		}
+	}()
+	if got := askTCP(t, l.Addr().(*net.TCPAddr).AddrPort(), "x"); got != "a:x" {
+		t.Errorf("after failed accepts: %q; want a's answer", got)
 	}
 }
