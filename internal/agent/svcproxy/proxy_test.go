@@ -314,3 +314,40 @@ func TestTCPPortOutlivesAFailedAccept(t *testing.T) {
 		t.Errorf("after failed accepts: %q; want a's answer", got)
 	}
 }
+
+// UDP flows are bounded per port: clients beyond the bound (a flood from
+// many source addresses) are dropped instead of each costing a socket
+// and a goroutine of the agent until it runs out of file descriptors.
+func TestUDPFlowsAreBounded(t *testing.T) {
+	a := udpBackend(t, "a")
+	p := newProxy(t)
+	p.udpMaxFlows = 2
+	listen := freePort(t, "UDP")
+	if err := p.Update([]Rule{{Name: "dns", Protocol: "UDP", Listen: listen, Backends: addrs(a)}}); err != nil {
+		t.Fatal(err)
+	}
+	var clients []*net.UDPConn
+	for range 3 {
+		c, err := net.DialUDP("udp", nil, net.UDPAddrFromAddrPort(listen))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.Close()
+		clients = append(clients, c)
+	}
+	askUDP(t, clients[0], "1")
+	askUDP(t, clients[1], "2")
+	if _, err := clients[2].Write([]byte("3")); err != nil {
+		t.Fatal(err)
+	}
+	// The relay reads datagrams in order: once this one is answered, the
+	// third client's has been handled.
+	askUDP(t, clients[0], "4")
+	ul := p.ports[Rule{Protocol: "UDP", Listen: listen}.key()].l.(*udpListener)
+	ul.mu.Lock()
+	n := len(ul.flows)
+	ul.mu.Unlock()
+	if n != 2 {
+		t.Errorf("%d flows; want 2, the third client dropped", n)
+	}
+}
