@@ -173,3 +173,38 @@ func TestLogsTailAcrossRotatedFiles(t *testing.T) {
 	c.flush()
 	checkLines(t, out.String(), l.next-150, l.next-1)
 }
+
+// Two rotations or more between two looks of the follower (a slow reader,
+// a busy host): the files it never had open are read too, the compressed
+// one included, before the new current one, and later rotations are
+// followed as usual.
+func TestLogsFollowReadsFilesRotatedBetweenTwoLooks(t *testing.T) {
+	l := newRotatingLog(t, 10)
+	for range 2 {
+		l.write(t, 5)
+		l.rotate(t)
+	}
+	l.write(t, 5)
+	var out bytes.Buffer
+	f, err := openLogFollower(l.path, newLogCopier(&out, logFilter{tail: -1}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	if err := f.copyRotated(); err != nil {
+		t.Fatal(err)
+	}
+	for range 3 { // the open file, then two the follower never opens
+		l.rotate(t)
+		l.write(t, 5)
+	}
+	if err := f.follow(); err != nil {
+		t.Fatal(err)
+	}
+	l.rotate(t)
+	l.write(t, 5)
+	if err := f.follow(); err != nil {
+		t.Fatal(err)
+	}
+	checkLines(t, out.String(), 0, l.next-1)
+}
