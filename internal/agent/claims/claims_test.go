@@ -254,3 +254,30 @@ func TestUIDThatLeavesTheStoreIsRefused(t *testing.T) {
 		t.Errorf("a file outside the store: %v; want it kept", err)
 	}
 }
+
+// A record set aside never replaces one set aside earlier under the same
+// name: each is kept for a person to look at.
+func TestUnreadableRecordsSetAsideTwiceAreBothKept(t *testing.T) {
+	dir := t.TempDir()
+	record := filepath.Join(dir, "default_data.json")
+	for _, content := range []string{`{"version": 98}`, `{"version": 99}`} {
+		if err := store.WriteFileAtomic(record, []byte(content), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := Open(dir, time.Now); err == nil || !strings.Contains(err.Error(), "set aside") {
+			t.Fatalf("Open: %v; want the record reported as set aside", err)
+		}
+	}
+	var kept []string
+	matches, _ := filepath.Glob(filepath.Join(dir, "default_data.json.unreadable*"))
+	for _, m := range matches {
+		data, err := os.ReadFile(m)
+		if err != nil {
+			t.Fatal(err)
+		}
+		kept = append(kept, string(data))
+	}
+	if len(kept) != 2 || !strings.Contains(strings.Join(kept, " "), "98") || !strings.Contains(strings.Join(kept, " "), "99") {
+		t.Errorf("set-aside records %q; want both", kept)
+	}
+}
