@@ -22,6 +22,5 @@
 // The requested size is recorded and reported as the volume's capacity;
 // like a local-path or hostPath volume it is not enforced. A record the
 // store cannot read is set aside (renamed *.unreadable, or *.unreadable.N
-// beside an earlier one) and reported, and
-// its data is left where it is.
+// beside an earlier one) and reported, and its data is left where it is.
 package claims
