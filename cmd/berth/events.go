@@ -77,7 +77,7 @@ func runEvents(cmd *cobra.Command, client *agentapi.Client, o eventsOptions) err
 		}
 		fresh := seen.fresh(filterEvents(list.Items, o))
 		if first && len(fresh) == 0 && !o.watch {
-			fmt.Fprintf(cmd.ErrOrStderr(), "No events found in %s namespace.\n", displayNamespace(ns))
+			noEvents(cmd, ns)
 			return nil
 		}
 		if first && !o.noHeaders && (len(fresh) > 0 || o.watch) {
@@ -93,11 +93,13 @@ func runEvents(cmd *cobra.Command, client *agentapi.Client, o eventsOptions) err
 	}
 }
 
-func displayNamespace(ns string) string {
+// noEvents says that nothing was found, in kubectl events' words.
+func noEvents(cmd *cobra.Command, ns string) {
 	if ns == "" {
-		return "any"
+		fmt.Fprintln(cmd.ErrOrStderr(), "No events found.")
+		return
 	}
-	return ns
+	fmt.Fprintf(cmd.ErrOrStderr(), "No events found in %s namespace.\n", ns)
 }
 
 func sleepCtx(ctx context.Context, d time.Duration) bool {

@@ -36,6 +36,7 @@ NAMESPACE   LAST SEEN   TYPE     REASON    OBJECT   MESSAGE
 kube        60s         Normal   Started   pod/db   Started container pg
 `},
 		{[]string{"events", "-n", "empty"}, "No events found in empty namespace.\n"},
+		{[]string{"events", "-A", "--for", "pod/none"}, "No events found.\n"}, // kubectl's words
 	} {
 		out, err := runBerth(t, append(flags, tc.args...)...)
 		if err != nil || out != strings.TrimPrefix(tc.want, "\n") {

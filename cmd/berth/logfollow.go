@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
+	"strings"
 	"time"
 
 	"github.com/berth-dev/berth/internal/agent/logrotate"
@@ -16,45 +17,91 @@ import (
 // files (oldest first, plain or gzipped), then the current file; it keeps
 // the current file open, and when the log's path names a new file (the
 // agent renamed it and the runtime reopened it) it reads the old one to
-// its end before going on with the new one.
+// its end, then any file rotated after it that it never had open (two
+// rotations or more between two looks), before going on with the new one.
 type logFollower struct {
 	path    string
 	c       *logCopier
 	cur     *os.File
 	r       *bufio.Reader
 	pending []byte
+	// before are the rotated files (by name without ".gz") rotated before
+	// cur was the current file; older are those of them rotated before
+	// the follower opened the log, oldest first, for copyRotated.
+	before map[string]bool
+	older  []string
 }
 
-// openLogFollower opens the current log first, so that a file rotated
-// meanwhile is read once, through that descriptor.
+// openLogFollower opens the current log first, then lists the rotated
+// files older than it, so that a file rotated meanwhile is read once,
+// through that descriptor.
 func openLogFollower(path string, c *logCopier) (*logFollower, error) {
 	f, err := os.Open(path)
 	if err != nil {
 		return nil, err
 	}
-	return &logFollower{path: path, c: c, cur: f, r: bufio.NewReader(f)}, nil
+	files, err := logrotate.RotatedFiles(path)
+	if err != nil {
+		f.Close()
+		return nil, err
+	}
+	l := &logFollower{path: path, c: c, cur: f, r: bufio.NewReader(f), before: map[string]bool{}}
+	for _, file := range files {
+		if same, _ := sameFile(f, file); same {
+			break // rotated after we opened it: the newest rotated file
+		}
+		l.before[rotatedKey(file)] = true
+		l.older = append(l.older, file)
+	}
+	return l, nil
 }
 
 func (l *logFollower) Close() error { return l.cur.Close() }
 
-// copyRotated adds the rotated files' records, oldest first; the file
-// open as the current one, rotated since, is left to copyCurrent. A file
-// removed meanwhile (beyond the files kept) is skipped.
+// copyRotated adds the records of the rotated files older than the file
+// open as the current one, oldest first (that one, rotated since, is left
+// to copyCurrent). A file removed meanwhile (beyond the files kept) is
+// skipped.
 func (l *logFollower) copyRotated() error {
-	files, err := logrotate.RotatedFiles(l.path)
-	if err != nil {
-		return err
-	}
-	for _, file := range files {
-		if same, _ := sameFile(l.cur, file); same {
-			break // rotated after we opened it: the newest rotated file
-		}
+	for _, file := range l.older {
 		if err := l.copyFile(file); err != nil {
 			return err
 		}
 	}
 	return nil
 }
+
+// copySkipped reads, before the follower moves on to next, the files
+// rotated after cur that it never had open: of the rotated files not
+// known as older than cur, the oldest is cur itself (read through its
+// descriptor), the others were skipped, up to next if it was rotated
+// meanwhile too. The files older than next are then known.
+func (l *logFollower) copySkipped(next *os.File) error {
+	files, err := logrotate.RotatedFiles(l.path)
+	if err != nil {
+		return err
+	}
+	newer := 0
+	for _, file := range files {
+		key := rotatedKey(file)
+		if l.before[key] {
+			continue
+		}
+		if same, _ := sameFile(next, file); same {
+			break
+		}
+		l.before[key] = true
+		if newer++; newer > 1 {
+			if err := l.copyFile(file); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// rotatedKey names a rotated file whether or not it is compressed yet.
+func rotatedKey(file string) string { return strings.TrimSuffix(file, ".gz") }
 
 func (l *logFollower) copyFile(file string) error {
 	rc, err := logrotate.OpenRotated(file)
@@ -101,6 +148,10 @@ func (l *logFollower) follow() error {
 		return errors.Join(err, cerr)
 	}
 	if err := l.copyCurrent(); err != nil { // the old file's last records
+		next.Close()
+		return err
+	}
+	if err := l.copySkipped(next); err != nil {
 		next.Close()
 		return err
 	}

@@ -69,6 +69,29 @@ func (l *rotatingLog) rotate(t *testing.T) {
 	}
 }
 
+// openRead opens a follower of l's log and copies its rotated files to c.
+func openRead(t *testing.T, l *rotatingLog, c *logCopier) *logFollower {
+	t.Helper()
+	f, err := openLogFollower(l.path, c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { f.Close() })
+	if err := f.copyRotated(); err != nil {
+		t.Fatal(err)
+	}
+	return f
+}
+
+// writeRotated writes n lines and rotates the log, rounds times.
+func (l *rotatingLog) writeRotated(t *testing.T, rounds, n int) {
+	t.Helper()
+	for range rounds {
+		l.write(t, n)
+		l.rotate(t)
+	}
+}
+
 // checkLines fails unless out is "line first" ... "line last", once each.
 func checkLines(t *testing.T, out string, first, last int) {
 	t.Helper()
@@ -87,24 +110,14 @@ func checkLines(t *testing.T, out string, first, last int) {
 // the current one.
 func TestLogsReadAcrossRotatedFiles(t *testing.T) {
 	l := newRotatingLog(t, 4)
-	for range 5 {
-		l.write(t, 100)
-		l.rotate(t)
-	}
+	l.writeRotated(t, 5, 100)
 	l.write(t, 7)
 	files, _ := logrotate.RotatedFiles(l.path)
 	if len(files) != 3 || !strings.HasSuffix(files[0], ".gz") || strings.HasSuffix(files[2], ".gz") {
 		t.Fatalf("rotated files %v; want two gzipped and a plain one", files)
 	}
 	var out bytes.Buffer
-	f, err := openLogFollower(l.path, newLogCopier(&out, logFilter{tail: -1}))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	if err := f.copyRotated(); err != nil {
-		t.Fatal(err)
-	}
+	f := openRead(t, l, newLogCopier(&out, logFilter{tail: -1}))
 	if err := f.copyCurrent(); err != nil {
 		t.Fatal(err)
 	}
@@ -149,21 +162,11 @@ func TestLogsFollowAcrossRotations(t *testing.T) {
 // together: the last ones, wherever they were written.
 func TestLogsTailAcrossRotatedFiles(t *testing.T) {
 	l := newRotatingLog(t, 4)
-	for range 3 {
-		l.write(t, 100)
-		l.rotate(t)
-	}
+	l.writeRotated(t, 3, 100)
 	l.write(t, 7)
 	var out bytes.Buffer
 	c := newLogCopier(&out, logFilter{tail: 150})
-	f, err := openLogFollower(l.path, c)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	if err := f.copyRotated(); err != nil {
-		t.Fatal(err)
-	}
+	f := openRead(t, l, c)
 	if err := f.copyCurrent(); err != nil {
 		t.Fatal(err)
 	}
@@ -172,4 +175,29 @@ func TestLogsTailAcrossRotatedFiles(t *testing.T) {
 	}
 	c.flush()
 	checkLines(t, out.String(), l.next-150, l.next-1)
+}
+
+// Two rotations or more between two looks of the follower (a slow reader,
+// a busy host): the files it never had open are read too, the compressed
+// one included, before the new current one, and later rotations are
+// followed as usual.
+func TestLogsFollowReadsFilesRotatedBetweenTwoLooks(t *testing.T) {
+	l := newRotatingLog(t, 10)
+	l.writeRotated(t, 2, 5)
+	l.write(t, 5)
+	var out bytes.Buffer
+	f := openRead(t, l, newLogCopier(&out, logFilter{tail: -1}))
+	for range 3 { // the open file, then two the follower never opens
+		l.rotate(t)
+		l.write(t, 5)
+	}
+	if err := f.follow(); err != nil {
+		t.Fatal(err)
+	}
+	l.rotate(t)
+	l.write(t, 5)
+	if err := f.follow(); err != nil {
+		t.Fatal(err)
+	}
+	checkLines(t, out.String(), 0, l.next-1)
 }

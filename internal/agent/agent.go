@@ -164,6 +164,9 @@ func New(cfg Config) (*Agent, error) {
 	if cfg.PodLogDir == "" {
 		cfg.PodLogDir = DefaultPodLogDir
 	}
+	if !filepath.IsAbs(cfg.PodLogDir) { // as the kubelet's podLogsDir
+		return nil, fmt.Errorf("agent: pod log directory %q: must be an absolute path (the runtime writes there from its own working directory; logs are rotated and removed only beneath it)", cfg.PodLogDir)
+	}
 	if cfg.NodeName == "" {
 		host, err := os.Hostname()
 		if err != nil {

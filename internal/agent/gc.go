@@ -2,7 +2,6 @@ package agent
 
 import (
 	"context"
-	"os"
 	"time"
 
 	"github.com/berth-dev/berth/internal/agent/criclient"
@@ -86,9 +85,8 @@ func (w *podWorker) removeContainers(ctx context.Context, obs observation, remov
 		gone[c.ID] = true
 		w.deps.log.Debug("container garbage collected", "pod", w.uid, "container", c.Name, "id", c.ID)
 		if p := paths[c.ID]; p != "" {
-			os.Remove(p) // the log may be gone already
-			if err := logrotate.RemoveRotated(p); err != nil {
-				w.deps.log.Debug("remove old container's rotated logs", "pod", w.uid, "container", c.ID, "error", err)
+			if err := logrotate.RemoveLog(w.deps.podLogDir, p); err != nil {
+				w.deps.log.Debug("remove old container's log", "pod", w.uid, "container", c.ID, "error", err)
 			}
 		}
 	}

@@ -2,6 +2,7 @@ package agent
 
 import (
 	"context"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"slices"
@@ -60,5 +61,16 @@ func TestAgentRotatesItsRunningContainersLogs(t *testing.T) {
 	rotated, err := logrotate.RotatedFiles(want)
 	if err != nil || len(rotated) != 1 || !strings.HasPrefix(rotated[0], want+".") {
 		t.Errorf("rotated files %v, %v; want one", rotated, err)
+	}
+}
+
+// The pod log directory must be absolute, as the kubelet's podLogsDir:
+// the runtime writes there from its own working directory, and log
+// rotation and removal work only beneath an absolute root.
+func TestNewRefusesARelativePodLogDir(t *testing.T) {
+	rt := criclienttest.New()
+	_, err := New(Config{Runtime: rt, Images: rt, RootDir: t.TempDir(), PodLogDir: "logs", Logger: slog.New(slog.DiscardHandler)})
+	if err == nil || !strings.Contains(err.Error(), `pod log directory "logs"`) {
+		t.Errorf("New with PodLogDir logs: %v; want the relative directory refused", err)
 	}
 }

@@ -11,6 +11,7 @@ import (
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 
+	"github.com/berth-dev/berth/internal/agent/manifest"
 	"github.com/berth-dev/berth/internal/errdefs"
 	"github.com/berth-dev/berth/internal/store"
 )
@@ -31,6 +32,9 @@ func (s *Store) Ensure(pvc *v1.PersistentVolumeClaim, policy v1.PersistentVolume
 	}
 	if pvc.UID == "" {
 		return Claim{}, fmt.Errorf("claim %s/%s: metadata.uid: Required value: %w", ns, name, errdefs.ErrInvalidArgument)
+	}
+	if !manifest.ValidUID(string(pvc.UID)) { // it names the claim's directory
+		return Claim{}, fmt.Errorf("claim %s/%s: metadata.uid: Invalid value %q: %s: %w", ns, name, pvc.UID, manifest.UIDRule, errdefs.ErrInvalidArgument)
 	}
 	c, found, err := s.Get(ns, name)
 	if err != nil {
@@ -91,6 +95,9 @@ func checkUpdate(c Claim, pvc *v1.PersistentVolumeClaim, request resource.Quanti
 
 // bind makes the claim's directory and records it Bound.
 func (s *Store) bind(c Claim) (Claim, error) {
+	if err := checkVolume(c); err != nil {
+		return Claim{}, err
+	}
 	path := s.Path(c)
 	if err := os.Mkdir(path, 0o700); err != nil && !errors.Is(err, fs.ErrExist) {
 		return Claim{}, fmt.Errorf("claim %s/%s: making %s: %w", c.Namespace, c.Name, path, err)
@@ -134,6 +141,9 @@ func (s *Store) Release(namespace, name string) error {
 
 // reclaim does a Released claim's policy, then removes its record.
 func (s *Store) reclaim(c Claim) error {
+	if err := checkVolume(c); err != nil {
+		return err
+	}
 	data := s.Path(c)
 	var err error
 	if c.ReclaimPolicy == v1.PersistentVolumeReclaimRetain {
@@ -152,4 +162,13 @@ func (s *Store) reclaim(c Claim) error {
 		return fmt.Errorf("claim %s/%s: removing record: %w", c.Namespace, c.Name, err)
 	}
 	return store.SyncDir(s.dir)
+}
+
+// checkVolume refuses a record whose volume is not "pvc-<uid>" of a valid
+// uid: its directory would not be the store's own.
+func checkVolume(c Claim) error {
+	if !manifest.ValidUID(c.UID) || c.Volume != "pvc-"+c.UID {
+		return fmt.Errorf("claim %s/%s: volume %q of uid %q: not a volume of the store's (pvc-<uid>): left alone", c.Namespace, c.Name, c.Volume, c.UID)
+	}
+	return nil
 }

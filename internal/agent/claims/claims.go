@@ -3,12 +3,13 @@ package claims
 import (
 	"errors"
 	"fmt"
-	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
 
+	"golang.org/x/sys/unix"
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/apimachinery/pkg/util/validation"
@@ -114,11 +115,30 @@ func (s *Store) List() ([]Claim, error) {
 	for _, path := range names { // Glob sorts
 		var c Claim
 		if err := store.LoadVersionedJSON(path, &c, recordVersion); err != nil {
-			errs = append(errs, fmt.Errorf("claim record set aside as %s.unreadable: %w", path, err))
-			errs = append(errs, os.Rename(path, path+".unreadable"))
+			aside, rerr := setAside(path)
+			errs = append(errs, fmt.Errorf("claim record set aside as %s: %w", aside, err), rerr)
 			continue
 		}
 		out = append(out, c)
 	}
 	return out, errors.Join(errs...)
+}
+
+// setAside renames an unreadable record <record>.unreadable, or
+// <record>.unreadable.N when that is taken: never over one set aside
+// before.
+func setAside(path string) (string, error) {
+	for n := 0; ; n++ {
+		aside := path + ".unreadable"
+		if n > 0 {
+			aside += "." + strconv.Itoa(n)
+		}
+		err := unix.Renameat2(unix.AT_FDCWD, path, unix.AT_FDCWD, aside, unix.RENAME_NOREPLACE)
+		if !errors.Is(err, unix.EEXIST) || n >= 100 {
+			if err != nil {
+				return aside, fmt.Errorf("set aside %s: %w", path, err)
+			}
+			return aside, nil
+		}
+	}
 }

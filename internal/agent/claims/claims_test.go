@@ -216,3 +216,68 @@ func TestUnreadableRecordSetAside(t *testing.T) {
 		t.Errorf("its data: %v; want it left where it is", err)
 	}
 }
+
+// A claim's uid names its directory: one that would lead out of the
+// store is refused before anything is made, chmod-ed or removed, and a
+// record whose volume is not its own is never reclaimed.
+func TestUIDThatLeavesTheStoreIsRefused(t *testing.T) {
+	root := t.TempDir()
+	dir := filepath.Join(root, "claims")
+	s := open(t, dir)
+	victim := filepath.Join(root, "victim")
+	if err := os.Mkdir(victim, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(victim, "keep"), []byte("x"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, uid := range []string{"x/../../../victim", "../victim", "a/b"} {
+		_, err := s.Ensure(pvc("evil", uid, "1Mi"), v1.PersistentVolumeReclaimDelete)
+		if !errors.Is(err, errdefs.ErrInvalidArgument) || !strings.Contains(err.Error(), "metadata.uid") {
+			t.Errorf("Ensure with uid %q: %v; want an invalid metadata.uid", uid, err)
+		}
+		if _, found, _ := s.Get("default", "evil"); found {
+			t.Errorf("uid %q: a record was written", uid)
+		}
+	}
+	if m := mode(t, victim); m != 0o700 {
+		t.Errorf("victim's mode %v; want it untouched (0700)", m)
+	}
+	forged := Claim{Namespace: "default", Name: "forged", UID: "f1", Volume: "pvc-f1/../../../victim", Capacity: resource.MustParse("1Mi"), Phase: Bound, ReclaimPolicy: v1.PersistentVolumeReclaimDelete}
+	if err := s.save(forged); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Release("default", "forged"); err == nil {
+		t.Errorf("Release of a record whose volume is not pvc-<uid>: no error")
+	}
+	if _, err := os.Stat(filepath.Join(victim, "keep")); err != nil {
+		t.Errorf("a file outside the store: %v; want it kept", err)
+	}
+}
+
+// A record set aside never replaces one set aside earlier under the same
+// name: each is kept for a person to look at.
+func TestUnreadableRecordsSetAsideTwiceAreBothKept(t *testing.T) {
+	dir := t.TempDir()
+	record := filepath.Join(dir, "default_data.json")
+	for _, content := range []string{`{"version": 98}`, `{"version": 99}`} {
+		if err := store.WriteFileAtomic(record, []byte(content), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := Open(dir, time.Now); err == nil || !strings.Contains(err.Error(), "set aside") {
+			t.Fatalf("Open: %v; want the record reported as set aside", err)
+		}
+	}
+	var kept []string
+	matches, _ := filepath.Glob(filepath.Join(dir, "default_data.json.unreadable*"))
+	for _, m := range matches {
+		data, err := os.ReadFile(m)
+		if err != nil {
+			t.Fatal(err)
+		}
+		kept = append(kept, string(data))
+	}
+	if len(kept) != 2 || !strings.Contains(strings.Join(kept, " "), "98") || !strings.Contains(strings.Join(kept, " "), "99") {
+		t.Errorf("set-aside records %q; want both", kept)
+	}
+}

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 
 	"golang.org/x/sys/unix"
 )
@@ -41,6 +42,20 @@ func openLogDir(root, rel string) (*logDir, error) {
 		return nil, fmt.Errorf("log directory %s: %w", path, err)
 	}
 	return &logDir{f: os.NewFile(uintptr(fd), path), path: path}, nil
+}
+
+// openLogOf opens the directory of the log at path (absolute, beneath
+// root) as openLogDir does, and returns it with the log's name.
+func openLogOf(root, path string) (*logDir, string, error) {
+	rel, err := filepath.Rel(root, path)
+	if err != nil || !filepath.IsLocal(rel) || !filepath.IsAbs(path) {
+		return nil, "", fmt.Errorf("log %q: not beneath the pod log root %s: left alone", path, root)
+	}
+	dir, err := openLogDir(root, filepath.Dir(rel))
+	if err != nil {
+		return nil, "", err
+	}
+	return dir, filepath.Base(rel), nil
 }
 
 func (d *logDir) Close() error { return d.f.Close() }
@@ -104,11 +119,20 @@ func (d *logDir) open(name string, flags int, mode uint32) (*os.File, error) {
 // compress writes name gzip-compressed to name.tmp, renames that to
 // name.gz and removes name.
 func (d *logDir) compress(name string) error {
-	src, err := d.open(name, unix.O_RDONLY, 0)
+	// O_NONBLOCK: a FIFO of that name does not hold the open; it is then
+	// refused, as anything not a regular file is.
+	src, err := d.open(name, unix.O_RDONLY|unix.O_NONBLOCK, 0)
 	if err != nil {
 		return err
 	}
 	defer src.Close()
+	var st unix.Stat_t
+	if err := unix.Fstat(int(src.Fd()), &st); err != nil {
+		return fmt.Errorf("compress %s/%s: %w", d.path, name, err)
+	}
+	if st.Mode&unix.S_IFMT != unix.S_IFREG {
+		return fmt.Errorf("compress %s/%s: not a regular file (mode %#o): left alone", d.path, name, st.Mode)
+	}
 	tmp := name + tmpSuffix
 	dst, err := d.open(tmp, unix.O_WRONLY|unix.O_CREAT|unix.O_EXCL, 0o640)
 	if err != nil {

@@ -24,7 +24,8 @@
 //
 // Every file operation is made on a descriptor of the container's log
 // directory, opened beneath the pods' log root without following
-// symlinks; renames never replace (a log rotated twice in one second
+// symlinks (RemoveLog too, which removes a removed container's log and
+// rotated files); renames never replace (a log rotated twice in one second
 // waits for the next round). Files in the directory the package did not
 // name are left alone.
 //

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"path/filepath"
 	"sync"
 
 	"k8s.io/utils/clock"
@@ -105,16 +104,11 @@ func (m *Manager) RotateAll(ctx context.Context) error {
 // Rotate rotates the container's log if it is larger than Policy.MaxSize
 // (see the package's doc), and reopens it if it is missing.
 func (m *Manager) Rotate(ctx context.Context, c Container) error {
-	rel, err := filepath.Rel(m.cfg.Root, c.LogPath)
-	if err != nil || !filepath.IsLocal(rel) || !filepath.IsAbs(c.LogPath) {
-		return fmt.Errorf("log %q of container %s: not beneath the pod log root %s: left alone", c.LogPath, c.ID, m.cfg.Root)
-	}
-	dir, err := openLogDir(m.cfg.Root, filepath.Dir(rel))
+	dir, base, err := openLogOf(m.cfg.Root, c.LogPath)
 	if err != nil {
-		return err
+		return fmt.Errorf("container %s: %w", c.ID, err)
 	}
 	defer dir.Close()
-	base := filepath.Base(rel)
 	size, exists, err := dir.size(base)
 	if err != nil {
 		return err

@@ -15,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"golang.org/x/sys/unix"
 	clocktesting "k8s.io/utils/clock/testing"
 )
 
@@ -413,8 +414,8 @@ func TestPolicyValidate(t *testing.T) {
 	}
 }
 
-// A removed container's rotated files go with it; others stay.
-func TestRemoveRotated(t *testing.T) {
+// A removed container's log and rotated files go with it; others stay.
+func TestRemoveLog(t *testing.T) {
 	fx := newFixture(t, Policy{MaxSize: 100, MaxFiles: 5})
 	for i := range 3 {
 		fx.rt.write(10)
@@ -427,14 +428,68 @@ func TestRemoveRotated(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if err := RemoveRotated(fx.log); err != nil {
+	if err := RemoveLog(fx.root, fx.log); err != nil {
 		t.Fatal(err)
 	}
-	want := []string{"0.log", "0.log.backup", "1.log", "1.log.20260301-090000"}
+	want := []string{"0.log.backup", "1.log", "1.log.20260301-090000"}
 	if got := fx.files(t); !slices.Equal(got, want) {
 		t.Errorf("files %v; want %v", got, want)
 	}
-	if err := RemoveRotated(filepath.Join(t.TempDir(), "gone", "0.log")); err != nil {
+	if err := RemoveLog(fx.root, fx.log); err != nil {
+		t.Errorf("a log removed already: %v", err)
+	}
+	if err := RemoveLog(fx.root, filepath.Join(fx.root, "gone", "app", "0.log")); err != nil {
 		t.Errorf("a directory that is gone: %v", err)
+	}
+}
+
+// RemoveLog follows no symlink in the log's path: a container directory
+// replaced by a link elsewhere (by whoever can write the pod log root)
+// costs nothing outside the root, and a path outside it is refused.
+func TestRemoveLogFollowsNoSymlink(t *testing.T) {
+	root, outside := t.TempDir(), t.TempDir()
+	victims := []string{filepath.Join(outside, "0.log"), filepath.Join(outside, "0.log.20260301-090000")}
+	for _, v := range victims {
+		if err := os.WriteFile(v, []byte("x"), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.Mkdir(filepath.Join(root, "ns_pod_uid"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(outside, filepath.Join(root, "ns_pod_uid", "app")); err != nil {
+		t.Fatal(err)
+	}
+	if err := RemoveLog(root, filepath.Join(root, "ns_pod_uid", "app", "0.log")); err == nil {
+		t.Errorf("a log directory that is a symlink: no error")
+	}
+	if err := RemoveLog(root, filepath.Join(outside, "0.log")); err == nil {
+		t.Errorf("a log outside the root: no error")
+	}
+	for _, v := range victims {
+		if _, err := os.Stat(v); err != nil {
+			t.Errorf("a file outside the log root: %v; want it kept", err)
+		}
+	}
+}
+
+// A file named as a rotated one that is not a regular file (a FIFO made
+// by whoever can write the log directory) is reported, never opened for
+// a read that would hold the worker, and every round, forever.
+func TestRotateRefusesToCompressAFIFO(t *testing.T) {
+	fx := newFixture(t, Policy{MaxSize: 100, MaxFiles: 5})
+	if err := unix.Mkfifo(filepath.Join(fx.dir, "0.log.20260301-090000"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	fx.rt.write(10)
+	done := make(chan error, 1)
+	go func() { done <- fx.rotateAt(t, 0) }()
+	select {
+	case err := <-done:
+		if err == nil || !strings.Contains(err.Error(), "not a regular file") {
+			t.Errorf("Rotate: %v; want the FIFO reported as not a regular file", err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("Rotate is held by a FIFO named as a rotated file")
 	}
 }

@@ -11,6 +11,8 @@ import (
 	"sort"
 	"strings"
 	"time"
+
+	"golang.org/x/sys/unix"
 )
 
 // stampFormat is the rotated files' stamp (the kubelet's): names sort as
@@ -149,23 +151,27 @@ func (g gzipFile) Close() error {
 	return g.f.Close()
 }
 
-// RemoveRotated removes the rotated files of the log at path (with the
-// log, when its container goes).
-func RemoveRotated(path string) error {
-	dir, base := filepath.Split(path)
-	entries, err := os.ReadDir(filepath.Clean(dir))
+// RemoveLog removes the log at path (absolute, beneath root) and its
+// rotated files, when its container goes, on a descriptor of its
+// directory opened beneath root without following symlinks. A directory
+// or file already gone is no error.
+func RemoveLog(root, path string) error {
+	dir, base, err := openLogOf(root, path)
+	if errors.Is(err, unix.ENOENT) {
+		return nil
+	}
 	if err != nil {
-		if errors.Is(err, fs.ErrNotExist) {
-			return nil
-		}
 		return err
 	}
-	var errs []error
-	for _, e := range entries {
-		if _, ok := parseName(base, e.Name()); ok {
-			if err := os.Remove(filepath.Join(dir, e.Name())); err != nil && !errors.Is(err, fs.ErrNotExist) {
-				errs = append(errs, err)
-			}
+	defer dir.Close()
+	names, err := dir.names()
+	if err != nil {
+		return err
+	}
+	errs := []error{dir.remove(base)}
+	for _, name := range names {
+		if _, ok := parseName(base, name); ok {
+			errs = append(errs, dir.remove(name))
 		}
 	}
 	return errors.Join(errs...)

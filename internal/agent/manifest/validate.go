@@ -71,11 +71,19 @@ func validatePodUID(uid string, path *field.Path) field.ErrorList {
 	switch {
 	case uid == "":
 		return field.ErrorList{field.Required(path, "the pod has no UID and none could be derived from it")}
-	case len(uid) > 128 || !podUIDPattern.MatchString(uid):
-		return field.ErrorList{field.Invalid(path, uid, "must be at most 128 letters, digits, '-', '_' or '.', starting with a letter or digit")}
+	case !ValidUID(uid):
+		return field.ErrorList{field.Invalid(path, uid, UIDRule)}
 	}
 	return nil
 }
+
+// UIDRule says what ValidUID accepts, for messages.
+const UIDRule = "must be at most 128 letters, digits, '-', '_' or '.', starting with a letter or digit"
+
+// ValidUID reports whether uid may name a directory or file of its
+// object (a pod's volumes and log directory, a claim's volume): one path
+// element, never "." or "..".
+func ValidUID(uid string) bool { return len(uid) <= 128 && podUIDPattern.MatchString(uid) }
 
 // validateObjectMeta checks name (a DNS-1123 subdomain), namespace (a
 // DNS-1123 label), labels and annotations.

@@ -85,26 +85,33 @@ func (s *Store) path(uid string) (string, error) {
 	return filepath.Join(s.dir, uid+".json"), nil
 }
 
-// Save replaces the sources of a pod (its pod IPs stay).
+// Save replaces the sources of a pod (its pod IPs stay). The sources are
+// the pod's whole truth: an unreadable record is replaced.
 func (s *Store) Save(uid string, sources podspec.Sources) error {
-	return s.update(uid, func(r *record) { r.Sources = sources })
+	return s.update(uid, true, func(r *record) { r.Sources = sources })
 }
 
-// SavePodIPs replaces the pod IPs kept for a pod (its sources stay).
+// SavePodIPs replaces the pod IPs kept for a pod (its sources stay). A
+// record the store cannot read is left as it is and the error says why:
+// it may hold the pod's sources.
 func (s *Store) SavePodIPs(uid string, ips []string) error {
-	return s.update(uid, func(r *record) { r.PodIPs = append([]string(nil), ips...) })
+	return s.update(uid, false, func(r *record) { r.PodIPs = append([]string(nil), ips...) })
 }
 
-// update rewrites a pod's record with change applied; a record that is
-// missing or unreadable starts afresh.
-func (s *Store) update(uid string, change func(*record)) error {
+// update rewrites a pod's record with change applied; a missing record
+// starts afresh, an unreadable one too when replaceUnreadable.
+func (s *Store) update(uid string, replaceUnreadable bool, change func(*record)) error {
 	path, err := s.path(uid)
 	if err != nil {
 		return err
 	}
 	r, err := s.load(uid)
-	if err != nil {
+	switch {
+	case err == nil:
+	case errors.Is(err, errdefs.ErrNotFound) || replaceUnreadable:
 		r = record{}
+	default:
+		return fmt.Errorf("pod %s: its record is unreadable, left as it is: %w", uid, err)
 	}
 	r.Version, r.UID = recordVersion, uid
 	change(&r)

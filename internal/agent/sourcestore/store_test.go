@@ -189,3 +189,25 @@ func TestStoreKeepsPodIPsBesideSources(t *testing.T) {
 		t.Errorf("pod IPs after remove: %v; want not found", err)
 	}
 }
+
+// Keeping a pod's IPs never replaces a record the store cannot read (a
+// newer version's, a damaged one): it holds the pod's sources, for a
+// person to look at; the error says so.
+func TestSavePodIPsLeavesAnUnreadableRecord(t *testing.T) {
+	dir := t.TempDir()
+	s, err := Open(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(dir, "uid-1.json")
+	unreadable := []byte(`{"version": 2, "uid": "uid-1", "sources": {"future": true}}`)
+	if err := os.WriteFile(path, unreadable, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.SavePodIPs("uid-1", []string{"10.88.0.5"}); err == nil || !strings.Contains(err.Error(), "version 2") {
+		t.Errorf("SavePodIPs over an unreadable record: %v; want an error naming why it is unreadable", err)
+	}
+	if got, err := os.ReadFile(path); err != nil || string(got) != string(unreadable) {
+		t.Errorf("the record is now %q (%v); want it left as it was", got, err)
+	}
+}

@@ -9,4 +9,6 @@
 // filter. Update swaps the endpoints of a port at once (readiness removes
 // an endpoint from the next connection on), opens listeners for new ports
 // and closes those of ports gone; connections already made keep going.
+// A UDP port holds at most DefaultUDPMaxFlows client flows at once; a
+// failed accept of a TCP port is retried with a back-off.
 package svcproxy

@@ -32,6 +32,7 @@ type Proxy struct {
 	log         *slog.Logger
 	dialTimeout time.Duration
 	udpIdle     time.Duration
+	udpMaxFlows int // per UDP port
 
 	mu    sync.Mutex
 	ports map[string]*port
@@ -45,9 +46,15 @@ type port struct {
 	l        listener
 }
 
+// DefaultUDPMaxFlows bounds the client flows of one UDP port: each holds a
+// socket of the agent's for udpIdle after its last datagram, so datagrams
+// from ever new source addresses would otherwise exhaust the agent's file
+// descriptors. A datagram that would open a flow beyond it is dropped.
+const DefaultUDPMaxFlows = 1024
+
 // New makes a proxy with no ports.
 func New(log *slog.Logger) *Proxy {
-	return &Proxy{log: log, dialTimeout: 2 * time.Second, udpIdle: 30 * time.Second, ports: map[string]*port{}}
+	return &Proxy{log: log, dialTimeout: 2 * time.Second, udpIdle: 30 * time.Second, udpMaxFlows: DefaultUDPMaxFlows, ports: map[string]*port{}}
 }
 
 // Update makes the published ports those of rules: new ones listen, gone

@@ -7,6 +7,7 @@ import (
 	"net"
 	"net/netip"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -272,5 +273,81 @@ func TestUDPFlowsEndWhenIdle(t *testing.T) {
 			t.Fatalf("%d flows left after the idle time", n)
 		}
 		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// flakyListener fails its first Accept calls as a listener out of file
+// descriptors does.
+type flakyListener struct {
+	net.Listener
+	fails int
+}
+
+func (l *flakyListener) Accept() (net.Conn, error) {
+	if l.fails > 0 {
+		l.fails--
+		return nil, &net.OpError{Op: "accept", Net: "tcp", Err: syscall.EMFILE}
+	}
+	return l.Listener.Accept()
+}
+
+// An accept that fails (no file descriptor left for a while) does not
+// end the port: it keeps accepting once it can, until it is closed.
+func TestTCPPortOutlivesAFailedAccept(t *testing.T) {
+	a := tcpBackend(t, "a")
+	p := newProxy(t)
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	pt := &port{rule: Rule{Name: "r", Protocol: "TCP"}}
+	pt.setBackends(addrs(a))
+	tl := &tcpListener{l: &flakyListener{Listener: l, fails: 3}, done: make(chan struct{})}
+	tl.wg.Add(1)
+	go func() { defer tl.wg.Done(); p.acceptTCP(pt, tl) }()
+	defer func() {
+		if err := tl.close(); err != nil {
+			t.Errorf("close: %v", err)
+		}
+	}()
+	if got := askTCP(t, l.Addr().(*net.TCPAddr).AddrPort(), "x"); got != "a:x" {
+		t.Errorf("after failed accepts: %q; want a's answer", got)
+	}
+}
+
+// UDP flows are bounded per port: clients beyond the bound (a flood from
+// many source addresses) are dropped instead of each costing a socket
+// and a goroutine of the agent until it runs out of file descriptors.
+func TestUDPFlowsAreBounded(t *testing.T) {
+	a := udpBackend(t, "a")
+	p := newProxy(t)
+	p.udpMaxFlows = 2
+	listen := freePort(t, "UDP")
+	if err := p.Update([]Rule{{Name: "dns", Protocol: "UDP", Listen: listen, Backends: addrs(a)}}); err != nil {
+		t.Fatal(err)
+	}
+	var clients []*net.UDPConn
+	for range 3 {
+		c, err := net.DialUDP("udp", nil, net.UDPAddrFromAddrPort(listen))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.Close()
+		clients = append(clients, c)
+	}
+	askUDP(t, clients[0], "1")
+	askUDP(t, clients[1], "2")
+	if _, err := clients[2].Write([]byte("3")); err != nil {
+		t.Fatal(err)
+	}
+	// The relay reads datagrams in order: once this one is answered, the
+	// third client's has been handled.
+	askUDP(t, clients[0], "4")
+	ul := p.ports[Rule{Protocol: "UDP", Listen: listen}.key()].l.(*udpListener)
+	ul.mu.Lock()
+	n := len(ul.flows)
+	ul.mu.Unlock()
+	if n != 2 {
+		t.Errorf("%d flows; want 2, the third client dropped", n)
 	}
 }

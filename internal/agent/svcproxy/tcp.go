@@ -5,6 +5,7 @@ import (
 	"io"
 	"net"
 	"sync"
+	"time"
 )
 
 type tcpListener struct {
@@ -36,22 +37,27 @@ func (tl *tcpListener) close() error {
 }
 
 func (p *Proxy) acceptTCP(pt *port, tl *tcpListener) {
+	var delay time.Duration
 	for {
 		c, err := tl.l.Accept()
-		if err != nil {
-			select {
-			case <-tl.done:
-				return
-			default:
-			}
-			var ne net.Error
-			if errors.As(err, &ne) && ne.Timeout() {
-				continue
-			}
-			p.log.Error("service proxy: accept", "rule", pt.rule.Name, "error", err)
+		if err == nil {
+			delay = 0
+			go p.proxyTCP(pt, c.(*net.TCPConn))
+			continue
+		}
+		if errors.Is(err, net.ErrClosed) {
 			return
 		}
-		go p.proxyTCP(pt, c.(*net.TCPConn))
+		// Out of file descriptors, a connection aborted before it was
+		// accepted, ...: the port stays published and tries again, as
+		// net/http's server does, until it is closed.
+		delay = min(max(2*delay, 5*time.Millisecond), time.Second)
+		p.log.Warn("service proxy: accept failed; trying again", "rule", pt.rule.Name, "in", delay, "error", err)
+		select {
+		case <-tl.done:
+			return
+		case <-time.After(delay):
+		}
 	}
 }
 

@@ -86,6 +86,9 @@ func (ul *udpListener) flow(client netip.AddrPort) *udpFlow {
 		f.seen = time.Now()
 		return f
 	}
+	if len(ul.flows) >= ul.p.udpMaxFlows {
+		return nil // dropped: see DefaultUDPMaxFlows
+	}
 	for _, b := range ul.pt.pick() {
 		c, err := net.DialUDP("udp", nil, net.UDPAddrFromAddrPort(b))
 		if err != nil {
