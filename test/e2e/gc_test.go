@@ -14,7 +14,9 @@ import (
 
 // gcAgent makes image garbage collection run every second and find this
 // disk over its high threshold whatever it holds: every image it may
-// remove goes once it is a second old.
+// remove goes once it is a second old. The scenario turns it on once its
+// pods run: before that, an image a pod is about to name is unused, and
+// goes (as it would under kubelet).
 var gcAgent = []string{
 	"--image-gc-high-threshold=1", "--image-gc-low-threshold=0",
 	"--image-minimum-gc-age=1s", "--image-gc-period=1s",
@@ -28,7 +30,7 @@ var gcAgent = []string{
 // newest and the one before.
 func TestGarbageCollectionKeepsWhatPodsNeed(t *testing.T) {
 	onEachRuntimeWith(t, func(t *testing.T, start func(...string) *node) {
-		garbageCollectionKeepsWhatPodsNeed(t, start(gcAgent...))
+		garbageCollectionKeepsWhatPodsNeed(t, start())
 	})
 }
 
@@ -70,6 +72,7 @@ spec:
 	if got := n.containersOf(string(crash.UID)); got > 2 {
 		t.Errorf("the crash-looping pod has %d containers in the runtime; want the newest and the one before", got)
 	}
+	n.restartAgentWith(gcAgent...)
 	a1, b := n.imageID(gcImageA), n.imageID(gcImageB)
 	// Replace gc-a:v1 under the running pod, then delete the pod of gc-b.
 	n.importImages(testimage.Options{Name: gcImageA, ExtraFiles: map[string]string{"/which": "a2"}})
