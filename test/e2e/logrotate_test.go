@@ -8,6 +8,7 @@ import (
 	"io"
 	"os"
 	"os/exec"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -113,19 +114,24 @@ func logRotation(t *testing.T, n *node) {
 
 // waitChattyDone waits until chatty has written "last N end" and its log
 // is too small to be rotated again (the files stay as they are), and
-// returns the numbers of the lines kept and N.
+// returns the numbers of the lines kept and N. The size is checked after
+// "last" was read (chatty writes nothing more then) and the files read
+// again: a read while the agent rotated sees the files half moved, and a
+// size checked before chatty's last lines lets one more rotation come.
 func (n *node) waitChattyDone(path string, splitsAllowed bool, deadline time.Time) ([]int, int) {
 	n.t.Helper()
 	var err error
 	for {
-		var st os.FileInfo
-		if st, err = os.Stat(path); err == nil && st.Size() < rotationMaxSize {
-			var contents []string
-			if contents, err = readRetained(path); err == nil {
-				nums, last, splits, perr := chattyLines(contents, splitsAllowed)
-				if err = perr; err == nil && last >= 0 && len(nums) > 0 {
-					n.t.Logf("%d lines cut in two at a rotation", splits)
-					return nums, last
+		var before, after []string
+		if before, err = readRetained(path); err == nil {
+			nums, last, splits, perr := chattyLines(before, splitsAllowed)
+			var st os.FileInfo
+			if err = perr; err == nil && last >= 0 && len(nums) > 0 {
+				if st, err = os.Stat(path); err == nil && st.Size() < rotationMaxSize {
+					if after, err = readRetained(path); err == nil && slices.Equal(before, after) {
+						n.t.Logf("%d lines cut in two at a rotation", splits)
+						return nums, last
+					}
 				}
 			}
 		}
