@@ -24,6 +24,7 @@ type getOptions struct {
 	namespace     string
 	allNamespaces bool
 	output        string // "", wide, json, yaml
+	showLabels    bool   // a last LABELS column (nodes)
 }
 
 func newGetCommand(opts *globalOptions) *cobra.Command {
@@ -39,7 +40,7 @@ NAME STATUS ROLES AGE VERSION. -o json and -o yaml print the objects with their 
 		ValidArgsFunction: completePodNames(opts, "pods", 0),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if isNodesResource(args[0]) {
-				return getNodes(cmd, opts, o.output, args[1:])
+				return getNodes(cmd, opts, o.output, o.showLabels, args[1:])
 			}
 			resource, isWorkload := workloadResource(args[0])
 			if !isPodsResource(args[0]) && !isWorkload {
@@ -71,6 +72,7 @@ NAME STATUS ROLES AGE VERSION. -o json and -o yaml print the objects with their 
 	f.StringVarP(&o.namespace, "namespace", "n", "default", "namespace")
 	f.BoolVarP(&o.allNamespaces, "all-namespaces", "A", false, "list the pods of every namespace")
 	f.StringVarP(&o.output, "output", "o", "", "output format: wide, json or yaml")
+	f.BoolVar(&o.showLabels, "show-labels", false, "show the node's labels as the last column (nodes)")
 	return cmd
 }
 

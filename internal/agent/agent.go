@@ -17,11 +17,13 @@ import (
 	"github.com/berth-dev/berth/internal/agent/eviction"
 	"github.com/berth-dev/berth/internal/agent/imagegc"
 	"github.com/berth-dev/berth/internal/agent/logrotate"
+	"github.com/berth-dev/berth/internal/agent/nodefit"
 	"github.com/berth-dev/berth/internal/agent/probe"
 	"github.com/berth-dev/berth/internal/agent/sourcestore"
 	"github.com/berth-dev/berth/internal/agent/volume"
 	"github.com/berth-dev/berth/internal/agent/workloadstore"
 	"github.com/berth-dev/berth/internal/store"
+	v1 "k8s.io/api/core/v1"
 	"k8s.io/utils/clock"
 )
 
@@ -49,6 +51,11 @@ type Config struct {
 	PodLogDir string
 	// NodeName is spec.nodeName of every pod; default: the host name.
 	NodeName string
+	// NodeLabels are the node's labels over kubelet's well-known ones
+	// (--node-labels), NodeTaints its taints (--register-with-taints):
+	// pods are admitted against them (package nodefit).
+	NodeLabels map[string]string
+	NodeTaints []v1.Taint
 	// Backoff tunes the crash and image pull back-off (default: kubelet's
 	// 10 s doubling to 300 s, reset after 10 min without a crash).
 	Backoff backoff.Config
@@ -170,6 +177,9 @@ func New(cfg Config) (*Agent, error) {
 			return nil, fmt.Errorf("agent: node name: %w", err)
 		}
 		cfg.NodeName = host
+	}
+	if err := nodefit.ValidateLabels(cfg.NodeLabels); err != nil {
+		return nil, fmt.Errorf("agent: %w", err)
 	}
 	cfg = cfg.withDefaults()
 	sourceStore, err := sourcestore.Open(filepath.Join(cfg.RootDir, "sources"))

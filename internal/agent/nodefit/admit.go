@@ -22,9 +22,6 @@ const (
 	descTaints       = "node(s) had taints that the pod didn't tolerate"
 )
 
-// RejectedMessagePrefix starts the message of a pod kubelet rejected.
-const RejectedMessagePrefix = "Pod was rejected: "
-
 // Node is the agent's node as a pod sees it: its name, labels and taints.
 // labels are the well-known ones with the configured ones over them, as
 // kubelet lets --node-labels override its defaults.
