@@ -17,8 +17,8 @@ func testDaemonSetObject(now time.Time) appsv1.DaemonSet {
 	return appsv1.DaemonSet{
 		ObjectMeta: metav1.ObjectMeta{Name: "logger", Namespace: "default", Generation: 2, CreationTimestamp: metav1.NewTime(now.Add(-90 * time.Second))},
 		Spec: appsv1.DaemonSetSpec{
-			Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "logger"}},
-			Template: v1.PodTemplateSpec{Spec: v1.PodSpec{NodeSelector: map[string]string{"disk": "ssd"}, Containers: []v1.Container{{Name: "c", Image: "busybox"}}}},
+			Selector:       &metav1.LabelSelector{MatchLabels: map[string]string{"app": "logger"}},
+			Template:       v1.PodTemplateSpec{Spec: v1.PodSpec{NodeSelector: map[string]string{"disk": "ssd"}, Containers: []v1.Container{{Name: "c", Image: "busybox"}}}},
 			UpdateStrategy: appsv1.DaemonSetUpdateStrategy{Type: appsv1.RollingUpdateDaemonSetStrategyType},
 		},
 		Status: appsv1.DaemonSetStatus{ObservedGeneration: 2, DesiredNumberScheduled: 1, CurrentNumberScheduled: 1, NumberReady: 1, UpdatedNumberScheduled: 1, NumberAvailable: 1},
