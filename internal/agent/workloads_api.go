@@ -23,7 +23,7 @@ const (
 	restartedAtKey    = "kubectl.kubernetes.io/restartedAt"
 )
 
-// ListWorkloads lists the Deployments or ReplicaSets of a namespace
+// ListWorkloads lists the Deployments, ReplicaSets or DaemonSets of a namespace
 // (every namespace when empty); objects being deleted are gone already, as
 // with the API server's background deletion.
 func (a *Agent) ListWorkloads(resource, namespace string) (agentapi.WorkloadList, error) {

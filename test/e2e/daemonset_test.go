@@ -80,7 +80,7 @@ spec:
 	if out := n.must("get", "node", "--show-labels"); !strings.Contains(out, "berth-e2e/ds=yes") || !strings.Contains(out, "kubernetes.io/os=linux") {
 		t.Errorf("get node --show-labels:\n%s", out)
 	}
-	if out := n.must("describe", "ds", "labelled"); !strings.Contains(out, "Desired Number of Nodes Scheduled: 1") || !strings.Contains(out, "SuccessfulCreate") {
+	if out := n.must("describe", "ds", "labelled"); !regexp.MustCompile(`Desired Number of Nodes Scheduled: +1\n`).MatchString(out) || !strings.Contains(out, "SuccessfulCreate") {
 		t.Errorf("describe ds:\n%s", out)
 	}
 	if out := n.must("rollout", "status", "ds/labelled"); !strings.Contains(out, `daemon set "labelled" successfully rolled out`) {
