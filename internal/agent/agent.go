@@ -151,6 +151,10 @@ type Agent struct {
 	workloadNames  map[string]string
 	workloadStore  *workloadstore.Store
 	controllerWake chan struct{}
+	// daemonBackoff holds back the deletion of a DaemonSet's failed pod
+	// (keyed by the DaemonSet's uid), as the daemon set controller's
+	// failedPodsBackoff does.
+	daemonBackoff *backoff.Backoff
 }
 
 // The agent API (package agentapi) serves an Agent.
@@ -208,6 +212,7 @@ func New(cfg Config) (*Agent, error) {
 		workloadNames:  map[string]string{},
 		workloadStore:  workloadStore,
 		controllerWake: make(chan struct{}, 1),
+		daemonBackoff:  backoff.New(daemonFailedBackoff),
 	}
 	a.imageGC, err = imagegc.New(imagegc.Config{
 		Runtime: cfg.Runtime, Images: cfg.Images, Policy: *cfg.GC.Images, Period: cfg.GC.ImagePeriod,

@@ -10,6 +10,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/berth-dev/berth/internal/agent/agentapi"
+	"github.com/berth-dev/berth/internal/agent/backoff"
 	"github.com/berth-dev/berth/internal/agent/manifest"
 	"github.com/berth-dev/berth/internal/agent/workload"
 	"github.com/berth-dev/berth/internal/errdefs"
@@ -25,9 +26,19 @@ func (a *Agent) syncDaemonSetLocked(o *workloadObj, owned []ownedPod) {
 	for i := range owned {
 		pods[i] = workload.DaemonPod{Pod: controllerView(&owned[i].pod), Hash: owned[i].pod.Labels[appsv1.DefaultDaemonSetUniqueLabelKey]}
 	}
-	act := workload.ReconcileDaemonSet(ds, a.fitNode(), pods, a.deps.clock.Now())
+	now := a.deps.clock.Now()
+	act := workload.ReconcileDaemonSet(ds, a.fitNode(), pods, now)
+	asked := len(act.Delete)
+	act.Delete = holdFailedDaemonPods(a.daemonBackoff, o.uid(), act.Delete, pods, now)
 	for _, e := range act.Events {
-		o.events.record(agentapi.EventWarning, e.Reason, "", e.Message)
+		if e.Reason == "FailedDaemonPod" && asked != len(act.Delete) {
+			continue // said when its deletion goes through
+		}
+		typ := agentapi.EventWarning
+		if e.Reason == "SucceededDaemonPod" {
+			typ = agentapi.EventNormal
+		}
+		o.events.record(typ, e.Reason, "", e.Message)
 	}
 	for _, name := range act.Delete {
 		for _, p := range owned {
@@ -51,6 +62,33 @@ func (a *Agent) syncDaemonSetLocked(o *workloadObj, owned []ownedPod) {
 			a.log.Error("workload: save DaemonSet status", "daemonset", ds.Namespace+"/"+ds.Name, "error", err)
 		}
 	}
+}
+
+// daemonFailedBackoff is the daemon set controller's failedPodsBackoff:
+// 1 s doubling to 15 min.
+var daemonFailedBackoff = backoff.Config{Initial: time.Second, Max: 15 * time.Minute, ResetAfter: 15 * time.Minute}
+
+// holdFailedDaemonPods keeps a failed pod (one the node rejected, or
+// evicted) from being deleted, and so replaced, while the DaemonSet's
+// back-off runs, so that a node that keeps refusing it is not asked every
+// second; each deletion it lets through doubles the back-off. It returns
+// the names to delete now.
+func holdFailedDaemonPods(b *backoff.Backoff, key string, names []string, pods []workload.DaemonPod, now time.Time) []string {
+	failed := map[string]bool{}
+	for _, p := range pods {
+		failed[p.Name] = p.Phase == v1.PodFailed && !p.Deleting
+	}
+	var out []string
+	for _, name := range names {
+		if failed[name] {
+			if !b.UntilRecorded(key, now).IsZero() {
+				continue
+			}
+			b.Next(key, now, now)
+		}
+		out = append(out, name)
+	}
+	return out
 }
 
 // createDaemonPodLocked makes the DaemonSet's pod from the template the

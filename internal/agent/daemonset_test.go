@@ -2,14 +2,18 @@ package agent
 
 import (
 	"regexp"
+	"slices"
 	"testing"
+	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/utils/clock"
 
 	"github.com/berth-dev/berth/internal/agent/agentapi"
+	"github.com/berth-dev/berth/internal/agent/backoff"
 	"github.com/berth-dev/berth/internal/agent/criclient/criclienttest"
+	"github.com/berth-dev/berth/internal/agent/workload"
 )
 
 const loggerDaemonSet = `
@@ -101,4 +105,29 @@ func TestDaemonSetFollowsTheNodesLabels(t *testing.T) {
 		defer third.mu.Unlock()
 		return len(third.workloads) == 0
 	})
+}
+
+func TestFailedDaemonPodsBackOff(t *testing.T) {
+	b := backoff.New(daemonFailedBackoff)
+	t0 := time.Unix(1000, 0)
+	failed := []workload.DaemonPod{{Pod: workload.Pod{Name: "f", Phase: v1.PodFailed}}, {Pod: workload.Pod{Name: "r", Phase: v1.PodRunning}}}
+	steps := []struct {
+		at   time.Duration
+		want []string
+	}{
+		{0, []string{"f", "r"}},                 // the first failure goes at once; 1 s from now
+		{500 * time.Millisecond, []string{"r"}}, // held
+		{time.Second, []string{"f", "r"}},       // then 2 s
+		{2 * time.Second, []string{"r"}},        // held
+		{3 * time.Second, []string{"f", "r"}},   // then 4 s
+		{6 * time.Second, []string{"r"}},        // held
+	}
+	for _, s := range steps {
+		if got := holdFailedDaemonPods(b, "ds", []string{"f", "r"}, failed, t0.Add(s.at)); !slices.Equal(got, s.want) {
+			t.Errorf("at %s: delete %v, want %v", s.at, got, s.want)
+		}
+	}
+	if got := holdFailedDaemonPods(b, "other", []string{"f"}, failed, t0.Add(6*time.Second)); !slices.Equal(got, []string{"f"}) {
+		t.Errorf("another DaemonSet's back-off: %v", got)
+	}
 }

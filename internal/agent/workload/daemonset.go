@@ -60,10 +60,10 @@ func ReconcileDaemonSet(ds *appsv1.DaemonSet, node *v1.Node, pods []DaemonPod, n
 		switch p.Phase {
 		case v1.PodFailed:
 			out.Delete = append(out.Delete, p.Name)
-			out.Events = append(out.Events, Event{Reason: "FailedDaemonPod", Message: fmt.Sprintf("Found failed daemon pod %s on node %s, will try to kill it", p.Name, node.Name)})
+			out.Events = append(out.Events, Event{Reason: "FailedDaemonPod", Message: fmt.Sprintf("Found failed daemon pod %s/%s on node %s, will try to kill it", ds.Namespace, p.Name, node.Name)})
 		case v1.PodSucceeded:
 			out.Delete = append(out.Delete, p.Name)
-			out.Events = append(out.Events, Event{Reason: "SucceededDaemonPod", Message: fmt.Sprintf("Found succeeded daemon pod %s on node %s, will try to delete it", p.Name, node.Name)})
+			out.Events = append(out.Events, Event{Reason: "SucceededDaemonPod", Message: fmt.Sprintf("Found succeeded daemon pod %s/%s on node %s, will try to delete it", ds.Namespace, p.Name, node.Name)})
 		default:
 			running = append(running, p)
 		}
