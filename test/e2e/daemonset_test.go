@@ -86,6 +86,22 @@ spec:
 	if out := n.must("rollout", "status", "ds/labelled"); !strings.Contains(out, `daemon set "labelled" successfully rolled out`) {
 		t.Errorf("rollout status: %q", out)
 	}
+	before := n.daemonPods()
+	if out := n.must("rollout", "restart", "ds/labelled"); !strings.Contains(out, "daemonset.apps/labelled restarted") {
+		t.Errorf("rollout restart: %q", out)
+	}
+	if out := n.must("rollout", "status", "ds/labelled"); !strings.Contains(out, `daemon set "labelled" successfully rolled out`) {
+		t.Errorf("rollout status after the restart: %q", out)
+	}
+	n.waitDaemonSet("labelled", "the restarted pod replaces the old one", func(*appsv1.DaemonSet) bool {
+		after := n.daemonPods()
+		for name, p := range after {
+			if _, old := before[name]; old && p.Labels["app"] == "labelled" {
+				return false
+			}
+		}
+		return len(after) == 2
+	})
 
 	if out := n.must("delete", "-f", file); !strings.Contains(out, `daemonset.apps "everywhere" deleted`) || !strings.Contains(out, `daemonset.apps "labelled" deleted`) {
 		t.Errorf("delete -f: %q", out)
