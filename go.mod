@@ -26,6 +26,7 @@ require (
 	k8s.io/api v0.34.1
 	k8s.io/apimachinery v0.34.1
 	k8s.io/client-go v0.34.1
+	k8s.io/component-helpers v0.34.1
 	k8s.io/cri-api v0.37.2
 	k8s.io/kubelet v0.34.1
 	k8s.io/utils v0.0.0-20250604170112-4c0f3b243397

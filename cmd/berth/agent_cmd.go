@@ -44,6 +44,7 @@ type agentFlags struct {
 	credProviderConfig string
 	credProviderBinDir string
 	gc                 gcFlags
+	node               nodeFlags
 }
 
 func (f *agentFlags) bind(cmd *cobra.Command) {
@@ -65,6 +66,7 @@ func (f *agentFlags) bind(cmd *cobra.Command) {
 		"directory of the credential provider plugins named in --image-credential-provider-config")
 	f.gc.bind(fs)
 	f.eviction.bind(fs)
+	f.node.bind(fs)
 }
 
 // validate checks the flags the agent's Config does not check itself, and
@@ -79,6 +81,9 @@ func (f *agentFlags) validate() error {
 	}
 	if err := f.logRotation.Validate(); err != nil {
 		return fmt.Errorf("--container-log-* flags: %w", err)
+	}
+	if _, _, err := f.node.parse(); err != nil {
+		return err
 	}
 	_, err = f.gc.config()
 	return err
@@ -99,7 +104,12 @@ func (f *agentFlags) credentials(log *slog.Logger) (agent.CredentialSource, erro
 // config is the agent's configuration over a CRI client.
 func (f *agentFlags) config(cfg config.Config, cri *criclient.CRIClient, log *slog.Logger) (agent.Config, error) {
 	gc, err := f.gc.config()
+	if err != nil {
+		return agent.Config{}, err
+	}
+	labels, taints, err := f.node.parse()
 	return agent.Config{
+		NodeLabels: labels, NodeTaints: taints,
 		Runtime: cri, Images: cri,
 		RootDir:   filepath.Join(cfg.RootDir, "agent"),
 		PodLogDir: f.podLogDir, NodeName: f.nodeName,

@@ -24,26 +24,28 @@ type getOptions struct {
 	namespace     string
 	allNamespaces bool
 	output        string // "", wide, json, yaml
+	showLabels    bool   // a last LABELS column (nodes)
 }
 
 func newGetCommand(opts *globalOptions) *cobra.Command {
 	var o getOptions
 	cmd := &cobra.Command{
-		Use:   "get (pods|deployments|replicasets) [NAME...] | get nodes [NAME]",
-		Short: "List the agent's pods, Deployments, ReplicaSets or its node with their status, like kubectl get",
+		Use:   "get (pods|deployments|replicasets|daemonsets) [NAME...] | get nodes [NAME]",
+		Short: "List the agent's pods, Deployments, ReplicaSets, DaemonSets or its node with their status, like kubectl get",
 		Long: `List the pods the agent runs: NAME READY STATUS RESTARTS AGE (-o wide adds IP
 and NODE); Deployments (deploy): NAME READY UP-TO-DATE AVAILABLE AGE; ReplicaSets (rs):
-NAME DESIRED CURRENT READY AGE (-o wide adds CONTAINERS IMAGES SELECTOR); the node:
-NAME STATUS ROLES AGE VERSION. -o json and -o yaml print the objects with their full status.`,
+NAME DESIRED CURRENT READY AGE (-o wide adds CONTAINERS IMAGES SELECTOR); DaemonSets (ds):
+NAME DESIRED CURRENT READY UP-TO-DATE AVAILABLE NODE SELECTOR AGE; the node:
+NAME STATUS ROLES AGE VERSION (--show-labels adds LABELS). -o json and -o yaml print the objects with their full status.`,
 		Args:              cobra.MinimumNArgs(1),
 		ValidArgsFunction: completePodNames(opts, "pods", 0),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if isNodesResource(args[0]) {
-				return getNodes(cmd, opts, o.output, args[1:])
+				return getNodes(cmd, opts, o.output, o.showLabels, args[1:])
 			}
 			resource, isWorkload := workloadResource(args[0])
 			if !isPodsResource(args[0]) && !isWorkload {
-				return fmt.Errorf("resource %q: berth knows pods, deployments (deploy), replicasets (rs) and nodes", args[0])
+				return fmt.Errorf("resource %q: berth knows pods, deployments (deploy), replicasets (rs), daemonsets (ds) and nodes", args[0])
 			}
 			client, err := connectAgent(cmd, opts)
 			if err != nil {
@@ -71,6 +73,7 @@ NAME STATUS ROLES AGE VERSION. -o json and -o yaml print the objects with their 
 	f.StringVarP(&o.namespace, "namespace", "n", "default", "namespace")
 	f.BoolVarP(&o.allNamespaces, "all-namespaces", "A", false, "list the pods of every namespace")
 	f.StringVarP(&o.output, "output", "o", "", "output format: wide, json or yaml")
+	f.BoolVar(&o.showLabels, "show-labels", false, "show the node's labels as the last column (nodes)")
 	return cmd
 }
 

@@ -46,15 +46,16 @@ func fetchNode(cmd *cobra.Command, opts *globalOptions, names []string) (agentap
 // getNodes is `berth get nodes [NAME]`: kubectl's columns NAME STATUS
 // ROLES AGE VERSION (-o wide adds INTERNAL-IP EXTERNAL-IP OS-IMAGE
 // KERNEL-VERSION CONTAINER-RUNTIME), or the node as JSON or YAML.
-func getNodes(cmd *cobra.Command, opts *globalOptions, output string, names []string) error {
+// --show-labels adds LABELS.
+func getNodes(cmd *cobra.Command, opts *globalOptions, output string, showLabels bool, names []string) error {
 	detail, err := fetchNode(cmd, opts, names)
 	if err != nil {
 		return err
 	}
-	return writeNode(cmd.OutOrStdout(), &detail.Node, output, time.Now())
+	return writeNode(cmd.OutOrStdout(), &detail.Node, output, showLabels, time.Now())
 }
 
-func writeNode(w io.Writer, node *v1.Node, output string, now time.Time) error {
+func writeNode(w io.Writer, node *v1.Node, output string, showLabels bool, now time.Time) error {
 	switch output {
 	case "json":
 		enc := json.NewEncoder(w)
@@ -79,6 +80,10 @@ func writeNode(w io.Writer, node *v1.Node, output string, now time.Time) error {
 		header += "\tINTERNAL-IP\tEXTERNAL-IP\tOS-IMAGE\tKERNEL-VERSION\tCONTAINER-RUNTIME"
 		row += fmt.Sprintf("\t%s\t%s\t%s\t%s\t%s", nodeAddress(node, v1.NodeInternalIP), nodeAddress(node, v1.NodeExternalIP),
 			orNone(info.OSImage), orNone(info.KernelVersion), orNone(info.ContainerRuntimeVersion))
+	}
+	if showLabels {
+		header += "\tLABELS"
+		row += "\t" + labelsColumn(node.Labels)
 	}
 	fmt.Fprintln(tw, header)
 	fmt.Fprintln(tw, row)
@@ -156,6 +161,8 @@ func describeNode(w io.Writer, detail agentapi.NodeDetail, pods []v1.Pod, now ti
 		fmt.Fprintf(d.tw, "\t%s\n", l)
 	}
 	d.line(0, "CreationTimestamp", "%s", node.CreationTimestamp.Format(kubectlTime))
+	describeTaints(d, node.Spec.Taints)
+	d.line(0, "Unschedulable", "%t", node.Spec.Unschedulable)
 	d.heading(0, "Conditions")
 	fmt.Fprintf(d.tw, "  Type\tStatus\tLastHeartbeatTime\tLastTransitionTime\tReason\tMessage\n")
 	fmt.Fprintf(d.tw, "  ----\t------\t-----------------\t------------------\t------\t-------\n")
@@ -239,4 +246,24 @@ func sortedPairs(m map[string]string) []string {
 	}
 	sort.Strings(out)
 	return out
+}
+
+// labelsColumn is kubectl's LABELS column: key=value sorted, comma-separated.
+func labelsColumn(labels map[string]string) string {
+	if len(labels) == 0 {
+		return "<none>"
+	}
+	return strings.Join(sortedPairs(labels), ",")
+}
+
+// describeTaints is kubectl's Taints field: one key=value:Effect a line.
+func describeTaints(d describer, taints []v1.Taint) {
+	if len(taints) == 0 {
+		d.line(0, "Taints", "<none>")
+		return
+	}
+	d.line(0, "Taints", "%s", taints[0].ToString())
+	for _, t := range taints[1:] {
+		fmt.Fprintf(d.tw, "\t%s\n", t.ToString())
+	}
 }

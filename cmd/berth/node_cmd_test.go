@@ -37,7 +37,7 @@ func TestGetNodeShowsKubectlColumns(t *testing.T) {
 	now := time.Now()
 	var out bytes.Buffer
 	n := testNode(now)
-	if err := writeNode(&out, &n.Node, "", now); err != nil {
+	if err := writeNode(&out, &n.Node, "", false, now); err != nil {
 		t.Fatal(err)
 	}
 	lines := strings.Split(strings.TrimSpace(out.String()), "\n")
@@ -46,7 +46,7 @@ func TestGetNodeShowsKubectlColumns(t *testing.T) {
 		t.Errorf("get node:\n%s", out.String())
 	}
 	out.Reset()
-	if err := writeNode(&out, &n.Node, "wide", now); err != nil || !strings.Contains(out.String(), "10.0.0.5") || !strings.Contains(out.String(), "containerd://1.7") {
+	if err := writeNode(&out, &n.Node, "wide", false, now); err != nil || !strings.Contains(out.String(), "10.0.0.5") || !strings.Contains(out.String(), "containerd://1.7") {
 		t.Errorf("get node -o wide: %v\n%s", err, out.String())
 	}
 }
@@ -91,5 +91,35 @@ func TestEvictionFlagsParseAsKubelet(t *testing.T) {
 	f.soft, f.hard = "", "memory.available>1Gi"
 	if _, err := f.config(); err == nil || !strings.Contains(err.Error(), "--eviction-hard") {
 		t.Errorf("bad operator: %v", err)
+	}
+}
+
+func TestNodeLabelsAndTaintsShown(t *testing.T) {
+	now := time.Now()
+	n := testNode(now)
+	n.Node.Labels = map[string]string{"kubernetes.io/os": "linux", "disk": "ssd"}
+	n.Node.Spec.Taints = []v1.Taint{{Key: "dedicated", Value: "gpu", Effect: v1.TaintEffectNoSchedule}, {Key: "maint", Effect: v1.TaintEffectNoExecute}}
+	var out bytes.Buffer
+	if err := writeNode(&out, &n.Node, "", true, now); err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.Split(strings.TrimSpace(out.String()), "\n")
+	if len(lines) != 2 || !strings.HasSuffix(lines[0], "LABELS") || !strings.HasSuffix(lines[1], "disk=ssd,kubernetes.io/os=linux") {
+		t.Errorf("get node --show-labels:\n%s", out.String())
+	}
+	out.Reset()
+	if err := describeNode(&out, n, nil, now); err != nil {
+		t.Fatal(err)
+	}
+	text := out.String()
+	for _, want := range []string{"Taints:", "dedicated=gpu:NoSchedule\n", "maint:NoExecute\n", "Unschedulable:", "disk=ssd"} {
+		if !strings.Contains(text, want) {
+			t.Errorf("describe node lacks %q:\n%s", want, text)
+		}
+	}
+	out.Reset()
+	n.Node.Spec.Taints = nil
+	if err := describeNode(&out, n, nil, now); err != nil || !strings.Contains(out.String(), "Taints:") || !strings.Contains(out.String(), "<none>") {
+		t.Errorf("describe node without taints:\n%s", out.String())
 	}
 }

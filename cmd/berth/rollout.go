@@ -52,21 +52,28 @@ func newScaleCommand(opts *globalOptions) *cobra.Command {
 func newRolloutCommand(opts *globalOptions) *cobra.Command {
 	var namespace string
 	cmd := &cobra.Command{
-		Use:   "rollout (status|restart|undo|history) deployment/NAME",
-		Short: "Follow, restart, roll back or list the revisions of a Deployment's rollout, like kubectl rollout",
+		Use:   "rollout (status|restart|undo|history) deployment/NAME | rollout (status|restart) daemonset/NAME",
+		Short: "Follow, restart, roll back or list the revisions of a Deployment's or DaemonSet's rollout, like kubectl rollout",
 	}
 	cmd.PersistentFlags().StringVarP(&namespace, "namespace", "n", "default", "namespace")
-	sub := func(use, short string, run func(cmd *cobra.Command, client *agentapi.Client, name string) error) *cobra.Command {
+	// resource is what the sub-command was given: deployments, or
+	// daemonsets where daemonSets allows it.
+	var resource string
+	sub := func(use, short string, daemonSets bool, run func(cmd *cobra.Command, client *agentapi.Client, name string) error) *cobra.Command {
 		return &cobra.Command{
 			Use: use + " deployment/NAME", Short: short, Args: cobra.ExactArgs(1),
 			RunE: func(cmd *cobra.Command, args []string) error {
-				resource, name, err := splitTypeName(args[0])
+				r, name, err := splitTypeName(args[0])
 				if err != nil {
 					return err
 				}
-				if resource != agentapi.ResourceDeployment {
-					return fmt.Errorf("%s: only Deployments roll out", args[0])
+				switch {
+				case r == agentapi.ResourceDaemonSet && !daemonSets:
+					return fmt.Errorf("%s: berth keeps no revision history of DaemonSets: only rollout status and restart", args[0])
+				case r != agentapi.ResourceDeployment && r != agentapi.ResourceDaemonSet:
+					return fmt.Errorf("%s: only Deployments and DaemonSets roll out", args[0])
 				}
+				resource = r
 				client, err := connectAgent(cmd, opts)
 				if err != nil {
 					return err
@@ -76,27 +83,27 @@ func newRolloutCommand(opts *globalOptions) *cobra.Command {
 		}
 	}
 	var toRevision int64
-	undo := sub("undo", "Roll back to the previous revision (or --to-revision)", func(cmd *cobra.Command, c *agentapi.Client, name string) error {
-		return rolloutAction(cmd, c, namespace, name, agentapi.RolloutRequest{Undo: true, ToRevision: toRevision})
+	undo := sub("undo", "Roll back to the previous revision (or --to-revision)", false, func(cmd *cobra.Command, c *agentapi.Client, name string) error {
+		return rolloutAction(cmd, c, resource, namespace, name, agentapi.RolloutRequest{Undo: true, ToRevision: toRevision})
 	})
 	undo.Flags().Int64Var(&toRevision, "to-revision", 0, "the revision to roll back to (0: the previous one)")
 	cmd.AddCommand(
-		sub("status", "Follow the rollout until it completes", func(cmd *cobra.Command, c *agentapi.Client, name string) error {
-			return rolloutStatus(cmd.Context(), c, namespace, name, cmd.OutOrStdout())
+		sub("status", "Follow the rollout until it completes", true, func(cmd *cobra.Command, c *agentapi.Client, name string) error {
+			return rolloutStatus(cmd.Context(), c, resource, namespace, name, cmd.OutOrStdout())
 		}),
-		sub("restart", "Restart every pod through a rollout (kubectl.kubernetes.io/restartedAt)", func(cmd *cobra.Command, c *agentapi.Client, name string) error {
-			return rolloutAction(cmd, c, namespace, name, agentapi.RolloutRequest{Restart: true})
+		sub("restart", "Restart every pod through a rollout (kubectl.kubernetes.io/restartedAt)", true, func(cmd *cobra.Command, c *agentapi.Client, name string) error {
+			return rolloutAction(cmd, c, resource, namespace, name, agentapi.RolloutRequest{Restart: true})
 		}),
 		undo,
-		sub("history", "List the revisions", func(cmd *cobra.Command, c *agentapi.Client, name string) error {
+		sub("history", "List the revisions", false, func(cmd *cobra.Command, c *agentapi.Client, name string) error {
 			return rolloutHistory(cmd.Context(), c, namespace, name, cmd.OutOrStdout())
 		}),
 	)
 	return cmd
 }
 
-func rolloutAction(cmd *cobra.Command, client *agentapi.Client, namespace, name string, req agentapi.RolloutRequest) error {
-	r, err := client.Rollout(cmd.Context(), agentapi.ResourceDeployment, namespace, name, req)
+func rolloutAction(cmd *cobra.Command, client *agentapi.Client, resource, namespace, name string, req agentapi.RolloutRequest) error {
+	r, err := client.Rollout(cmd.Context(), resource, namespace, name, req)
 	if err != nil {
 		return err
 	}
@@ -106,14 +113,20 @@ func rolloutAction(cmd *cobra.Command, client *agentapi.Client, namespace, name 
 
 // rolloutStatus prints kubectl rollout status's lines until the rollout
 // completes, or fails when it exceeded its progress deadline.
-func rolloutStatus(ctx context.Context, client *agentapi.Client, namespace, name string, out io.Writer) error {
+func rolloutStatus(ctx context.Context, client *agentapi.Client, resource, namespace, name string, out io.Writer) error {
 	last := ""
 	for {
-		detail, err := client.DescribeWorkload(ctx, agentapi.ResourceDeployment, namespace, name)
+		detail, err := client.DescribeWorkload(ctx, resource, namespace, name)
 		if err != nil {
 			return err
 		}
-		msg, done, err := rolloutMessage(detail.Deployment)
+		var msg string
+		var done bool
+		if detail.DaemonSet != nil {
+			msg, done, err = daemonSetRolloutMessage(detail.DaemonSet)
+		} else {
+			msg, done, err = rolloutMessage(detail.Deployment)
+		}
 		if err != nil {
 			return err
 		}

@@ -108,7 +108,7 @@ func applyManifests(cmd *cobra.Command, opts *globalOptions, o runOptions, autos
 	ctx, stop := signal.NotifyContext(cmd.Context(), syscall.SIGINT, syscall.SIGTERM)
 	defer stop()
 	for _, d := range deployments {
-		if err := rolloutStatus(ctx, client, d.Namespace, d.Name, cmd.OutOrStdout()); err != nil {
+		if err := rolloutStatus(ctx, client, agentapi.ResourceDeployment, d.Namespace, d.Name, cmd.OutOrStdout()); err != nil {
 			return err
 		}
 	}
@@ -128,7 +128,7 @@ func newRunPullDisplay(w io.Writer, since time.Time, pods []agentapi.ApplyResult
 // objectLabel is how kubectl names a kind in apply's output: pod,
 // configmap, deployment.apps.
 func objectLabel(kind string) string {
-	if kind == agentapi.KindDeployment || kind == agentapi.KindReplicaSet {
+	if kind == agentapi.KindDeployment || kind == agentapi.KindReplicaSet || kind == agentapi.KindDaemonSet {
 		return kindLabel(kind)
 	}
 	return strings.ToLower(kind)

@@ -25,6 +25,8 @@ func workloadResource(s string) (string, bool) {
 		return agentapi.ResourceDeployment, true
 	case "rs", "replicaset", "replicasets":
 		return agentapi.ResourceReplicaSet, true
+	case "ds", "daemonset", "daemonsets":
+		return agentapi.ResourceDaemonSet, true
 	}
 	return "", false
 }
@@ -35,7 +37,7 @@ func splitTypeName(s string) (resource, name string, err error) {
 	kind, name, found := strings.Cut(s, "/")
 	resource, known := workloadResource(kind)
 	if !found || !known || name == "" {
-		return "", "", fmt.Errorf("%q: want deployment/NAME (or deploy/NAME, rs/NAME)", s)
+		return "", "", fmt.Errorf("%q: want deployment/NAME (or deploy/NAME, rs/NAME, ds/NAME)", s)
 	}
 	return resource, name, nil
 }
@@ -61,6 +63,11 @@ func selectWorkloads(list agentapi.WorkloadList, resource string, names []string
 				out.ReplicaSets, found = append(out.ReplicaSets, rs), true
 			}
 		}
+		for _, ds := range list.DaemonSets {
+			if ds.Name == name {
+				out.DaemonSets, found = append(out.DaemonSets, ds), true
+			}
+		}
 		if !found {
 			return out, fmt.Errorf("%s %q not found in namespace %q: %w", resource, name, namespace, errdefs.ErrNotFound)
 		}
@@ -81,14 +88,20 @@ func workloadObjects(list agentapi.WorkloadList) []any {
 		rs.TypeMeta = metav1.TypeMeta{APIVersion: "apps/v1", Kind: "ReplicaSet"}
 		out = append(out, rs)
 	}
+	for i := range list.DaemonSets {
+		ds := &list.DaemonSets[i]
+		ds.TypeMeta = metav1.TypeMeta{APIVersion: "apps/v1", Kind: "DaemonSet"}
+		out = append(out, ds)
+	}
 	return out
 }
 
 // writeWorkloadTable prints kubectl's columns: NAME READY UP-TO-DATE
 // AVAILABLE AGE for Deployments, NAME DESIRED CURRENT READY AGE for
-// ReplicaSets; wide adds CONTAINERS IMAGES SELECTOR.
+// ReplicaSets, NAME DESIRED CURRENT READY UP-TO-DATE AVAILABLE NODE
+// SELECTOR AGE for DaemonSets; wide adds CONTAINERS IMAGES SELECTOR.
 func writeWorkloadTable(w io.Writer, list agentapi.WorkloadList, resource string, withNamespace, wide bool, now time.Time) error {
-	if len(list.Deployments)+len(list.ReplicaSets) == 0 {
+	if len(list.Deployments)+len(list.ReplicaSets)+len(list.DaemonSets) == 0 {
 		fmt.Fprintln(os.Stderr, "No resources found.")
 		return nil
 	}
@@ -96,6 +109,9 @@ func writeWorkloadTable(w io.Writer, list agentapi.WorkloadList, resource string
 	header := "NAME\tREADY\tUP-TO-DATE\tAVAILABLE\tAGE"
 	if resource == agentapi.ResourceReplicaSet {
 		header = "NAME\tDESIRED\tCURRENT\tREADY\tAGE"
+	}
+	if resource == agentapi.ResourceDaemonSet {
+		header = daemonSetHeader
 	}
 	row := func(meta *metav1.ObjectMeta, cells string, spec *v1.PodTemplateSpec, selector *metav1.LabelSelector) {
 		line := meta.Name + "\t" + cells + "\t" + age(meta.CreationTimestamp.Time, now)
@@ -124,6 +140,10 @@ func writeWorkloadTable(w io.Writer, list agentapi.WorkloadList, resource string
 		s := rs.Status
 		row(&rs.ObjectMeta, fmt.Sprintf("%d\t%d\t%d", workload.Replicas(rs.Spec.Replicas), s.Replicas, s.ReadyReplicas), &rs.Spec.Template, rs.Spec.Selector)
 	}
+	for i := range list.DaemonSets {
+		ds := &list.DaemonSets[i]
+		row(&ds.ObjectMeta, daemonSetCells(ds), &ds.Spec.Template, ds.Spec.Selector)
+	}
 	return tw.Flush()
 }
 
@@ -144,6 +164,8 @@ func describeWorkload(w io.Writer, detail agentapi.WorkloadDetail, now time.Time
 		describeDeployment(d, detail)
 	} else if detail.ReplicaSet != nil {
 		describeReplicaSet(d, detail)
+	} else if detail.DaemonSet != nil {
+		describeDaemonSet(d, detail)
 	}
 	describeEvents(d, detail.Events, now)
 	return d.tw.Flush()

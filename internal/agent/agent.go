@@ -17,11 +17,13 @@ import (
 	"github.com/berth-dev/berth/internal/agent/eviction"
 	"github.com/berth-dev/berth/internal/agent/imagegc"
 	"github.com/berth-dev/berth/internal/agent/logrotate"
+	"github.com/berth-dev/berth/internal/agent/nodefit"
 	"github.com/berth-dev/berth/internal/agent/probe"
 	"github.com/berth-dev/berth/internal/agent/sourcestore"
 	"github.com/berth-dev/berth/internal/agent/volume"
 	"github.com/berth-dev/berth/internal/agent/workloadstore"
 	"github.com/berth-dev/berth/internal/store"
+	v1 "k8s.io/api/core/v1"
 	"k8s.io/utils/clock"
 )
 
@@ -42,13 +44,18 @@ type Config struct {
 	// RootDir holds the agent's per-pod directories (volumes):
 	// <RootDir>/pods/<uid>/volumes/..., and the pods' ConfigMaps and
 	// Secrets: <RootDir>/sources/<uid>.json (package sourcestore), and the
-	// Deployments and ReplicaSets: <RootDir>/workloads (workloadstore).
+	// Deployments, ReplicaSets and DaemonSets: <RootDir>/workloads (workloadstore).
 	RootDir string
 	// PodLogDir is the root of the pods' log directories (kubelet's
 	// /var/log/pods).
 	PodLogDir string
 	// NodeName is spec.nodeName of every pod; default: the host name.
 	NodeName string
+	// NodeLabels are the node's labels over kubelet's well-known ones
+	// (--node-labels), NodeTaints its taints (--register-with-taints):
+	// pods are admitted against them (package nodefit).
+	NodeLabels map[string]string
+	NodeTaints []v1.Taint
 	// Backoff tunes the crash and image pull back-off (default: kubelet's
 	// 10 s doubling to 300 s, reset after 10 min without a crash).
 	Backoff backoff.Config
@@ -136,7 +143,7 @@ type Agent struct {
 	configMaps map[string]*configMapEntry
 	secrets    map[string]*secretEntry
 	watches    map[string]context.CancelFunc // watched directory → stop
-	// workloads holds the Deployments and ReplicaSets by uid (saved in
+	// workloads holds the Deployments, ReplicaSets and DaemonSets by uid (saved in
 	// workloadStore before the agent acts on them); workloadNames maps
 	// "Kind namespace/name" to the uid of the object that name stands
 	// for (objects being deleted have none).
@@ -144,6 +151,10 @@ type Agent struct {
 	workloadNames  map[string]string
 	workloadStore  *workloadstore.Store
 	controllerWake chan struct{}
+	// daemonBackoff holds back the deletion of a DaemonSet's failed pod
+	// (keyed by the DaemonSet's uid), as the daemon set controller's
+	// failedPodsBackoff does.
+	daemonBackoff *backoff.Backoff
 }
 
 // The agent API (package agentapi) serves an Agent.
@@ -174,6 +185,9 @@ func New(cfg Config) (*Agent, error) {
 		}
 		cfg.NodeName = host
 	}
+	if err := nodefit.ValidateLabels(cfg.NodeLabels); err != nil {
+		return nil, fmt.Errorf("agent: %w", err)
+	}
 	cfg = cfg.withDefaults()
 	sourceStore, err := sourcestore.Open(filepath.Join(cfg.RootDir, "sources"))
 	if err != nil {
@@ -201,6 +215,7 @@ func New(cfg Config) (*Agent, error) {
 		workloadNames:  map[string]string{},
 		workloadStore:  workloadStore,
 		controllerWake: make(chan struct{}, 1),
+		daemonBackoff:  backoff.New(daemonFailedBackoff),
 	}
 	a.imageGC, err = imagegc.New(imagegc.Config{
 		Runtime: cfg.Runtime, Images: cfg.Images, Policy: *cfg.GC.Images, Period: cfg.GC.ImagePeriod,

@@ -52,7 +52,7 @@ type ownedPod struct {
 }
 
 // reconcileWorkloads runs each Deployment's controller, then each
-// ReplicaSet's, once.
+// ReplicaSet's and DaemonSet's, once.
 func (a *Agent) reconcileWorkloads() {
 	a.mu.Lock()
 	defer a.mu.Unlock()
@@ -68,6 +68,9 @@ func (a *Agent) reconcileWorkloads() {
 	for _, o := range a.sortedWorkloadsLocked() {
 		if o.rs != nil {
 			a.syncReplicaSetLocked(o, pods[o.uid()])
+		}
+		if o.ds != nil {
+			a.syncDaemonSetLocked(o, pods[o.uid()])
 		}
 	}
 }

@@ -188,9 +188,9 @@ func (a *Agent) applyPodLocked(p *manifest.Pod, watchDir string) agentapi.ApplyR
 		result.Outcome = agentapi.OutcomeConfigured
 	}
 	pod.CreationTimestamp = metav1.NewTime(a.deps.clock.Now())
+	admitted, reason, message := a.admitLocked(pod)
 	pod.Spec.NodeName = a.cfg.NodeName
 	desired := desiredPod{pod: pod, sources: a.sourcesForLocked(pod), source: p.Source, watchDir: watchDir}
-	admitted, reason, message := a.pressure.manager.Admit(pod)
 	if !admitted {
 		desired.failure = &podFailure{reason: reason, message: eviction.RejectedMessagePrefix + message, rejected: true}
 	}

@@ -97,6 +97,12 @@
 //     scale and prune ReplicaSets per strategy. Deletion is background: the
 //     object is marked (saved), hidden, its dependents stopped, then its
 //     record removed; recovery reloads the records with the pods;
+//     DaemonSets (controllers_daemonset.go) make their one pod on this
+//     node when it fits the node's labels and taints;
+//   - the node (nodestatus.go): its labels and taints (Config.NodeLabels,
+//     NodeTaints; package nodefit) on GET /v1/node, and admission of every
+//     new pod against them after the eviction manager's (admitLocked): a
+//     pod that does not fit is rejected as kubelet rejects one;
 //   - ephemeral containers (ephemeral.go): UpdateEphemeralContainers, the
 //     ephemeralcontainers subresource of the API server, adds them to a
 //     running pod (manifest.ValidateEphemeralContainersUpdate: only

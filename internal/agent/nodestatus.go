@@ -10,16 +10,26 @@ import (
 	"golang.org/x/sys/unix"
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/berth-dev/berth/internal/agent/agentapi"
 	"github.com/berth-dev/berth/internal/agent/eviction"
+	"github.com/berth-dev/berth/internal/agent/nodefit"
 )
 
 // maxPods is kubelet's default --max-pods, the node's pods capacity.
 const maxPods = 110
 
-// Node is the agent's node as kubelet would post it: labels, conditions
+// fitNode is the node pods are admitted against: its name, labels
+// (kubelet's well-known ones, --node-labels over them) and taints
+// (--register-with-taints only: the conditions' taints, such as
+// node.kubernetes.io/memory-pressure, are added by the node lifecycle
+// controller of a control plane, which berth has not; kubelet's own
+// eviction admission refuses pods under pressure instead).
+func (a *Agent) fitNode() *v1.Node {
+	return nodefit.Node(a.cfg.NodeName, a.cfg.NodeLabels, a.cfg.NodeTaints, a.createdAt)
+}
+
+// Node is the agent's node as kubelet would post it: labels, taints, conditions
 // (from the last housekeeping pass), capacity and allocatable (capacity
 // less the hard eviction thresholds of memory and nodefs, as kubelet
 // computes it without reservations), addresses and nodeInfo; with the
@@ -35,19 +45,11 @@ func (a *Agent) Node() agentapi.NodeDetail {
 		conditions = a.pressure.conditions
 		a.pressure.mu.Unlock()
 	}
-	node := v1.Node{
-		TypeMeta: metav1.TypeMeta{Kind: "Node", APIVersion: "v1"},
-		ObjectMeta: metav1.ObjectMeta{
-			Name: a.cfg.NodeName, CreationTimestamp: metav1.NewTime(a.createdAt),
-			Labels: map[string]string{
-				v1.LabelHostname: a.cfg.NodeName, v1.LabelOSStable: runtime.GOOS, v1.LabelArchStable: runtime.GOARCH,
-			},
-		},
-		Status: v1.NodeStatus{
-			Conditions: append([]v1.NodeCondition(nil), conditions...),
-			Addresses:  a.nodeAddresses(),
-			NodeInfo:   a.nodeInfo(),
-		},
+	node := *a.fitNode()
+	node.Status = v1.NodeStatus{
+		Conditions: append([]v1.NodeCondition(nil), conditions...),
+		Addresses:  a.nodeAddresses(),
+		NodeInfo:   a.nodeInfo(),
 	}
 	node.Status.Capacity, node.Status.Allocatable = a.nodeResources()
 	return agentapi.NodeDetail{Node: node, Events: a.pressure.events.list()}
@@ -124,4 +126,15 @@ func osImage(path string) string {
 		}
 	}
 	return ""
+}
+
+// admitLocked is kubelet's admission of a new pod: the eviction manager's
+// (no pod of a lower QoS under pressure), then the node's predicates
+// (nodeSelector and required node affinity, spec.nodeName, taints).
+func (a *Agent) admitLocked(pod *v1.Pod) (bool, string, string) {
+	if ok, reason, message := a.pressure.manager.Admit(pod); !ok {
+		return false, reason, message
+	}
+	r := nodefit.Admit(pod, a.fitNode())
+	return r.Admit, r.Reason, r.Message
 }

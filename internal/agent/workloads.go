@@ -19,25 +19,33 @@ import (
 	"github.com/berth-dev/berth/internal/errdefs"
 )
 
-// workloadObj is one Deployment or ReplicaSet the agent keeps (guarded by
-// a.mu): as applied or as its controller made it, with its status.
+// workloadObj is one Deployment, ReplicaSet or DaemonSet the agent keeps
+// (guarded by a.mu): as applied or as its controller made it, with its
+// status.
 type workloadObj struct {
-	d      *appsv1.Deployment // one of d and rs is set
+	d      *appsv1.Deployment // one of d, rs and ds is set
 	rs     *appsv1.ReplicaSet
+	ds     *appsv1.DaemonSet
 	source string
 	events *eventLog
 }
 
 func (o *workloadObj) kind() string {
-	if o.d != nil {
+	switch {
+	case o.d != nil:
 		return workloadstore.KindDeployment
+	case o.ds != nil:
+		return workloadstore.KindDaemonSet
 	}
 	return workloadstore.KindReplicaSet
 }
 
 func (o *workloadObj) meta() *metav1.ObjectMeta {
-	if o.d != nil {
+	switch {
+	case o.d != nil:
 		return &o.d.ObjectMeta
+	case o.ds != nil:
+		return &o.ds.ObjectMeta
 	}
 	return &o.rs.ObjectMeta
 }
@@ -45,7 +53,7 @@ func (o *workloadObj) meta() *metav1.ObjectMeta {
 func (o *workloadObj) uid() string { return string(o.meta().UID) }
 
 func (o *workloadObj) record() workloadstore.Record {
-	return workloadstore.Record{Kind: o.kind(), Source: o.source, Deployment: o.d, ReplicaSet: o.rs}
+	return workloadstore.Record{Kind: o.kind(), Source: o.source, Deployment: o.d, ReplicaSet: o.rs, DaemonSet: o.ds}
 }
 
 // nameKey is "Kind namespace/name", the key of workloadNames.
@@ -58,8 +66,10 @@ func resourceKind(resource string) (string, error) {
 		return workloadstore.KindDeployment, nil
 	case agentapi.ResourceReplicaSet:
 		return workloadstore.KindReplicaSet, nil
+	case agentapi.ResourceDaemonSet:
+		return workloadstore.KindDaemonSet, nil
 	}
-	return "", fmt.Errorf("resource %q: want deployments or replicasets: %w", resource, errdefs.ErrInvalidArgument)
+	return "", fmt.Errorf("resource %q: want deployments, replicasets or daemonsets: %w", resource, errdefs.ErrInvalidArgument)
 }
 
 // newUID makes a random uid, formatted as the API server's.
@@ -100,7 +110,7 @@ func (a *Agent) loadWorkloadsLocked() {
 		a.log.Error("recover: a workload record could not be read; its pods are left as they are", "error", err)
 	}
 	for _, r := range records {
-		o := &workloadObj{d: r.Deployment, rs: r.ReplicaSet, source: r.Source, events: newEventLog(a.deps.clock.Now)}
+		o := &workloadObj{d: r.Deployment, rs: r.ReplicaSet, ds: r.DaemonSet, source: r.Source, events: newEventLog(a.deps.clock.Now)}
 		a.addWorkloadLocked(o)
 	}
 }
@@ -120,6 +130,11 @@ func (a *Agent) checkWorkloadUpdatesLocked(b *manifest.Bundle) error {
 	for _, rs := range b.ReplicaSets {
 		if cur := a.liveWorkloadLocked(workloadstore.KindReplicaSet, rs.Namespace, rs.Name); cur != nil && !apiequality.Semantic.DeepEqual(cur.rs.Spec.Selector, rs.Spec.Selector) {
 			immutable(rs.Source, "ReplicaSet "+rs.Namespace+"/"+rs.Name, rs.Spec.Selector)
+		}
+	}
+	for _, ds := range b.DaemonSets {
+		if cur := a.liveWorkloadLocked(workloadstore.KindDaemonSet, ds.Namespace, ds.Name); cur != nil && !apiequality.Semantic.DeepEqual(cur.ds.Spec.Selector, ds.Spec.Selector) {
+			immutable(ds.Source, "DaemonSet "+ds.Namespace+"/"+ds.Name, ds.Spec.Selector)
 		}
 	}
 	if len(problems) == 0 {
@@ -150,6 +165,15 @@ func (a *Agent) applyWorkloadsLocked(b *manifest.Bundle) ([]agentapi.ApplyResult
 		}
 		results = append(results, r)
 	}
+	for _, ds := range b.DaemonSets {
+		obj := ds.DeepCopy()
+		obj.TypeMeta = metav1.TypeMeta{APIVersion: "apps/v1", Kind: workloadstore.KindDaemonSet}
+		r, err := a.applyWorkloadLocked(&workloadObj{ds: obj, source: ds.Source})
+		if err != nil {
+			return results, err
+		}
+		results = append(results, r)
+	}
 	return results, nil
 }
 
@@ -172,11 +196,16 @@ func (a *Agent) applyWorkloadLocked(in *workloadObj) (agentapi.ApplyResult, erro
 	}
 	next := &workloadObj{source: in.source, events: cur.events}
 	specChanged := false
-	if cur.d != nil {
+	switch {
+	case cur.d != nil:
 		next.d = cur.d.DeepCopy()
 		specChanged = !apiequality.Semantic.DeepEqual(cur.d.Spec, in.d.Spec)
 		next.d.Spec = in.d.Spec
-	} else {
+	case cur.ds != nil:
+		next.ds = cur.ds.DeepCopy()
+		specChanged = !apiequality.Semantic.DeepEqual(cur.ds.Spec, in.ds.Spec)
+		next.ds.Spec = in.ds.Spec
+	default:
 		next.rs = cur.rs.DeepCopy()
 		specChanged = !apiequality.Semantic.DeepEqual(cur.rs.Spec, in.rs.Spec)
 		next.rs.Spec = in.rs.Spec

@@ -23,7 +23,7 @@ const (
 	restartedAtKey    = "kubectl.kubernetes.io/restartedAt"
 )
 
-// ListWorkloads lists the Deployments or ReplicaSets of a namespace
+// ListWorkloads lists the Deployments, ReplicaSets or DaemonSets of a namespace
 // (every namespace when empty); objects being deleted are gone already, as
 // with the API server's background deletion.
 func (a *Agent) ListWorkloads(resource, namespace string) (agentapi.WorkloadList, error) {
@@ -39,9 +39,12 @@ func (a *Agent) ListWorkloads(resource, namespace string) (agentapi.WorkloadList
 		if o.kind() != kind || m.DeletionTimestamp != nil || (namespace != "" && m.Namespace != namespace) {
 			continue
 		}
-		if o.d != nil {
+		switch {
+		case o.d != nil:
 			list.Deployments = append(list.Deployments, *o.d.DeepCopy())
-		} else {
+		case o.ds != nil:
+			list.DaemonSets = append(list.DaemonSets, *o.ds.DeepCopy())
+		default:
 			list.ReplicaSets = append(list.ReplicaSets, *o.rs.DeepCopy())
 		}
 	}
@@ -83,7 +86,11 @@ func (a *Agent) DescribeWorkload(resource, namespace, name string) (agentapi.Wor
 		})
 		return detail, nil
 	}
-	detail.ReplicaSet = o.rs.DeepCopy()
+	if o.ds != nil {
+		detail.DaemonSet = o.ds.DeepCopy()
+	} else {
+		detail.ReplicaSet = o.rs.DeepCopy()
+	}
 	for _, p := range a.ownedPodsLocked()[o.uid()] {
 		detail.Pods = append(detail.Pods, p.pod)
 	}
@@ -119,7 +126,7 @@ func (a *Agent) DeleteWorkload(_ context.Context, resource, namespace, name stri
 	for _, t := range targets[1:] {
 		resp.Pods = append(resp.Pods, a.stopPodsLocked(pods[t.uid()], grace, t)...)
 	}
-	if o.rs != nil {
+	if o.rs != nil || o.ds != nil {
 		resp.Pods = append(resp.Pods, a.stopPodsLocked(pods[o.uid()], grace, o)...)
 	}
 	a.wakeControllers()
@@ -151,6 +158,9 @@ func (a *Agent) Scale(_ context.Context, resource, namespace, name string, repli
 	if err != nil {
 		return agentapi.ApplyResult{}, err
 	}
+	if o.ds != nil {
+		return agentapi.ApplyResult{}, fmt.Errorf("DaemonSet %s/%s has no replicas (one pod on each node that fits): %w", namespace, name, errdefs.ErrInvalidArgument)
+	}
 	if ref := metav1.GetControllerOf(o.meta()); ref != nil {
 		return agentapi.ApplyResult{}, fmt.Errorf("%s %s/%s is controlled by %s %s: scale that: %w", o.kind(), namespace, name, ref.Kind, ref.Name, errdefs.ErrFailedPrecondition)
 	}
@@ -166,9 +176,12 @@ func (a *Agent) Scale(_ context.Context, resource, namespace, name string, repli
 // copy is a deep copy of the object sharing its event log.
 func (o *workloadObj) copy() *workloadObj {
 	c := &workloadObj{source: o.source, events: o.events}
-	if o.d != nil {
+	switch {
+	case o.d != nil:
 		c.d = o.d.DeepCopy()
-	} else {
+	case o.ds != nil:
+		c.ds = o.ds.DeepCopy()
+	default:
 		c.rs = o.rs.DeepCopy()
 	}
 	return c
@@ -199,8 +212,11 @@ func (a *Agent) Rollout(_ context.Context, resource, namespace, name string, req
 	if err != nil {
 		return agentapi.ApplyResult{}, err
 	}
+	if o.ds != nil {
+		return a.rolloutDaemonSetLocked(o, req)
+	}
 	if o.d == nil {
-		return agentapi.ApplyResult{}, fmt.Errorf("rollout: %s %s/%s: only Deployments roll out: %w", o.kind(), namespace, name, errdefs.ErrInvalidArgument)
+		return agentapi.ApplyResult{}, fmt.Errorf("rollout: %s %s/%s: only Deployments and DaemonSets roll out: %w", o.kind(), namespace, name, errdefs.ErrInvalidArgument)
 	}
 	next := o.copy()
 	switch {

@@ -129,10 +129,10 @@ func (n *node) deleteAllPods() {
 	}
 }
 
-// deleteAllWorkloads deletes every Deployment and ReplicaSet, so that no
+// deleteAllWorkloads deletes every Deployment, ReplicaSet and DaemonSet, so that no
 // controller makes the pods deleteAllPods deletes again.
 func (n *node) deleteAllWorkloads(ctx context.Context, grace *int64) {
-	for _, resource := range []string{agentapi.ResourceDeployment, agentapi.ResourceReplicaSet} {
+	for _, resource := range []string{agentapi.ResourceDeployment, agentapi.ResourceReplicaSet, agentapi.ResourceDaemonSet} {
 		list, err := n.client.ListWorkloads(ctx, resource, "")
 		if err != nil {
 			n.t.Errorf("cleanup: list %s: %v", resource, err)
@@ -140,6 +140,9 @@ func (n *node) deleteAllWorkloads(ctx context.Context, grace *int64) {
 		}
 		for _, d := range list.Deployments {
 			_, _ = n.client.DeleteWorkload(ctx, resource, d.Namespace, d.Name, grace) // gone already if the test deleted it
+		}
+		for _, ds := range list.DaemonSets {
+			_, _ = n.client.DeleteWorkload(ctx, resource, ds.Namespace, ds.Name, grace)
 		}
 		for _, rs := range list.ReplicaSets {
 			_, _ = n.client.DeleteWorkload(ctx, resource, rs.Namespace, rs.Name, grace)

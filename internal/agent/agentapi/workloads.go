@@ -19,7 +19,7 @@ import (
 //	POST   /v1/workloads/KIND/NS/NAME/scale         ScaleRequest → ApplyResult
 //	POST   /v1/workloads/KIND/NS/NAME/rollout       RolloutRequest → ApplyResult
 //
-// KIND is "deployments" or "replicasets".
+// KIND is "deployments", "replicasets" or "daemonsets".
 const pathWorkloads = "/v1/workloads"
 
 // Workload kinds, as ApplyResult.Kind and in paths.
@@ -28,6 +28,8 @@ const (
 	KindReplicaSet     = "ReplicaSet"
 	ResourceDeployment = "deployments"
 	ResourceReplicaSet = "replicasets"
+	KindDaemonSet      = "DaemonSet"
+	ResourceDaemonSet  = "daemonsets"
 )
 
 // WorkloadService is the workload part of what the API serves.
@@ -43,6 +45,7 @@ type WorkloadService interface {
 type WorkloadList struct {
 	Deployments []appsv1.Deployment `json:"deployments,omitempty"`
 	ReplicaSets []appsv1.ReplicaSet `json:"replicaSets,omitempty"`
+	DaemonSets  []appsv1.DaemonSet  `json:"daemonSets,omitempty"`
 }
 
 // WorkloadDetail is one workload object with what it owns and its events.
@@ -51,7 +54,8 @@ type WorkloadDetail struct {
 	ReplicaSet *appsv1.ReplicaSet `json:"replicaSet,omitempty"`
 	// ReplicaSets are a Deployment's, newest revision first.
 	ReplicaSets []appsv1.ReplicaSet `json:"replicaSets,omitempty"`
-	// Pods are a ReplicaSet's.
+	DaemonSet   *appsv1.DaemonSet   `json:"daemonSet,omitempty"`
+	// Pods are a ReplicaSet's or a DaemonSet's.
 	Pods   []v1.Pod `json:"pods,omitempty"`
 	Events []Event  `json:"events"`
 }

@@ -28,6 +28,9 @@ func (b *Bundle) SetDefaults() {
 	for _, rs := range b.ReplicaSets {
 		setReplicaSetDefaults(rs.ReplicaSet)
 	}
+	for _, ds := range b.DaemonSets {
+		setDaemonSetDefaults(ds.DaemonSet)
+	}
 }
 
 func setConfigMapDefaults(cm *v1.ConfigMap) {

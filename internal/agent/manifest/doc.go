@@ -23,8 +23,9 @@
 //
 // A source holds one or more documents (YAML separated by "---", or a JSON
 // stream). Each document is a v1 Pod, ConfigMap, Secret, an apps/v1
-// Deployment or ReplicaSet (Bundle.Deployments, Bundle.ReplicaSets, each
-// with its Source; workload.go, defaults_workload.go,
+// Deployment, ReplicaSet or DaemonSet (Bundle.Deployments,
+// Bundle.ReplicaSets, Bundle.DaemonSets, each with its Source; workload.go,
+// daemonset.go, defaults_workload.go,
 // validate_workload.go: the API server's apps/v1 defaults and checks, the
 // template validated as a pod with restartPolicy Always), or a v1 List of
 // them; any other kind is refused, naming the file and the kind. Decoding is

@@ -22,6 +22,7 @@ const (
 	appsV1         = "apps/v1"
 	kindDeployment = "Deployment"
 	kindReplicaSet = "ReplicaSet"
+	kindDaemonSet  = "DaemonSet"
 )
 
 // Workload is one object of a workload kind, for what every kind shares.
@@ -40,12 +41,15 @@ func (b *Bundle) Workloads() []Workload {
 	for _, rs := range b.ReplicaSets {
 		out = append(out, Workload{Kind: kindReplicaSet, Meta: &rs.ObjectMeta, Source: rs.Source})
 	}
+	for _, ds := range b.DaemonSets {
+		out = append(out, Workload{Kind: kindDaemonSet, Meta: &ds.ObjectMeta, Source: ds.Source})
+	}
 	return out
 }
 
 // Empty says whether the bundle holds no object.
 func (b *Bundle) Empty() bool {
-	return len(b.Pods)+len(b.ConfigMaps)+len(b.Secrets)+len(b.Deployments)+len(b.ReplicaSets) == 0
+	return len(b.Pods)+len(b.ConfigMaps)+len(b.Secrets)+len(b.Deployments)+len(b.ReplicaSets)+len(b.DaemonSets) == 0
 }
 
 // workloadConflicts lists the workloads of o that b already holds.

@@ -1,5 +1,5 @@
 // Package workload holds the node agent's controllers for workload kinds
-// (apps/v1 ReplicaSet and Deployment) as pure reconcile functions: given an
+// (apps/v1 ReplicaSet, Deployment and DaemonSet) as pure reconcile functions: given an
 // object, what it owns and what was observed of it, they return what to
 // create, scale and delete and the object's new status, as the
 // kube-controller-manager's replicaset and deployment controllers would.
@@ -8,7 +8,12 @@
 //
 //	func ReconcileReplicaSet(rs *appsv1.ReplicaSet, pods []Pod, now time.Time) ReplicaSetActions
 //	func ReconcileDeployment(d *appsv1.Deployment, sets []*appsv1.ReplicaSet, now time.Time) DeploymentActions
+//	func ReconcileDaemonSet(ds *appsv1.DaemonSet, node *v1.Node, pods []DaemonPod, now time.Time) DaemonSetActions
 //	func ComputeHash(template *v1.PodTemplateSpec, collisionCount *int32) string
+//
+// A DaemonSet runs on the one node: its pod (with the controller-revision-hash
+// label, the daemon tolerations and the node's name as required affinity) should
+// run when it fits the node's labels and taints as package nodefit admits a pod.
 //
 // Names and labels are Kubernetes': a Deployment's ReplicaSet is
 // "<deployment>-<pod-template-hash>" (the hash computed from the template as

@@ -1,5 +1,5 @@
 // Package workloadstore keeps the node agent's workload objects
-// (Deployments and ReplicaSets, as applied and as their controllers changed
+// (Deployments, ReplicaSets and DaemonSets, as applied and as their controllers changed
 // them) on disk, so that they survive an agent restart or kill -9: one
 // root-only JSON file per object, <dir>/<kind>-<uid>.json (directory 0700,
 // files 0600, written atomically). The agent saves an object before it

@@ -23,6 +23,7 @@ const recordVersion = 1
 const (
 	KindDeployment = "Deployment"
 	KindReplicaSet = "ReplicaSet"
+	KindDaemonSet  = "DaemonSet"
 )
 
 // Record is one workload object and the manifest file it came from ("" for
@@ -33,6 +34,7 @@ type Record struct {
 	Source     string             `json:"source,omitempty"`
 	Deployment *appsv1.Deployment `json:"deployment,omitempty"`
 	ReplicaSet *appsv1.ReplicaSet `json:"replicaSet,omitempty"`
+	DaemonSet  *appsv1.DaemonSet  `json:"daemonSet,omitempty"`
 }
 
 // UID is the uid of the record's object.
@@ -42,6 +44,8 @@ func (r Record) UID() string {
 		return string(r.Deployment.UID)
 	case r.ReplicaSet != nil:
 		return string(r.ReplicaSet.UID)
+	case r.DaemonSet != nil:
+		return string(r.DaemonSet.UID)
 	}
 	return ""
 }
@@ -51,8 +55,9 @@ func (r Record) check() error {
 	switch {
 	case r.Version != recordVersion:
 		return fmt.Errorf("record version %d, this agent reads %d", r.Version, recordVersion)
-	case r.Kind == KindDeployment && r.Deployment != nil && r.ReplicaSet == nil:
-	case r.Kind == KindReplicaSet && r.ReplicaSet != nil && r.Deployment == nil:
+	case r.Kind == KindDeployment && r.Deployment != nil && r.ReplicaSet == nil && r.DaemonSet == nil:
+	case r.Kind == KindReplicaSet && r.ReplicaSet != nil && r.Deployment == nil && r.DaemonSet == nil:
+	case r.Kind == KindDaemonSet && r.DaemonSet != nil && r.Deployment == nil && r.ReplicaSet == nil:
 	default:
 		return fmt.Errorf("record of kind %q does not hold exactly that object", r.Kind)
 	}

@@ -62,3 +62,24 @@ func TestLoadSetsAsideWhatItCannotRead(t *testing.T) {
 		t.Fatalf("the unreadable record was not kept aside: %q %v", data, err)
 	}
 }
+
+func TestDaemonSetRecord(t *testing.T) {
+	s, err := Open(filepath.Join(t.TempDir(), "workloads"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ds := &appsv1.DaemonSet{ObjectMeta: metav1.ObjectMeta{Name: "agent", Namespace: "default", UID: "ds1"}}
+	if err := s.Save(Record{Kind: KindDaemonSet, DaemonSet: ds, Source: "/x/ds.yaml"}); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Save(Record{Kind: KindDaemonSet, DaemonSet: ds, ReplicaSet: &appsv1.ReplicaSet{}}); err == nil {
+		t.Error("a record holding two objects was saved")
+	}
+	records, problems := s.Load()
+	if len(problems) != 0 || len(records) != 1 || records[0].DaemonSet == nil || records[0].DaemonSet.Name != "agent" || records[0].UID() != "ds1" {
+		t.Fatalf("loaded %+v, %v", records, problems)
+	}
+	if err := s.Remove(KindDaemonSet, "ds1"); err != nil {
+		t.Fatal(err)
+	}
+}
