@@ -26,6 +26,9 @@ type Bundle struct {
 	SecretSources    map[string]string        `json:"secretSources,omitempty"`
 	Deployments      []*Deployment            `json:"deployments,omitempty"`
 	ReplicaSets      []*ReplicaSet            `json:"replicaSets,omitempty"`
+	StatefulSets     []*StatefulSet           `json:"statefulSets,omitempty"`
+	// PersistentVolumeClaims are claims applied on their own.
+	PersistentVolumeClaims []*PersistentVolumeClaim `json:"persistentVolumeClaims,omitempty"`
 }
 
 // ObjectKey is the key of an object in a Bundle's maps: "namespace/name",
@@ -55,6 +58,8 @@ func (b *Bundle) Merge(o *Bundle) error {
 	b.Pods = append(b.Pods, o.Pods...)
 	b.Deployments = append(b.Deployments, o.Deployments...)
 	b.ReplicaSets = append(b.ReplicaSets, o.ReplicaSets...)
+	b.StatefulSets = append(b.StatefulSets, o.StatefulSets...)
+	b.PersistentVolumeClaims = append(b.PersistentVolumeClaims, o.PersistentVolumeClaims...)
 	for key, cm := range o.ConfigMaps {
 		b.ConfigMaps[key] = cm
 		b.ConfigMapSources[key] = o.ConfigMapSources[key]
@@ -126,6 +131,10 @@ func singleObject(object any, source string) *Bundle {
 		b.Deployments = []*Deployment{{Deployment: o, Source: source}}
 	case *appsv1.ReplicaSet:
 		b.ReplicaSets = []*ReplicaSet{{ReplicaSet: o, Source: source}}
+	case *appsv1.StatefulSet:
+		b.StatefulSets = []*StatefulSet{{StatefulSet: o, Source: source}}
+	case *v1.PersistentVolumeClaim:
+		b.PersistentVolumeClaims = []*PersistentVolumeClaim{{PersistentVolumeClaim: o, Source: source}}
 	}
 	return b
 }

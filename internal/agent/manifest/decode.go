@@ -108,6 +108,10 @@ func decodeObject(b *Bundle, data []byte, source, location string) []Problem {
 		return decodeTyped(b, data, source, object, &appsv1.Deployment{})
 	case kindReplicaSet:
 		return decodeTyped(b, data, source, object, &appsv1.ReplicaSet{})
+	case kindStatefulSet:
+		return decodeTyped(b, data, source, object, &appsv1.StatefulSet{})
+	case kindPersistentVolumeClaim:
+		return decodeTyped(b, data, source, object, &v1.PersistentVolumeClaim{})
 	default:
 		return decodeList(b, data, source, location)
 	}
@@ -117,6 +121,7 @@ func decodeObject(b *Bundle, data []byte, source, location string) []Problem {
 var apiVersions = map[string]string{
 	kindPod: "v1", kindConfigMap: "v1", kindSecret: "v1", kindList: "v1",
 	kindDeployment: appsV1, kindReplicaSet: appsV1,
+	kindStatefulSet: appsV1, kindPersistentVolumeClaim: "v1",
 }
 
 // checkKind refuses a kind berth does not read, or the wrong apiVersion.
@@ -126,7 +131,7 @@ func checkKind(head objectHead) error {
 	case head.Kind == "":
 		return errors.New(`missing "kind"`)
 	case !known:
-		return fmt.Errorf("unsupported kind %q (apiVersion %q): berth reads only v1 Pod, ConfigMap, Secret and List, and apps/v1 Deployment and ReplicaSet", head.Kind, head.APIVersion)
+		return fmt.Errorf("unsupported kind %q (apiVersion %q): berth reads only v1 Pod, ConfigMap, Secret, PersistentVolumeClaim and List, and apps/v1 Deployment, ReplicaSet and StatefulSet", head.Kind, head.APIVersion)
 	case head.APIVersion == "":
 		return fmt.Errorf(`missing "apiVersion" (want %q)`, want)
 	case head.APIVersion != want:
@@ -161,6 +166,12 @@ func decodeTyped(b *Bundle, data []byte, source, object string, into any) []Prob
 	case *appsv1.ReplicaSet:
 		o.Status = appsv1.ReplicaSetStatus{}
 		setReplicaSetDefaults(o)
+	case *appsv1.StatefulSet:
+		o.Status = appsv1.StatefulSetStatus{}
+		setStatefulSetDefaults(o)
+	case *v1.PersistentVolumeClaim:
+		o.Status = v1.PersistentVolumeClaimStatus{}
+		setPVCDefaults(o)
 	}
 	return problemsOf(b.Merge(singleObject(into, source)), source)
 }

@@ -28,6 +28,12 @@ func (b *Bundle) SetDefaults() {
 	for _, rs := range b.ReplicaSets {
 		setReplicaSetDefaults(rs.ReplicaSet)
 	}
+	for _, s := range b.StatefulSets {
+		setStatefulSetDefaults(s.StatefulSet)
+	}
+	for _, c := range b.PersistentVolumeClaims {
+		setPVCDefaults(c.PersistentVolumeClaim)
+	}
 }
 
 func setConfigMapDefaults(cm *v1.ConfigMap) {

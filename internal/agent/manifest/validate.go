@@ -23,6 +23,8 @@ func (b *Bundle) Validate() error {
 	problems := b.configObjectProblems()
 	problems = append(problems, b.podProblems()...)
 	problems = append(problems, b.workloadProblems()...)
+	problems = append(problems, b.statefulSetProblems()...)
+	problems = append(problems, b.claimProblems()...)
 	return invalid(problems)
 }
 
