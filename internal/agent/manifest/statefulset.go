@@ -2,10 +2,11 @@ package manifest
 
 import (
 	appsv1 "k8s.io/api/apps/v1"
-	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/apimachinery/pkg/util/validation/field"
+
+	"github.com/berth-dev/berth/internal/agent/workload"
 )
 
 // StatefulSet is a decoded apps/v1 StatefulSet and the source it came from.
@@ -107,29 +108,8 @@ func validateStatefulSetSpec(spec *appsv1.StatefulSetSpec, path *field.Path) fie
 	// The controller gives each pod a volume per claim template (in place
 	// of a template volume of that name); the template is checked with them.
 	template := spec.Template.DeepCopy()
-	template.Spec.Volumes = StatefulSetPodVolumes(template.Spec.Volumes, spec.VolumeClaimTemplates, func(name string) string { return name })
+	template.Spec.Volumes = workload.StatefulSetPodVolumes(template.Spec.Volumes, spec.VolumeClaimTemplates, func(name string) string { return name })
 	return append(errs, validateSelectorAndTemplate(spec.Selector, template, path)...)
-}
-
-// StatefulSetPodVolumes is a pod's volumes: the template's, with one
-// persistentVolumeClaim volume per claim template, named after the
-// template and claiming claimName(template name), replacing a template
-// volume of the same name, as the StatefulSet controller does.
-func StatefulSetPodVolumes(volumes []v1.Volume, templates []v1.PersistentVolumeClaim, claimName func(string) string) []v1.Volume {
-	out := make([]v1.Volume, 0, len(volumes)+len(templates))
-	claimed := map[string]bool{}
-	for _, t := range templates {
-		claimed[t.Name] = true
-		out = append(out, v1.Volume{Name: t.Name, VolumeSource: v1.VolumeSource{
-			PersistentVolumeClaim: &v1.PersistentVolumeClaimVolumeSource{ClaimName: claimName(t.Name)},
-		}})
-	}
-	for _, v := range volumes {
-		if !claimed[v.Name] {
-			out = append(out, v)
-		}
-	}
-	return out
 }
 
 func validateStatefulSetStrategy(s *appsv1.StatefulSetUpdateStrategy, path *field.Path) field.ErrorList {

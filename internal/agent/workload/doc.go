@@ -1,5 +1,5 @@
 // Package workload holds the node agent's controllers for workload kinds
-// (apps/v1 ReplicaSet and Deployment) as pure reconcile functions: given an
+// (apps/v1 ReplicaSet, Deployment and StatefulSet) as pure reconcile functions: given an
 // object, what it owns and what was observed of it, they return what to
 // create, scale and delete and the object's new status, as the
 // kube-controller-manager's replicaset and deployment controllers would.
@@ -8,6 +8,8 @@
 //
 //	func ReconcileReplicaSet(rs *appsv1.ReplicaSet, pods []Pod, now time.Time) ReplicaSetActions
 //	func ReconcileDeployment(d *appsv1.Deployment, sets []*appsv1.ReplicaSet, now time.Time) DeploymentActions
+//	func ReconcileStatefulSet(in StatefulSetInput) StatefulSetActions
+//	func NewStatefulSetPod(set *appsv1.StatefulSet, template *v1.PodTemplateSpec, revision string, ordinal int) *v1.Pod
 //	func ComputeHash(template *v1.PodTemplateSpec, collisionCount *int32) string
 //
 // Names and labels are Kubernetes': a Deployment's ReplicaSet is
@@ -21,4 +23,12 @@
 // (maxSurge rounded up) counted from the ReplicaSets' replicas; Recreate
 // scales the old ReplicaSets to zero and creates the new one's pods once no
 // old pod is left.
+//
+// A StatefulSet's pods are "<set>-<ordinal>" with hostname and subdomain
+// set, the pod-name, pod-index and controller-revision-hash ("<set>-<hash>")
+// labels, and a claim "<template>-<set>-<ordinal>" per claim template
+// (statefulset_pod.go); statefulset.go orders them (OrderedReady or
+// Parallel), replaces failed ones at their ordinal, scales down from the
+// highest ordinal, rolls updates down to the partition within
+// maxUnavailable, and lists claims to remove by whenScaled.
 package workload
