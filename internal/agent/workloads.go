@@ -24,13 +24,19 @@ import (
 type workloadObj struct {
 	d      *appsv1.Deployment // one of d and rs is set
 	rs     *appsv1.ReplicaSet
-	source string
+	sts    *appsv1.StatefulSet
+	// revisions are a StatefulSet's ControllerRevisions, oldest first.
+	revisions []appsv1.ControllerRevision
+	source    string
 	events *eventLog
 }
 
 func (o *workloadObj) kind() string {
 	if o.d != nil {
 		return workloadstore.KindDeployment
+	}
+	if o.sts != nil {
+		return workloadstore.KindStatefulSet
 	}
 	return workloadstore.KindReplicaSet
 }
@@ -39,13 +45,16 @@ func (o *workloadObj) meta() *metav1.ObjectMeta {
 	if o.d != nil {
 		return &o.d.ObjectMeta
 	}
+	if o.sts != nil {
+		return &o.sts.ObjectMeta
+	}
 	return &o.rs.ObjectMeta
 }
 
 func (o *workloadObj) uid() string { return string(o.meta().UID) }
 
 func (o *workloadObj) record() workloadstore.Record {
-	return workloadstore.Record{Kind: o.kind(), Source: o.source, Deployment: o.d, ReplicaSet: o.rs}
+	return workloadstore.Record{Kind: o.kind(), Source: o.source, Deployment: o.d, ReplicaSet: o.rs, StatefulSet: o.sts, Revisions: o.revisions}
 }
 
 // nameKey is "Kind namespace/name", the key of workloadNames.
@@ -58,6 +67,8 @@ func resourceKind(resource string) (string, error) {
 		return workloadstore.KindDeployment, nil
 	case agentapi.ResourceReplicaSet:
 		return workloadstore.KindReplicaSet, nil
+	case agentapi.ResourceStatefulSet:
+		return workloadstore.KindStatefulSet, nil
 	}
 	return "", fmt.Errorf("resource %q: want deployments or replicasets: %w", resource, errdefs.ErrInvalidArgument)
 }
@@ -100,7 +111,7 @@ func (a *Agent) loadWorkloadsLocked() {
 		a.log.Error("recover: a workload record could not be read; its pods are left as they are", "error", err)
 	}
 	for _, r := range records {
-		o := &workloadObj{d: r.Deployment, rs: r.ReplicaSet, source: r.Source, events: newEventLog(a.deps.clock.Now)}
+		o := &workloadObj{d: r.Deployment, rs: r.ReplicaSet, sts: r.StatefulSet, revisions: r.Revisions, source: r.Source, events: newEventLog(a.deps.clock.Now)}
 		a.addWorkloadLocked(o)
 	}
 }
@@ -122,6 +133,7 @@ func (a *Agent) checkWorkloadUpdatesLocked(b *manifest.Bundle) error {
 			immutable(rs.Source, "ReplicaSet "+rs.Namespace+"/"+rs.Name, rs.Spec.Selector)
 		}
 	}
+	problems = append(problems, a.statefulSetUpdateProblems(b)...)
 	if len(problems) == 0 {
 		return nil
 	}
@@ -131,7 +143,15 @@ func (a *Agent) checkWorkloadUpdatesLocked(b *manifest.Bundle) error {
 // applyWorkloadsLocked creates or updates the bundle's Deployments and
 // ReplicaSets; their controllers do the rest.
 func (a *Agent) applyWorkloadsLocked(b *manifest.Bundle) ([]agentapi.ApplyResult, error) {
-	var results []agentapi.ApplyResult
+	results, err := a.applyClaimsLocked(b)
+	if err != nil {
+		return results, err
+	}
+	sets, err := a.applyStatefulSetsLocked(b)
+	results = append(results, sets...)
+	if err != nil {
+		return results, err
+	}
 	for _, d := range b.Deployments {
 		obj := d.DeepCopy()
 		obj.TypeMeta = metav1.TypeMeta{APIVersion: "apps/v1", Kind: workloadstore.KindDeployment}
@@ -172,11 +192,16 @@ func (a *Agent) applyWorkloadLocked(in *workloadObj) (agentapi.ApplyResult, erro
 	}
 	next := &workloadObj{source: in.source, events: cur.events}
 	specChanged := false
-	if cur.d != nil {
+	switch {
+	case cur.sts != nil:
+		next.sts, next.revisions = cur.sts.DeepCopy(), cur.revisions
+		specChanged = !apiequality.Semantic.DeepEqual(cur.sts.Spec, in.sts.Spec)
+		next.sts.Spec = in.sts.Spec
+	case cur.d != nil:
 		next.d = cur.d.DeepCopy()
 		specChanged = !apiequality.Semantic.DeepEqual(cur.d.Spec, in.d.Spec)
 		next.d.Spec = in.d.Spec
-	} else {
+	default:
 		next.rs = cur.rs.DeepCopy()
 		specChanged = !apiequality.Semantic.DeepEqual(cur.rs.Spec, in.rs.Spec)
 		next.rs.Spec = in.rs.Spec

@@ -27,6 +27,11 @@ const (
 // (every namespace when empty); objects being deleted are gone already, as
 // with the API server's background deletion.
 func (a *Agent) ListWorkloads(resource, namespace string) (agentapi.WorkloadList, error) {
+	if resource == agentapi.ResourcePersistentVolumeClaim {
+		a.mu.Lock()
+		defer a.mu.Unlock()
+		return a.listClaimsLocked(namespace)
+	}
 	kind, err := resourceKind(resource)
 	if err != nil {
 		return agentapi.WorkloadList{}, err
@@ -39,9 +44,12 @@ func (a *Agent) ListWorkloads(resource, namespace string) (agentapi.WorkloadList
 		if o.kind() != kind || m.DeletionTimestamp != nil || (namespace != "" && m.Namespace != namespace) {
 			continue
 		}
-		if o.d != nil {
+		switch {
+		case o.sts != nil:
+			list.StatefulSets = append(list.StatefulSets, *o.sts.DeepCopy())
+		case o.d != nil:
 			list.Deployments = append(list.Deployments, *o.d.DeepCopy())
-		} else {
+		default:
 			list.ReplicaSets = append(list.ReplicaSets, *o.rs.DeepCopy())
 		}
 	}
@@ -66,9 +74,15 @@ func (a *Agent) lookupLocked(resource, namespace, name string) (*workloadObj, er
 func (a *Agent) DescribeWorkload(resource, namespace, name string) (agentapi.WorkloadDetail, error) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
+	if resource == agentapi.ResourcePersistentVolumeClaim {
+		return a.describeClaimLocked(namespace, name)
+	}
 	o, err := a.lookupLocked(resource, namespace, name)
 	if err != nil {
 		return agentapi.WorkloadDetail{}, err
+	}
+	if o.sts != nil {
+		return a.describeStatefulSetLocked(o), nil
 	}
 	detail := agentapi.WorkloadDetail{Events: o.events.list()}
 	if o.d != nil {
@@ -101,6 +115,9 @@ func (a *Agent) DeleteWorkload(_ context.Context, resource, namespace, name stri
 	}
 	a.mu.Lock()
 	defer a.mu.Unlock()
+	if resource == agentapi.ResourcePersistentVolumeClaim {
+		return a.deleteClaimAPILocked(namespace, name)
+	}
 	o, err := a.lookupLocked(resource, namespace, name)
 	if err != nil {
 		return agentapi.DeleteResponse{}, err
@@ -119,7 +136,7 @@ func (a *Agent) DeleteWorkload(_ context.Context, resource, namespace, name stri
 	for _, t := range targets[1:] {
 		resp.Pods = append(resp.Pods, a.stopPodsLocked(pods[t.uid()], grace, t)...)
 	}
-	if o.rs != nil {
+	if o.rs != nil || o.sts != nil {
 		resp.Pods = append(resp.Pods, a.stopPodsLocked(pods[o.uid()], grace, o)...)
 	}
 	a.wakeControllers()
@@ -155,9 +172,12 @@ func (a *Agent) Scale(_ context.Context, resource, namespace, name string, repli
 		return agentapi.ApplyResult{}, fmt.Errorf("%s %s/%s is controlled by %s %s: scale that: %w", o.kind(), namespace, name, ref.Kind, ref.Name, errdefs.ErrFailedPrecondition)
 	}
 	next := o.copy()
-	if next.d != nil {
+	switch {
+	case next.sts != nil:
+		next.sts.Spec.Replicas = &replicas
+	case next.d != nil:
 		next.d.Spec.Replicas = &replicas
-	} else {
+	default:
 		next.rs.Spec.Replicas = &replicas
 	}
 	return a.updateLocked(o, next, outcomeScaled)
@@ -165,10 +185,13 @@ func (a *Agent) Scale(_ context.Context, resource, namespace, name string, repli
 
 // copy is a deep copy of the object sharing its event log.
 func (o *workloadObj) copy() *workloadObj {
-	c := &workloadObj{source: o.source, events: o.events}
-	if o.d != nil {
+	c := &workloadObj{source: o.source, events: o.events, revisions: o.revisions}
+	switch {
+	case o.sts != nil:
+		c.sts = o.sts.DeepCopy()
+	case o.d != nil:
 		c.d = o.d.DeepCopy()
-	} else {
+	default:
 		c.rs = o.rs.DeepCopy()
 	}
 	return c
@@ -199,13 +222,17 @@ func (a *Agent) Rollout(_ context.Context, resource, namespace, name string, req
 	if err != nil {
 		return agentapi.ApplyResult{}, err
 	}
+	if req.Restart == req.Undo {
+		return agentapi.ApplyResult{}, fmt.Errorf("rollout: ask for restart or undo: %w", errdefs.ErrInvalidArgument)
+	}
+	if o.sts != nil {
+		return a.rolloutStatefulSetLocked(o, req)
+	}
 	if o.d == nil {
-		return agentapi.ApplyResult{}, fmt.Errorf("rollout: %s %s/%s: only Deployments roll out: %w", o.kind(), namespace, name, errdefs.ErrInvalidArgument)
+		return agentapi.ApplyResult{}, fmt.Errorf("rollout: %s %s/%s: only Deployments and StatefulSets roll out: %w", o.kind(), namespace, name, errdefs.ErrInvalidArgument)
 	}
 	next := o.copy()
 	switch {
-	case req.Restart == req.Undo:
-		return agentapi.ApplyResult{}, fmt.Errorf("rollout: ask for restart or undo: %w", errdefs.ErrInvalidArgument)
 	case req.Restart:
 		t := &next.d.Spec.Template
 		if t.Annotations == nil {

@@ -19,15 +19,20 @@ import (
 //	POST   /v1/workloads/KIND/NS/NAME/scale         ScaleRequest → ApplyResult
 //	POST   /v1/workloads/KIND/NS/NAME/rollout       RolloutRequest → ApplyResult
 //
-// KIND is "deployments" or "replicasets".
+// KIND is "deployments", "replicasets", "statefulsets" or
+// "persistentvolumeclaims" (list, describe and delete only).
 const pathWorkloads = "/v1/workloads"
 
 // Workload kinds, as ApplyResult.Kind and in paths.
 const (
-	KindDeployment     = "Deployment"
-	KindReplicaSet     = "ReplicaSet"
-	ResourceDeployment = "deployments"
-	ResourceReplicaSet = "replicasets"
+	KindDeployment                = "Deployment"
+	KindReplicaSet                = "ReplicaSet"
+	ResourceDeployment            = "deployments"
+	ResourceReplicaSet            = "replicasets"
+	KindStatefulSet               = "StatefulSet"
+	ResourceStatefulSet           = "statefulsets"
+	KindPersistentVolumeClaim     = "PersistentVolumeClaim"
+	ResourcePersistentVolumeClaim = "persistentvolumeclaims"
 )
 
 // WorkloadService is the workload part of what the API serves.
@@ -41,8 +46,10 @@ type WorkloadService interface {
 
 // WorkloadList holds the objects of one kind, by namespace and name.
 type WorkloadList struct {
-	Deployments []appsv1.Deployment `json:"deployments,omitempty"`
-	ReplicaSets []appsv1.ReplicaSet `json:"replicaSets,omitempty"`
+	Deployments            []appsv1.Deployment        `json:"deployments,omitempty"`
+	ReplicaSets            []appsv1.ReplicaSet        `json:"replicaSets,omitempty"`
+	StatefulSets           []appsv1.StatefulSet       `json:"statefulSets,omitempty"`
+	PersistentVolumeClaims []v1.PersistentVolumeClaim `json:"persistentVolumeClaims,omitempty"`
 }
 
 // WorkloadDetail is one workload object with what it owns and its events.
@@ -51,7 +58,13 @@ type WorkloadDetail struct {
 	ReplicaSet *appsv1.ReplicaSet `json:"replicaSet,omitempty"`
 	// ReplicaSets are a Deployment's, newest revision first.
 	ReplicaSets []appsv1.ReplicaSet `json:"replicaSets,omitempty"`
-	// Pods are a ReplicaSet's.
+	StatefulSet *appsv1.StatefulSet `json:"statefulSet,omitempty"`
+	// Revisions are a StatefulSet's, oldest first.
+	Revisions             []appsv1.ControllerRevision `json:"revisions,omitempty"`
+	PersistentVolumeClaim *v1.PersistentVolumeClaim   `json:"persistentVolumeClaim,omitempty"`
+	// UsedBy names the pods whose volumes use a claim.
+	UsedBy []string `json:"usedBy,omitempty"`
+	// Pods are a ReplicaSet's or a StatefulSet's.
 	Pods   []v1.Pod `json:"pods,omitempty"`
 	Events []Event  `json:"events"`
 }

@@ -17,6 +17,11 @@ type PersistentVolumeClaim struct {
 
 const kindPersistentVolumeClaim = "PersistentVolumeClaim"
 
+// ReclaimPolicyAnnotation sets the reclaim policy of a claim's volume
+// (Delete when absent, or Retain): what happens to its data when the
+// claim is deleted.
+const ReclaimPolicyAnnotation = "berth.dev/reclaim-policy"
+
 // supportedAccessModes are the access modes the API server accepts.
 var supportedAccessModes = []v1.PersistentVolumeAccessMode{v1.ReadWriteOnce, v1.ReadOnlyMany, v1.ReadWriteMany, v1.ReadWriteOncePod}
 
@@ -41,6 +46,7 @@ func (b *Bundle) claimProblems() []Problem {
 	for _, c := range b.PersistentVolumeClaims {
 		errs := validateObjectMeta(&c.ObjectMeta, field.NewPath("metadata"))
 		errs = append(errs, validatePVCSpec(&c.Spec, field.NewPath("spec"))...)
+		errs = append(errs, validateReclaimAnnotation(c.Annotations, field.NewPath("metadata", "annotations"))...)
 		problems = append(problems, fieldProblems(c.Source, objectName(kindPersistentVolumeClaim, &c.ObjectMeta), errs)...)
 	}
 	return problems
@@ -88,4 +94,17 @@ func validatePVCSpec(spec *v1.PersistentVolumeClaimSpec, path *field.Path) field
 		errs = append(errs, field.Forbidden(path.Child("volumeName"), "berth provisions every claim itself; binding to a named volume is not supported"))
 	}
 	return errs
+}
+
+// validateReclaimAnnotation checks berth's reclaim-policy annotation.
+func validateReclaimAnnotation(annotations map[string]string, path *field.Path) field.ErrorList {
+	v, found := annotations[ReclaimPolicyAnnotation]
+	if !found {
+		return nil
+	}
+	supported := []v1.PersistentVolumeReclaimPolicy{v1.PersistentVolumeReclaimDelete, v1.PersistentVolumeReclaimRetain}
+	if !slices.Contains(supported, v1.PersistentVolumeReclaimPolicy(v)) {
+		return field.ErrorList{field.NotSupported(path.Key(ReclaimPolicyAnnotation), v, supported)}
+	}
+	return nil
 }

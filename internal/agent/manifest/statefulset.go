@@ -104,6 +104,7 @@ func validateStatefulSetSpec(spec *appsv1.StatefulSetSpec, path *field.Path) fie
 		}
 		seen[ct.Name] = true
 		errs = append(errs, validatePVCSpec(&ct.Spec, ctPath.Child("spec"))...)
+		errs = append(errs, validateReclaimAnnotation(ct.Annotations, ctPath.Child("metadata", "annotations"))...)
 	}
 	// The controller gives each pod a volume per claim template (in place
 	// of a template volume of that name); the template is checked with them.

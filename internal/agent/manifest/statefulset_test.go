@@ -86,6 +86,7 @@ func TestValidateStatefulSetAndClaim(t *testing.T) {
 		{"size", pvcYAML, "storage: 10Mi", "storage: 0", "spec.resources.requests[storage]: Invalid value: \"0\": must be greater than zero"},
 		{"block", pvcYAML, "  storageClassName: fast\n", "  volumeMode: Block\n", `spec.volumeMode: Unsupported value: "Block": berth's claims are local directories; block volumes are not supported`},
 		{"selector", pvcYAML, "  storageClassName: fast\n", "  selector: {matchLabels: {a: b}}\n", "spec.selector: Forbidden"},
+		{"reclaim policy", pvcYAML, "  name: scratch\n", "  name: scratch\n  annotations: {berth.dev/reclaim-policy: Recycle}\n", `metadata.annotations[berth.dev/reclaim-policy]: Unsupported value: "Recycle"`},
 		{"dataSource", pvcYAML, "  storageClassName: fast\n", "  dataSource: {kind: PersistentVolumeClaim, name: other}\n", "spec.dataSource: Forbidden"},
 	}
 	for _, tc := range cases {
