@@ -128,7 +128,7 @@ func newRunPullDisplay(w io.Writer, since time.Time, pods []agentapi.ApplyResult
 // objectLabel is how kubectl names a kind in apply's output: pod,
 // configmap, deployment.apps.
 func objectLabel(kind string) string {
-	if kind == agentapi.KindDeployment || kind == agentapi.KindReplicaSet {
+	if kind == agentapi.KindDeployment || kind == agentapi.KindReplicaSet || kind == agentapi.KindStatefulSet {
 		return kindLabel(kind)
 	}
 	return strings.ToLower(kind)
