@@ -19,16 +19,17 @@ import (
 	"github.com/berth-dev/berth/internal/errdefs"
 )
 
-// workloadObj is one Deployment or ReplicaSet the agent keeps (guarded by
-// a.mu): as applied or as its controller made it, with its status.
+// workloadObj is one Deployment, ReplicaSet or StatefulSet the agent
+// keeps (guarded by a.mu): as applied or as its controller made it, with
+// its status.
 type workloadObj struct {
-	d      *appsv1.Deployment // one of d and rs is set
-	rs     *appsv1.ReplicaSet
-	sts    *appsv1.StatefulSet
+	d   *appsv1.Deployment // one of d, rs and sts is set
+	rs  *appsv1.ReplicaSet
+	sts *appsv1.StatefulSet
 	// revisions are a StatefulSet's ControllerRevisions, oldest first.
 	revisions []appsv1.ControllerRevision
 	source    string
-	events *eventLog
+	events    *eventLog
 }
 
 func (o *workloadObj) kind() string {

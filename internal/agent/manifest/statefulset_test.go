@@ -103,3 +103,13 @@ func TestValidateStatefulSetAndClaim(t *testing.T) {
 		})
 	}
 }
+
+func TestExampleStatefulSetIsValid(t *testing.T) {
+	b, err := Load("../../../examples/statefulset.yaml", nil)
+	if err != nil || len(b.StatefulSets) != 1 || len(b.PersistentVolumeClaims) != 1 || len(b.Pods) != 1 {
+		t.Fatalf("examples/statefulset.yaml: %v", err)
+	}
+	if err := b.Validate(); err != nil {
+		t.Fatalf("examples/statefulset.yaml: %v", err)
+	}
+}

@@ -94,9 +94,13 @@ func TestReconcileStatefulSet(t *testing.T) {
 		{name: "update goes down", set: testSet(3), update: "db-new", pods: []string{"0:r:old", "1:r:old", "2:r:new"}, del: []string{"db-1"}},
 		{name: "update stops at the partition", set: testSet(3, partition(2)), update: "db-new", pods: []string{"0:r:old", "1:r:old", "2:r:new"}},
 		{name: "below the partition the current revision", set: testSet(3, partition(2)), update: "db-new", pods: []string{"0:r:old", "2:r:new"}, create: []PodToCreate{{1, "db-old"}}},
-		{name: "maxUnavailable 2", set: testSet(3, func(s *appsv1.StatefulSet) { s.Spec.UpdateStrategy.RollingUpdate.MaxUnavailable = ptr.To(intstr.FromInt32(2)) }),
+		{name: "maxUnavailable 2", set: testSet(3, func(s *appsv1.StatefulSet) {
+			s.Spec.UpdateStrategy.RollingUpdate.MaxUnavailable = ptr.To(intstr.FromInt32(2))
+		}),
 			update: "db-new", pods: []string{"0:r:old", "1:r:old", "2:r:old"}, del: []string{"db-2", "db-1"}},
-		{name: "OnDelete waits", set: testSet(2, func(s *appsv1.StatefulSet) { s.Spec.UpdateStrategy = appsv1.StatefulSetUpdateStrategy{Type: appsv1.OnDeleteStatefulSetStrategyType} }),
+		{name: "OnDelete waits", set: testSet(2, func(s *appsv1.StatefulSet) {
+			s.Spec.UpdateStrategy = appsv1.StatefulSetUpdateStrategy{Type: appsv1.OnDeleteStatefulSetStrategyType}
+		}),
 			update: "db-new", pods: []string{"0:r:old"}, create: []PodToCreate{{1, "db-new"}}},
 		{name: "ordinals start", set: testSet(2, func(s *appsv1.StatefulSet) { s.Spec.Ordinals = &appsv1.StatefulSetOrdinals{Start: 5} }),
 			update: "db-old", pods: []string{"0:r:old", "5:r:old"}, create: []PodToCreate{{6, "db-old"}}},
