@@ -237,3 +237,19 @@ func rolloutHistoryOf(ctx context.Context, client *agentapi.Client, t rolloutTar
 	}
 	return statefulSetHistory(out, t.name, detail.Revisions)
 }
+
+// followRollout follows an applied Deployment's or StatefulSet's rollout
+// for berth run (an OnDelete StatefulSet has none to follow).
+func followRollout(ctx context.Context, client *agentapi.Client, r agentapi.ApplyResult, out io.Writer) error {
+	if r.Kind == agentapi.KindDeployment {
+		return rolloutStatus(ctx, client, r.Namespace, r.Name, out)
+	}
+	detail, err := client.DescribeWorkload(ctx, agentapi.ResourceStatefulSet, r.Namespace, r.Name)
+	if err != nil {
+		return err
+	}
+	if detail.StatefulSet.Spec.UpdateStrategy.Type != appsv1.RollingUpdateStatefulSetStrategyType {
+		return nil
+	}
+	return rolloutStatusOf(ctx, client, rolloutTarget{resource: agentapi.ResourceStatefulSet, namespace: r.Namespace, name: r.Name}, out)
+}
