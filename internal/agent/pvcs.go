@@ -72,6 +72,22 @@ func hasMode(modes []v1.PersistentVolumeAccessMode, m v1.PersistentVolumeAccessM
 	return false
 }
 
+// adopt records a recovered pod as a user of the claims its volumes name:
+// they were mounted before the agent restarted.
+func (s *claimSet) adopt(pod *v1.Pod) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, vol := range pod.Spec.Volumes {
+		if c := vol.PersistentVolumeClaim; c != nil {
+			key := pod.Namespace + "/" + c.ClaimName
+			if s.users[key] == nil {
+				s.users[key] = map[string]bool{}
+			}
+			s.users[key][string(pod.UID)] = true
+		}
+	}
+}
+
 // forget drops a pod whose volumes are torn down.
 func (s *claimSet) forget(uid string) {
 	s.mu.Lock()

@@ -219,3 +219,24 @@ func TestClaimWaitsOncePodAndProtection(t *testing.T) {
 	}
 	waitFor(t, "the claim released", func() bool { _, ok := a.claimList(t)["later"]; return !ok })
 }
+
+// A restarted agent knows which pod holds a claim before any pod syncs
+// again (a ReadWriteOncePod claim stays its pod's).
+func TestClaimUsersSurviveARestart(t *testing.T) {
+	rt := criclienttest.New()
+	dir := t.TempDir()
+	first := startTestAgentIn(t, rt, dir)
+	first.apply(t, laterClaim+"---\n"+strings.Replace(laterPod, "%s", "first", 1))
+	waitFor(t, "the first pod runs", func() bool { return ready(first.pod(t, "first")) })
+	first.stop()
+	held := &fakeVolumes{root: dir + "/root", setupGate: make(chan struct{})}
+	second := startTestAgentWith(t, rt, dir, held)
+	if !second.claims.mounted("default", "later") {
+		t.Fatal("after a restart, before any volume setup, the claim has no user")
+	}
+	close(held.setupGate)
+	second.apply(t, strings.Replace(laterPod, "%s", "second", 1))
+	waitFor(t, "the second pod refused", func() bool {
+		return second.hasEvent(t, "second", "FailedMount", "ReadWriteOncePod") && second.pod(t, "second").Status.Phase == v1.PodPending
+	})
+}
