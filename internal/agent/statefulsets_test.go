@@ -240,3 +240,59 @@ func TestClaimUsersSurviveARestart(t *testing.T) {
 		return second.hasEvent(t, "second", "FailedMount", "ReadWriteOncePod") && second.pod(t, "second").Status.Phase == v1.PodPending
 	})
 }
+
+func (a *testAgent) statefulSet(t *testing.T) agentapi.WorkloadDetail {
+	t.Helper()
+	d, err := a.DescribeWorkload(agentapi.ResourceStatefulSet, "default", "db")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return d
+}
+
+// Rollout restart replaces the pods from the highest ordinal down; undo
+// returns to the first revision; with whenScaled and whenDeleted Delete
+// the claims go with their pods and with the set.
+func TestStatefulSetRolloutAndClaimRetention(t *testing.T) {
+	a := startTestAgent(t, criclienttest.New())
+	a.apply(t, strings.Replace(dbStatefulSet, "replicas: 3", "replicas: 2\n  persistentVolumeClaimRetentionPolicy: {whenScaled: Delete, whenDeleted: Delete}", 1))
+	settled := func() bool {
+		s := a.statefulSet(t).StatefulSet
+		pods := a.ownedPods("StatefulSet")
+		for _, p := range pods {
+			if p.Labels["controller-revision-hash"] != s.Status.UpdateRevision {
+				return false
+			}
+		}
+		return readyCount(pods) == 2 && s.Status.ObservedGeneration == s.Generation && s.Status.CurrentRevision == s.Status.UpdateRevision
+	}
+	waitFor(t, "2 ready pods", settled)
+	first := a.statefulSet(t).StatefulSet.Status.UpdateRevision
+	if _, err := a.Rollout(context.Background(), agentapi.ResourceStatefulSet, "default", "db", agentapi.RolloutRequest{Restart: true}); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "the restart rolled out", func() bool { return settled() && a.statefulSet(t).StatefulSet.Status.UpdateRevision != first })
+	pods := a.ownedPods("StatefulSet")
+	if db0, db1 := pods["db-0"], pods["db-1"]; db0.CreationTimestamp.Before(&db1.CreationTimestamp) {
+		t.Errorf("db-0 was replaced before db-1 (%v, %v)", db0.CreationTimestamp, db1.CreationTimestamp)
+	}
+	if _, err := a.Rollout(context.Background(), agentapi.ResourceStatefulSet, "default", "db", agentapi.RolloutRequest{Undo: true}); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "the undo rolled out", func() bool { return settled() && a.statefulSet(t).StatefulSet.Status.UpdateRevision == first })
+	if d := a.statefulSet(t); len(d.Revisions) != 2 {
+		t.Errorf("revisions %d; want 2", len(d.Revisions))
+	}
+
+	if _, err := a.Scale(context.Background(), agentapi.ResourceStatefulSet, "default", "db", 1); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "db-1 and its claim gone", func() bool {
+		_, claim := a.claimList(t)["data-db-1"]
+		return len(a.ownedPods("StatefulSet")) == 1 && !claim
+	})
+	if _, err := a.DeleteWorkload(context.Background(), agentapi.ResourceStatefulSet, "default", "db", nil); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "every claim gone with the set", func() bool { return len(a.claimList(t)) == 0 && len(a.ListPods("").Items) == 0 })
+}
