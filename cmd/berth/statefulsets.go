@@ -78,6 +78,14 @@ func writeClaimTable(w io.Writer, claims []v1.PersistentVolumeClaim, withNamespa
 	return tw.Flush()
 }
 
+// className is describe's StorageClass: the name, or nothing.
+func className(s *string) string {
+	if s == nil {
+		return ""
+	}
+	return *s
+}
+
 func orUnset(s *string) string {
 	if s == nil || *s == "" {
 		return "<unset>"
@@ -118,7 +126,7 @@ func describeStatefulSet(d describer, detail agentapi.WorkloadDetail) {
 	}
 	for _, c := range s.Spec.VolumeClaimTemplates {
 		d.line(1, "Name", "%s", c.Name)
-		d.line(1, "StorageClass", "%s", strings.Trim(orUnset(c.Spec.StorageClassName), "<>unset"))
+		d.line(1, "StorageClass", "%s", className(c.Spec.StorageClassName))
 		d.line(1, "Labels", "%s", orNone(joinMap(c.Labels, "\n\t")))
 		d.line(1, "Annotations", "%s", orNone(joinMap(c.Annotations, "\n\t")))
 		q := c.Spec.Resources.Requests[v1.ResourceStorage]
@@ -139,7 +147,7 @@ func describeClaim(d describer, detail agentapi.WorkloadDetail) {
 	c := detail.PersistentVolumeClaim
 	d.line(0, "Name", "%s", c.Name)
 	d.line(0, "Namespace", "%s", c.Namespace)
-	d.line(0, "StorageClass", "%s", strings.Trim(orUnset(c.Spec.StorageClassName), "<>unset"))
+	d.line(0, "StorageClass", "%s", className(c.Spec.StorageClassName))
 	status := string(c.Status.Phase)
 	if c.DeletionTimestamp != nil {
 		status = fmt.Sprintf("Terminating (lasts %s)", age(c.DeletionTimestamp.Time, time.Now()))

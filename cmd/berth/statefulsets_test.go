@@ -79,3 +79,22 @@ func TestStatefulSetRolloutMessages(t *testing.T) {
 		t.Errorf("OnDelete: %v", err)
 	}
 }
+
+func TestDescribeClaim(t *testing.T) {
+	detail := agentapi.WorkloadDetail{UsedBy: []string{"db-0"}, PersistentVolumeClaim: &v1.PersistentVolumeClaim{
+		ObjectMeta: metav1.ObjectMeta{Name: "data-db-0", Namespace: "default", Finalizers: []string{"kubernetes.io/pvc-protection"}},
+		Spec:       v1.PersistentVolumeClaimSpec{VolumeName: "pvc-1", StorageClassName: ptr.To("standard")},
+		Status: v1.PersistentVolumeClaimStatus{Phase: v1.ClaimBound, AccessModes: []v1.PersistentVolumeAccessMode{v1.ReadWriteOnce},
+			Capacity: v1.ResourceList{v1.ResourceStorage: resource.MustParse("1Gi")}},
+	}}
+	var out bytes.Buffer
+	if err := describeWorkload(&out, detail, time.Now()); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"StorageClass:  standard\n", "Status:        Bound\n", "Volume:        pvc-1\n", "Capacity:      1Gi\n",
+		"Access Modes:  RWO\n", "Used By:       db-0\n", "Finalizers:    [kubernetes.io/pvc-protection]\n"} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("describe pvc lacks %q:\n%s", want, out.String())
+		}
+	}
+}

@@ -3,6 +3,8 @@ package agent
 import (
 	"errors"
 	"fmt"
+	"maps"
+	"slices"
 	"sort"
 	"sync"
 
@@ -53,7 +55,7 @@ func (s *claimSet) ClaimPath(pod *v1.Pod, claimName string) (string, error) {
 	if c.Deleting != nil {
 		return "", fmt.Errorf("persistentvolumeclaim %q is being deleted", claimName)
 	}
-	if len(s.users[key]) > 0 && hasMode(c.AccessModes, v1.ReadWriteOncePod) {
+	if len(s.users[key]) > 0 && slices.Contains(c.AccessModes, v1.ReadWriteOncePod) {
 		return "", errors.New("0/1 nodes are available: 1 node has pod using PersistentVolumeClaim with the same name and ReadWriteOncePod access mode")
 	}
 	if s.users[key] == nil {
@@ -61,15 +63,6 @@ func (s *claimSet) ClaimPath(pod *v1.Pod, claimName string) (string, error) {
 	}
 	s.users[key][uid] = true
 	return s.store.Path(c), nil
-}
-
-func hasMode(modes []v1.PersistentVolumeAccessMode, m v1.PersistentVolumeAccessMode) bool {
-	for _, x := range modes {
-		if x == m {
-			return true
-		}
-	}
-	return false
 }
 
 // adopt records a recovered pod as a user of the claims its volumes name:
@@ -168,7 +161,7 @@ func (a *Agent) applyClaimsLocked(b *manifest.Bundle) ([]agentapi.ApplyResult, e
 }
 
 func claimUnchanged(before, after claims.Claim) bool {
-	return before.Capacity.Cmp(after.Capacity) == 0 && fmt.Sprint(before.Labels) == fmt.Sprint(after.Labels) && fmt.Sprint(before.Annotations) == fmt.Sprint(after.Annotations)
+	return before.Capacity.Cmp(after.Capacity) == 0 && maps.Equal(before.Labels, after.Labels) && maps.Equal(before.Annotations, after.Annotations)
 }
 
 // claimUsersLocked names the pods (not finished) whose volumes use the

@@ -77,6 +77,10 @@ func statefulSetOrdinalsAndClaims(t *testing.T, n *node) {
 	if out := n.must("get", "pvc"); !regexp.MustCompile(`(?m)^NAME +STATUS +VOLUME +CAPACITY +ACCESS MODES +STORAGECLASS +VOLUMEATTRIBUTESCLASS +AGE\ndata-db-0 +Bound +pvc-\S+ +10Mi +RWO +<unset> +<unset> +`).MatchString(out) {
 		t.Errorf("get pvc:\n%s", out)
 	}
+	if out := n.must("describe", "sts", "db"); !strings.Contains(out, "Pods Status:") || !strings.Contains(out, "3 Running") ||
+		!strings.Contains(out, "create Claim data-db-2 Pod db-2 in StatefulSet db success") || !strings.Contains(out, "create Pod db-2 in StatefulSet db successful") {
+		t.Errorf("describe sts:\n%s", out)
+	}
 	if out := n.must("describe", "pvc", "data-db-1"); !regexp.MustCompile(`Used By:\s+db-1\n`).MatchString(out) {
 		t.Errorf("describe pvc:\n%s", out)
 	}
