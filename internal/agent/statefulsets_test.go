@@ -4,6 +4,7 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -86,7 +87,7 @@ func TestStatefulSetOrdinalsClaimsScaleAndRestart(t *testing.T) {
 			p.Labels["statefulset.kubernetes.io/pod-name"] != name || !strings.HasPrefix(p.Labels["controller-revision-hash"], "db-") {
 			t.Fatalf("pod %s: hostname %q subdomain %q labels %v", name, p.Spec.Hostname, p.Spec.Subdomain, p.Labels)
 		}
-		if prev := readyTime(t, pods[[]string{"", "db-0", "db-1"}[i]]); i > 0 && p.CreationTimestamp.Before(&prev.LastTransitionTime) {
+		if prev := readyTime(t, pods["db-"+strconv.Itoa(i-1)]); i > 0 && p.CreationTimestamp.Before(&prev.LastTransitionTime) {
 			t.Fatalf("%s was made before the pod before it was ready", name)
 		}
 	}

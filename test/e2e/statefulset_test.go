@@ -3,6 +3,7 @@ package e2e
 import (
 	"context"
 	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -64,7 +65,7 @@ func statefulSetOrdinalsAndClaims(t *testing.T, n *node) {
 			t.Fatalf("pod %s: hostname %q subdomain %q labels %v", name, p.Spec.Hostname, p.Spec.Subdomain, p.Labels)
 		}
 		if i > 0 {
-			prev := readySince(pods[[]string{"db-0", "db-1"}[i-1]])
+			prev := readySince(pods["db-"+strconv.Itoa(i-1)])
 			if p.CreationTimestamp.Before(&prev) {
 				t.Errorf("%s was created at %v, before the pod before it was Ready (%v)", name, p.CreationTimestamp, prev)
 			}
