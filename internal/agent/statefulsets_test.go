@@ -229,6 +229,9 @@ func TestClaimUsersSurviveARestart(t *testing.T) {
 	first := startTestAgentIn(t, rt, dir)
 	first.apply(t, laterClaim+"---\n"+strings.Replace(laterPod, "%s", "first", 1))
 	waitFor(t, "the first pod runs", func() bool { return ready(first.pod(t, "first")) })
+	if first.hasEvent(t, "first", "FailedMount", "") {
+		t.Error("a pod applied with its claim could not mount it at first")
+	}
 	first.stop()
 	held := &fakeVolumes{root: dir + "/root", setupGate: make(chan struct{})}
 	second := startTestAgentWith(t, rt, dir, held)

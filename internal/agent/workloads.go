@@ -144,12 +144,7 @@ func (a *Agent) checkWorkloadUpdatesLocked(b *manifest.Bundle) error {
 // applyWorkloadsLocked creates or updates the bundle's Deployments and
 // ReplicaSets; their controllers do the rest.
 func (a *Agent) applyWorkloadsLocked(b *manifest.Bundle) ([]agentapi.ApplyResult, error) {
-	results, err := a.applyClaimsLocked(b)
-	if err != nil {
-		return results, err
-	}
-	sets, err := a.applyStatefulSetsLocked(b)
-	results = append(results, sets...)
+	results, err := a.applyStatefulSetsLocked(b)
 	if err != nil {
 		return results, err
 	}
