@@ -98,3 +98,14 @@ func TestDescribeClaim(t *testing.T) {
 		}
 	}
 }
+
+func TestStatefulSetHistory(t *testing.T) {
+	var out bytes.Buffer
+	revs := []appsv1.ControllerRevision{{Revision: 3}, {Revision: 1, ObjectMeta: metav1.ObjectMeta{Annotations: map[string]string{"kubernetes.io/change-cause": "first"}}}}
+	if err := statefulSetHistory(&out, "db", revs); err != nil {
+		t.Fatal(err)
+	}
+	if want := "statefulset.apps/db\nREVISION  CHANGE-CAUSE\n1         first\n3         <none>\n"; out.String() != want {
+		t.Errorf("history:\n%s\nwant\n%s", out.String(), want)
+	}
+}

@@ -17,6 +17,10 @@ type StatefulSet struct {
 
 const kindStatefulSet = "StatefulSet"
 
+// maxStatefulSetName keeps "<name>-<hash>" (a hash of up to 10
+// characters) a valid label value.
+const maxStatefulSetName = 52
+
 // setStatefulSetDefaults defaults a StatefulSet as the API server does
 // (apps/v1): replicas 1, OrderedReady, RollingUpdate with partition 0 and
 // maxUnavailable 1, revisionHistoryLimit 10, claims retained when deleted
@@ -71,6 +75,10 @@ func (b *Bundle) statefulSetProblems() []Problem {
 	var problems []Problem
 	for _, s := range b.StatefulSets {
 		errs := validateObjectMeta(&s.ObjectMeta, field.NewPath("metadata"))
+		if len(s.Name) > maxStatefulSetName {
+			// Its pods' controller-revision-hash label, "<name>-<hash>", is a label value (63 at most).
+			errs = append(errs, field.TooLong(field.NewPath("metadata", "name"), s.Name, maxStatefulSetName))
+		}
 		errs = append(errs, validateStatefulSetSpec(&s.Spec, field.NewPath("spec"))...)
 		errs = append(errs, b.templateReferences(s.Namespace, &s.Spec.Template)...)
 		problems = append(problems, fieldProblems(s.Source, objectName(kindStatefulSet, &s.ObjectMeta), errs)...)

@@ -81,6 +81,7 @@ func TestValidateStatefulSetAndClaim(t *testing.T) {
 		{"template restartPolicy", statefulSetYAML, "      containers:\n", "      restartPolicy: Never\n      containers:\n", `spec.template.spec.restartPolicy: Unsupported value: "Never"`},
 		{"claim template size", statefulSetYAML, "          storage: 1Gi\n", "          cpu: 1\n", "spec.volumeClaimTemplates[0].spec.resources.requests[storage]: Required value"},
 		{"mount of nothing", statefulSetYAML, "{name: data,", "{name: logs,", `spec.template.spec.containers[0].volumeMounts[0].name: Not found: "logs"`},
+		{"name length", statefulSetYAML, "  name: db\n", "  name: " + strings.Repeat("d", 53) + "\n", "metadata.name: Too long"},
 		{"access modes", pvcYAML, "  accessModes: [ReadWriteOncePod]\n", "", "db.yaml: PersistentVolumeClaim default/scratch: spec.accessModes: Required value: at least 1 access mode is required"},
 		{"RWOP alone", pvcYAML, "[ReadWriteOncePod]", "[ReadWriteOncePod, ReadWriteOnce]", "spec.accessModes: Forbidden: may not use ReadWriteOncePod with other access modes"},
 		{"size", pvcYAML, "storage: 10Mi", "storage: 0", "spec.resources.requests[storage]: Invalid value: \"0\": must be greater than zero"},
