@@ -79,7 +79,7 @@ func deleteTargets(ctx context.Context, client *agentapi.Client, o deleteOptions
 	case len(o.files) > 0:
 		return deleteManifests(ctx, client, o.files, grace, stdin)
 	case len(args) < 2 || (!isPodsResource(args[0]) && !isWorkload):
-		return nil, errors.New("usage: berth delete (pod|deployment|replicaset|daemonset) NAME... [-n NAMESPACE], or berth delete -f FILE|DIR")
+		return nil, errors.New("usage: berth delete (pod|deployment|replicaset|statefulset|daemonset|pvc) NAME... [-n NAMESPACE], or berth delete -f FILE|DIR")
 	}
 	var targets []deleteTarget
 	for _, name := range args[1:] {

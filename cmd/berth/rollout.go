@@ -21,8 +21,8 @@ func newScaleCommand(opts *globalOptions) *cobra.Command {
 	var namespace string
 	var replicas int32
 	cmd := &cobra.Command{
-		Use:   "scale (deployment/NAME | replicaset/NAME) --replicas=N",
-		Short: "Set a Deployment's or ReplicaSet's replicas, like kubectl scale",
+		Use:   "scale (deployment/NAME | replicaset/NAME | statefulset/NAME) --replicas=N",
+		Short: "Set a Deployment's, ReplicaSet's or StatefulSet's replicas, like kubectl scale",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if !cmd.Flags().Changed("replicas") || replicas < 0 {
@@ -52,58 +52,56 @@ func newScaleCommand(opts *globalOptions) *cobra.Command {
 func newRolloutCommand(opts *globalOptions) *cobra.Command {
 	var namespace string
 	cmd := &cobra.Command{
-		Use:   "rollout (status|restart|undo|history) deployment/NAME | rollout (status|restart) daemonset/NAME",
-		Short: "Follow, restart, roll back or list the revisions of a Deployment's or DaemonSet's rollout, like kubectl rollout",
+		Use:   "rollout (status|restart|undo|history) (deployment|statefulset)/NAME | rollout (status|restart) daemonset/NAME",
+		Short: "Follow, restart, roll back or list the revisions of a Deployment's, StatefulSet's or DaemonSet's rollout, like kubectl rollout",
 	}
 	cmd.PersistentFlags().StringVarP(&namespace, "namespace", "n", "default", "namespace")
-	// resource is what the sub-command was given: deployments, or
-	// daemonsets where daemonSets allows it.
-	var resource string
-	sub := func(use, short string, daemonSets bool, run func(cmd *cobra.Command, client *agentapi.Client, name string) error) *cobra.Command {
+	// history: the sub-command needs revisions, which berth keeps for
+	// Deployments and StatefulSets, not for DaemonSets.
+	sub := func(use, short string, history bool, run func(cmd *cobra.Command, client *agentapi.Client, res rolloutTarget) error) *cobra.Command {
 		return &cobra.Command{
-			Use: use + " deployment/NAME", Short: short, Args: cobra.ExactArgs(1),
+			Use: use + " (deployment|statefulset|daemonset)/NAME", Short: short, Args: cobra.ExactArgs(1),
 			RunE: func(cmd *cobra.Command, args []string) error {
-				r, name, err := splitTypeName(args[0])
+				resource, name, err := splitTypeName(args[0])
 				if err != nil {
 					return err
 				}
 				switch {
-				case r == agentapi.ResourceDaemonSet && !daemonSets:
+				case resource == agentapi.ResourceDaemonSet && history:
 					return fmt.Errorf("%s: berth keeps no revision history of DaemonSets: only rollout status and restart", args[0])
-				case r != agentapi.ResourceDeployment && r != agentapi.ResourceDaemonSet:
-					return fmt.Errorf("%s: only Deployments and DaemonSets roll out", args[0])
+				case resource != agentapi.ResourceDeployment && resource != agentapi.ResourceStatefulSet && resource != agentapi.ResourceDaemonSet:
+					return fmt.Errorf("%s: only Deployments, StatefulSets and DaemonSets roll out", args[0])
 				}
-				resource = r
 				client, err := connectAgent(cmd, opts)
 				if err != nil {
 					return err
 				}
-				return run(cmd, client, name)
+				return run(cmd, client, rolloutTarget{resource: resource, namespace: namespace, name: name})
 			},
 		}
 	}
 	var toRevision int64
-	undo := sub("undo", "Roll back to the previous revision (or --to-revision)", false, func(cmd *cobra.Command, c *agentapi.Client, name string) error {
-		return rolloutAction(cmd, c, resource, namespace, name, agentapi.RolloutRequest{Undo: true, ToRevision: toRevision})
+	undo := sub("undo", "Roll back to the previous revision (or --to-revision)", true, func(cmd *cobra.Command, c *agentapi.Client, t rolloutTarget) error {
+		return rolloutAction(cmd, c, t, agentapi.RolloutRequest{Undo: true, ToRevision: toRevision})
 	})
 	undo.Flags().Int64Var(&toRevision, "to-revision", 0, "the revision to roll back to (0: the previous one)")
 	cmd.AddCommand(
-		sub("status", "Follow the rollout until it completes", true, func(cmd *cobra.Command, c *agentapi.Client, name string) error {
-			return rolloutStatus(cmd.Context(), c, resource, namespace, name, cmd.OutOrStdout())
+		sub("status", "Follow the rollout until it completes", false, func(cmd *cobra.Command, c *agentapi.Client, t rolloutTarget) error {
+			return rolloutStatusOf(cmd.Context(), c, t, cmd.OutOrStdout())
 		}),
-		sub("restart", "Restart every pod through a rollout (kubectl.kubernetes.io/restartedAt)", true, func(cmd *cobra.Command, c *agentapi.Client, name string) error {
-			return rolloutAction(cmd, c, resource, namespace, name, agentapi.RolloutRequest{Restart: true})
+		sub("restart", "Restart every pod through a rollout (kubectl.kubernetes.io/restartedAt)", false, func(cmd *cobra.Command, c *agentapi.Client, t rolloutTarget) error {
+			return rolloutAction(cmd, c, t, agentapi.RolloutRequest{Restart: true})
 		}),
 		undo,
-		sub("history", "List the revisions", false, func(cmd *cobra.Command, c *agentapi.Client, name string) error {
-			return rolloutHistory(cmd.Context(), c, namespace, name, cmd.OutOrStdout())
+		sub("history", "List the revisions", true, func(cmd *cobra.Command, c *agentapi.Client, t rolloutTarget) error {
+			return rolloutHistoryOf(cmd.Context(), c, t, cmd.OutOrStdout())
 		}),
 	)
 	return cmd
 }
 
-func rolloutAction(cmd *cobra.Command, client *agentapi.Client, resource, namespace, name string, req agentapi.RolloutRequest) error {
-	r, err := client.Rollout(cmd.Context(), resource, namespace, name, req)
+func rolloutAction(cmd *cobra.Command, client *agentapi.Client, t rolloutTarget, req agentapi.RolloutRequest) error {
+	r, err := client.Rollout(cmd.Context(), t.resource, t.namespace, t.name, req)
 	if err != nil {
 		return err
 	}

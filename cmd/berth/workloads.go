@@ -27,6 +27,10 @@ func workloadResource(s string) (string, bool) {
 		return agentapi.ResourceReplicaSet, true
 	case "ds", "daemonset", "daemonsets":
 		return agentapi.ResourceDaemonSet, true
+	case "sts", "statefulset", "statefulsets":
+		return agentapi.ResourceStatefulSet, true
+	case "pvc", "persistentvolumeclaim", "persistentvolumeclaims":
+		return agentapi.ResourcePersistentVolumeClaim, true
 	}
 	return "", false
 }
@@ -37,13 +41,18 @@ func splitTypeName(s string) (resource, name string, err error) {
 	kind, name, found := strings.Cut(s, "/")
 	resource, known := workloadResource(kind)
 	if !found || !known || name == "" {
-		return "", "", fmt.Errorf("%q: want deployment/NAME (or deploy/NAME, rs/NAME, ds/NAME)", s)
+		return "", "", fmt.Errorf("%q: want deployment/NAME (or deploy/NAME, rs/NAME, sts/NAME, ds/NAME)", s)
 	}
 	return resource, name, nil
 }
 
 // kindLabel is how kubectl names a kind in messages: deployment.apps.
-func kindLabel(kind string) string { return strings.ToLower(kind) + ".apps" }
+func kindLabel(kind string) string {
+	if kind == agentapi.KindPersistentVolumeClaim {
+		return strings.ToLower(kind)
+	}
+	return strings.ToLower(kind) + ".apps"
+}
 
 // selectWorkloads keeps the named objects of list, in the order named.
 func selectWorkloads(list agentapi.WorkloadList, resource string, names []string, namespace string) (agentapi.WorkloadList, error) {
@@ -66,6 +75,16 @@ func selectWorkloads(list agentapi.WorkloadList, resource string, names []string
 		for _, ds := range list.DaemonSets {
 			if ds.Name == name {
 				out.DaemonSets, found = append(out.DaemonSets, ds), true
+			}
+		}
+		for _, s := range list.StatefulSets {
+			if s.Name == name {
+				out.StatefulSets, found = append(out.StatefulSets, s), true
+			}
+		}
+		for _, c := range list.PersistentVolumeClaims {
+			if c.Name == name {
+				out.PersistentVolumeClaims, found = append(out.PersistentVolumeClaims, c), true
 			}
 		}
 		if !found {
@@ -93,6 +112,16 @@ func workloadObjects(list agentapi.WorkloadList) []any {
 		ds.TypeMeta = metav1.TypeMeta{APIVersion: "apps/v1", Kind: "DaemonSet"}
 		out = append(out, ds)
 	}
+	for i := range list.StatefulSets {
+		s := &list.StatefulSets[i]
+		s.TypeMeta = metav1.TypeMeta{APIVersion: "apps/v1", Kind: "StatefulSet"}
+		out = append(out, s)
+	}
+	for i := range list.PersistentVolumeClaims {
+		c := &list.PersistentVolumeClaims[i]
+		c.TypeMeta = metav1.TypeMeta{APIVersion: "v1", Kind: "PersistentVolumeClaim"}
+		out = append(out, c)
+	}
 	return out
 }
 
@@ -101,9 +130,15 @@ func workloadObjects(list agentapi.WorkloadList) []any {
 // ReplicaSets, NAME DESIRED CURRENT READY UP-TO-DATE AVAILABLE NODE
 // SELECTOR AGE for DaemonSets; wide adds CONTAINERS IMAGES SELECTOR.
 func writeWorkloadTable(w io.Writer, list agentapi.WorkloadList, resource string, withNamespace, wide bool, now time.Time) error {
-	if len(list.Deployments)+len(list.ReplicaSets)+len(list.DaemonSets) == 0 {
+	if len(list.Deployments)+len(list.ReplicaSets)+len(list.DaemonSets)+len(list.StatefulSets)+len(list.PersistentVolumeClaims) == 0 {
 		fmt.Fprintln(os.Stderr, "No resources found.")
 		return nil
+	}
+	switch resource {
+	case agentapi.ResourceStatefulSet:
+		return writeStatefulSetTable(w, list.StatefulSets, withNamespace, wide, now)
+	case agentapi.ResourcePersistentVolumeClaim:
+		return writeClaimTable(w, list.PersistentVolumeClaims, withNamespace, wide, now)
 	}
 	tw := tabwriter.NewWriter(w, 0, 8, 3, ' ', 0)
 	header := "NAME\tREADY\tUP-TO-DATE\tAVAILABLE\tAGE"
@@ -166,6 +201,10 @@ func describeWorkload(w io.Writer, detail agentapi.WorkloadDetail, now time.Time
 		describeReplicaSet(d, detail)
 	} else if detail.DaemonSet != nil {
 		describeDaemonSet(d, detail)
+	} else if detail.StatefulSet != nil {
+		describeStatefulSet(d, detail)
+	} else if detail.PersistentVolumeClaim != nil {
+		describeClaim(d, detail)
 	}
 	describeEvents(d, detail.Events, now)
 	return d.tw.Flush()

@@ -13,6 +13,7 @@ import (
 
 	"github.com/berth-dev/berth/internal/agent/agentapi"
 	"github.com/berth-dev/berth/internal/agent/backoff"
+	"github.com/berth-dev/berth/internal/agent/claims"
 	"github.com/berth-dev/berth/internal/agent/criclient"
 	"github.com/berth-dev/berth/internal/agent/eviction"
 	"github.com/berth-dev/berth/internal/agent/imagegc"
@@ -155,6 +156,7 @@ type Agent struct {
 	// (keyed by the DaemonSet's uid), as the daemon set controller's
 	// failedPodsBackoff does.
 	daemonBackoff *backoff.Backoff
+	claims        *claimSet // the PersistentVolumeClaims (claims.go wiring: pvcs.go)
 }
 
 // The agent API (package agentapi) serves an Agent.
@@ -202,6 +204,13 @@ func New(cfg Config) (*Agent, error) {
 		return nil, fmt.Errorf("agent: %w", err)
 	}
 	log := cfg.Logger.With("component", "agent")
+	claimStore, err := claims.Open(filepath.Join(cfg.RootDir, "claims"), cfg.Clock.Now)
+	if err != nil {
+		if claimStore == nil {
+			return nil, fmt.Errorf("agent: %w", err)
+		}
+		log.Error("claims: records set aside or steps left unfinished", "error", err)
+	}
 	a := &Agent{
 		cfg: cfg, log: log, logs: logs,
 		deps:           newSyncDeps(cfg, sourceStore, log),
@@ -216,7 +225,12 @@ func New(cfg Config) (*Agent, error) {
 		workloadStore:  workloadStore,
 		controllerWake: make(chan struct{}, 1),
 		daemonBackoff:  backoff.New(daemonFailedBackoff),
+		claims:         newClaimSet(claimStore),
 	}
+	if m, ok := a.deps.volumes.(*volume.Manager); ok {
+		m.Claims = a.claims
+	}
+	a.deps.volumes = claimVolumes{volumeManager: a.deps.volumes, claims: a.claims}
 	a.imageGC, err = imagegc.New(imagegc.Config{
 		Runtime: cfg.Runtime, Images: cfg.Images, Policy: *cfg.GC.Images, Period: cfg.GC.ImagePeriod,
 		Needed: a.neededImages, Statfs: cfg.GC.Statfs, Clock: cfg.Clock, Logger: log,

@@ -49,7 +49,8 @@ func startTestAgentWith(t *testing.T, rt *criclienttest.Runtime, dir string, vol
 // runTestAgent runs a until the test ends, on vols.
 func runTestAgent(t *testing.T, a *Agent, vols *fakeVolumes) *testAgent {
 	t.Helper()
-	a.deps.volumes = vols
+	vols.claims = a.claims
+	a.deps.volumes = claimVolumes{volumeManager: vols, claims: a.claims}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- a.Run(ctx) }()

@@ -56,7 +56,7 @@ type ownedPod struct {
 func (a *Agent) reconcileWorkloads() {
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	if a.stopping || len(a.workloads) == 0 {
+	if a.stopping {
 		return
 	}
 	for _, o := range a.sortedWorkloadsLocked() {
@@ -72,7 +72,11 @@ func (a *Agent) reconcileWorkloads() {
 		if o.ds != nil {
 			a.syncDaemonSetLocked(o, pods[o.uid()])
 		}
+		if o.sts != nil {
+			a.syncStatefulSetLocked(o, pods[o.uid()])
+		}
 	}
+	a.syncClaimsLocked()
 }
 
 func (a *Agent) sortedWorkloadsLocked() []*workloadObj {

@@ -88,10 +88,14 @@ func (a *Agent) Apply(_ context.Context, req agentapi.ApplyRequest) (agentapi.Ap
 	if err := a.checkWorkloadUpdatesLocked(b); err != nil {
 		return agentapi.ApplyResponse{}, err
 	}
+	claims, err := a.applyClaimsLocked(b) // before the pods that mount them
+	if err != nil {
+		return agentapi.ApplyResponse{Objects: claims}, err
+	}
 	results := a.applyBundleLocked(b, "")
 	workloads, err := a.applyWorkloadsLocked(b)
 	a.wakeControllers()
-	return agentapi.ApplyResponse{Objects: append(results, workloads...)}, err
+	return agentapi.ApplyResponse{Objects: append(append(claims, results...), workloads...)}, err
 }
 
 // uidPattern is what a pod uid may look like: it names directories.

@@ -103,6 +103,14 @@
 //     NodeTaints; package nodefit) on GET /v1/node, and admission of every
 //     new pod against them after the eviction manager's (admitLocked): a
 //     pod that does not fit is rejected as kubelet rejects one;
+//   - StatefulSets and claims (controllers_statefulset.go,
+//     statefulsets_api.go, pvcs.go): a StatefulSet's pass makes the claims
+//     of an ordinal (package claims, under <root>/claims) before its pod
+//     "<set>-<ordinal>", and records a ControllerRevision per template in
+//     the set's record; the claimSet is the volume manager's ClaimResolver
+//     (FailedMount until a claim exists, ReadWriteOncePod), keeps which
+//     pods mounted which claim until their teardown, and releases a
+//     Terminating claim once no pod uses it (pvc-protection);
 //   - ephemeral containers (ephemeral.go): UpdateEphemeralContainers, the
 //     ephemeralcontainers subresource of the API server, adds them to a
 //     running pod (manifest.ValidateEphemeralContainersUpdate: only

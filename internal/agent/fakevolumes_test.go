@@ -9,6 +9,7 @@ import (
 	v1 "k8s.io/api/core/v1"
 
 	"github.com/berth-dev/berth/internal/agent/podspec"
+	"github.com/berth-dev/berth/internal/agent/volume"
 )
 
 // fakeVolumes puts every volume in a directory of its own.
@@ -20,6 +21,8 @@ type fakeVolumes struct {
 	sources  map[string]podspec.Sources // by pod uid, as last set up
 	// setupGate, when set, holds every Setup until it is closed.
 	setupGate chan struct{}
+	// claims resolves persistentVolumeClaim volumes, as the real manager's.
+	claims volume.ClaimResolver
 }
 
 func (v *fakeVolumes) Setup(ctx context.Context, pod *v1.Pod, sources podspec.Sources, _ podspec.Downward) (podspec.VolumePaths, error) {
@@ -38,6 +41,14 @@ func (v *fakeVolumes) Setup(ctx context.Context, pod *v1.Pod, sources podspec.So
 	v.mu.Unlock()
 	paths := podspec.VolumePaths{}
 	for _, vol := range pod.Spec.Volumes {
+		if c := vol.PersistentVolumeClaim; c != nil && v.claims != nil {
+			path, err := v.claims.ClaimPath(pod, c.ClaimName)
+			if err != nil {
+				return paths, err
+			}
+			paths[vol.Name] = path
+			continue
+		}
 		dir := filepath.Join(v.root, "pods", string(pod.UID), "volumes", vol.Name)
 		if err := os.MkdirAll(dir, 0o755); err != nil {
 			return nil, err

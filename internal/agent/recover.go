@@ -80,6 +80,7 @@ func (a *Agent) recoverPods(ctx context.Context) error {
 	keep := map[string]bool{}
 	for _, d := range recovered {
 		keep[string(d.pod.UID)] = true
+		a.claims.adopt(d.pod) // its claims stay its own (ReadWriteOncePod) before it syncs again
 	}
 	a.teardownOrphans(ctx, keep)
 	a.loadWorkloadsLocked()

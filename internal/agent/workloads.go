@@ -19,15 +19,18 @@ import (
 	"github.com/berth-dev/berth/internal/errdefs"
 )
 
-// workloadObj is one Deployment, ReplicaSet or DaemonSet the agent keeps
-// (guarded by a.mu): as applied or as its controller made it, with its
-// status.
+// workloadObj is one Deployment, ReplicaSet, StatefulSet or DaemonSet the
+// agent keeps (guarded by a.mu): as applied or as its controller made it,
+// with its status.
 type workloadObj struct {
-	d      *appsv1.Deployment // one of d, rs and ds is set
-	rs     *appsv1.ReplicaSet
-	ds     *appsv1.DaemonSet
-	source string
-	events *eventLog
+	d   *appsv1.Deployment // one of d, rs, sts and ds is set
+	rs  *appsv1.ReplicaSet
+	sts *appsv1.StatefulSet
+	ds  *appsv1.DaemonSet
+	// revisions are a StatefulSet's ControllerRevisions, oldest first.
+	revisions []appsv1.ControllerRevision
+	source    string
+	events    *eventLog
 }
 
 func (o *workloadObj) kind() string {
@@ -36,6 +39,9 @@ func (o *workloadObj) kind() string {
 		return workloadstore.KindDeployment
 	case o.ds != nil:
 		return workloadstore.KindDaemonSet
+	}
+	if o.sts != nil {
+		return workloadstore.KindStatefulSet
 	}
 	return workloadstore.KindReplicaSet
 }
@@ -47,13 +53,16 @@ func (o *workloadObj) meta() *metav1.ObjectMeta {
 	case o.ds != nil:
 		return &o.ds.ObjectMeta
 	}
+	if o.sts != nil {
+		return &o.sts.ObjectMeta
+	}
 	return &o.rs.ObjectMeta
 }
 
 func (o *workloadObj) uid() string { return string(o.meta().UID) }
 
 func (o *workloadObj) record() workloadstore.Record {
-	return workloadstore.Record{Kind: o.kind(), Source: o.source, Deployment: o.d, ReplicaSet: o.rs, DaemonSet: o.ds}
+	return workloadstore.Record{Kind: o.kind(), Source: o.source, Deployment: o.d, ReplicaSet: o.rs, StatefulSet: o.sts, DaemonSet: o.ds, Revisions: o.revisions}
 }
 
 // nameKey is "Kind namespace/name", the key of workloadNames.
@@ -68,6 +77,8 @@ func resourceKind(resource string) (string, error) {
 		return workloadstore.KindReplicaSet, nil
 	case agentapi.ResourceDaemonSet:
 		return workloadstore.KindDaemonSet, nil
+	case agentapi.ResourceStatefulSet:
+		return workloadstore.KindStatefulSet, nil
 	}
 	return "", fmt.Errorf("resource %q: want deployments, replicasets or daemonsets: %w", resource, errdefs.ErrInvalidArgument)
 }
@@ -110,7 +121,7 @@ func (a *Agent) loadWorkloadsLocked() {
 		a.log.Error("recover: a workload record could not be read; its pods are left as they are", "error", err)
 	}
 	for _, r := range records {
-		o := &workloadObj{d: r.Deployment, rs: r.ReplicaSet, ds: r.DaemonSet, source: r.Source, events: newEventLog(a.deps.clock.Now)}
+		o := &workloadObj{d: r.Deployment, rs: r.ReplicaSet, sts: r.StatefulSet, ds: r.DaemonSet, revisions: r.Revisions, source: r.Source, events: newEventLog(a.deps.clock.Now)}
 		a.addWorkloadLocked(o)
 	}
 }
@@ -137,6 +148,7 @@ func (a *Agent) checkWorkloadUpdatesLocked(b *manifest.Bundle) error {
 			immutable(ds.Source, "DaemonSet "+ds.Namespace+"/"+ds.Name, ds.Spec.Selector)
 		}
 	}
+	problems = append(problems, a.statefulSetUpdateProblems(b)...)
 	if len(problems) == 0 {
 		return nil
 	}
@@ -146,7 +158,10 @@ func (a *Agent) checkWorkloadUpdatesLocked(b *manifest.Bundle) error {
 // applyWorkloadsLocked creates or updates the bundle's Deployments and
 // ReplicaSets; their controllers do the rest.
 func (a *Agent) applyWorkloadsLocked(b *manifest.Bundle) ([]agentapi.ApplyResult, error) {
-	var results []agentapi.ApplyResult
+	results, err := a.applyStatefulSetsLocked(b)
+	if err != nil {
+		return results, err
+	}
 	for _, d := range b.Deployments {
 		obj := d.DeepCopy()
 		obj.TypeMeta = metav1.TypeMeta{APIVersion: "apps/v1", Kind: workloadstore.KindDeployment}
@@ -197,6 +212,10 @@ func (a *Agent) applyWorkloadLocked(in *workloadObj) (agentapi.ApplyResult, erro
 	next := &workloadObj{source: in.source, events: cur.events}
 	specChanged := false
 	switch {
+	case cur.sts != nil:
+		next.sts, next.revisions = cur.sts.DeepCopy(), cur.revisions
+		specChanged = !apiequality.Semantic.DeepEqual(cur.sts.Spec, in.sts.Spec)
+		next.sts.Spec = in.sts.Spec
 	case cur.d != nil:
 		next.d = cur.d.DeepCopy()
 		specChanged = !apiequality.Semantic.DeepEqual(cur.d.Spec, in.d.Spec)

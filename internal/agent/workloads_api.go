@@ -27,6 +27,11 @@ const (
 // (every namespace when empty); objects being deleted are gone already, as
 // with the API server's background deletion.
 func (a *Agent) ListWorkloads(resource, namespace string) (agentapi.WorkloadList, error) {
+	if resource == agentapi.ResourcePersistentVolumeClaim {
+		a.mu.Lock()
+		defer a.mu.Unlock()
+		return a.listClaimsLocked(namespace)
+	}
 	kind, err := resourceKind(resource)
 	if err != nil {
 		return agentapi.WorkloadList{}, err
@@ -40,6 +45,8 @@ func (a *Agent) ListWorkloads(resource, namespace string) (agentapi.WorkloadList
 			continue
 		}
 		switch {
+		case o.sts != nil:
+			list.StatefulSets = append(list.StatefulSets, *o.sts.DeepCopy())
 		case o.d != nil:
 			list.Deployments = append(list.Deployments, *o.d.DeepCopy())
 		case o.ds != nil:
@@ -69,9 +76,15 @@ func (a *Agent) lookupLocked(resource, namespace, name string) (*workloadObj, er
 func (a *Agent) DescribeWorkload(resource, namespace, name string) (agentapi.WorkloadDetail, error) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
+	if resource == agentapi.ResourcePersistentVolumeClaim {
+		return a.describeClaimLocked(namespace, name)
+	}
 	o, err := a.lookupLocked(resource, namespace, name)
 	if err != nil {
 		return agentapi.WorkloadDetail{}, err
+	}
+	if o.sts != nil {
+		return a.describeStatefulSetLocked(o), nil
 	}
 	detail := agentapi.WorkloadDetail{Events: o.events.list()}
 	if o.d != nil {
@@ -108,6 +121,9 @@ func (a *Agent) DeleteWorkload(_ context.Context, resource, namespace, name stri
 	}
 	a.mu.Lock()
 	defer a.mu.Unlock()
+	if resource == agentapi.ResourcePersistentVolumeClaim {
+		return a.deleteClaimAPILocked(namespace, name)
+	}
 	o, err := a.lookupLocked(resource, namespace, name)
 	if err != nil {
 		return agentapi.DeleteResponse{}, err
@@ -126,7 +142,7 @@ func (a *Agent) DeleteWorkload(_ context.Context, resource, namespace, name stri
 	for _, t := range targets[1:] {
 		resp.Pods = append(resp.Pods, a.stopPodsLocked(pods[t.uid()], grace, t)...)
 	}
-	if o.rs != nil || o.ds != nil {
+	if o.rs != nil || o.sts != nil || o.ds != nil {
 		resp.Pods = append(resp.Pods, a.stopPodsLocked(pods[o.uid()], grace, o)...)
 	}
 	a.wakeControllers()
@@ -165,9 +181,12 @@ func (a *Agent) Scale(_ context.Context, resource, namespace, name string, repli
 		return agentapi.ApplyResult{}, fmt.Errorf("%s %s/%s is controlled by %s %s: scale that: %w", o.kind(), namespace, name, ref.Kind, ref.Name, errdefs.ErrFailedPrecondition)
 	}
 	next := o.copy()
-	if next.d != nil {
+	switch {
+	case next.sts != nil:
+		next.sts.Spec.Replicas = &replicas
+	case next.d != nil:
 		next.d.Spec.Replicas = &replicas
-	} else {
+	default:
 		next.rs.Spec.Replicas = &replicas
 	}
 	return a.updateLocked(o, next, outcomeScaled)
@@ -175,8 +194,10 @@ func (a *Agent) Scale(_ context.Context, resource, namespace, name string, repli
 
 // copy is a deep copy of the object sharing its event log.
 func (o *workloadObj) copy() *workloadObj {
-	c := &workloadObj{source: o.source, events: o.events}
+	c := &workloadObj{source: o.source, events: o.events, revisions: o.revisions}
 	switch {
+	case o.sts != nil:
+		c.sts = o.sts.DeepCopy()
 	case o.d != nil:
 		c.d = o.d.DeepCopy()
 	case o.ds != nil:
@@ -212,16 +233,20 @@ func (a *Agent) Rollout(_ context.Context, resource, namespace, name string, req
 	if err != nil {
 		return agentapi.ApplyResult{}, err
 	}
+	if req.Restart == req.Undo {
+		return agentapi.ApplyResult{}, fmt.Errorf("rollout: ask for restart or undo: %w", errdefs.ErrInvalidArgument)
+	}
+	if o.sts != nil {
+		return a.rolloutStatefulSetLocked(o, req)
+	}
 	if o.ds != nil {
 		return a.rolloutDaemonSetLocked(o, req)
 	}
 	if o.d == nil {
-		return agentapi.ApplyResult{}, fmt.Errorf("rollout: %s %s/%s: only Deployments and DaemonSets roll out: %w", o.kind(), namespace, name, errdefs.ErrInvalidArgument)
+		return agentapi.ApplyResult{}, fmt.Errorf("rollout: %s %s/%s: only Deployments, StatefulSets and DaemonSets roll out: %w", o.kind(), namespace, name, errdefs.ErrInvalidArgument)
 	}
 	next := o.copy()
 	switch {
-	case req.Restart == req.Undo:
-		return agentapi.ApplyResult{}, fmt.Errorf("rollout: ask for restart or undo: %w", errdefs.ErrInvalidArgument)
 	case req.Restart:
 		t := &next.d.Spec.Template
 		if t.Annotations == nil {

@@ -129,10 +129,10 @@ func (n *node) deleteAllPods() {
 	}
 }
 
-// deleteAllWorkloads deletes every Deployment, ReplicaSet and DaemonSet, so that no
-// controller makes the pods deleteAllPods deletes again.
+// deleteAllWorkloads deletes every Deployment, ReplicaSet, StatefulSet and
+// DaemonSet, so that no controller makes the pods deleteAllPods deletes again.
 func (n *node) deleteAllWorkloads(ctx context.Context, grace *int64) {
-	for _, resource := range []string{agentapi.ResourceDeployment, agentapi.ResourceReplicaSet, agentapi.ResourceDaemonSet} {
+	for _, resource := range []string{agentapi.ResourceDeployment, agentapi.ResourceReplicaSet, agentapi.ResourceStatefulSet, agentapi.ResourceDaemonSet} {
 		list, err := n.client.ListWorkloads(ctx, resource, "")
 		if err != nil {
 			n.t.Errorf("cleanup: list %s: %v", resource, err)
@@ -146,6 +146,9 @@ func (n *node) deleteAllWorkloads(ctx context.Context, grace *int64) {
 		}
 		for _, rs := range list.ReplicaSets {
 			_, _ = n.client.DeleteWorkload(ctx, resource, rs.Namespace, rs.Name, grace)
+		}
+		for _, s := range list.StatefulSets {
+			_, _ = n.client.DeleteWorkload(ctx, resource, s.Namespace, s.Name, grace)
 		}
 	}
 }

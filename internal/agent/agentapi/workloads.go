@@ -19,17 +19,22 @@ import (
 //	POST   /v1/workloads/KIND/NS/NAME/scale         ScaleRequest → ApplyResult
 //	POST   /v1/workloads/KIND/NS/NAME/rollout       RolloutRequest → ApplyResult
 //
-// KIND is "deployments", "replicasets" or "daemonsets".
+// KIND is "deployments", "replicasets", "daemonsets", "statefulsets" or
+// "persistentvolumeclaims" (list, describe and delete only).
 const pathWorkloads = "/v1/workloads"
 
 // Workload kinds, as ApplyResult.Kind and in paths.
 const (
-	KindDeployment     = "Deployment"
-	KindReplicaSet     = "ReplicaSet"
-	ResourceDeployment = "deployments"
-	ResourceReplicaSet = "replicasets"
-	KindDaemonSet      = "DaemonSet"
-	ResourceDaemonSet  = "daemonsets"
+	KindDeployment                = "Deployment"
+	KindReplicaSet                = "ReplicaSet"
+	ResourceDeployment            = "deployments"
+	ResourceReplicaSet            = "replicasets"
+	KindStatefulSet               = "StatefulSet"
+	ResourceStatefulSet           = "statefulsets"
+	KindPersistentVolumeClaim     = "PersistentVolumeClaim"
+	ResourcePersistentVolumeClaim = "persistentvolumeclaims"
+	KindDaemonSet                 = "DaemonSet"
+	ResourceDaemonSet             = "daemonsets"
 )
 
 // WorkloadService is the workload part of what the API serves.
@@ -43,9 +48,11 @@ type WorkloadService interface {
 
 // WorkloadList holds the objects of one kind, by namespace and name.
 type WorkloadList struct {
-	Deployments []appsv1.Deployment `json:"deployments,omitempty"`
-	ReplicaSets []appsv1.ReplicaSet `json:"replicaSets,omitempty"`
-	DaemonSets  []appsv1.DaemonSet  `json:"daemonSets,omitempty"`
+	Deployments            []appsv1.Deployment        `json:"deployments,omitempty"`
+	ReplicaSets            []appsv1.ReplicaSet        `json:"replicaSets,omitempty"`
+	StatefulSets           []appsv1.StatefulSet       `json:"statefulSets,omitempty"`
+	PersistentVolumeClaims []v1.PersistentVolumeClaim `json:"persistentVolumeClaims,omitempty"`
+	DaemonSets             []appsv1.DaemonSet         `json:"daemonSets,omitempty"`
 }
 
 // WorkloadDetail is one workload object with what it owns and its events.
@@ -55,7 +62,13 @@ type WorkloadDetail struct {
 	// ReplicaSets are a Deployment's, newest revision first.
 	ReplicaSets []appsv1.ReplicaSet `json:"replicaSets,omitempty"`
 	DaemonSet   *appsv1.DaemonSet   `json:"daemonSet,omitempty"`
-	// Pods are a ReplicaSet's or a DaemonSet's.
+	StatefulSet *appsv1.StatefulSet `json:"statefulSet,omitempty"`
+	// Revisions are a StatefulSet's, oldest first.
+	Revisions             []appsv1.ControllerRevision `json:"revisions,omitempty"`
+	PersistentVolumeClaim *v1.PersistentVolumeClaim   `json:"persistentVolumeClaim,omitempty"`
+	// UsedBy names the pods whose volumes use a claim.
+	UsedBy []string `json:"usedBy,omitempty"`
+	// Pods are a ReplicaSet's, a StatefulSet's or a DaemonSet's.
 	Pods   []v1.Pod `json:"pods,omitempty"`
 	Events []Event  `json:"events"`
 }

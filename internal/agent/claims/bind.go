@@ -4,9 +4,11 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"maps"
 	"os"
 	"path/filepath"
 	"slices"
+	"time"
 
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
@@ -23,6 +25,13 @@ import (
 // same name with another uid is refused until the old one is released.
 // policy is the reclaim policy of a new claim's volume.
 func (s *Store) Ensure(pvc *v1.PersistentVolumeClaim, policy v1.PersistentVolumeReclaimPolicy) (Claim, error) {
+	return s.EnsureOwned(pvc, policy, "")
+}
+
+// EnsureOwned is Ensure for a claim a controller makes: a new claim
+// records owner (a StatefulSet's uid). A claim seen again keeps its owner
+// and takes the claim's labels and annotations.
+func (s *Store) EnsureOwned(pvc *v1.PersistentVolumeClaim, policy v1.PersistentVolumeReclaimPolicy, owner string) (Claim, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	ns, name := pvc.Namespace, pvc.Name
@@ -51,6 +60,7 @@ func (s *Store) Ensure(pvc *v1.PersistentVolumeClaim, policy v1.PersistentVolume
 			Version: recordVersion, Namespace: ns, Name: name, UID: string(pvc.UID),
 			Volume: "pvc-" + string(pvc.UID), Capacity: request, AccessModes: pvc.Spec.AccessModes,
 			StorageClass: className(pvc), ReclaimPolicy: policy, Created: s.now().UTC(), Phase: Pending,
+			Labels: pvc.Labels, Annotations: pvc.Annotations, Owner: owner,
 		}
 		if err := s.save(c); err != nil {
 			return Claim{}, err
@@ -60,14 +70,44 @@ func (s *Store) Ensure(pvc *v1.PersistentVolumeClaim, policy v1.PersistentVolume
 	if err := checkUpdate(c, pvc, request); err != nil {
 		return Claim{}, err
 	}
-	if request.Cmp(c.Capacity) > 0 {
-		c.Capacity = request
+	if request.Cmp(c.Capacity) > 0 || !maps.Equal(c.Labels, pvc.Labels) || !maps.Equal(c.Annotations, pvc.Annotations) {
+		c.Capacity = maxQuantity(c.Capacity, request)
+		c.Labels, c.Annotations = pvc.Labels, pvc.Annotations
 		if err := s.save(c); err != nil {
 			return Claim{}, err
 		}
 	}
 	if c.Phase == Pending {
 		return s.bind(c)
+	}
+	return c, nil
+}
+
+func maxQuantity(a, b resource.Quantity) resource.Quantity {
+	if b.Cmp(a) > 0 {
+		return b
+	}
+	return a
+}
+
+// MarkDeleting records that the claim was deleted while in use; it stays
+// (Terminating) until Release. A claim already marked keeps its time.
+func (s *Store) MarkDeleting(namespace, name string, at time.Time) (Claim, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	c, found, err := s.Get(namespace, name)
+	if err != nil {
+		return c, err
+	}
+	if !found {
+		return c, fmt.Errorf("persistentvolumeclaim %q not found in namespace %q: %w", name, namespace, errdefs.ErrNotFound)
+	}
+	if c.Deleting == nil {
+		at = at.UTC()
+		c.Deleting = &at
+		if err := s.save(c); err != nil {
+			return c, err
+		}
 	}
 	return c, nil
 }

@@ -41,6 +41,13 @@ type Claim struct {
 	ReclaimPolicy v1.PersistentVolumeReclaimPolicy `json:"reclaimPolicy"`
 	Created       time.Time                        `json:"created"`
 	Phase         string                           `json:"phase"`
+	Labels        map[string]string                `json:"labels,omitempty"`
+	Annotations   map[string]string                `json:"annotations,omitempty"`
+	// Owner is the uid of the StatefulSet that made the claim, if any.
+	Owner string `json:"owner,omitempty"`
+	// Deleting is when the claim was deleted while pods used it: it is
+	// Terminating (kubernetes.io/pvc-protection) until none does.
+	Deleting *time.Time `json:"deleting,omitempty"`
 }
 
 // Store is the directory of the claims.

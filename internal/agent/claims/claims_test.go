@@ -281,3 +281,40 @@ func TestUnreadableRecordsSetAsideTwiceAreBothKept(t *testing.T) {
 		t.Errorf("set-aside records %q; want both", kept)
 	}
 }
+
+// A claim deleted in use is marked, keeps its data and its mark across a
+// reopening, and goes on Release; a controller's claim records its owner.
+func TestMarkDeletingAndOwner(t *testing.T) {
+	dir := t.TempDir()
+	s := open(t, dir)
+	p := pvc("data-db-0", "o1", "1Mi")
+	p.Labels = map[string]string{"app": "db"}
+	c, err := s.EnsureOwned(p, v1.PersistentVolumeReclaimDelete, "sts-uid")
+	if err != nil || c.Owner != "sts-uid" || c.Labels["app"] != "db" {
+		t.Fatalf("EnsureOwned: %+v, %v", c, err)
+	}
+	if _, err := s.MarkDeleting("default", "nope", testNow); !errors.Is(err, errdefs.ErrNotFound) {
+		t.Errorf("marking a claim that is not there: %v; want not found", err)
+	}
+	if _, err := s.MarkDeleting("default", "data-db-0", testNow); err != nil {
+		t.Fatal(err)
+	}
+	later := testNow.Add(time.Hour)
+	if c, err = s.MarkDeleting("default", "data-db-0", later); err != nil || !c.Deleting.Equal(testNow) {
+		t.Errorf("marked again: %v, %v; want the first time kept", c.Deleting, err)
+	}
+	s = open(t, dir)
+	c, found, err := s.Get("default", "data-db-0")
+	if err != nil || !found || c.Deleting == nil || c.Owner != "sts-uid" {
+		t.Fatalf("after reopening: %+v, %v, %v", c, found, err)
+	}
+	if _, err := os.Stat(s.Path(c)); err != nil {
+		t.Errorf("a Terminating claim's data: %v; want it kept", err)
+	}
+	if err := s.Release("default", "data-db-0"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(s.Path(c)); !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("released claim's data: %v", err)
+	}
+}

@@ -27,6 +27,9 @@ type Bundle struct {
 	Deployments      []*Deployment            `json:"deployments,omitempty"`
 	ReplicaSets      []*ReplicaSet            `json:"replicaSets,omitempty"`
 	DaemonSets       []*DaemonSet             `json:"daemonSets,omitempty"`
+	StatefulSets     []*StatefulSet           `json:"statefulSets,omitempty"`
+	// PersistentVolumeClaims are claims applied on their own.
+	PersistentVolumeClaims []*PersistentVolumeClaim `json:"persistentVolumeClaims,omitempty"`
 }
 
 // ObjectKey is the key of an object in a Bundle's maps: "namespace/name",
@@ -57,6 +60,8 @@ func (b *Bundle) Merge(o *Bundle) error {
 	b.Deployments = append(b.Deployments, o.Deployments...)
 	b.ReplicaSets = append(b.ReplicaSets, o.ReplicaSets...)
 	b.DaemonSets = append(b.DaemonSets, o.DaemonSets...)
+	b.StatefulSets = append(b.StatefulSets, o.StatefulSets...)
+	b.PersistentVolumeClaims = append(b.PersistentVolumeClaims, o.PersistentVolumeClaims...)
 	for key, cm := range o.ConfigMaps {
 		b.ConfigMaps[key] = cm
 		b.ConfigMapSources[key] = o.ConfigMapSources[key]
@@ -130,6 +135,10 @@ func singleObject(object any, source string) *Bundle {
 		b.ReplicaSets = []*ReplicaSet{{ReplicaSet: o, Source: source}}
 	case *appsv1.DaemonSet:
 		b.DaemonSets = []*DaemonSet{{DaemonSet: o, Source: source}}
+	case *appsv1.StatefulSet:
+		b.StatefulSets = []*StatefulSet{{StatefulSet: o, Source: source}}
+	case *v1.PersistentVolumeClaim:
+		b.PersistentVolumeClaims = []*PersistentVolumeClaim{{PersistentVolumeClaim: o, Source: source}}
 	}
 	return b
 }

@@ -110,6 +110,10 @@ func decodeObject(b *Bundle, data []byte, source, location string) []Problem {
 		return decodeTyped(b, data, source, object, &appsv1.ReplicaSet{})
 	case kindDaemonSet:
 		return decodeTyped(b, data, source, object, &appsv1.DaemonSet{})
+	case kindStatefulSet:
+		return decodeTyped(b, data, source, object, &appsv1.StatefulSet{})
+	case kindPersistentVolumeClaim:
+		return decodeTyped(b, data, source, object, &v1.PersistentVolumeClaim{})
 	default:
 		return decodeList(b, data, source, location)
 	}
@@ -119,7 +123,8 @@ func decodeObject(b *Bundle, data []byte, source, location string) []Problem {
 var apiVersions = map[string]string{
 	kindPod: "v1", kindConfigMap: "v1", kindSecret: "v1", kindList: "v1",
 	kindDeployment: appsV1, kindReplicaSet: appsV1,
-	kindDaemonSet: appsV1,
+	kindDaemonSet:   appsV1,
+	kindStatefulSet: appsV1, kindPersistentVolumeClaim: "v1",
 }
 
 // checkKind refuses a kind berth does not read, or the wrong apiVersion.
@@ -129,7 +134,7 @@ func checkKind(head objectHead) error {
 	case head.Kind == "":
 		return errors.New(`missing "kind"`)
 	case !known:
-		return fmt.Errorf("unsupported kind %q (apiVersion %q): berth reads only v1 Pod, ConfigMap, Secret and List, and apps/v1 Deployment, ReplicaSet and DaemonSet", head.Kind, head.APIVersion)
+		return fmt.Errorf("unsupported kind %q (apiVersion %q): berth reads only v1 Pod, ConfigMap, Secret, PersistentVolumeClaim and List, and apps/v1 Deployment, ReplicaSet, StatefulSet and DaemonSet", head.Kind, head.APIVersion)
 	case head.APIVersion == "":
 		return fmt.Errorf(`missing "apiVersion" (want %q)`, want)
 	case head.APIVersion != want:
@@ -167,6 +172,12 @@ func decodeTyped(b *Bundle, data []byte, source, object string, into any) []Prob
 	case *appsv1.DaemonSet:
 		o.Status = appsv1.DaemonSetStatus{}
 		setDaemonSetDefaults(o)
+	case *appsv1.StatefulSet:
+		o.Status = appsv1.StatefulSetStatus{}
+		setStatefulSetDefaults(o)
+	case *v1.PersistentVolumeClaim:
+		o.Status = v1.PersistentVolumeClaimStatus{}
+		setPVCDefaults(o)
 	}
 	return problemsOf(b.Merge(singleObject(into, source)), source)
 }

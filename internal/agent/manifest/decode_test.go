@@ -67,8 +67,8 @@ var decodeErrorCases = []struct {
 }{
 	{
 		name:      "unknown kind names file and kind",
-		manifests: "apiVersion: apps/v1\nkind: StatefulSet\nmetadata:\n  name: web\n",
-		want:      []string{`deploy.yaml: StatefulSet default/web: unsupported kind "StatefulSet" (apiVersion "apps/v1")`},
+		manifests: "apiVersion: apps/v1\nkind: DaemonSetX\nmetadata:\n  name: web\n",
+		want:      []string{`deploy.yaml: DaemonSetX default/web: unsupported kind "DaemonSetX" (apiVersion "apps/v1")`},
 	},
 	{
 		name:      "a Deployment is apps/v1",

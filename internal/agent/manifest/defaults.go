@@ -31,6 +31,12 @@ func (b *Bundle) SetDefaults() {
 	for _, ds := range b.DaemonSets {
 		setDaemonSetDefaults(ds.DaemonSet)
 	}
+	for _, s := range b.StatefulSets {
+		setStatefulSetDefaults(s.StatefulSet)
+	}
+	for _, c := range b.PersistentVolumeClaims {
+		setPVCDefaults(c.PersistentVolumeClaim)
+	}
 }
 
 func setConfigMapDefaults(cm *v1.ConfigMap) {

@@ -24,6 +24,8 @@ func (b *Bundle) Validate() error {
 	problems = append(problems, b.podProblems()...)
 	problems = append(problems, b.workloadProblems()...)
 	problems = append(problems, b.daemonSetProblems()...)
+	problems = append(problems, b.statefulSetProblems()...)
+	problems = append(problems, b.claimProblems()...)
 	return invalid(problems)
 }
 

@@ -14,7 +14,7 @@ import (
 )
 
 // The volume types the agent can build (package volume).
-var supportedVolumeTypes = []string{"configMap", "downwardAPI", "emptyDir", "hostPath", "projected", "secret"}
+var supportedVolumeTypes = []string{"configMap", "downwardAPI", "emptyDir", "hostPath", "persistentVolumeClaim", "projected", "secret"}
 
 var supportedHostPathTypes = []v1.HostPathType{
 	v1.HostPathUnset, v1.HostPathDirectoryOrCreate, v1.HostPathDirectory, v1.HostPathFileOrCreate,
@@ -71,6 +71,8 @@ func validateVolumeSource(source *v1.VolumeSource, containerNames map[string]boo
 	case source.ConfigMap != nil:
 		errs = append(errs, requireName(source.ConfigMap.Name, path.Child("configMap", "name"))...)
 		errs = append(errs, validateKeyFiles(source.ConfigMap.DefaultMode, source.ConfigMap.Items, path.Child("configMap"))...)
+	case source.PersistentVolumeClaim != nil:
+		errs = append(errs, requireName(source.PersistentVolumeClaim.ClaimName, path.Child("persistentVolumeClaim", "claimName"))...)
 	case source.Secret != nil:
 		errs = append(errs, requireName(source.Secret.SecretName, path.Child("secret", "secretName"))...)
 		errs = append(errs, validateKeyFiles(source.Secret.DefaultMode, source.Secret.Items, path.Child("secret"))...)

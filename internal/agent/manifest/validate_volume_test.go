@@ -22,8 +22,11 @@ func TestValidateVolumes(t *testing.T) {
 		{"two volume types", "", func(p *v1.Pod) { p.Spec.Volumes[1].HostPath = &v1.HostPathVolumeSource{Path: "/srv"} },
 			"spec.volumes[1].emptyDir: Forbidden: may not specify more than 1 volume type"},
 		{"volume type berth cannot build", "", func(p *v1.Pod) {
-			addVolume(p, "data", v1.VolumeSource{PersistentVolumeClaim: &v1.PersistentVolumeClaimVolumeSource{ClaimName: "data"}})
-		}, "spec.volumes[3].persistentVolumeClaim: Forbidden: berth supports only configMap, downwardAPI, emptyDir, hostPath, projected, secret volumes"},
+			addVolume(p, "data", v1.VolumeSource{ISCSI: &v1.ISCSIVolumeSource{TargetPortal: "10.0.0.1:3260", IQN: "iqn.2001-04.com.example:storage", FSType: "ext4"}})
+		}, "spec.volumes[3].iscsi: Forbidden: berth supports only configMap, downwardAPI, emptyDir, hostPath, persistentVolumeClaim, projected, secret volumes"},
+		{"a claim names it", "", func(p *v1.Pod) {
+			addVolume(p, "data", v1.VolumeSource{PersistentVolumeClaim: &v1.PersistentVolumeClaimVolumeSource{}})
+		}, "spec.volumes[3].persistentVolumeClaim.claimName: Required value"},
 		{"emptyDir in memory with a size", "", func(p *v1.Pod) {
 			p.Spec.Volumes[1].EmptyDir = &v1.EmptyDirVolumeSource{Medium: v1.StorageMediumMemory, SizeLimit: ptrTo(resource.MustParse("64Mi"))}
 		}, ""},

@@ -32,7 +32,8 @@ type Workload struct {
 	Source string
 }
 
-// Workloads lists the bundle's Deployments and ReplicaSets.
+// Workloads lists the bundle's Deployments, ReplicaSets, StatefulSets
+// and PersistentVolumeClaims.
 func (b *Bundle) Workloads() []Workload {
 	var out []Workload
 	for _, d := range b.Deployments {
@@ -44,12 +45,18 @@ func (b *Bundle) Workloads() []Workload {
 	for _, ds := range b.DaemonSets {
 		out = append(out, Workload{Kind: kindDaemonSet, Meta: &ds.ObjectMeta, Source: ds.Source})
 	}
+	for _, s := range b.StatefulSets {
+		out = append(out, Workload{Kind: kindStatefulSet, Meta: &s.ObjectMeta, Source: s.Source})
+	}
+	for _, c := range b.PersistentVolumeClaims {
+		out = append(out, Workload{Kind: kindPersistentVolumeClaim, Meta: &c.ObjectMeta, Source: c.Source})
+	}
 	return out
 }
 
 // Empty says whether the bundle holds no object.
 func (b *Bundle) Empty() bool {
-	return len(b.Pods)+len(b.ConfigMaps)+len(b.Secrets)+len(b.Deployments)+len(b.ReplicaSets)+len(b.DaemonSets) == 0
+	return len(b.Pods)+len(b.ConfigMaps)+len(b.Secrets)+len(b.Deployments)+len(b.ReplicaSets)+len(b.DaemonSets)+len(b.StatefulSets)+len(b.PersistentVolumeClaims) == 0
 }
 
 // workloadConflicts lists the workloads of o that b already holds.

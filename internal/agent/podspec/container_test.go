@@ -132,6 +132,25 @@ func TestContainerMounts(t *testing.T) {
 	}
 }
 
+// A persistentVolumeClaim volume marked readOnly is mounted read-only
+// everywhere, as the kubelet does; without the mark as each mount says.
+func TestClaimVolumeReadOnly(t *testing.T) {
+	for _, readOnly := range []bool{false, true} {
+		c := newContainer("app")
+		c.VolumeMounts = []v1.VolumeMount{{Name: "db", MountPath: "/db"}}
+		pod := newPod(c)
+		pod.Spec.Volumes = []v1.Volume{{Name: "db", VolumeSource: v1.VolumeSource{
+			PersistentVolumeClaim: &v1.PersistentVolumeClaimVolumeSource{ClaimName: "data", ReadOnly: readOnly}}}}
+		cfg, err := ContainerConfig(pod, &pod.Spec.Containers[0], ContainerTypeRegular, 0, ContainerOptions{}, VolumePaths{"db": "/claims/pvc-1"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if m := cfg.Mounts[0]; m.HostPath != "/claims/pvc-1" || m.Readonly != readOnly {
+			t.Errorf("claim readOnly %v: mount %+v", readOnly, m)
+		}
+	}
+}
+
 func TestContainerMountsUseResolver(t *testing.T) {
 	pod := mountPod()
 	var calls []SubPathMount

@@ -123,11 +123,13 @@ func joinSubPath(m SubPathMount) (string, error) {
 }
 
 // volumeAlwaysReadOnly reports volumes the kubelet always mounts read-only:
-// configMap, secret, downwardAPI and projected.
+// configMap, secret, downwardAPI and projected, and a persistentVolumeClaim
+// volume marked readOnly.
 func volumeAlwaysReadOnly(pod *v1.Pod, name string) bool {
 	for _, v := range pod.Spec.Volumes {
 		if v.Name == name {
-			return v.ConfigMap != nil || v.Secret != nil || v.DownwardAPI != nil || v.Projected != nil
+			claimReadOnly := v.PersistentVolumeClaim != nil && v.PersistentVolumeClaim.ReadOnly
+			return v.ConfigMap != nil || v.Secret != nil || v.DownwardAPI != nil || v.Projected != nil || claimReadOnly
 		}
 	}
 	return false

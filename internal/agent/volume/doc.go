@@ -1,7 +1,8 @@
 // Package volume materializes a pod's volumes on the host, the kubelet's
 // volume manager reduced to the kinds that need no cluster: emptyDir (a
 // directory, or a tmpfs for medium Memory), hostPath (checked or created
-// by type), configMap, secret, downwardAPI and projected (files generated
+// by type), persistentVolumeClaim (the claim's directory, found through
+// Manager.Claims: the agent's claims store), configMap, secret, downwardAPI and projected (files generated
 // from the pod's Sources and the downward API).
 //
 // Layout: <Root>/pods/<uid>/volumes/<plugin>/<name>, plugin named like the
@@ -18,7 +19,7 @@
 // emptyDirs belong to it with the setgid bit.
 //
 // Not covered: an on-disk emptyDir's sizeLimit is not enforced (the kubelet
-// does it by eviction); persistentVolumeClaim, ephemeral, image and the network
+// does it by eviction); ephemeral, image and the network
 // volume kinds (Setup reports them unsupported); serviceAccountToken
 // projections write nothing (there is no API server to issue tokens), and
 // clusterTrustBundle / podCertificate projections are refused.

@@ -26,6 +26,8 @@ const (
 type Manager struct {
 	// Root holds pods/<uid>/volumes/<plugin>/<name>.
 	Root string
+	// Claims binds persistentVolumeClaim volumes; nil: they are refused.
+	Claims ClaimResolver
 }
 
 // PodDir is <Root>/pods/<uid>; Teardown removes it whole, so the agent may
@@ -84,6 +86,8 @@ func (m *Manager) setupVolume(pod *v1.Pod, vol *v1.Volume, sources podspec.Sourc
 	switch {
 	case src.HostPath != nil:
 		return hostPath(src.HostPath)
+	case src.PersistentVolumeClaim != nil:
+		return m.claimPath(pod, src.PersistentVolumeClaim)
 	case src.EmptyDir != nil:
 		dir := m.VolumeDir(uid, PluginEmptyDir, vol.Name)
 		if err := setupEmptyDir(dir, src.EmptyDir, fsGroup); err != nil {
@@ -107,7 +111,7 @@ func (m *Manager) setupVolume(pod *v1.Pod, vol *v1.Volume, sources podspec.Sourc
 			return projectedPayload(pod, src.Projected, sources, dw)
 		})
 	}
-	return "", fmt.Errorf("unsupported volume type (berth supports emptyDir, hostPath, configMap, secret, downwardAPI, projected)")
+	return "", fmt.Errorf("unsupported volume type (berth supports emptyDir, hostPath, persistentVolumeClaim, configMap, secret, downwardAPI, projected)")
 }
 
 // setupFiles prepares a volume of generated files: its directory (on a

@@ -1,5 +1,5 @@
 // Package workload holds the node agent's controllers for workload kinds
-// (apps/v1 ReplicaSet, Deployment and DaemonSet) as pure reconcile functions: given an
+// (apps/v1 ReplicaSet, Deployment, StatefulSet and DaemonSet) as pure reconcile functions: given an
 // object, what it owns and what was observed of it, they return what to
 // create, scale and delete and the object's new status, as the
 // kube-controller-manager's replicaset and deployment controllers would.
@@ -9,6 +9,8 @@
 //	func ReconcileReplicaSet(rs *appsv1.ReplicaSet, pods []Pod, now time.Time) ReplicaSetActions
 //	func ReconcileDeployment(d *appsv1.Deployment, sets []*appsv1.ReplicaSet, now time.Time) DeploymentActions
 //	func ReconcileDaemonSet(ds *appsv1.DaemonSet, node *v1.Node, pods []DaemonPod, now time.Time) DaemonSetActions
+//	func ReconcileStatefulSet(in StatefulSetInput) StatefulSetActions
+//	func NewStatefulSetPod(set *appsv1.StatefulSet, template *v1.PodTemplateSpec, revision string, ordinal int) *v1.Pod
 //	func ComputeHash(template *v1.PodTemplateSpec, collisionCount *int32) string
 //
 // A DaemonSet runs on the one node: its pod (with the controller-revision-hash
@@ -26,4 +28,12 @@
 // (maxSurge rounded up) counted from the ReplicaSets' replicas; Recreate
 // scales the old ReplicaSets to zero and creates the new one's pods once no
 // old pod is left.
+//
+// A StatefulSet's pods are "<set>-<ordinal>" with hostname and subdomain
+// set, the pod-name, pod-index and controller-revision-hash ("<set>-<hash>")
+// labels, and a claim "<template>-<set>-<ordinal>" per claim template
+// (statefulset_pod.go); statefulset.go orders them (OrderedReady or
+// Parallel), replaces failed ones at their ordinal, scales down from the
+// highest ordinal, rolls updates down to the partition within
+// maxUnavailable, and lists claims to remove by whenScaled.
 package workload

@@ -21,20 +21,24 @@ const recordVersion = 1
 
 // Kinds of records.
 const (
-	KindDeployment = "Deployment"
-	KindReplicaSet = "ReplicaSet"
-	KindDaemonSet  = "DaemonSet"
+	KindDeployment  = "Deployment"
+	KindReplicaSet  = "ReplicaSet"
+	KindStatefulSet = "StatefulSet"
+	KindDaemonSet   = "DaemonSet"
 )
 
 // Record is one workload object and the manifest file it came from ("" for
 // an object a controller made).
 type Record struct {
-	Version    int                `json:"version"`
-	Kind       string             `json:"kind"`
-	Source     string             `json:"source,omitempty"`
-	Deployment *appsv1.Deployment `json:"deployment,omitempty"`
-	ReplicaSet *appsv1.ReplicaSet `json:"replicaSet,omitempty"`
-	DaemonSet  *appsv1.DaemonSet  `json:"daemonSet,omitempty"`
+	Version     int                 `json:"version"`
+	Kind        string              `json:"kind"`
+	Source      string              `json:"source,omitempty"`
+	Deployment  *appsv1.Deployment  `json:"deployment,omitempty"`
+	ReplicaSet  *appsv1.ReplicaSet  `json:"replicaSet,omitempty"`
+	StatefulSet *appsv1.StatefulSet `json:"statefulSet,omitempty"`
+	// Revisions are a StatefulSet's ControllerRevisions, oldest first.
+	Revisions []appsv1.ControllerRevision `json:"revisions,omitempty"`
+	DaemonSet *appsv1.DaemonSet           `json:"daemonSet,omitempty"`
 }
 
 // UID is the uid of the record's object.
@@ -46,6 +50,8 @@ func (r Record) UID() string {
 		return string(r.ReplicaSet.UID)
 	case r.DaemonSet != nil:
 		return string(r.DaemonSet.UID)
+	case r.StatefulSet != nil:
+		return string(r.StatefulSet.UID)
 	}
 	return ""
 }
@@ -55,9 +61,10 @@ func (r Record) check() error {
 	switch {
 	case r.Version != recordVersion:
 		return fmt.Errorf("record version %d, this agent reads %d", r.Version, recordVersion)
-	case r.Kind == KindDeployment && r.Deployment != nil && r.ReplicaSet == nil && r.DaemonSet == nil:
-	case r.Kind == KindReplicaSet && r.ReplicaSet != nil && r.Deployment == nil && r.DaemonSet == nil:
-	case r.Kind == KindDaemonSet && r.DaemonSet != nil && r.Deployment == nil && r.ReplicaSet == nil:
+	case r.Kind == KindDeployment && r.Deployment != nil && r.ReplicaSet == nil && r.StatefulSet == nil && r.DaemonSet == nil:
+	case r.Kind == KindReplicaSet && r.ReplicaSet != nil && r.Deployment == nil && r.StatefulSet == nil && r.DaemonSet == nil:
+	case r.Kind == KindStatefulSet && r.StatefulSet != nil && r.Deployment == nil && r.ReplicaSet == nil && r.DaemonSet == nil:
+	case r.Kind == KindDaemonSet && r.DaemonSet != nil && r.Deployment == nil && r.ReplicaSet == nil && r.StatefulSet == nil:
 	default:
 		return fmt.Errorf("record of kind %q does not hold exactly that object", r.Kind)
 	}

@@ -83,3 +83,24 @@ func TestDaemonSetRecord(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// A StatefulSet's record holds its ControllerRevisions; a record that
+// names another kind's object is set aside.
+func TestStatefulSetRecord(t *testing.T) {
+	s, err := Open(filepath.Join(t.TempDir(), "workloads"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	set := &appsv1.StatefulSet{ObjectMeta: metav1.ObjectMeta{Name: "db", Namespace: "default", UID: "s1"}}
+	rev := appsv1.ControllerRevision{ObjectMeta: metav1.ObjectMeta{Name: "db-abc"}, Revision: 1}
+	if err := s.Save(Record{Kind: KindStatefulSet, StatefulSet: set, Revisions: []appsv1.ControllerRevision{rev}}); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Save(Record{Kind: KindStatefulSet, StatefulSet: set, ReplicaSet: &appsv1.ReplicaSet{}}); err == nil {
+		t.Fatal("a record holding two objects was saved")
+	}
+	records, problems := s.Load()
+	if len(problems) > 0 || len(records) != 1 || records[0].StatefulSet.Name != "db" || len(records[0].Revisions) != 1 || records[0].Revisions[0].Name != "db-abc" {
+		t.Fatalf("Load = %+v, %v", records, problems)
+	}
+}
