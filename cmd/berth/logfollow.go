@@ -2,6 +2,7 @@ package main
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -16,13 +17,15 @@ import (
 // files (oldest first, plain or gzipped), then the current file; it keeps
 // the current file open, and when the log's path names a new file (the
 // agent renamed it and the runtime reopened it) it reads the old one to
-// its end before going on with the new one.
+// its end, then the files rotated after it (a follower that fell behind
+// by more than one rotation), before going on with the new one.
 type logFollower struct {
 	path    string
 	c       *logCopier
 	cur     *os.File
 	r       *bufio.Reader
 	pending []byte
+	first   []byte // cur's first record, to find it once rotated and gzipped
 }
 
 // openLogFollower opens the current log first, so that a file rotated
@@ -74,7 +77,7 @@ func (l *logFollower) copyFile(file string) error {
 
 // copyCurrent adds the complete records the current file holds now.
 func (l *logFollower) copyCurrent() error {
-	if err := readRecords(l.r, &l.pending, l.c.add); err != nil {
+	if err := readRecords(l.r, &l.pending, l.add); err != nil {
 		return fmt.Errorf("log %s: %w", l.path, err)
 	}
 	return nil
@@ -104,9 +107,68 @@ func (l *logFollower) follow() error {
 		next.Close()
 		return err
 	}
+	if err := l.copySkipped(next); err != nil {
+		next.Close()
+		return err
+	}
 	l.cur.Close()
-	l.cur, l.r, l.pending = next, bufio.NewReader(next), l.pending[:0]
+	l.cur, l.r, l.pending, l.first = next, bufio.NewReader(next), l.pending[:0], nil
 	return l.copyCurrent()
+}
+
+func (l *logFollower) add(rec []byte) {
+	if l.first == nil {
+		l.first = append([]byte{}, rec...)
+	}
+	l.c.add(rec)
+}
+
+// copySkipped adds the records of the files rotated after the current
+// one and before next, the file at the log's path now. When the current
+// file is no longer among the rotated ones (removed beyond the files
+// kept), what followed it is lost as with the kubelet, and nothing is
+// added.
+func (l *logFollower) copySkipped(next *os.File) error {
+	files, err := logrotate.RotatedFiles(l.path)
+	if err != nil {
+		return err
+	}
+	start := -1
+	for i := len(files) - 1; i >= 0 && start < 0; i-- {
+		if l.holdsCurrent(files[i]) {
+			start = i
+		}
+	}
+	if start < 0 {
+		return nil
+	}
+	for _, file := range files[start+1:] {
+		if same, _ := sameFile(next, file); same {
+			break // rotated meanwhile: read through next
+		}
+		if err := l.copyFile(file); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// holdsCurrent reports whether a rotated file is the current one: the
+// same file, or one starting with its first record (gzipped since).
+func (l *logFollower) holdsCurrent(file string) bool {
+	if same, _ := sameFile(l.cur, file); same {
+		return true
+	}
+	if l.first == nil {
+		return false
+	}
+	rc, err := logrotate.OpenRotated(file)
+	if err != nil {
+		return false // removed meanwhile
+	}
+	defer rc.Close()
+	line, err := bufio.NewReader(rc).ReadBytes('\n')
+	return err == nil && bytes.Equal(line[:len(line)-1], l.first)
 }
 
 // sameFile reports whether f is the file at path.
