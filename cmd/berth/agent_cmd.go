@@ -184,6 +184,7 @@ func runAgent(ctx context.Context, cfg config.Config, flags *agentFlags, endpoin
 	}
 	if images != nil {
 		agentCfg.Images = watchingImages{CRIClient: cri, store: images}
+		warnReserveOverGC(log, cfg, images.Root(), flags.gc.imageHigh)
 	}
 	a, err := agent.New(agentCfg)
 	if err != nil {
