@@ -186,14 +186,15 @@ func runAgent(ctx context.Context, cfg config.Config, flags *agentFlags, endpoin
 	agentCfg.RuntimeName, agentCfg.SystemdCgroup = runtimeName, systemd
 	agentCfg.Eviction = evictionCfg
 	// The eviction manager measures with the runtime's stats; node-level
-	// reclaim frees nothing until image and container GC plug in here
-	// (agentCfg.Reclaimer).
+	// reclaim is the agent's image and container GC (agent.New's default
+	// Reclaimer).
 	agentCfg.Stats, agentCfg.Version = cri, version
 	if v, err := cri.Version(ctx); err == nil {
 		agentCfg.RuntimeVersion = v.GetRuntimeName() + "://" + v.GetRuntimeVersion()
 	}
 	if images != nil {
 		agentCfg.Images = watchingImages{CRIClient: cri, store: images}
+		warnReserveOverGC(log, cfg, images.Root(), flags.gc.imageHigh)
 	}
 	a, err := agent.New(agentCfg)
 	if err != nil {

@@ -201,3 +201,34 @@ func TestLogsFollowReadsFilesRotatedBetweenTwoLooks(t *testing.T) {
 	}
 	checkLines(t, out.String(), 0, l.next-1)
 }
+
+// A follower behind by several rotations (the log rotated three times
+// between two of its looks, the older files gzipped meanwhile) reads the
+// files rotated in between before the current one: every line once.
+func TestLogsFollowBehindSeveralRotations(t *testing.T) {
+	l := newRotatingLog(t, 10)
+	l.write(t, 50)
+	var out bytes.Buffer
+	f, err := openLogFollower(l.path, newLogCopier(&out, logFilter{tail: -1}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	if err := f.follow(); err != nil {
+		t.Fatal(err)
+	}
+	for range 3 {
+		l.write(t, 100)
+		l.rotate(t)
+	}
+	l.write(t, 10)
+	if files, _ := logrotate.RotatedFiles(l.path); len(files) != 3 || !strings.HasSuffix(files[0], ".gz") {
+		t.Fatalf("rotated files %v; want three, the file the follower reads gzipped", files)
+	}
+	for range 2 {
+		if err := f.follow(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	checkLines(t, out.String(), 0, l.next-1)
+}

@@ -15,6 +15,10 @@
 //     127.0.0.1) the scenario names (plainHTTPRegistry). Its subtests skip, saying why, when containerd is
 //     not installed (`make deps` installs it).
 //
+// TestLongRunningNode (issue 13's acceptance) runs on berth alone: its
+// berth serve has its root and pod logs on a small loop-mounted ext4 of
+// the test's own (harness.SmallFilesystem; skipped without loop devices).
+//
 // The runtime interface (runtime_test.go) is what a scenario may use of
 // a runtime: the berth CLI's flags, the agent's root and socket, the CRI
 // client, killing, stopping and starting the agent, its log, the network,

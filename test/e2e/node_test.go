@@ -41,10 +41,17 @@ var fastAgent = []string{
 // extraArgs are more agent flags.
 func startNode(t *testing.T, kind runtimeKind, extraArgs ...string) *node {
 	t.Helper()
-	n := &node{t: t, logDir: filepath.Join(t.TempDir(), "pod-logs"), manifests: t.TempDir()}
+	return startNodeLogs(t, filepath.Join(t.TempDir(), "pod-logs"), kind.start, extraArgs...)
+}
+
+// startNodeLogs is startNode with the pods' log directory given and the
+// runtime's start function.
+func startNodeLogs(t *testing.T, logDir string, start func(*testing.T, []string, func()) runtime, extraArgs ...string) *node {
+	t.Helper()
+	n := &node{t: t, logDir: logDir, manifests: t.TempDir()}
 	t.Cleanup(n.checkLogsRemoved)
 	n.agentArgs = append(append([]string{"--pod-log-dir=" + n.logDir}, fastAgent...), extraArgs...)
-	n.rt = kind.start(t, n.agentArgs, n.deleteAllPods)
+	n.rt = start(t, n.agentArgs, n.deleteAllPods)
 	n.client = agentapi.NewClient(n.rt.agentSocket())
 	n.waitAgent()
 	return n

@@ -29,6 +29,9 @@ type Options struct {
 	// StateParent holds the state directory bt-<id> (default /run), e.g.
 	// where the daemon runs with a /run of its own (PrivateSystemd).
 	StateParent string
+	// RootParent holds the root directory bt-<id> (default /var/lib), e.g.
+	// a small filesystem of the test's own (SmallFilesystem).
+	RootParent string
 	// Wrap runs `berth serve` through a command: Wrap..., berth, args
 	// (PrivateSystemd.Enter). It must exit with berth's status and pass
 	// SIGTERM on to it.
@@ -83,9 +86,12 @@ func Start(t *testing.T, opts Options) *Daemon {
 	if opts.StateParent == "" {
 		opts.StateParent = "/run"
 	}
+	if opts.RootParent == "" {
+		opts.RootParent = "/var/lib"
+	}
 	d := &Daemon{
 		T: t, ID: id, Wrap: opts.Wrap, Env: opts.Env, ConfigLogLevel: opts.ConfigLogLevel,
-		Root:    "/var/lib/bt-" + id,
+		Root:    filepath.Join(opts.RootParent, "bt-"+id),
 		State:   filepath.Join(opts.StateParent, "bt-"+id),
 		CNIConf: filepath.Join(t.TempDir(), "net.d"),
 		LogPath: filepath.Join(t.TempDir(), "berth.log"),

@@ -13,6 +13,12 @@
 // systemd cgroup driver on hosts whose PID 1 is not systemd; it is killed
 // by PID and its cgroups removed after the test.
 //
+// SmallFilesystem makes an ext4 of a few hundred MiB on a loop device of
+// the test's own, mounted on a temporary directory (unmounted, detached
+// and removed at cleanup, whatever the outcome; skipped without loop
+// devices); Options.RootParent puts a daemon's root on it, so that a test
+// fills a real disk rather than moving thresholds.
+//
 // Process is the child-process type of every daemon a root test runs
 // (berth serve here, containerd and `berth agent` in test/e2e, the
 // Kubernetes components in test/kube): a log file kept across restarts,
