@@ -26,6 +26,7 @@ type Bundle struct {
 	SecretSources    map[string]string        `json:"secretSources,omitempty"`
 	Deployments      []*Deployment            `json:"deployments,omitempty"`
 	ReplicaSets      []*ReplicaSet            `json:"replicaSets,omitempty"`
+	Services         []*Service               `json:"services,omitempty"`
 }
 
 // ObjectKey is the key of an object in a Bundle's maps: "namespace/name",
@@ -55,6 +56,7 @@ func (b *Bundle) Merge(o *Bundle) error {
 	b.Pods = append(b.Pods, o.Pods...)
 	b.Deployments = append(b.Deployments, o.Deployments...)
 	b.ReplicaSets = append(b.ReplicaSets, o.ReplicaSets...)
+	b.Services = append(b.Services, o.Services...)
 	for key, cm := range o.ConfigMaps {
 		b.ConfigMaps[key] = cm
 		b.ConfigMapSources[key] = o.ConfigMapSources[key]
@@ -126,6 +128,8 @@ func singleObject(object any, source string) *Bundle {
 		b.Deployments = []*Deployment{{Deployment: o, Source: source}}
 	case *appsv1.ReplicaSet:
 		b.ReplicaSets = []*ReplicaSet{{ReplicaSet: o, Source: source}}
+	case *v1.Service:
+		b.Services = []*Service{{Service: o, Source: source}}
 	}
 	return b
 }

@@ -108,6 +108,8 @@ func decodeObject(b *Bundle, data []byte, source, location string) []Problem {
 		return decodeTyped(b, data, source, object, &appsv1.Deployment{})
 	case kindReplicaSet:
 		return decodeTyped(b, data, source, object, &appsv1.ReplicaSet{})
+	case kindService:
+		return decodeTyped(b, data, source, object, &v1.Service{})
 	default:
 		return decodeList(b, data, source, location)
 	}
@@ -117,6 +119,7 @@ func decodeObject(b *Bundle, data []byte, source, location string) []Problem {
 var apiVersions = map[string]string{
 	kindPod: "v1", kindConfigMap: "v1", kindSecret: "v1", kindList: "v1",
 	kindDeployment: appsV1, kindReplicaSet: appsV1,
+	kindService: "v1",
 }
 
 // checkKind refuses a kind berth does not read, or the wrong apiVersion.
@@ -126,7 +129,7 @@ func checkKind(head objectHead) error {
 	case head.Kind == "":
 		return errors.New(`missing "kind"`)
 	case !known:
-		return fmt.Errorf("unsupported kind %q (apiVersion %q): berth reads only v1 Pod, ConfigMap, Secret and List, and apps/v1 Deployment and ReplicaSet", head.Kind, head.APIVersion)
+		return fmt.Errorf("unsupported kind %q (apiVersion %q): berth reads only v1 Pod, ConfigMap, Secret, Service and List, and apps/v1 Deployment and ReplicaSet", head.Kind, head.APIVersion)
 	case head.APIVersion == "":
 		return fmt.Errorf(`missing "apiVersion" (want %q)`, want)
 	case head.APIVersion != want:
@@ -161,6 +164,8 @@ func decodeTyped(b *Bundle, data []byte, source, object string, into any) []Prob
 	case *appsv1.ReplicaSet:
 		o.Status = appsv1.ReplicaSetStatus{}
 		setReplicaSetDefaults(o)
+	case *v1.Service:
+		setServiceDefaults(o)
 	}
 	return problemsOf(b.Merge(singleObject(into, source)), source)
 }

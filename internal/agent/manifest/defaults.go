@@ -28,6 +28,9 @@ func (b *Bundle) SetDefaults() {
 	for _, rs := range b.ReplicaSets {
 		setReplicaSetDefaults(rs.ReplicaSet)
 	}
+	for _, s := range b.Services {
+		setServiceDefaults(s.Service)
+	}
 }
 
 func setConfigMapDefaults(cm *v1.ConfigMap) {

@@ -40,12 +40,15 @@ func (b *Bundle) Workloads() []Workload {
 	for _, rs := range b.ReplicaSets {
 		out = append(out, Workload{Kind: kindReplicaSet, Meta: &rs.ObjectMeta, Source: rs.Source})
 	}
+	for _, s := range b.Services {
+		out = append(out, Workload{Kind: kindService, Meta: &s.ObjectMeta, Source: s.Source})
+	}
 	return out
 }
 
 // Empty says whether the bundle holds no object.
 func (b *Bundle) Empty() bool {
-	return len(b.Pods)+len(b.ConfigMaps)+len(b.Secrets)+len(b.Deployments)+len(b.ReplicaSets) == 0
+	return len(b.Pods)+len(b.ConfigMaps)+len(b.Secrets)+len(b.Deployments)+len(b.ReplicaSets)+len(b.Services) == 0
 }
 
 // workloadConflicts lists the workloads of o that b already holds.
