@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"os/signal"
@@ -44,6 +45,7 @@ type agentFlags struct {
 	credProviderConfig string
 	credProviderBinDir string
 	gc                 gcFlags
+	services           serviceFlags
 }
 
 func (f *agentFlags) bind(cmd *cobra.Command) {
@@ -65,6 +67,7 @@ func (f *agentFlags) bind(cmd *cobra.Command) {
 		"directory of the credential provider plugins named in --image-credential-provider-config")
 	f.gc.bind(fs)
 	f.eviction.bind(fs)
+	f.services.bind(fs)
 }
 
 // validate checks the flags the agent's Config does not check itself, and
@@ -80,7 +83,10 @@ func (f *agentFlags) validate() error {
 	if err := f.logRotation.Validate(); err != nil {
 		return fmt.Errorf("--container-log-* flags: %w", err)
 	}
-	_, err = f.gc.config()
+	if _, err = f.gc.config(); err != nil {
+		return err
+	}
+	_, err = f.services.config()
 	return err
 }
 
@@ -99,6 +105,7 @@ func (f *agentFlags) credentials(log *slog.Logger) (agent.CredentialSource, erro
 // config is the agent's configuration over a CRI client.
 func (f *agentFlags) config(cfg config.Config, cri *criclient.CRIClient, log *slog.Logger) (agent.Config, error) {
 	gc, err := f.gc.config()
+	services, serr := f.services.config()
 	return agent.Config{
 		Runtime: cri, Images: cri,
 		RootDir:   filepath.Join(cfg.RootDir, "agent"),
@@ -109,7 +116,8 @@ func (f *agentFlags) config(cfg config.Config, cri *criclient.CRIClient, log *sl
 		LogRotation:   f.logRotation,
 		Logger:        log,
 		GC:            gc,
-	}, err
+		Services:      services,
+	}, errors.Join(err, serr)
 }
 
 func newAgentCommand(opts *globalOptions) *cobra.Command {

@@ -26,6 +26,9 @@ func workloadResource(s string) (string, bool) {
 	case "rs", "replicaset", "replicasets":
 		return agentapi.ResourceReplicaSet, true
 	}
+	if r, ok := serviceResource(s); ok {
+		return r, true
+	}
 	return "", false
 }
 
@@ -41,7 +44,12 @@ func splitTypeName(s string) (resource, name string, err error) {
 }
 
 // kindLabel is how kubectl names a kind in messages: deployment.apps.
-func kindLabel(kind string) string { return strings.ToLower(kind) + ".apps" }
+func kindLabel(kind string) string {
+	if kind == agentapi.KindService { // a core kind: no group
+		return "service"
+	}
+	return strings.ToLower(kind) + ".apps"
+}
 
 // selectWorkloads keeps the named objects of list, in the order named.
 func selectWorkloads(list agentapi.WorkloadList, resource string, names []string, namespace string) (agentapi.WorkloadList, error) {
@@ -61,6 +69,7 @@ func selectWorkloads(list agentapi.WorkloadList, resource string, names []string
 				out.ReplicaSets, found = append(out.ReplicaSets, rs), true
 			}
 		}
+		found = selectServices(list, name, &out) || found
 		if !found {
 			return out, fmt.Errorf("%s %q not found in namespace %q: %w", resource, name, namespace, errdefs.ErrNotFound)
 		}
@@ -81,6 +90,7 @@ func workloadObjects(list agentapi.WorkloadList) []any {
 		rs.TypeMeta = metav1.TypeMeta{APIVersion: "apps/v1", Kind: "ReplicaSet"}
 		out = append(out, rs)
 	}
+	out = append(out, serviceObjects(list)...)
 	return out
 }
 
@@ -88,6 +98,9 @@ func workloadObjects(list agentapi.WorkloadList) []any {
 // AVAILABLE AGE for Deployments, NAME DESIRED CURRENT READY AGE for
 // ReplicaSets; wide adds CONTAINERS IMAGES SELECTOR.
 func writeWorkloadTable(w io.Writer, list agentapi.WorkloadList, resource string, withNamespace, wide bool, now time.Time) error {
+	if isServiceResource(resource) {
+		return writeServiceTable(w, list, resource, withNamespace, wide, now)
+	}
 	if len(list.Deployments)+len(list.ReplicaSets) == 0 {
 		fmt.Fprintln(os.Stderr, "No resources found.")
 		return nil
@@ -144,6 +157,8 @@ func describeWorkload(w io.Writer, detail agentapi.WorkloadDetail, now time.Time
 		describeDeployment(d, detail)
 	} else if detail.ReplicaSet != nil {
 		describeReplicaSet(d, detail)
+	} else if detail.Service != nil {
+		describeService(d, detail)
 	}
 	describeEvents(d, detail.Events, now)
 	return d.tw.Flush()

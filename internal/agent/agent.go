@@ -96,6 +96,9 @@ type Config struct {
 	Version, RuntimeVersion string
 	// GC is the container and image garbage collection (gcconfig.go).
 	GC GCConfig
+	// Services configures the Services' addresses, DNS and host side
+	// (services_config.go).
+	Services ServicesConfig
 }
 
 // Defaults.
@@ -144,6 +147,10 @@ type Agent struct {
 	workloadNames  map[string]string
 	workloadStore  *workloadstore.Store
 	controllerWake chan struct{}
+	// services holds the Services by "namespace/name" (saved in
+	// workloadStore too); svcHost is their host side, made with the first.
+	services map[string]*serviceObj
+	svcHost  *serviceHost
 }
 
 // The agent API (package agentapi) serves an Agent.
@@ -198,6 +205,7 @@ func New(cfg Config) (*Agent, error) {
 		workloadNames:  map[string]string{},
 		workloadStore:  workloadStore,
 		controllerWake: make(chan struct{}, 1),
+		services:       map[string]*serviceObj{},
 	}
 	a.imageGC, err = imagegc.New(imagegc.Config{
 		Runtime: cfg.Runtime, Images: cfg.Images, Policy: *cfg.GC.Images, Period: cfg.GC.ImagePeriod,
@@ -228,6 +236,7 @@ func (cfg Config) withDefaults() Config {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
+	cfg.Services = cfg.Services.withDefaults()
 	if cfg.Clock == nil {
 		cfg.Clock = clock.RealClock{}
 	}
@@ -292,6 +301,7 @@ func (a *Agent) Run(ctx context.Context) error {
 	a.deps.probes.Close()
 	loops.Wait()
 	a.running.Wait()
+	a.closeServiceHost()
 	return nil
 }
 

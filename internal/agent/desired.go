@@ -88,7 +88,11 @@ func (a *Agent) Apply(_ context.Context, req agentapi.ApplyRequest) (agentapi.Ap
 	if err := a.checkWorkloadUpdatesLocked(b); err != nil {
 		return agentapi.ApplyResponse{}, err
 	}
-	results := a.applyBundleLocked(b, "")
+	services, err := a.applyServicesLocked(b) // first: the pods then start with the cluster DNS
+	if err != nil {
+		return agentapi.ApplyResponse{Objects: services}, err
+	}
+	results := append(services, a.applyBundleLocked(b, "")...)
 	workloads, err := a.applyWorkloadsLocked(b)
 	a.wakeControllers()
 	return agentapi.ApplyResponse{Objects: append(results, workloads...)}, err

@@ -83,6 +83,7 @@ func (a *Agent) recoverPods(ctx context.Context) error {
 	}
 	a.teardownOrphans(ctx, keep)
 	a.loadWorkloadsLocked()
+	a.loadServicesLocked()
 	a.ready = true
 	a.log.Info("agent ready", "pods", len(recovered), "watched directories", len(dirs))
 	return nil

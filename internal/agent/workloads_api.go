@@ -27,6 +27,11 @@ const (
 // (every namespace when empty); objects being deleted are gone already, as
 // with the API server's background deletion.
 func (a *Agent) ListWorkloads(resource, namespace string) (agentapi.WorkloadList, error) {
+	if isServiceResource(resource) {
+		a.mu.Lock()
+		defer a.mu.Unlock()
+		return a.listServicesLocked(resource, namespace), nil
+	}
 	kind, err := resourceKind(resource)
 	if err != nil {
 		return agentapi.WorkloadList{}, err
@@ -66,6 +71,9 @@ func (a *Agent) lookupLocked(resource, namespace, name string) (*workloadObj, er
 func (a *Agent) DescribeWorkload(resource, namespace, name string) (agentapi.WorkloadDetail, error) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
+	if isServiceResource(resource) {
+		return a.describeServiceLocked(resource, namespace, name)
+	}
 	o, err := a.lookupLocked(resource, namespace, name)
 	if err != nil {
 		return agentapi.WorkloadDetail{}, err
@@ -101,6 +109,9 @@ func (a *Agent) DeleteWorkload(_ context.Context, resource, namespace, name stri
 	}
 	a.mu.Lock()
 	defer a.mu.Unlock()
+	if resource == agentapi.ResourceService {
+		return a.deleteServiceLocked(namespace, name)
+	}
 	o, err := a.lookupLocked(resource, namespace, name)
 	if err != nil {
 		return agentapi.DeleteResponse{}, err

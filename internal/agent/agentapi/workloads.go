@@ -19,7 +19,8 @@ import (
 //	POST   /v1/workloads/KIND/NS/NAME/scale         ScaleRequest → ApplyResult
 //	POST   /v1/workloads/KIND/NS/NAME/rollout       RolloutRequest → ApplyResult
 //
-// KIND is "deployments" or "replicasets".
+// KIND is "deployments", "replicasets", "services" or (GET only)
+// "endpoints".
 const pathWorkloads = "/v1/workloads"
 
 // Workload kinds, as ApplyResult.Kind and in paths.
@@ -28,6 +29,9 @@ const (
 	KindReplicaSet     = "ReplicaSet"
 	ResourceDeployment = "deployments"
 	ResourceReplicaSet = "replicasets"
+	KindService        = "Service"
+	ResourceService    = "services"
+	ResourceEndpoints  = "endpoints" // list and get only: the Services' endpoints
 )
 
 // WorkloadService is the workload part of what the API serves.
@@ -43,6 +47,8 @@ type WorkloadService interface {
 type WorkloadList struct {
 	Deployments []appsv1.Deployment `json:"deployments,omitempty"`
 	ReplicaSets []appsv1.ReplicaSet `json:"replicaSets,omitempty"`
+	Services    []v1.Service        `json:"services,omitempty"`
+	Endpoints   []v1.Endpoints      `json:"endpoints,omitempty"`
 }
 
 // WorkloadDetail is one workload object with what it owns and its events.
@@ -52,8 +58,11 @@ type WorkloadDetail struct {
 	// ReplicaSets are a Deployment's, newest revision first.
 	ReplicaSets []appsv1.ReplicaSet `json:"replicaSets,omitempty"`
 	// Pods are a ReplicaSet's.
-	Pods   []v1.Pod `json:"pods,omitempty"`
-	Events []Event  `json:"events"`
+	Pods []v1.Pod `json:"pods,omitempty"`
+	// Service and its Endpoints (ready and not-ready addresses).
+	Service   *v1.Service   `json:"service,omitempty"`
+	Endpoints *v1.Endpoints `json:"endpoints,omitempty"`
+	Events    []Event       `json:"events"`
 }
 
 // ScaleRequest sets a workload's replicas.

@@ -12,6 +12,7 @@ import (
 	"strings"
 
 	appsv1 "k8s.io/api/apps/v1"
+	v1 "k8s.io/api/core/v1"
 
 	"github.com/berth-dev/berth/internal/store"
 )
@@ -23,6 +24,7 @@ const recordVersion = 1
 const (
 	KindDeployment = "Deployment"
 	KindReplicaSet = "ReplicaSet"
+	KindService    = "Service"
 )
 
 // Record is one workload object and the manifest file it came from ("" for
@@ -33,6 +35,7 @@ type Record struct {
 	Source     string             `json:"source,omitempty"`
 	Deployment *appsv1.Deployment `json:"deployment,omitempty"`
 	ReplicaSet *appsv1.ReplicaSet `json:"replicaSet,omitempty"`
+	Service    *v1.Service        `json:"service,omitempty"`
 }
 
 // UID is the uid of the record's object.
@@ -42,6 +45,8 @@ func (r Record) UID() string {
 		return string(r.Deployment.UID)
 	case r.ReplicaSet != nil:
 		return string(r.ReplicaSet.UID)
+	case r.Service != nil:
+		return string(r.Service.UID)
 	}
 	return ""
 }
@@ -51,8 +56,9 @@ func (r Record) check() error {
 	switch {
 	case r.Version != recordVersion:
 		return fmt.Errorf("record version %d, this agent reads %d", r.Version, recordVersion)
-	case r.Kind == KindDeployment && r.Deployment != nil && r.ReplicaSet == nil:
-	case r.Kind == KindReplicaSet && r.ReplicaSet != nil && r.Deployment == nil:
+	case r.Kind == KindDeployment && r.Deployment != nil && r.ReplicaSet == nil && r.Service == nil:
+	case r.Kind == KindReplicaSet && r.ReplicaSet != nil && r.Deployment == nil && r.Service == nil:
+	case r.Kind == KindService && r.Service != nil && r.Deployment == nil && r.ReplicaSet == nil:
 	default:
 		return fmt.Errorf("record of kind %q does not hold exactly that object", r.Kind)
 	}
