@@ -3,6 +3,7 @@ package main
 import (
 	"fmt"
 	"io"
+	"net"
 	"os"
 	"strconv"
 	"strings"
@@ -10,28 +11,30 @@ import (
 	"time"
 
 	v1 "k8s.io/api/core/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 
 	"github.com/berth-dev/berth/internal/agent/agentapi"
 )
 
-// serviceResource maps what kubectl accepts for Services and Endpoints.
+// serviceResource maps what kubectl accepts for Services and
+// EndpointSlices.
 func serviceResource(s string) (string, bool) {
-	switch strings.ToLower(s) {
+	switch strings.TrimSuffix(strings.ToLower(s), ".discovery.k8s.io") {
 	case "svc", "service", "services":
 		return agentapi.ResourceService, true
-	case "ep", "endpoints":
-		return agentapi.ResourceEndpoints, true
+	case "endpointslice", "endpointslices":
+		return agentapi.ResourceEndpointSlice, true
 	}
 	return "", false
 }
 
 func isServiceResource(resource string) bool {
-	return resource == agentapi.ResourceService || resource == agentapi.ResourceEndpoints
+	return resource == agentapi.ResourceService || resource == agentapi.ResourceEndpointSlice
 }
 
-// selectServices adds the Service or Endpoints called name to out.
+// selectServices adds the Service or EndpointSlice called name to out.
 func selectServices(list agentapi.WorkloadList, name string, out *agentapi.WorkloadList) bool {
 	found := false
 	for _, s := range list.Services {
@@ -39,15 +42,15 @@ func selectServices(list agentapi.WorkloadList, name string, out *agentapi.Workl
 			out.Services, found = append(out.Services, s), true
 		}
 	}
-	for _, e := range list.Endpoints {
+	for _, e := range list.EndpointSlices {
 		if e.Name == name {
-			out.Endpoints, found = append(out.Endpoints, e), true
+			out.EndpointSlices, found = append(out.EndpointSlices, e), true
 		}
 	}
 	return found
 }
 
-// serviceObjects are the Services and Endpoints for -o json|yaml.
+// serviceObjects are the Services and EndpointSlices for -o json|yaml.
 func serviceObjects(list agentapi.WorkloadList) []any {
 	var out []any
 	for i := range list.Services {
@@ -55,26 +58,26 @@ func serviceObjects(list agentapi.WorkloadList) []any {
 		s.TypeMeta = metav1.TypeMeta{APIVersion: "v1", Kind: "Service"}
 		out = append(out, s)
 	}
-	for i := range list.Endpoints {
-		e := &list.Endpoints[i]
-		e.TypeMeta = metav1.TypeMeta{APIVersion: "v1", Kind: "Endpoints"}
+	for i := range list.EndpointSlices {
+		e := &list.EndpointSlices[i]
+		e.TypeMeta = metav1.TypeMeta{APIVersion: "discovery.k8s.io/v1", Kind: "EndpointSlice"}
 		out = append(out, e)
 	}
 	return out
 }
 
 // writeServiceTable prints kubectl's columns: NAME TYPE CLUSTER-IP
-// EXTERNAL-IP PORT(S) AGE (wide: SELECTOR) for Services, NAME ENDPOINTS
-// AGE for Endpoints.
+// EXTERNAL-IP PORT(S) AGE (wide: SELECTOR) for Services, NAME ADDRESSTYPE
+// PORTS ENDPOINTS AGE for EndpointSlices.
 func writeServiceTable(w io.Writer, list agentapi.WorkloadList, resource string, withNamespace, wide bool, now time.Time) error {
-	if len(list.Services)+len(list.Endpoints) == 0 {
+	if len(list.Services)+len(list.EndpointSlices) == 0 {
 		fmt.Fprintln(os.Stderr, "No resources found.")
 		return nil
 	}
 	tw := tabwriter.NewWriter(w, 0, 8, 3, ' ', 0)
 	header := "NAME\tTYPE\tCLUSTER-IP\tEXTERNAL-IP\tPORT(S)\tAGE"
-	if resource == agentapi.ResourceEndpoints {
-		header = "NAME\tENDPOINTS\tAGE"
+	if resource == agentapi.ResourceEndpointSlice {
+		header = "NAME\tADDRESSTYPE\tPORTS\tENDPOINTS\tAGE"
 	} else if wide {
 		header += "\tSELECTOR"
 	}
@@ -97,9 +100,9 @@ func writeServiceTable(w io.Writer, list agentapi.WorkloadList, resource string,
 		}
 		row(&s.ObjectMeta, line)
 	}
-	for i := range list.Endpoints {
-		e := &list.Endpoints[i]
-		row(&e.ObjectMeta, endpointsColumn(e)+"\t"+age(e.CreationTimestamp.Time, now))
+	for i := range list.EndpointSlices {
+		e := &list.EndpointSlices[i]
+		row(&e.ObjectMeta, fmt.Sprintf("%s\t%s\t%s\t%s", e.AddressType, slicePorts(e), sliceEndpoints(e), age(e.CreationTimestamp.Time, now)))
 	}
 	return tw.Flush()
 }
@@ -132,24 +135,35 @@ func servicePorts(s *v1.Service) string {
 	return orNone(strings.Join(out, ","))
 }
 
-// endpointsColumn lists ready addresses with their ports, the first three
-// then "+ N more...", as kubectl.
-func endpointsColumn(e *v1.Endpoints) string {
-	var all []string
-	for _, s := range e.Subsets {
-		for _, a := range s.Addresses {
-			if len(s.Ports) == 0 {
-				all = append(all, a.IP)
-			}
-			for _, p := range s.Ports {
-				all = append(all, a.IP+":"+strconv.Itoa(int(p.Port)))
-			}
+// slicePorts is an EndpointSlice's PORTS column.
+func slicePorts(e *discoveryv1.EndpointSlice) string {
+	var out []string
+	for _, p := range e.Ports {
+		if p.Port != nil {
+			out = append(out, strconv.Itoa(int(*p.Port)))
 		}
+	}
+	return orUnsetList(out)
+}
+
+// sliceEndpoints is the ENDPOINTS column: the addresses, the first three
+// then "+ N more...", as kubectl.
+func sliceEndpoints(e *discoveryv1.EndpointSlice) string {
+	var all []string
+	for _, ep := range e.Endpoints {
+		all = append(all, ep.Addresses...)
 	}
 	if len(all) > 3 {
 		return strings.Join(all[:3], ",") + fmt.Sprintf(" + %d more...", len(all)-3)
 	}
-	return orNone(strings.Join(all, ","))
+	return orUnsetList(all)
+}
+
+func orUnsetList(l []string) string {
+	if len(l) == 0 {
+		return "<unset>"
+	}
+	return strings.Join(l, ",")
 }
 
 // describeService writes kubectl describe's view of a Service.
@@ -172,10 +186,7 @@ func describeService(d describer, detail agentapi.WorkloadDetail) {
 		if p.NodePort != 0 {
 			d.line(0, "NodePort", "%s  %d/%s", name, p.NodePort, p.Protocol)
 		}
-		d.line(0, "Endpoints", "%s", portEndpoints(detail.Endpoints, p.Name))
-	}
-	if len(s.Spec.Ports) == 0 {
-		d.line(0, "Endpoints", "%s", endpointsColumn(detail.Endpoints))
+		d.line(0, "Endpoints", "%s", portEndpoints(detail.EndpointSlices, p.Name))
 	}
 	d.line(0, "Session Affinity", "%s", s.Spec.SessionAffinity)
 }
@@ -187,19 +198,22 @@ func orUnset(s string) string {
 	return s
 }
 
-// portEndpoints lists the ready addresses of one Service port.
-func portEndpoints(e *v1.Endpoints, port string) string {
-	if e == nil {
-		return "<none>"
-	}
+// portEndpoints lists the ready endpoints of one Service port, as
+// kubectl describe: address:port.
+func portEndpoints(slices []discoveryv1.EndpointSlice, port string) string {
 	var out []string
-	for _, s := range e.Subsets {
+	for _, s := range slices {
 		for _, p := range s.Ports {
-			if p.Name != port {
+			if p.Name == nil || *p.Name != port || p.Port == nil {
 				continue
 			}
-			for _, a := range s.Addresses {
-				out = append(out, a.IP+":"+strconv.Itoa(int(p.Port)))
+			for _, ep := range s.Endpoints {
+				if ep.Conditions.Ready == nil || !*ep.Conditions.Ready {
+					continue
+				}
+				for _, a := range ep.Addresses {
+					out = append(out, net.JoinHostPort(a, strconv.Itoa(int(*p.Port))))
+				}
 			}
 		}
 	}

@@ -151,6 +151,7 @@ type Agent struct {
 	// workloadStore too); svcHost is their host side, made with the first.
 	services map[string]*serviceObj
 	svcHost  *serviceHost
+	svcLink  serviceLink // nil: package svcnet's (tests fake it)
 }
 
 // The agent API (package agentapi) serves an Agent.

@@ -12,7 +12,6 @@ import (
 
 	"github.com/berth-dev/berth/internal/agent/agentapi"
 	"github.com/berth-dev/berth/internal/agent/manifest"
-	"github.com/berth-dev/berth/internal/agent/svcnet"
 	"github.com/berth-dev/berth/internal/agent/workload"
 	"github.com/berth-dev/berth/internal/agent/workloadstore"
 	"github.com/berth-dev/berth/internal/errdefs"
@@ -63,9 +62,9 @@ func (a *Agent) loadServicesLocked() {
 			a.services[o.key()] = o
 		}
 	}
-	if len(a.services) == 0 && svcnet.Exists(a.cfg.Services.Interface) {
+	if len(a.services) == 0 && a.link().Exists(a.cfg.Services.Interface) {
 		// The last Service went while the agent was stopping.
-		if err := svcnet.Remove(a.cfg.Services.Interface); err != nil {
+		if err := a.link().Remove(a.cfg.Services.Interface); err != nil {
 			a.log.Error("recover: removing the service interface", "error", err)
 		}
 		return

@@ -10,15 +10,15 @@ import (
 )
 
 // listServicesLocked lists the Services (resource services) or their
-// Endpoints (resource endpoints) of a namespace, every one when empty.
+// EndpointSlices (resource endpointslices) of a namespace, every one when empty.
 func (a *Agent) listServicesLocked(resource, namespace string) agentapi.WorkloadList {
 	list := agentapi.WorkloadList{}
 	for _, o := range a.sortedServicesLocked() {
 		if namespace != "" && o.svc.Namespace != namespace {
 			continue
 		}
-		if resource == agentapi.ResourceEndpoints {
-			list.Endpoints = append(list.Endpoints, *workload.EndpointsObject(o.svc, o.endpoints))
+		if resource == agentapi.ResourceEndpointSlice {
+			list.EndpointSlices = append(list.EndpointSlices, workload.EndpointSlices(o.svc, o.endpoints)...)
 		} else {
 			list.Services = append(list.Services, *o.svc.DeepCopy())
 		}
@@ -34,16 +34,17 @@ func (a *Agent) lookupServiceLocked(resource, namespace, name string) (*serviceO
 	return o, nil
 }
 
-// describeServiceLocked returns a Service with its Endpoints and events.
+// describeServiceLocked returns a Service with its EndpointSlices and
+// events.
 func (a *Agent) describeServiceLocked(resource, namespace, name string) (agentapi.WorkloadDetail, error) {
 	o, err := a.lookupServiceLocked(resource, namespace, name)
 	if err != nil {
 		return agentapi.WorkloadDetail{}, err
 	}
 	return agentapi.WorkloadDetail{
-		Service:   o.svc.DeepCopy(),
-		Endpoints: workload.EndpointsObject(o.svc, o.endpoints),
-		Events:    o.events.list(),
+		Service:        o.svc.DeepCopy(),
+		EndpointSlices: workload.EndpointSlices(o.svc, o.endpoints),
+		Events:         o.events.list(),
 	}, nil
 }
 
@@ -66,7 +67,7 @@ func (a *Agent) deleteServiceLocked(namespace, name string) (agentapi.DeleteResp
 }
 
 // isServiceResource says whether resource is the Services' (or their
-// Endpoints').
+// EndpointSlices').
 func isServiceResource(resource string) bool {
-	return resource == agentapi.ResourceService || resource == agentapi.ResourceEndpoints
+	return resource == agentapi.ResourceService || resource == agentapi.ResourceEndpointSlice
 }

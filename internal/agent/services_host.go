@@ -15,12 +15,34 @@ import (
 	"github.com/berth-dev/berth/internal/agent/svcproxy"
 )
 
+// serviceLink is the service interface's operations (package svcnet).
+type serviceLink interface {
+	Sync(name string, addrs []netip.Addr) error
+	Exists(name string) bool
+	Remove(name string) error
+}
+
+type svcnetLink struct{}
+
+func (svcnetLink) Sync(name string, addrs []netip.Addr) error { return svcnet.Sync(name, addrs) }
+func (svcnetLink) Exists(name string) bool                    { return svcnet.Exists(name) }
+func (svcnetLink) Remove(name string) error                   { return svcnet.Remove(name) }
+
+// link is the agent's serviceLink.
+func (a *Agent) link() serviceLink {
+	if a.svcLink == nil {
+		return svcnetLink{}
+	}
+	return a.svcLink
+}
+
 // serviceHost is what the agent runs on the host for its Services while
 // it has any: the service interface with the ClusterIPs and the DNS
 // address, the cluster DNS server, and the proxy's listeners (guarded by
 // the agent's mu).
 type serviceHost struct {
 	cfg   ServicesConfig
+	link  serviceLink
 	log   *slog.Logger
 	proxy *svcproxy.Proxy
 	dns   *clusterdns.Server
@@ -28,12 +50,12 @@ type serviceHost struct {
 	done  chan error
 }
 
-func newServiceHost(cfg ServicesConfig, upstream []string, log *slog.Logger) *serviceHost {
+func newServiceHost(cfg ServicesConfig, link serviceLink, upstream []string, log *slog.Logger) *serviceHost {
 	if len(cfg.Upstream) > 0 {
 		upstream = cfg.Upstream
 	}
 	return &serviceHost{
-		cfg: cfg, log: log,
+		cfg: cfg, link: link, log: log,
 		proxy: svcproxy.New(log),
 		dns:   clusterdns.NewServer(cfg.Domain, upstream, log),
 	}
@@ -42,7 +64,7 @@ func newServiceHost(cfg ServicesConfig, upstream []string, log *slog.Logger) *se
 // up makes the interface hold addrs (and the DNS address) and the DNS
 // server serve.
 func (h *serviceHost) up(addrs []netip.Addr) error {
-	if err := svcnet.Sync(h.cfg.Interface, append(addrs, h.cfg.ClusterDNS)); err != nil {
+	if err := h.link.Sync(h.cfg.Interface, append(addrs, h.cfg.ClusterDNS)); err != nil {
 		return err
 	}
 	if h.stop != nil {
@@ -67,9 +89,6 @@ func (h *serviceHost) up(addrs []netip.Addr) error {
 	}
 }
 
-// running says whether the DNS server serves.
-func (h *serviceHost) running() bool { return h.stop != nil }
-
 // close stops the listeners (the proxy's and the DNS server's); the
 // interface stays, for the next agent to adopt.
 func (h *serviceHost) close() error {
@@ -86,8 +105,8 @@ func (h *serviceHost) close() error {
 // Service left.
 func (h *serviceHost) down() error {
 	err := h.close()
-	if svcnet.Exists(h.cfg.Interface) {
-		err = errors.Join(err, svcnet.Remove(h.cfg.Interface))
+	if h.link.Exists(h.cfg.Interface) {
+		err = errors.Join(err, h.link.Remove(h.cfg.Interface))
 		h.log.Info("service interface removed: no Service left", "interface", h.cfg.Interface)
 	}
 	return err

@@ -39,7 +39,7 @@ func (a *Agent) syncServicesLocked() {
 		return
 	}
 	if a.svcHost == nil {
-		a.svcHost = newServiceHost(a.cfg.Services, a.deps.node.dns.Servers, a.log.With("component", "services"))
+		a.svcHost = newServiceHost(a.cfg.Services, a.link(), a.deps.node.dns.Servers, a.log.With("component", "services"))
 	}
 	pods := make([]v1.Pod, 0, len(a.workers))
 	for _, w := range a.workers {
@@ -105,7 +105,7 @@ func (a *Agent) proxyRules(o *serviceObj, ready []workload.Endpoint) []svcproxy.
 		var backends []netip.AddrPort
 		for _, ep := range ready {
 			if port, ok := ep.Ports[p.Name]; ok {
-				backends = append(backends, netip.AddrPortFrom(ep.Addr, uint16(port))) //nolint:gosec // G115: validated 1-65535
+				backends = append(backends, netip.AddrPortFrom(ep.Addr, uint16(port)))
 			}
 		}
 		rule := func(listen netip.AddrPort, what string) {
@@ -113,13 +113,13 @@ func (a *Agent) proxyRules(o *serviceObj, ready []workload.Endpoint) []svcproxy.
 				Protocol: string(p.Protocol), Listen: listen, Backends: backends})
 		}
 		if ip := o.clusterIP(); ip.IsValid() {
-			rule(netip.AddrPortFrom(ip, uint16(p.Port)), "ClusterIP") //nolint:gosec // G115: validated 1-65535
+			rule(netip.AddrPortFrom(ip, uint16(p.Port)), "ClusterIP")
 		}
 		if p.NodePort != 0 {
-			rule(netip.AddrPortFrom(host, uint16(p.NodePort)), "NodePort") //nolint:gosec // G115: validated 30000-32767
+			rule(netip.AddrPortFrom(host, uint16(p.NodePort)), "NodePort")
 		}
 		if o.svc.Spec.Type == v1.ServiceTypeLoadBalancer {
-			rule(netip.AddrPortFrom(host, uint16(p.Port)), "LoadBalancer") //nolint:gosec // G115: validated 1-65535
+			rule(netip.AddrPortFrom(host, uint16(p.Port)), "LoadBalancer")
 		}
 	}
 	return rules

@@ -130,9 +130,10 @@ func (n *node) deleteAllPods() {
 }
 
 // deleteAllWorkloads deletes every Deployment and ReplicaSet, so that no
-// controller makes the pods deleteAllPods deletes again.
+// controller makes the pods deleteAllPods deletes again, and every Service
+// (their host side goes with the last).
 func (n *node) deleteAllWorkloads(ctx context.Context, grace *int64) {
-	for _, resource := range []string{agentapi.ResourceDeployment, agentapi.ResourceReplicaSet} {
+	for _, resource := range []string{agentapi.ResourceDeployment, agentapi.ResourceReplicaSet, agentapi.ResourceService} {
 		list, err := n.client.ListWorkloads(ctx, resource, "")
 		if err != nil {
 			n.t.Errorf("cleanup: list %s: %v", resource, err)
@@ -143,6 +144,9 @@ func (n *node) deleteAllWorkloads(ctx context.Context, grace *int64) {
 		}
 		for _, rs := range list.ReplicaSets {
 			_, _ = n.client.DeleteWorkload(ctx, resource, rs.Namespace, rs.Name, grace)
+		}
+		for _, svc := range list.Services {
+			_, _ = n.client.DeleteWorkload(ctx, resource, svc.Namespace, svc.Name, grace)
 		}
 	}
 }

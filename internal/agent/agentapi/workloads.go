@@ -9,6 +9,7 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	v1 "k8s.io/api/core/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
 )
 
 // The workload part of the agent API:
@@ -20,18 +21,18 @@ import (
 //	POST   /v1/workloads/KIND/NS/NAME/rollout       RolloutRequest → ApplyResult
 //
 // KIND is "deployments", "replicasets", "services" or (GET only)
-// "endpoints".
+// "endpointslices".
 const pathWorkloads = "/v1/workloads"
 
 // Workload kinds, as ApplyResult.Kind and in paths.
 const (
-	KindDeployment     = "Deployment"
-	KindReplicaSet     = "ReplicaSet"
-	ResourceDeployment = "deployments"
-	ResourceReplicaSet = "replicasets"
-	KindService        = "Service"
-	ResourceService    = "services"
-	ResourceEndpoints  = "endpoints" // list and get only: the Services' endpoints
+	KindDeployment        = "Deployment"
+	KindReplicaSet        = "ReplicaSet"
+	ResourceDeployment    = "deployments"
+	ResourceReplicaSet    = "replicasets"
+	KindService           = "Service"
+	ResourceService       = "services"
+	ResourceEndpointSlice = "endpointslices" // list and get only: the Services' endpoints
 )
 
 // WorkloadService is the workload part of what the API serves.
@@ -45,10 +46,10 @@ type WorkloadService interface {
 
 // WorkloadList holds the objects of one kind, by namespace and name.
 type WorkloadList struct {
-	Deployments []appsv1.Deployment `json:"deployments,omitempty"`
-	ReplicaSets []appsv1.ReplicaSet `json:"replicaSets,omitempty"`
-	Services    []v1.Service        `json:"services,omitempty"`
-	Endpoints   []v1.Endpoints      `json:"endpoints,omitempty"`
+	Deployments    []appsv1.Deployment         `json:"deployments,omitempty"`
+	ReplicaSets    []appsv1.ReplicaSet         `json:"replicaSets,omitempty"`
+	Services       []v1.Service                `json:"services,omitempty"`
+	EndpointSlices []discoveryv1.EndpointSlice `json:"endpointSlices,omitempty"`
 }
 
 // WorkloadDetail is one workload object with what it owns and its events.
@@ -59,10 +60,10 @@ type WorkloadDetail struct {
 	ReplicaSets []appsv1.ReplicaSet `json:"replicaSets,omitempty"`
 	// Pods are a ReplicaSet's.
 	Pods []v1.Pod `json:"pods,omitempty"`
-	// Service and its Endpoints (ready and not-ready addresses).
-	Service   *v1.Service   `json:"service,omitempty"`
-	Endpoints *v1.Endpoints `json:"endpoints,omitempty"`
-	Events    []Event       `json:"events"`
+	// Service and its EndpointSlices (ready and not-ready endpoints).
+	Service        *v1.Service                 `json:"service,omitempty"`
+	EndpointSlices []discoveryv1.EndpointSlice `json:"endpointSlices,omitempty"`
+	Events         []Event                     `json:"events"`
 }
 
 // ScaleRequest sets a workload's replicas.

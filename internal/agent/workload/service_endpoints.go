@@ -2,10 +2,12 @@ package workload
 
 import (
 	"fmt"
+	"hash/fnv"
 	"net/netip"
 	"sort"
 
 	v1 "k8s.io/api/core/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/util/intstr"
 )
@@ -111,40 +113,59 @@ func podReady(pod *v1.Pod) bool {
 	return false
 }
 
-// EndpointsObject is the v1 Endpoints the endpoints controller would
-// write for svc: one subset with the ready and not-ready addresses and
-// the Service's ports (named targetPorts resolved per pod make one subset
-// per distinct port set, as the controller's repacking does).
-func EndpointsObject(svc *v1.Service, eps []Endpoint) *v1.Endpoints {
-	out := &v1.Endpoints{}
-	out.Name, out.Namespace = svc.Name, svc.Namespace
-	out.Labels = svc.Labels
-	subsets := map[string]*v1.EndpointSubset{}
+// EndpointSlices are the discovery/v1 EndpointSlices the endpointslice
+// controller would write for svc: one per distinct set of resolved ports
+// (named targetPorts may resolve differently per pod), named
+// <svc>-<hash of the ports>, each endpoint with its Ready, Serving and
+// Terminating conditions, hostname and pod reference.
+func EndpointSlices(svc *v1.Service, eps []Endpoint) []discoveryv1.EndpointSlice {
+	slices := map[string]*discoveryv1.EndpointSlice{}
 	var order []string
 	for _, ep := range eps {
-		var ports []v1.EndpointPort
-		key := ""
-		for _, sp := range svc.Spec.Ports {
-			if p, ok := ep.Ports[sp.Name]; ok {
-				ports = append(ports, v1.EndpointPort{Name: sp.Name, Port: p, Protocol: sp.Protocol})
-				key += fmt.Sprintf("%s/%s/%d,", sp.Name, sp.Protocol, p)
-			}
-		}
-		s := subsets[key]
+		ports, key := slicePorts(svc, ep)
+		s := slices[key]
 		if s == nil {
-			s = &v1.EndpointSubset{Ports: ports}
-			subsets[key] = s
+			h := fnv.New32a()
+			_, _ = h.Write([]byte(key)) // a hash never fails to write
+			s = &discoveryv1.EndpointSlice{AddressType: discoveryv1.AddressTypeIPv4, Ports: ports}
+			s.Name, s.Namespace = fmt.Sprintf("%s-%05x", svc.Name, h.Sum32()&0xfffff), svc.Namespace
+			s.Labels = map[string]string{discoveryv1.LabelServiceName: svc.Name, discoveryv1.LabelManagedBy: "endpointslice-controller.k8s.io"}
+			s.CreationTimestamp = svc.CreationTimestamp
+			slices[key] = s
 			order = append(order, key)
 		}
-		a := v1.EndpointAddress{IP: ep.Addr.String(), Hostname: ep.Hostname, TargetRef: &v1.ObjectReference{Kind: "Pod", Namespace: ep.Namespace, Name: ep.PodName}}
-		if ep.Ready {
-			s.Addresses = append(s.Addresses, a)
-		} else {
-			s.NotReadyAddresses = append(s.NotReadyAddresses, a)
+		if ep.Addr.Is6() {
+			s.AddressType = discoveryv1.AddressTypeIPv6
 		}
+		e := discoveryv1.Endpoint{
+			Addresses:  []string{ep.Addr.String()},
+			Conditions: discoveryv1.EndpointConditions{Ready: &ep.Ready, Serving: &ep.Ready, Terminating: new(bool)},
+			TargetRef:  &v1.ObjectReference{Kind: "Pod", Namespace: ep.Namespace, Name: ep.PodName},
+		}
+		if ep.Hostname != "" {
+			e.Hostname = &ep.Hostname
+		}
+		s.Endpoints = append(s.Endpoints, e)
 	}
+	out := make([]discoveryv1.EndpointSlice, 0, len(order))
 	for _, k := range order {
-		out.Subsets = append(out.Subsets, *subsets[k])
+		out = append(out, *slices[k])
 	}
 	return out
+}
+
+// slicePorts are the ports an endpoint serves, and a key naming the set.
+func slicePorts(svc *v1.Service, ep Endpoint) ([]discoveryv1.EndpointPort, string) {
+	var ports []discoveryv1.EndpointPort
+	key := ""
+	for _, sp := range svc.Spec.Ports {
+		p, ok := ep.Ports[sp.Name]
+		if !ok {
+			continue
+		}
+		name, proto := sp.Name, sp.Protocol
+		ports = append(ports, discoveryv1.EndpointPort{Name: &name, Port: &p, Protocol: &proto})
+		key += fmt.Sprintf("%s/%s/%d,", sp.Name, sp.Protocol, p)
+	}
+	return ports, key
 }

@@ -74,16 +74,27 @@ func TestServiceEndpoints(t *testing.T) {
 	}
 }
 
-func TestEndpointsObject(t *testing.T) {
+func TestEndpointSlices(t *testing.T) {
 	svc := &v1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "web"},
-		Spec: v1.ServiceSpec{Ports: []v1.ServicePort{{Port: 80, Protocol: v1.ProtocolTCP}}}}
+		Spec: v1.ServiceSpec{Ports: []v1.ServicePort{{Name: "http", Port: 80, Protocol: v1.ProtocolTCP}}}}
 	eps := []Endpoint{
-		{Namespace: "default", PodName: "a", Addr: netip.MustParseAddr("10.88.0.2"), Ready: true, Ports: map[string]int32{"": 8080}},
-		{Namespace: "default", PodName: "b", Addr: netip.MustParseAddr("10.88.0.3"), Ports: map[string]int32{"": 8080}},
+		{Namespace: "default", PodName: "a", Addr: netip.MustParseAddr("10.88.0.2"), Ready: true, Hostname: "a0", Ports: map[string]int32{"http": 8080}},
+		{Namespace: "default", PodName: "b", Addr: netip.MustParseAddr("10.88.0.3"), Ports: map[string]int32{"http": 8080}},
+		{Namespace: "default", PodName: "c", Addr: netip.MustParseAddr("10.88.0.4"), Ready: true, Ports: map[string]int32{"http": 9090}},
 	}
-	o := EndpointsObject(svc, eps)
-	if len(o.Subsets) != 1 || len(o.Subsets[0].Addresses) != 1 || len(o.Subsets[0].NotReadyAddresses) != 1 || o.Subsets[0].Ports[0].Port != 8080 {
-		t.Errorf("endpoints object %+v", o.Subsets)
+	slices := EndpointSlices(svc, eps)
+	if len(slices) != 2 {
+		t.Fatalf("%d slices; want one per port set", len(slices))
+	}
+	s := slices[0]
+	if len(s.Endpoints) != 2 || *s.Ports[0].Port != 8080 || *s.Ports[0].Name != "http" || s.Labels["kubernetes.io/service-name"] != "web" || !strings.HasPrefix(s.Name, "web-") {
+		t.Errorf("first slice %+v", s)
+	}
+	if !*s.Endpoints[0].Conditions.Ready || *s.Endpoints[1].Conditions.Ready || *s.Endpoints[0].Hostname != "a0" || s.Endpoints[0].TargetRef.Name != "a" {
+		t.Errorf("endpoints %+v", s.Endpoints)
+	}
+	if *slices[1].Ports[0].Port != 9090 || slices[1].Name == s.Name {
+		t.Errorf("second slice %+v", slices[1])
 	}
 }
 
