@@ -171,3 +171,33 @@ func TestServicesAllocateResolveAndGoWithTheLast(t *testing.T) {
 		t.Errorf("deleting a deleted Service: %v", err)
 	}
 }
+
+// A port another program holds is a Warning event on the Service, and
+// the proxy listens once it is free.
+func TestServicePortTakenIsAnEvent(t *testing.T) {
+	taken, err := net.Listen("tcp", "127.77.0.1:18080")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer taken.Close()
+	link := &fakeLink{addrs: map[string][]netip.Addr{}}
+	a := startServicesAgent(t, criclienttest.New(), t.TempDir(), link, freePort(t))
+	a.apply(t, servicesManifest)
+	waitFor(t, "a FailedToListen event", func() bool {
+		d, err := a.DescribeWorkload(agentapi.ResourceService, "default", "web")
+		return err == nil && len(d.Events) == 1 && d.Events[0].Reason == "FailedToListen" && strings.Contains(d.Events[0].Message, "127.77.0.1:18080")
+	})
+	taken.Close()
+	waitFor(t, "the proxy listens on the freed port", func() bool {
+		c, err := net.Dial("tcp", "127.77.0.1:18080")
+		if err == nil {
+			c.Close()
+		}
+		return err == nil
+	})
+	for _, name := range []string{"web", "web-hl"} {
+		if _, err := a.DeleteWorkload(context.Background(), agentapi.ResourceService, "default", name, nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
