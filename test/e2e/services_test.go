@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/miekg/dns"
 	v1 "k8s.io/api/core/v1"
 
 	"github.com/berth-dev/berth/internal/agent/clusterdns"
@@ -130,15 +131,23 @@ func servicesDNSAndNodePort(t *testing.T, start func(...string) *node) {
 	}
 
 	// busybox-static's glibc resolver cannot run in the image (its wget
-	// segfaults there, even for an address): names are resolved with
-	// busybox's nslookup, which has its own resolver and reads
-	// resolv.conf's search list, and port 80 is reached with nc.
-	for _, name := range []string{"web", "web.default", "web.default.svc.cluster.local"} {
+	// segfaults there, even for an address): names are resolved in the
+	// pod with busybox's nslookup, which has its own resolver and applies
+	// resolv.conf's search list to names without a dot only, and port 80
+	// is reached with nc. web.default is resolved as a libc resolver
+	// would with the pod's resolv.conf (ndots:5: the search list first),
+	// from the host, against the same server.
+	for _, name := range []string{"web", "web.default.svc.cluster.local"} {
 		out := n.lookup(name, func(s string) bool {
 			return strings.Contains(s, "Name:\tweb.default.svc.cluster.local\nAddress: "+clusterIP+"\n")
 		})
 		if strings.Contains(out, "Address: "+ipA) || strings.Contains(out, "Address: "+ipB) {
 			t.Errorf("nslookup %s answers with the endpoints, not the ClusterIP:\n%s", name, out)
+		}
+	}
+	for _, name := range []string{"web", "web.default", "web.default.svc.cluster.local"} {
+		if got := resolveWith(t, resolv, name); got != clusterIP {
+			t.Errorf("%s with the pod's resolv.conf: %q; want %s", name, got, clusterIP)
 		}
 	}
 	n.waitExec("client", "sh", "GET "+clusterIP+":80", func(s string) bool { return strings.Contains(s, "hello-from-web-") },
@@ -198,6 +207,29 @@ func (n *node) lookup(name string, ok func(string) bool) string {
 		}
 		time.Sleep(200 * time.Millisecond)
 	}
+}
+
+// resolveWith resolves name as a libc resolver does with resolv.conf:
+// the names of its search list and ndots in order, the first address
+// answered.
+func resolveWith(t *testing.T, resolv, name string) string {
+	t.Helper()
+	cfg, err := dns.ClientConfigFromReader(strings.NewReader(resolv))
+	if err != nil || len(cfg.Servers) == 0 {
+		t.Fatalf("the pod's resolv.conf: %v\n%s", err, resolv)
+	}
+	for _, fqdn := range cfg.NameList(name) {
+		m, _, err := (&dns.Client{Timeout: 3 * time.Second}).Exchange(new(dns.Msg).SetQuestion(fqdn, dns.TypeA), net.JoinHostPort(cfg.Servers[0], "53"))
+		if err != nil {
+			t.Fatalf("%s: %v", fqdn, err)
+		}
+		for _, rr := range m.Answer {
+			if a, ok := rr.(*dns.A); ok {
+				return a.A.String()
+			}
+		}
+	}
+	return ""
 }
 
 // httpGet is a shell command GETting / on addr port 80 with nc.
