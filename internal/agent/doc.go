@@ -97,6 +97,13 @@
 //     scale and prune ReplicaSets per strategy. Deletion is background: the
 //     object is marked (saved), hidden, its dependents stopped, then its
 //     record removed; recovery reloads the records with the pods;
+//   - Services (services*.go): saved in workloadstore with their ClusterIP
+//     and nodePorts; every controller pass computes their endpoints
+//     (workload.ServiceEndpoints) and brings the host side up to date:
+//     the service interface (svcnet, behind the serviceLink seam), the
+//     cluster DNS table (clusterdns), the proxy's listeners (svcproxy),
+//     and the cluster DNS new ClusterFirst sandboxes get; all of it goes
+//     with the last Service;
 //   - ephemeral containers (ephemeral.go): UpdateEphemeralContainers, the
 //     ephemeralcontainers subresource of the API server, adds them to a
 //     running pod (manifest.ValidateEphemeralContainersUpdate: only

@@ -201,3 +201,42 @@ func TestServicePortTakenIsAnEvent(t *testing.T) {
 		}
 	}
 }
+
+// A LoadBalancer Service listens on its nodePort and its port on the
+// host (as k3s's ServiceLB) and reports the node's addresses as ingress.
+func TestLoadBalancerService(t *testing.T) {
+	link := &fakeLink{addrs: map[string][]netip.Addr{}}
+	a := startServicesAgent(t, criclienttest.New(), t.TempDir(), link, freePort(t))
+	a.apply(t, `
+apiVersion: v1
+kind: Service
+metadata: {name: lb}
+spec:
+  type: LoadBalancer
+  selector: {app: lb}
+  ports: [{port: 18081, targetPort: 8080, nodePort: 31917}]
+`)
+	list, err := a.ListWorkloads(agentapi.ResourceService, "default")
+	if err != nil || len(list.Services) != 1 {
+		t.Fatalf("services: %+v %v", list, err)
+	}
+	s := list.Services[0]
+	if s.Spec.Ports[0].NodePort != 31917 || len(s.Status.LoadBalancer.Ingress) != len(a.deps.node.hostIPs) {
+		t.Errorf("nodePort %d, ingress %v; want 31917 and the node's addresses %v", s.Spec.Ports[0].NodePort, s.Status.LoadBalancer.Ingress, a.deps.node.hostIPs)
+	}
+	for _, addr := range []string{"127.0.0.1:18081", "127.0.0.1:31917", "127.77.0.1:18081"} {
+		c, err := net.Dial("tcp", addr)
+		if err != nil {
+			t.Errorf("nothing listens on %s: %v", addr, err)
+			continue
+		}
+		c.Close()
+	}
+	if _, err := a.DeleteWorkload(context.Background(), agentapi.ResourceService, "default", "lb", nil); err != nil {
+		t.Fatal(err)
+	}
+	if c, err := net.Dial("tcp", "127.0.0.1:31917"); err == nil {
+		c.Close()
+		t.Error("the nodePort still listens after the delete")
+	}
+}

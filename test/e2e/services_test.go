@@ -161,6 +161,12 @@ func servicesDNSAndNodePort(t *testing.T, start func(...string) *node) {
 	n.lookup("up.ns.svc.example.test.", func(s string) bool { return strings.Contains(s, "Address: 192.0.2.1\n") })
 	hostGet(t, nodePort, "hello-from-web-")
 
+	// kill -9 of the agent: the next one adopts the interface and serves
+	// the same addresses again.
+	n.restartAgent()
+	n.lookup("web", func(s string) bool { return strings.Contains(s, "Address: "+clusterIP+"\n") })
+	hostGet(t, nodePort, "hello-from-web-")
+
 	// web-b stops being ready: it leaves the headless answer, the
 	// ClusterIP's and the NodePort's proxies, and describe's Endpoints.
 	if _, err := n.exec("web-b", "httpd", "rm", "/tmp/ready"); err != nil {

@@ -1,5 +1,6 @@
 // Package workload holds the node agent's controllers for workload kinds
-// (apps/v1 ReplicaSet and Deployment) as pure reconcile functions: given an
+// (apps/v1 ReplicaSet and Deployment; a Service's endpoints, ClusterIP and
+// nodePort allocation) as pure reconcile functions: given an
 // object, what it owns and what was observed of it, they return what to
 // create, scale and delete and the object's new status, as the
 // kube-controller-manager's replicaset and deployment controllers would.
@@ -9,6 +10,10 @@
 //	func ReconcileReplicaSet(rs *appsv1.ReplicaSet, pods []Pod, now time.Time) ReplicaSetActions
 //	func ReconcileDeployment(d *appsv1.Deployment, sets []*appsv1.ReplicaSet, now time.Time) DeploymentActions
 //	func ComputeHash(template *v1.PodTemplateSpec, collisionCount *int32) string
+//	func ServiceEndpoints(svc *v1.Service, pods []v1.Pod) []Endpoint
+//	func EndpointSlices(svc *v1.Service, eps []Endpoint) []discoveryv1.EndpointSlice
+//	func (r ServiceRange) AllocateClusterIP(requested string, used map[netip.Addr]bool) (netip.Addr, error)
+//	func AllocateNodePort(requested, minPort, maxPort int32, used map[int32]bool) (int32, error)
 //
 // Names and labels are Kubernetes': a Deployment's ReplicaSet is
 // "<deployment>-<pod-template-hash>" (the hash computed from the template as

@@ -70,7 +70,7 @@ func (r ServiceRange) AllocateClusterIP(requested string, used map[netip.Addr]bo
 
 // AllocateNodePort gives a port its nodePort: requested (0 for any) when
 // free, else the first free port of min..max.
-func AllocateNodePort(requested int32, minPort, maxPort int32, used map[int32]bool) (int32, error) {
+func AllocateNodePort(requested, minPort, maxPort int32, used map[int32]bool) (int32, error) {
 	if requested != 0 {
 		if used[requested] {
 			return 0, fmt.Errorf("nodePort: Invalid value: %d: provided port is already allocated", requested)
