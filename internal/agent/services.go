@@ -51,9 +51,10 @@ func (a *Agent) sortedServicesLocked() []*serviceObj {
 	return out
 }
 
-// loadServicesLocked reads the saved Services back at recovery (what the
-// store could not read, loadWorkloadsLocked logged) and brings the host
-// side back: the interface is adopted, or removed when no Service is left.
+// loadServicesLocked reads the saved Services back at recovery, before
+// the pods' workers start (what the store could not read,
+// loadWorkloadsLocked logs), and brings the host side back: the
+// interface is adopted, or removed when no Service is left.
 func (a *Agent) loadServicesLocked() {
 	records, _ := a.workloadStore.Load()
 	for _, r := range records {
