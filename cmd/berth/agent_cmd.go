@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"os/signal"
@@ -45,6 +46,7 @@ type agentFlags struct {
 	credProviderBinDir string
 	gc                 gcFlags
 	node               nodeFlags
+	services           serviceFlags
 }
 
 func (f *agentFlags) bind(cmd *cobra.Command) {
@@ -67,6 +69,7 @@ func (f *agentFlags) bind(cmd *cobra.Command) {
 	f.gc.bind(fs)
 	f.eviction.bind(fs)
 	f.node.bind(fs)
+	f.services.bind(fs)
 }
 
 // validate checks the flags the agent's Config does not check itself, and
@@ -85,7 +88,10 @@ func (f *agentFlags) validate() error {
 	if _, _, err := f.node.parse(); err != nil {
 		return err
 	}
-	_, err = f.gc.config()
+	if _, err = f.gc.config(); err != nil {
+		return err
+	}
+	_, err = f.services.config()
 	return err
 }
 
@@ -108,6 +114,7 @@ func (f *agentFlags) config(cfg config.Config, cri *criclient.CRIClient, log *sl
 		return agent.Config{}, err
 	}
 	labels, taints, err := f.node.parse()
+	services, serr := f.services.config()
 	return agent.Config{
 		NodeLabels: labels, NodeTaints: taints,
 		Runtime: cri, Images: cri,
@@ -119,7 +126,8 @@ func (f *agentFlags) config(cfg config.Config, cri *criclient.CRIClient, log *sl
 		LogRotation:   f.logRotation,
 		Logger:        log,
 		GC:            gc,
-	}, err
+		Services:      services,
+	}, errors.Join(err, serr)
 }
 
 func newAgentCommand(opts *globalOptions) *cobra.Command {

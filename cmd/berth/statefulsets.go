@@ -12,6 +12,7 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	v1 "k8s.io/api/core/v1"
+	"k8s.io/utils/ptr"
 
 	"github.com/berth-dev/berth/internal/agent/agentapi"
 	"github.com/berth-dev/berth/internal/agent/workload"
@@ -66,7 +67,7 @@ func writeClaimTable(w io.Writer, claims []v1.PersistentVolumeClaim, withNamespa
 			capacity = q.String()
 		}
 		line := strings.Join([]string{c.Name, status, c.Spec.VolumeName, capacity, accessModes(c.Status.AccessModes),
-			orUnset(c.Spec.StorageClassName), orUnset(c.Spec.VolumeAttributesClassName), age(c.CreationTimestamp.Time, now)}, "\t")
+			orUnset(ptr.Deref(c.Spec.StorageClassName, "")), orUnset(ptr.Deref(c.Spec.VolumeAttributesClassName, "")), age(c.CreationTimestamp.Time, now)}, "\t")
 		if withNamespace {
 			line = c.Namespace + "\t" + line
 		}
@@ -82,13 +83,6 @@ func writeClaimTable(w io.Writer, claims []v1.PersistentVolumeClaim, withNamespa
 func className(s *string) string {
 	if s == nil {
 		return ""
-	}
-	return *s
-}
-
-func orUnset(s *string) string {
-	if s == nil || *s == "" {
-		return "<unset>"
 	}
 	return *s
 }

@@ -32,6 +32,9 @@ func workloadResource(s string) (string, bool) {
 	case "pvc", "persistentvolumeclaim", "persistentvolumeclaims":
 		return agentapi.ResourcePersistentVolumeClaim, true
 	}
+	if r, ok := serviceResource(s); ok {
+		return r, true
+	}
 	return "", false
 }
 
@@ -48,6 +51,9 @@ func splitTypeName(s string) (resource, name string, err error) {
 
 // kindLabel is how kubectl names a kind in messages: deployment.apps.
 func kindLabel(kind string) string {
+	if kind == agentapi.KindService { // a core kind: no group
+		return "service"
+	}
 	if kind == agentapi.KindPersistentVolumeClaim {
 		return strings.ToLower(kind)
 	}
@@ -87,6 +93,7 @@ func selectWorkloads(list agentapi.WorkloadList, resource string, names []string
 				out.PersistentVolumeClaims, found = append(out.PersistentVolumeClaims, c), true
 			}
 		}
+		found = selectServices(list, name, &out) || found
 		if !found {
 			return out, fmt.Errorf("%s %q not found in namespace %q: %w", resource, name, namespace, errdefs.ErrNotFound)
 		}
@@ -122,6 +129,7 @@ func workloadObjects(list agentapi.WorkloadList) []any {
 		c.TypeMeta = metav1.TypeMeta{APIVersion: "v1", Kind: "PersistentVolumeClaim"}
 		out = append(out, c)
 	}
+	out = append(out, serviceObjects(list)...)
 	return out
 }
 
@@ -130,6 +138,9 @@ func workloadObjects(list agentapi.WorkloadList) []any {
 // ReplicaSets, NAME DESIRED CURRENT READY UP-TO-DATE AVAILABLE NODE
 // SELECTOR AGE for DaemonSets; wide adds CONTAINERS IMAGES SELECTOR.
 func writeWorkloadTable(w io.Writer, list agentapi.WorkloadList, resource string, withNamespace, wide bool, now time.Time) error {
+	if isServiceResource(resource) {
+		return writeServiceTable(w, list, resource, withNamespace, wide, now)
+	}
 	if len(list.Deployments)+len(list.ReplicaSets)+len(list.DaemonSets)+len(list.StatefulSets)+len(list.PersistentVolumeClaims) == 0 {
 		fmt.Fprintln(os.Stderr, "No resources found.")
 		return nil
@@ -205,6 +216,8 @@ func describeWorkload(w io.Writer, detail agentapi.WorkloadDetail, now time.Time
 		describeStatefulSet(d, detail)
 	} else if detail.PersistentVolumeClaim != nil {
 		describeClaim(d, detail)
+	} else if detail.Service != nil {
+		describeService(d, detail)
 	}
 	describeEvents(d, detail.Events, now)
 	return d.tw.Flush()

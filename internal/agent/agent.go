@@ -104,6 +104,9 @@ type Config struct {
 	Version, RuntimeVersion string
 	// GC is the container and image garbage collection (gcconfig.go).
 	GC GCConfig
+	// Services configures the Services' addresses, DNS and host side
+	// (services_config.go).
+	Services ServicesConfig
 }
 
 // Defaults.
@@ -157,6 +160,11 @@ type Agent struct {
 	// failedPodsBackoff does.
 	daemonBackoff *backoff.Backoff
 	claims        *claimSet // the PersistentVolumeClaims (claims.go wiring: pvcs.go)
+	// services holds the Services by "namespace/name" (saved in
+	// workloadStore too); svcHost is their host side, made with the first.
+	services map[string]*serviceObj
+	svcHost  *serviceHost
+	svcLink  serviceLink // nil: package svcnet's (tests fake it)
 }
 
 // The agent API (package agentapi) serves an Agent.
@@ -226,6 +234,7 @@ func New(cfg Config) (*Agent, error) {
 		controllerWake: make(chan struct{}, 1),
 		daemonBackoff:  backoff.New(daemonFailedBackoff),
 		claims:         newClaimSet(claimStore),
+		services:       map[string]*serviceObj{},
 	}
 	if m, ok := a.deps.volumes.(*volume.Manager); ok {
 		m.Claims = a.claims
@@ -260,6 +269,7 @@ func (cfg Config) withDefaults() Config {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
+	cfg.Services = cfg.Services.withDefaults()
 	if cfg.Clock == nil {
 		cfg.Clock = clock.RealClock{}
 	}
@@ -324,6 +334,7 @@ func (a *Agent) Run(ctx context.Context) error {
 	a.deps.probes.Close()
 	loops.Wait()
 	a.running.Wait()
+	a.closeServiceHost()
 	return nil
 }
 

@@ -28,6 +28,7 @@ func (a *Agent) runControllers(ctx context.Context) {
 	defer ticker.Stop()
 	for {
 		a.reconcileWorkloads()
+		a.reconcileServices()
 		select {
 		case <-ctx.Done():
 			return

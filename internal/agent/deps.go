@@ -3,6 +3,7 @@ package agent
 import (
 	"context"
 	"log/slog"
+	"sync/atomic"
 
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/utils/clock"
@@ -50,4 +51,7 @@ type syncDeps struct {
 	systemdCgroup bool   // pods' cgroup parents are systemd slices
 	rootDir       string // <rootDir>/pods/<uid>: the pods' agent directories
 	podLogDir     string // the root of the pods' log directories
+	// clusterDNS is the cluster DNS new sandboxes get, nil while it
+	// serves no Service (then pods get the host's).
+	clusterDNS atomic.Pointer[podspec.ClusterDNS]
 }

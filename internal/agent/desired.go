@@ -88,11 +88,15 @@ func (a *Agent) Apply(_ context.Context, req agentapi.ApplyRequest) (agentapi.Ap
 	if err := a.checkWorkloadUpdatesLocked(b); err != nil {
 		return agentapi.ApplyResponse{}, err
 	}
+	services, err := a.applyServicesLocked(b) // first: the pods then start with the cluster DNS
+	if err != nil {
+		return agentapi.ApplyResponse{Objects: services}, err
+	}
 	claims, err := a.applyClaimsLocked(b) // before the pods that mount them
 	if err != nil {
-		return agentapi.ApplyResponse{Objects: claims}, err
+		return agentapi.ApplyResponse{Objects: append(services, claims...)}, err
 	}
-	results := a.applyBundleLocked(b, "")
+	results := append(services, a.applyBundleLocked(b, "")...)
 	workloads, err := a.applyWorkloadsLocked(b)
 	a.wakeControllers()
 	return agentapi.ApplyResponse{Objects: append(append(claims, results...), workloads...)}, err

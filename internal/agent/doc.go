@@ -111,6 +111,13 @@
 //     (FailedMount until a claim exists, ReadWriteOncePod), keeps which
 //     pods mounted which claim until their teardown, and releases a
 //     Terminating claim once no pod uses it (pvc-protection);
+//   - Services (services*.go): saved in workloadstore with their ClusterIP
+//     and nodePorts; every controller pass computes their endpoints
+//     (workload.ServiceEndpoints) and brings the host side up to date:
+//     the service interface (svcnet, behind the serviceLink seam), the
+//     cluster DNS table (clusterdns), the proxy's listeners (svcproxy),
+//     and the cluster DNS new ClusterFirst sandboxes get; all of it goes
+//     with the last Service;
 //   - ephemeral containers (ephemeral.go): UpdateEphemeralContainers, the
 //     ephemeralcontainers subresource of the API server, adds them to a
 //     running pod (manifest.ValidateEphemeralContainersUpdate: only

@@ -42,6 +42,7 @@ func (a *Agent) recoverPods(ctx context.Context) error {
 	observed := a.observeAll(ctx, recovered)
 	a.mu.Lock()
 	defer a.mu.Unlock()
+	a.loadServicesLocked() // before the workers: a sandbox they make gets the cluster DNS
 	dirs := map[string]bool{}
 	for _, d := range recovered {
 		if d.terminating() {
@@ -84,6 +85,7 @@ func (a *Agent) recoverPods(ctx context.Context) error {
 	}
 	a.teardownOrphans(ctx, keep)
 	a.loadWorkloadsLocked()
+	a.syncServicesLocked() // the recovered pods as endpoints
 	a.ready = true
 	a.log.Info("agent ready", "pods", len(recovered), "watched directories", len(dirs))
 	return nil

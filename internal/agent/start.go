@@ -82,6 +82,7 @@ func (w *podWorker) sandboxConfig(d desiredPod, attempt uint32) (*runtimeapi.Pod
 		LogRoot:       w.deps.podLogDir,
 		SystemdCgroup: w.deps.systemdCgroup,
 		HostDNS:       w.deps.node.dns,
+		ClusterDNS:    w.deps.clusterDNS.Load(),
 		Seccomp:       w.deps.seccomp(),
 		ConfigSource:  "file",
 		ConfigSeen:    d.pod.CreationTimestamp.Time,

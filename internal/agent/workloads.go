@@ -121,6 +121,9 @@ func (a *Agent) loadWorkloadsLocked() {
 		a.log.Error("recover: a workload record could not be read; its pods are left as they are", "error", err)
 	}
 	for _, r := range records {
+		if r.Service != nil {
+			continue // loadServicesLocked's
+		}
 		o := &workloadObj{d: r.Deployment, rs: r.ReplicaSet, sts: r.StatefulSet, ds: r.DaemonSet, revisions: r.Revisions, source: r.Source, events: newEventLog(a.deps.clock.Now)}
 		a.addWorkloadLocked(o)
 	}

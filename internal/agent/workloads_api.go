@@ -32,6 +32,11 @@ func (a *Agent) ListWorkloads(resource, namespace string) (agentapi.WorkloadList
 		defer a.mu.Unlock()
 		return a.listClaimsLocked(namespace)
 	}
+	if isServiceResource(resource) {
+		a.mu.Lock()
+		defer a.mu.Unlock()
+		return a.listServicesLocked(resource, namespace), nil
+	}
 	kind, err := resourceKind(resource)
 	if err != nil {
 		return agentapi.WorkloadList{}, err
@@ -79,6 +84,9 @@ func (a *Agent) DescribeWorkload(resource, namespace, name string) (agentapi.Wor
 	if resource == agentapi.ResourcePersistentVolumeClaim {
 		return a.describeClaimLocked(namespace, name)
 	}
+	if isServiceResource(resource) {
+		return a.describeServiceLocked(resource, namespace, name)
+	}
 	o, err := a.lookupLocked(resource, namespace, name)
 	if err != nil {
 		return agentapi.WorkloadDetail{}, err
@@ -123,6 +131,9 @@ func (a *Agent) DeleteWorkload(_ context.Context, resource, namespace, name stri
 	defer a.mu.Unlock()
 	if resource == agentapi.ResourcePersistentVolumeClaim {
 		return a.deleteClaimAPILocked(namespace, name)
+	}
+	if resource == agentapi.ResourceService {
+		return a.deleteServiceLocked(namespace, name)
 	}
 	o, err := a.lookupLocked(resource, namespace, name)
 	if err != nil {

@@ -137,9 +137,10 @@ func (n *node) deleteAllPods() {
 }
 
 // deleteAllWorkloads deletes every Deployment, ReplicaSet, StatefulSet and
-// DaemonSet, so that no controller makes the pods deleteAllPods deletes again.
+// DaemonSet, so that no controller makes the pods deleteAllPods deletes
+// again, and every Service (their host side goes with the last).
 func (n *node) deleteAllWorkloads(ctx context.Context, grace *int64) {
-	for _, resource := range []string{agentapi.ResourceDeployment, agentapi.ResourceReplicaSet, agentapi.ResourceStatefulSet, agentapi.ResourceDaemonSet} {
+	for _, resource := range []string{agentapi.ResourceDeployment, agentapi.ResourceReplicaSet, agentapi.ResourceStatefulSet, agentapi.ResourceDaemonSet, agentapi.ResourceService} {
 		list, err := n.client.ListWorkloads(ctx, resource, "")
 		if err != nil {
 			n.t.Errorf("cleanup: list %s: %v", resource, err)
@@ -156,6 +157,9 @@ func (n *node) deleteAllWorkloads(ctx context.Context, grace *int64) {
 		}
 		for _, s := range list.StatefulSets {
 			_, _ = n.client.DeleteWorkload(ctx, resource, s.Namespace, s.Name, grace)
+		}
+		for _, svc := range list.Services {
+			_, _ = n.client.DeleteWorkload(ctx, resource, svc.Namespace, svc.Name, grace)
 		}
 	}
 }

@@ -9,6 +9,7 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	v1 "k8s.io/api/core/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
 )
 
 // The workload part of the agent API:
@@ -19,8 +20,9 @@ import (
 //	POST   /v1/workloads/KIND/NS/NAME/scale         ScaleRequest → ApplyResult
 //	POST   /v1/workloads/KIND/NS/NAME/rollout       RolloutRequest → ApplyResult
 //
-// KIND is "deployments", "replicasets", "daemonsets", "statefulsets" or
-// "persistentvolumeclaims" (list, describe and delete only).
+// KIND is "deployments", "replicasets", "daemonsets", "statefulsets",
+// "persistentvolumeclaims" (list, describe and delete only), "services"
+// or (GET only) "endpointslices".
 const pathWorkloads = "/v1/workloads"
 
 // Workload kinds, as ApplyResult.Kind and in paths.
@@ -35,6 +37,9 @@ const (
 	ResourcePersistentVolumeClaim = "persistentvolumeclaims"
 	KindDaemonSet                 = "DaemonSet"
 	ResourceDaemonSet             = "daemonsets"
+	KindService                   = "Service"
+	ResourceService               = "services"
+	ResourceEndpointSlice         = "endpointslices" // list and get only: the Services' endpoints
 )
 
 // WorkloadService is the workload part of what the API serves.
@@ -48,11 +53,13 @@ type WorkloadService interface {
 
 // WorkloadList holds the objects of one kind, by namespace and name.
 type WorkloadList struct {
-	Deployments            []appsv1.Deployment        `json:"deployments,omitempty"`
-	ReplicaSets            []appsv1.ReplicaSet        `json:"replicaSets,omitempty"`
-	StatefulSets           []appsv1.StatefulSet       `json:"statefulSets,omitempty"`
-	PersistentVolumeClaims []v1.PersistentVolumeClaim `json:"persistentVolumeClaims,omitempty"`
-	DaemonSets             []appsv1.DaemonSet         `json:"daemonSets,omitempty"`
+	Deployments            []appsv1.Deployment         `json:"deployments,omitempty"`
+	ReplicaSets            []appsv1.ReplicaSet         `json:"replicaSets,omitempty"`
+	StatefulSets           []appsv1.StatefulSet        `json:"statefulSets,omitempty"`
+	PersistentVolumeClaims []v1.PersistentVolumeClaim  `json:"persistentVolumeClaims,omitempty"`
+	DaemonSets             []appsv1.DaemonSet          `json:"daemonSets,omitempty"`
+	Services               []v1.Service                `json:"services,omitempty"`
+	EndpointSlices         []discoveryv1.EndpointSlice `json:"endpointSlices,omitempty"`
 }
 
 // WorkloadDetail is one workload object with what it owns and its events.
@@ -69,8 +76,11 @@ type WorkloadDetail struct {
 	// UsedBy names the pods whose volumes use a claim.
 	UsedBy []string `json:"usedBy,omitempty"`
 	// Pods are a ReplicaSet's, a StatefulSet's or a DaemonSet's.
-	Pods   []v1.Pod `json:"pods,omitempty"`
-	Events []Event  `json:"events"`
+	Pods []v1.Pod `json:"pods,omitempty"`
+	// Service and its EndpointSlices (ready and not-ready endpoints).
+	Service        *v1.Service                 `json:"service,omitempty"`
+	EndpointSlices []discoveryv1.EndpointSlice `json:"endpointSlices,omitempty"`
+	Events         []Event                     `json:"events"`
 }
 
 // ScaleRequest sets a workload's replicas.

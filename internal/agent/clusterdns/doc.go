@@ -3,9 +3,9 @@
 // from the Services and ready endpoints of this node, everything else
 // forwarded to the host's upstream servers.
 //
-// A Service name (<svc>.<ns>.svc.<zone>) resolves to the addresses of its
-// ready endpoints, as a headless Service does: one node has no virtual
-// service IPs to balance over. An endpoint with a hostname (a pod with
+// A ClusterIP Service's name (<svc>.<ns>.svc.<zone>) resolves to its
+// ClusterIP (the agent's service proxy listens there); a headless
+// Service's to the addresses of its ready endpoints. An endpoint with a hostname (a pod with
 // hostname and subdomain, a StatefulSet pod) also has
 // <hostname>.<svc>.<ns>.svc.<zone>; named ports have SRV records
 // _<port>._<proto>.<svc>.<ns>.svc.<zone>; endpoint addresses have PTR

@@ -32,6 +32,10 @@ type Service struct {
 	Name      string
 	Ports     []Port
 	Endpoints []Endpoint // ready ones only: readiness removes an endpoint
+	// ClusterIP, when valid, is the Service's virtual address: its name
+	// resolves to it alone (the proxy behind it spreads connections over
+	// the endpoints); invalid for a headless Service.
+	ClusterIP netip.Addr
 }
 
 // Pod is a pod address, for <a-b-c-d>.<ns>.pod.<zone>.
@@ -106,6 +110,10 @@ func (t *Table) add(rr dns.RR) {
 func (t *Table) addService(s Service) {
 	svc := s.Name + "." + s.Namespace + ".svc." + t.zone
 	t.ensure(svc)
+	if s.ClusterIP.IsValid() {
+		t.addClusterIP(svc, s)
+		return
+	}
 	for _, ep := range s.Endpoints {
 		if !ep.Addr.IsValid() {
 			continue
@@ -123,6 +131,23 @@ func (t *Table) addService(s Service) {
 			name := fmt.Sprintf("_%s._%s.%s", p.Name, strings.ToLower(p.Protocol), svc)
 			t.add(&dns.SRV{Hdr: t.hdr(name, dns.TypeSRV), Priority: 0, Weight: 100, Port: uint16(p.Port), Target: strings.ToLower(target)})
 		}
+	}
+}
+
+// addClusterIP adds a ClusterIP Service's records: its name's address
+// and SRV records naming it, as the specification has for a Service that
+// is not headless.
+func (t *Table) addClusterIP(svc string, s Service) {
+	t.add(addrRR(t.hdr(svc, 0), s.ClusterIP))
+	if rev := reverse(s.ClusterIP); rev != "" {
+		t.add(&dns.PTR{Hdr: t.hdr(rev, dns.TypePTR), Ptr: strings.ToLower(svc)})
+	}
+	for _, p := range s.Ports {
+		if p.Name == "" || p.Port < 1 || p.Port > 65535 {
+			continue
+		}
+		name := fmt.Sprintf("_%s._%s.%s", p.Name, strings.ToLower(p.Protocol), svc)
+		t.add(&dns.SRV{Hdr: t.hdr(name, dns.TypeSRV), Priority: 0, Weight: 100, Port: uint16(p.Port), Target: strings.ToLower(svc)})
 	}
 }
 

@@ -106,3 +106,22 @@ func TestTableAnswersAreCopies(t *testing.T) {
 		t.Errorf("the table's record was changed through an answer: %s", again[0])
 	}
 }
+
+// A ClusterIP Service's name is its virtual address, never its endpoints'.
+func TestTableClusterIP(t *testing.T) {
+	vip := netip.MustParseAddr("10.96.0.1")
+	tbl := NewTable("cluster.local", []Service{{Namespace: "default", Name: "web", ClusterIP: vip,
+		Ports:     []Port{{Name: "http", Protocol: "TCP", Port: 80}},
+		Endpoints: []Endpoint{{Addr: netip.MustParseAddr("10.88.0.5"), Hostname: "a"}}}}, nil)
+	answer, _ := tbl.Lookup("web.default.svc.cluster.local.", dns.TypeA)
+	if values(answer) != "10.96.0.1" {
+		t.Errorf("A %q; want the ClusterIP", values(answer))
+	}
+	if _, exists := tbl.Lookup("a.web.default.svc.cluster.local.", dns.TypeA); exists {
+		t.Error("an endpoint hostname record for a ClusterIP Service")
+	}
+	srv, _ := tbl.Lookup("_http._tcp.web.default.svc.cluster.local.", dns.TypeSRV)
+	if len(srv) != 1 || srv[0].(*dns.SRV).Target != "web.default.svc.cluster.local." {
+		t.Errorf("SRV %v; want one naming the Service", srv)
+	}
+}

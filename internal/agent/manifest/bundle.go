@@ -30,6 +30,7 @@ type Bundle struct {
 	StatefulSets     []*StatefulSet           `json:"statefulSets,omitempty"`
 	// PersistentVolumeClaims are claims applied on their own.
 	PersistentVolumeClaims []*PersistentVolumeClaim `json:"persistentVolumeClaims,omitempty"`
+	Services               []*Service               `json:"services,omitempty"`
 }
 
 // ObjectKey is the key of an object in a Bundle's maps: "namespace/name",
@@ -62,6 +63,7 @@ func (b *Bundle) Merge(o *Bundle) error {
 	b.DaemonSets = append(b.DaemonSets, o.DaemonSets...)
 	b.StatefulSets = append(b.StatefulSets, o.StatefulSets...)
 	b.PersistentVolumeClaims = append(b.PersistentVolumeClaims, o.PersistentVolumeClaims...)
+	b.Services = append(b.Services, o.Services...)
 	for key, cm := range o.ConfigMaps {
 		b.ConfigMaps[key] = cm
 		b.ConfigMapSources[key] = o.ConfigMapSources[key]
@@ -139,6 +141,8 @@ func singleObject(object any, source string) *Bundle {
 		b.StatefulSets = []*StatefulSet{{StatefulSet: o, Source: source}}
 	case *v1.PersistentVolumeClaim:
 		b.PersistentVolumeClaims = []*PersistentVolumeClaim{{PersistentVolumeClaim: o, Source: source}}
+	case *v1.Service:
+		b.Services = []*Service{{Service: o, Source: source}}
 	}
 	return b
 }

@@ -114,6 +114,8 @@ func decodeObject(b *Bundle, data []byte, source, location string) []Problem {
 		return decodeTyped(b, data, source, object, &appsv1.StatefulSet{})
 	case kindPersistentVolumeClaim:
 		return decodeTyped(b, data, source, object, &v1.PersistentVolumeClaim{})
+	case kindService:
+		return decodeTyped(b, data, source, object, &v1.Service{})
 	default:
 		return decodeList(b, data, source, location)
 	}
@@ -125,6 +127,7 @@ var apiVersions = map[string]string{
 	kindDeployment: appsV1, kindReplicaSet: appsV1,
 	kindDaemonSet:   appsV1,
 	kindStatefulSet: appsV1, kindPersistentVolumeClaim: "v1",
+	kindService: "v1",
 }
 
 // checkKind refuses a kind berth does not read, or the wrong apiVersion.
@@ -134,7 +137,7 @@ func checkKind(head objectHead) error {
 	case head.Kind == "":
 		return errors.New(`missing "kind"`)
 	case !known:
-		return fmt.Errorf("unsupported kind %q (apiVersion %q): berth reads only v1 Pod, ConfigMap, Secret, PersistentVolumeClaim and List, and apps/v1 Deployment, ReplicaSet, StatefulSet and DaemonSet", head.Kind, head.APIVersion)
+		return fmt.Errorf("unsupported kind %q (apiVersion %q): berth reads only v1 Pod, ConfigMap, Secret, PersistentVolumeClaim, Service and List, and apps/v1 Deployment, ReplicaSet, StatefulSet and DaemonSet", head.Kind, head.APIVersion)
 	case head.APIVersion == "":
 		return fmt.Errorf(`missing "apiVersion" (want %q)`, want)
 	case head.APIVersion != want:
@@ -178,6 +181,8 @@ func decodeTyped(b *Bundle, data []byte, source, object string, into any) []Prob
 	case *v1.PersistentVolumeClaim:
 		o.Status = v1.PersistentVolumeClaimStatus{}
 		setPVCDefaults(o)
+	case *v1.Service:
+		setServiceDefaults(o)
 	}
 	return problemsOf(b.Merge(singleObject(into, source)), source)
 }

@@ -37,6 +37,9 @@ func (b *Bundle) SetDefaults() {
 	for _, c := range b.PersistentVolumeClaims {
 		setPVCDefaults(c.PersistentVolumeClaim)
 	}
+	for _, s := range b.Services {
+		setServiceDefaults(s.Service)
+	}
 }
 
 func setConfigMapDefaults(cm *v1.ConfigMap) {

@@ -28,7 +28,8 @@
 // daemonset.go, defaults_workload.go,
 // validate_workload.go: the API server's apps/v1 defaults and checks, the
 // template validated as a pod with restartPolicy Always), or a v1 List of
-// them; any other kind is refused, naming the file and the kind. Decoding is
+// them, or a v1 Service (Bundle.Services; service.go: the API server's
+// defaults and checks); any other kind is refused, naming the file and the kind. Decoding is
 // strict like `kubectl --validate=strict`: unknown or duplicated fields are
 // errors naming the field path (spec.containers[0].imagePulPolicy). A
 // directory contributes its *.yaml, *.yml and *.json files in name order,

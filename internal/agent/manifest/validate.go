@@ -26,6 +26,7 @@ func (b *Bundle) Validate() error {
 	problems = append(problems, b.daemonSetProblems()...)
 	problems = append(problems, b.statefulSetProblems()...)
 	problems = append(problems, b.claimProblems()...)
+	problems = append(problems, b.serviceProblems()...)
 	return invalid(problems)
 }
 

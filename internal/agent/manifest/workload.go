@@ -51,12 +51,15 @@ func (b *Bundle) Workloads() []Workload {
 	for _, c := range b.PersistentVolumeClaims {
 		out = append(out, Workload{Kind: kindPersistentVolumeClaim, Meta: &c.ObjectMeta, Source: c.Source})
 	}
+	for _, s := range b.Services {
+		out = append(out, Workload{Kind: kindService, Meta: &s.ObjectMeta, Source: s.Source})
+	}
 	return out
 }
 
 // Empty says whether the bundle holds no object.
 func (b *Bundle) Empty() bool {
-	return len(b.Pods)+len(b.ConfigMaps)+len(b.Secrets)+len(b.Deployments)+len(b.ReplicaSets)+len(b.DaemonSets)+len(b.StatefulSets)+len(b.PersistentVolumeClaims) == 0
+	return len(b.Pods)+len(b.ConfigMaps)+len(b.Secrets)+len(b.Deployments)+len(b.ReplicaSets)+len(b.DaemonSets)+len(b.StatefulSets)+len(b.PersistentVolumeClaims)+len(b.Services) == 0
 }
 
 // workloadConflicts lists the workloads of o that b already holds.

@@ -76,6 +76,12 @@ func DNSConfig(pod *v1.Pod, host DNS) (*runtimeapi.DNSConfig, error) {
 	default:
 		return nil, fmt.Errorf("dnsPolicy %q: unknown", pod.Spec.DNSPolicy)
 	}
+	return withPodDNSConfig(pod, base)
+}
+
+// withPodDNSConfig merges pod.spec.dnsConfig into base and applies the
+// limits.
+func withPodDNSConfig(pod *v1.Pod, base DNS) (*runtimeapi.DNSConfig, error) {
 	dns := DNS{
 		Servers:  slices.Clone(base.Servers),
 		Searches: slices.Clone(base.Searches),

@@ -35,7 +35,10 @@ type SandboxOptions struct {
 	// HostDNS is the host's resolv.conf (see ParseResolvConf), the base of
 	// every dnsPolicy but None.
 	HostDNS DNS
-	Seccomp SeccompSettings
+	// ClusterDNS is the node's cluster DNS, nil when it serves no
+	// Service: the base of ClusterFirst pods (see PodDNSConfig).
+	ClusterDNS *ClusterDNS
+	Seccomp    SeccompSettings
 	// ConfigSource goes into AnnotationConfigSource ("file" when empty).
 	ConfigSource string
 	// ConfigSeen goes into AnnotationConfigSeen unless zero.
@@ -57,7 +60,7 @@ func SandboxConfig(pod *v1.Pod, attempt uint32, refs SourceRefs, opts SandboxOpt
 	if err != nil {
 		return nil, fmt.Errorf("pod %s/%s: %w", pod.Namespace, pod.Name, err)
 	}
-	dns, err := DNSConfig(pod, opts.HostDNS)
+	dns, err := PodDNSConfig(pod, opts.HostDNS, opts.ClusterDNS)
 	if err != nil {
 		return nil, fmt.Errorf("pod %s/%s: %w", pod.Namespace, pod.Name, err)
 	}

@@ -1,7 +1,8 @@
-// Package svcproxy publishes Service ports on the host: each NodePort and
-// LoadBalancer port of a Service is a listener of the agent's that spreads
-// connections (TCP) and client flows (UDP) over the Service's ready
-// endpoints, round robin, skipping an endpoint that refuses a connection.
+// Package svcproxy serves Service ports: each ClusterIP:port (on the
+// agent's service interface), NodePort and LoadBalancer port of a Service
+// is a listener of the agent's that spreads connections (TCP) and client
+// flows (UDP) over the Service's ready endpoints' target ports, round
+// robin, skipping an endpoint that refuses a connection.
 //
 // It is a user-space proxy, as kube-proxy's first mode was: one node has
 // no other nodes to route to, and a proxy in the agent works the same on

@@ -1,5 +1,6 @@
 // Package workload holds the node agent's controllers for workload kinds
-// (apps/v1 ReplicaSet, Deployment, StatefulSet and DaemonSet) as pure reconcile functions: given an
+// (apps/v1 ReplicaSet, Deployment, StatefulSet and DaemonSet; a Service's
+// endpoints, ClusterIP and nodePort allocation) as pure reconcile functions: given an
 // object, what it owns and what was observed of it, they return what to
 // create, scale and delete and the object's new status, as the
 // kube-controller-manager's replicaset and deployment controllers would.
@@ -12,6 +13,10 @@
 //	func ReconcileStatefulSet(in StatefulSetInput) StatefulSetActions
 //	func NewStatefulSetPod(set *appsv1.StatefulSet, template *v1.PodTemplateSpec, revision string, ordinal int) *v1.Pod
 //	func ComputeHash(template *v1.PodTemplateSpec, collisionCount *int32) string
+//	func ServiceEndpoints(svc *v1.Service, pods []v1.Pod) []Endpoint
+//	func EndpointSlices(svc *v1.Service, eps []Endpoint) []discoveryv1.EndpointSlice
+//	func (r ServiceRange) AllocateClusterIP(requested string, used map[netip.Addr]bool) (netip.Addr, error)
+//	func AllocateNodePort(requested, minPort, maxPort int32, used map[int32]bool) (int32, error)
 //
 // A DaemonSet runs on the one node: its pod (with the controller-revision-hash
 // label, the daemon tolerations and the node's name as required affinity) should

@@ -1,6 +1,7 @@
 // Package workloadstore keeps the node agent's workload objects
 // (Deployments, ReplicaSets, StatefulSets with their ControllerRevisions, and DaemonSets,
-// as applied and as their controllers changed them) on disk, so that they survive an agent restart or kill -9: one
+// as applied and as their controllers changed them, and Services with their allocated
+// ClusterIP and nodePorts) on disk, so that they survive an agent restart or kill -9: one
 // root-only JSON file per object, <dir>/<kind>-<uid>.json (directory 0700,
 // files 0600, written atomically). The agent saves an object before it
 // acts on it (a ReplicaSet is saved before its pods are made, a deletion

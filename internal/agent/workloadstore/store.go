@@ -12,6 +12,7 @@ import (
 	"strings"
 
 	appsv1 "k8s.io/api/apps/v1"
+	v1 "k8s.io/api/core/v1"
 
 	"github.com/berth-dev/berth/internal/store"
 )
@@ -25,6 +26,7 @@ const (
 	KindReplicaSet  = "ReplicaSet"
 	KindStatefulSet = "StatefulSet"
 	KindDaemonSet   = "DaemonSet"
+	KindService     = "Service"
 )
 
 // Record is one workload object and the manifest file it came from ("" for
@@ -39,6 +41,7 @@ type Record struct {
 	// Revisions are a StatefulSet's ControllerRevisions, oldest first.
 	Revisions []appsv1.ControllerRevision `json:"revisions,omitempty"`
 	DaemonSet *appsv1.DaemonSet           `json:"daemonSet,omitempty"`
+	Service   *v1.Service                 `json:"service,omitempty"`
 }
 
 // UID is the uid of the record's object.
@@ -52,8 +55,25 @@ func (r Record) UID() string {
 		return string(r.DaemonSet.UID)
 	case r.StatefulSet != nil:
 		return string(r.StatefulSet.UID)
+	case r.Service != nil:
+		return string(r.Service.UID)
 	}
 	return ""
+}
+
+// holdsOnly reports whether the record holds one object, of its kind.
+func (r Record) holdsOnly() bool {
+	held := map[string]bool{
+		KindDeployment: r.Deployment != nil, KindReplicaSet: r.ReplicaSet != nil,
+		KindStatefulSet: r.StatefulSet != nil, KindDaemonSet: r.DaemonSet != nil, KindService: r.Service != nil,
+	}
+	n := 0
+	for _, h := range held {
+		if h {
+			n++
+		}
+	}
+	return n == 1 && held[r.Kind]
 }
 
 // check says what is wrong with a record, or nil.
@@ -61,11 +81,7 @@ func (r Record) check() error {
 	switch {
 	case r.Version != recordVersion:
 		return fmt.Errorf("record version %d, this agent reads %d", r.Version, recordVersion)
-	case r.Kind == KindDeployment && r.Deployment != nil && r.ReplicaSet == nil && r.StatefulSet == nil && r.DaemonSet == nil:
-	case r.Kind == KindReplicaSet && r.ReplicaSet != nil && r.Deployment == nil && r.StatefulSet == nil && r.DaemonSet == nil:
-	case r.Kind == KindStatefulSet && r.StatefulSet != nil && r.Deployment == nil && r.ReplicaSet == nil && r.DaemonSet == nil:
-	case r.Kind == KindDaemonSet && r.DaemonSet != nil && r.Deployment == nil && r.ReplicaSet == nil && r.StatefulSet == nil:
-	default:
+	case !r.holdsOnly():
 		return fmt.Errorf("record of kind %q does not hold exactly that object", r.Kind)
 	}
 	if !uidPattern.MatchString(r.UID()) {
