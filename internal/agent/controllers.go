@@ -51,8 +51,8 @@ type ownedPod struct {
 	w   *podWorker
 }
 
-// reconcileWorkloads runs each Deployment's controller, then each
-// ReplicaSet's, once.
+// reconcileWorkloads runs each Deployment's and CronJob's controller,
+// then each ReplicaSet's and Job's, once.
 func (a *Agent) reconcileWorkloads() {
 	a.mu.Lock()
 	defer a.mu.Unlock()
@@ -63,11 +63,17 @@ func (a *Agent) reconcileWorkloads() {
 		if o.d != nil {
 			a.syncDeploymentLocked(o)
 		}
+		if o.cj != nil {
+			a.syncCronJobLocked(o)
+		}
 	}
 	pods := a.ownedPodsLocked()
 	for _, o := range a.sortedWorkloadsLocked() {
 		if o.rs != nil {
 			a.syncReplicaSetLocked(o, pods[o.uid()])
+		}
+		if o.job != nil {
+			a.syncJobLocked(o, pods[o.uid()])
 		}
 	}
 }

@@ -7,6 +7,7 @@ import (
 	"maps"
 
 	appsv1 "k8s.io/api/apps/v1"
+	batchv1 "k8s.io/api/batch/v1"
 	apiequality "k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -22,22 +23,34 @@ import (
 // workloadObj is one Deployment or ReplicaSet the agent keeps (guarded by
 // a.mu): as applied or as its controller made it, with its status.
 type workloadObj struct {
-	d      *appsv1.Deployment // one of d and rs is set
+	d      *appsv1.Deployment // one of d, rs, job and cj is set
 	rs     *appsv1.ReplicaSet
+	job    *batchv1.Job
+	cj     *batchv1.CronJob
 	source string
 	events *eventLog
 }
 
 func (o *workloadObj) kind() string {
-	if o.d != nil {
+	switch {
+	case o.d != nil:
 		return workloadstore.KindDeployment
+	case o.job != nil:
+		return workloadstore.KindJob
+	case o.cj != nil:
+		return workloadstore.KindCronJob
 	}
 	return workloadstore.KindReplicaSet
 }
 
 func (o *workloadObj) meta() *metav1.ObjectMeta {
-	if o.d != nil {
+	switch {
+	case o.d != nil:
 		return &o.d.ObjectMeta
+	case o.job != nil:
+		return &o.job.ObjectMeta
+	case o.cj != nil:
+		return &o.cj.ObjectMeta
 	}
 	return &o.rs.ObjectMeta
 }
@@ -45,7 +58,7 @@ func (o *workloadObj) meta() *metav1.ObjectMeta {
 func (o *workloadObj) uid() string { return string(o.meta().UID) }
 
 func (o *workloadObj) record() workloadstore.Record {
-	return workloadstore.Record{Kind: o.kind(), Source: o.source, Deployment: o.d, ReplicaSet: o.rs}
+	return workloadstore.Record{Kind: o.kind(), Source: o.source, Deployment: o.d, ReplicaSet: o.rs, Job: o.job, CronJob: o.cj}
 }
 
 // nameKey is "Kind namespace/name", the key of workloadNames.
@@ -58,8 +71,12 @@ func resourceKind(resource string) (string, error) {
 		return workloadstore.KindDeployment, nil
 	case agentapi.ResourceReplicaSet:
 		return workloadstore.KindReplicaSet, nil
+	case agentapi.ResourceJob:
+		return workloadstore.KindJob, nil
+	case agentapi.ResourceCronJob:
+		return workloadstore.KindCronJob, nil
 	}
-	return "", fmt.Errorf("resource %q: want deployments or replicasets: %w", resource, errdefs.ErrInvalidArgument)
+	return "", fmt.Errorf("resource %q: want deployments, replicasets, jobs or cronjobs: %w", resource, errdefs.ErrInvalidArgument)
 }
 
 // newUID makes a random uid, formatted as the API server's.
@@ -100,7 +117,7 @@ func (a *Agent) loadWorkloadsLocked() {
 		a.log.Error("recover: a workload record could not be read; its pods are left as they are", "error", err)
 	}
 	for _, r := range records {
-		o := &workloadObj{d: r.Deployment, rs: r.ReplicaSet, source: r.Source, events: newEventLog(a.deps.clock.Now)}
+		o := &workloadObj{d: r.Deployment, rs: r.ReplicaSet, job: r.Job, cj: r.CronJob, source: r.Source, events: newEventLog(a.deps.clock.Now)}
 		a.addWorkloadLocked(o)
 	}
 }
@@ -122,6 +139,7 @@ func (a *Agent) checkWorkloadUpdatesLocked(b *manifest.Bundle) error {
 			immutable(rs.Source, "ReplicaSet "+rs.Namespace+"/"+rs.Name, rs.Spec.Selector)
 		}
 	}
+	problems = append(problems, a.jobUpdateProblemsLocked(b)...)
 	if len(problems) == 0 {
 		return nil
 	}
@@ -150,7 +168,8 @@ func (a *Agent) applyWorkloadsLocked(b *manifest.Bundle) ([]agentapi.ApplyResult
 		}
 		results = append(results, r)
 	}
-	return results, nil
+	jobs, err := a.applyJobsLocked(b)
+	return append(results, jobs...), err
 }
 
 // applyWorkloadLocked creates an object, or updates the one of its name:
@@ -162,6 +181,9 @@ func (a *Agent) applyWorkloadLocked(in *workloadObj) (agentapi.ApplyResult, erro
 	cur := a.liveWorkloadLocked(in.kind(), m.Namespace, m.Name)
 	if cur == nil {
 		m.UID, m.Generation, m.CreationTimestamp = newUID(), 1, metav1.NewTime(a.deps.clock.Now())
+		if in.job != nil {
+			workload.SetJobSelector(in.job)
+		}
 		in.events = newEventLog(a.deps.clock.Now)
 		if err := a.saveLocked(in); err != nil {
 			return result, err
@@ -176,10 +198,12 @@ func (a *Agent) applyWorkloadLocked(in *workloadObj) (agentapi.ApplyResult, erro
 		next.d = cur.d.DeepCopy()
 		specChanged = !apiequality.Semantic.DeepEqual(cur.d.Spec, in.d.Spec)
 		next.d.Spec = in.d.Spec
-	} else {
+	} else if cur.rs != nil {
 		next.rs = cur.rs.DeepCopy()
 		specChanged = !apiequality.Semantic.DeepEqual(cur.rs.Spec, in.rs.Spec)
 		next.rs.Spec = in.rs.Spec
+	} else {
+		specChanged = next.setBatchSpec(cur, in)
 	}
 	nm := next.meta()
 	annotations := withControllerAnnotations(m.Annotations, nm.Annotations)

@@ -39,10 +39,13 @@ func (a *Agent) ListWorkloads(resource, namespace string) (agentapi.WorkloadList
 		if o.kind() != kind || m.DeletionTimestamp != nil || (namespace != "" && m.Namespace != namespace) {
 			continue
 		}
-		if o.d != nil {
+		switch {
+		case o.d != nil:
 			list.Deployments = append(list.Deployments, *o.d.DeepCopy())
-		} else {
+		case o.rs != nil:
 			list.ReplicaSets = append(list.ReplicaSets, *o.rs.DeepCopy())
+		default:
+			listBatch(&list, o)
 		}
 	}
 	return list, nil
@@ -83,6 +86,10 @@ func (a *Agent) DescribeWorkload(resource, namespace, name string) (agentapi.Wor
 		})
 		return detail, nil
 	}
+	if o.rs == nil {
+		a.describeBatchLocked(&detail, o)
+		return detail, nil
+	}
 	detail.ReplicaSet = o.rs.DeepCopy()
 	for _, p := range a.ownedPodsLocked()[o.uid()] {
 		detail.Pods = append(detail.Pods, p.pod)
@@ -109,6 +116,9 @@ func (a *Agent) DeleteWorkload(_ context.Context, resource, namespace, name stri
 	if o.d != nil {
 		targets = append(targets, a.ownedReplicaSetsLocked(o.uid())...)
 	}
+	if o.cj != nil {
+		targets = append(targets, a.ownedJobsLocked(o.uid())...)
+	}
 	for _, t := range targets {
 		if err := a.markDeletingLocked(t); err != nil {
 			return agentapi.DeleteResponse{}, err
@@ -119,7 +129,7 @@ func (a *Agent) DeleteWorkload(_ context.Context, resource, namespace, name stri
 	for _, t := range targets[1:] {
 		resp.Pods = append(resp.Pods, a.stopPodsLocked(pods[t.uid()], grace, t)...)
 	}
-	if o.rs != nil {
+	if o.rs != nil || o.job != nil {
 		resp.Pods = append(resp.Pods, a.stopPodsLocked(pods[o.uid()], grace, o)...)
 	}
 	a.wakeControllers()
@@ -151,6 +161,9 @@ func (a *Agent) Scale(_ context.Context, resource, namespace, name string, repli
 	if err != nil {
 		return agentapi.ApplyResult{}, err
 	}
+	if o.job != nil || o.cj != nil {
+		return agentapi.ApplyResult{}, fmt.Errorf("scale: %s %s/%s has no replicas: %w", o.kind(), namespace, name, errdefs.ErrInvalidArgument)
+	}
 	if ref := metav1.GetControllerOf(o.meta()); ref != nil {
 		return agentapi.ApplyResult{}, fmt.Errorf("%s %s/%s is controlled by %s %s: scale that: %w", o.kind(), namespace, name, ref.Kind, ref.Name, errdefs.ErrFailedPrecondition)
 	}
@@ -166,9 +179,14 @@ func (a *Agent) Scale(_ context.Context, resource, namespace, name string, repli
 // copy is a deep copy of the object sharing its event log.
 func (o *workloadObj) copy() *workloadObj {
 	c := &workloadObj{source: o.source, events: o.events}
-	if o.d != nil {
+	switch {
+	case o.d != nil:
 		c.d = o.d.DeepCopy()
-	} else {
+	case o.job != nil:
+		c.job = o.job.DeepCopy()
+	case o.cj != nil:
+		c.cj = o.cj.DeepCopy()
+	default:
 		c.rs = o.rs.DeepCopy()
 	}
 	return c

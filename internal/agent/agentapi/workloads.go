@@ -8,6 +8,7 @@ import (
 	"strconv"
 
 	appsv1 "k8s.io/api/apps/v1"
+	batchv1 "k8s.io/api/batch/v1"
 	v1 "k8s.io/api/core/v1"
 )
 
@@ -19,7 +20,7 @@ import (
 //	POST   /v1/workloads/KIND/NS/NAME/scale         ScaleRequest → ApplyResult
 //	POST   /v1/workloads/KIND/NS/NAME/rollout       RolloutRequest → ApplyResult
 //
-// KIND is "deployments" or "replicasets".
+// KIND is "deployments", "replicasets", "jobs" or "cronjobs".
 const pathWorkloads = "/v1/workloads"
 
 // Workload kinds, as ApplyResult.Kind and in paths.
@@ -28,6 +29,10 @@ const (
 	KindReplicaSet     = "ReplicaSet"
 	ResourceDeployment = "deployments"
 	ResourceReplicaSet = "replicasets"
+	KindJob            = "Job"
+	KindCronJob        = "CronJob"
+	ResourceJob        = "jobs"
+	ResourceCronJob    = "cronjobs"
 )
 
 // WorkloadService is the workload part of what the API serves.
@@ -43,6 +48,8 @@ type WorkloadService interface {
 type WorkloadList struct {
 	Deployments []appsv1.Deployment `json:"deployments,omitempty"`
 	ReplicaSets []appsv1.ReplicaSet `json:"replicaSets,omitempty"`
+	Jobs        []batchv1.Job       `json:"jobs,omitempty"`
+	CronJobs    []batchv1.CronJob   `json:"cronJobs,omitempty"`
 }
 
 // WorkloadDetail is one workload object with what it owns and its events.
@@ -51,7 +58,11 @@ type WorkloadDetail struct {
 	ReplicaSet *appsv1.ReplicaSet `json:"replicaSet,omitempty"`
 	// ReplicaSets are a Deployment's, newest revision first.
 	ReplicaSets []appsv1.ReplicaSet `json:"replicaSets,omitempty"`
-	// Pods are a ReplicaSet's.
+	Job         *batchv1.Job        `json:"job,omitempty"`
+	CronJob     *batchv1.CronJob    `json:"cronJob,omitempty"`
+	// Jobs are a CronJob's, oldest scheduled first.
+	Jobs []batchv1.Job `json:"jobs,omitempty"`
+	// Pods are a ReplicaSet's or a Job's.
 	Pods   []v1.Pod `json:"pods,omitempty"`
 	Events []Event  `json:"events"`
 }

@@ -5,6 +5,7 @@ import (
 	"slices"
 
 	appsv1 "k8s.io/api/apps/v1"
+	batchv1 "k8s.io/api/batch/v1"
 	v1 "k8s.io/api/core/v1"
 )
 
@@ -26,6 +27,8 @@ type Bundle struct {
 	SecretSources    map[string]string        `json:"secretSources,omitempty"`
 	Deployments      []*Deployment            `json:"deployments,omitempty"`
 	ReplicaSets      []*ReplicaSet            `json:"replicaSets,omitempty"`
+	Jobs             []*Job                   `json:"jobs,omitempty"`
+	CronJobs         []*CronJob               `json:"cronJobs,omitempty"`
 }
 
 // ObjectKey is the key of an object in a Bundle's maps: "namespace/name",
@@ -55,6 +58,8 @@ func (b *Bundle) Merge(o *Bundle) error {
 	b.Pods = append(b.Pods, o.Pods...)
 	b.Deployments = append(b.Deployments, o.Deployments...)
 	b.ReplicaSets = append(b.ReplicaSets, o.ReplicaSets...)
+	b.Jobs = append(b.Jobs, o.Jobs...)
+	b.CronJobs = append(b.CronJobs, o.CronJobs...)
 	for key, cm := range o.ConfigMaps {
 		b.ConfigMaps[key] = cm
 		b.ConfigMapSources[key] = o.ConfigMapSources[key]
@@ -126,6 +131,10 @@ func singleObject(object any, source string) *Bundle {
 		b.Deployments = []*Deployment{{Deployment: o, Source: source}}
 	case *appsv1.ReplicaSet:
 		b.ReplicaSets = []*ReplicaSet{{ReplicaSet: o, Source: source}}
+	case *batchv1.Job:
+		b.Jobs = []*Job{{Job: o, Source: source}}
+	case *batchv1.CronJob:
+		b.CronJobs = []*CronJob{{CronJob: o, Source: source}}
 	}
 	return b
 }

@@ -8,6 +8,7 @@ import (
 	"io"
 
 	appsv1 "k8s.io/api/apps/v1"
+	batchv1 "k8s.io/api/batch/v1"
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	strictjson "sigs.k8s.io/json"
@@ -108,6 +109,10 @@ func decodeObject(b *Bundle, data []byte, source, location string) []Problem {
 		return decodeTyped(b, data, source, object, &appsv1.Deployment{})
 	case kindReplicaSet:
 		return decodeTyped(b, data, source, object, &appsv1.ReplicaSet{})
+	case kindJob:
+		return decodeTyped(b, data, source, object, &batchv1.Job{})
+	case kindCronJob:
+		return decodeTyped(b, data, source, object, &batchv1.CronJob{})
 	default:
 		return decodeList(b, data, source, location)
 	}
@@ -117,6 +122,7 @@ func decodeObject(b *Bundle, data []byte, source, location string) []Problem {
 var apiVersions = map[string]string{
 	kindPod: "v1", kindConfigMap: "v1", kindSecret: "v1", kindList: "v1",
 	kindDeployment: appsV1, kindReplicaSet: appsV1,
+	kindJob: batchV1, kindCronJob: batchV1,
 }
 
 // checkKind refuses a kind berth does not read, or the wrong apiVersion.
@@ -126,7 +132,7 @@ func checkKind(head objectHead) error {
 	case head.Kind == "":
 		return errors.New(`missing "kind"`)
 	case !known:
-		return fmt.Errorf("unsupported kind %q (apiVersion %q): berth reads only v1 Pod, ConfigMap, Secret and List, and apps/v1 Deployment and ReplicaSet", head.Kind, head.APIVersion)
+		return fmt.Errorf("unsupported kind %q (apiVersion %q): berth reads only v1 Pod, ConfigMap, Secret and List, apps/v1 Deployment and ReplicaSet, and batch/v1 Job and CronJob", head.Kind, head.APIVersion)
 	case head.APIVersion == "":
 		return fmt.Errorf(`missing "apiVersion" (want %q)`, want)
 	case head.APIVersion != want:
@@ -161,6 +167,12 @@ func decodeTyped(b *Bundle, data []byte, source, object string, into any) []Prob
 	case *appsv1.ReplicaSet:
 		o.Status = appsv1.ReplicaSetStatus{}
 		setReplicaSetDefaults(o)
+	case *batchv1.Job:
+		o.Status = batchv1.JobStatus{}
+		setJobDefaults(o)
+	case *batchv1.CronJob:
+		o.Status = batchv1.CronJobStatus{}
+		setCronJobDefaults(o)
 	}
 	return problemsOf(b.Merge(singleObject(into, source)), source)
 }

@@ -28,6 +28,12 @@ func (b *Bundle) SetDefaults() {
 	for _, rs := range b.ReplicaSets {
 		setReplicaSetDefaults(rs.ReplicaSet)
 	}
+	for _, j := range b.Jobs {
+		setJobDefaults(j.Job)
+	}
+	for _, cj := range b.CronJobs {
+		setCronJobDefaults(cj.CronJob)
+	}
 }
 
 func setConfigMapDefaults(cm *v1.ConfigMap) {

@@ -23,6 +23,7 @@ func (b *Bundle) Validate() error {
 	problems := b.configObjectProblems()
 	problems = append(problems, b.podProblems()...)
 	problems = append(problems, b.workloadProblems()...)
+	problems = append(problems, b.jobProblems()...)
 	return invalid(problems)
 }
 

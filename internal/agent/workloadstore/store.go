@@ -12,6 +12,7 @@ import (
 	"strings"
 
 	appsv1 "k8s.io/api/apps/v1"
+	batchv1 "k8s.io/api/batch/v1"
 
 	"github.com/berth-dev/berth/internal/store"
 )
@@ -23,6 +24,8 @@ const recordVersion = 1
 const (
 	KindDeployment = "Deployment"
 	KindReplicaSet = "ReplicaSet"
+	KindJob        = "Job"
+	KindCronJob    = "CronJob"
 )
 
 // Record is one workload object and the manifest file it came from ("" for
@@ -33,6 +36,8 @@ type Record struct {
 	Source     string             `json:"source,omitempty"`
 	Deployment *appsv1.Deployment `json:"deployment,omitempty"`
 	ReplicaSet *appsv1.ReplicaSet `json:"replicaSet,omitempty"`
+	Job        *batchv1.Job       `json:"job,omitempty"`
+	CronJob    *batchv1.CronJob   `json:"cronJob,omitempty"`
 }
 
 // UID is the uid of the record's object.
@@ -42,8 +47,23 @@ func (r Record) UID() string {
 		return string(r.Deployment.UID)
 	case r.ReplicaSet != nil:
 		return string(r.ReplicaSet.UID)
+	case r.Job != nil:
+		return string(r.Job.UID)
+	case r.CronJob != nil:
+		return string(r.CronJob.UID)
 	}
 	return ""
+}
+
+// objects counts the objects the record holds.
+func (r Record) objects() int {
+	n := 0
+	for _, set := range []bool{r.Deployment != nil, r.ReplicaSet != nil, r.Job != nil, r.CronJob != nil} {
+		if set {
+			n++
+		}
+	}
+	return n
 }
 
 // check says what is wrong with a record, or nil.
@@ -51,8 +71,12 @@ func (r Record) check() error {
 	switch {
 	case r.Version != recordVersion:
 		return fmt.Errorf("record version %d, this agent reads %d", r.Version, recordVersion)
-	case r.Kind == KindDeployment && r.Deployment != nil && r.ReplicaSet == nil:
-	case r.Kind == KindReplicaSet && r.ReplicaSet != nil && r.Deployment == nil:
+	case r.objects() != 1:
+		return fmt.Errorf("record of kind %q does not hold exactly that object", r.Kind)
+	case r.Kind == KindDeployment && r.Deployment != nil:
+	case r.Kind == KindReplicaSet && r.ReplicaSet != nil:
+	case r.Kind == KindJob && r.Job != nil:
+	case r.Kind == KindCronJob && r.CronJob != nil:
 	default:
 		return fmt.Errorf("record of kind %q does not hold exactly that object", r.Kind)
 	}
