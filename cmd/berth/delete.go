@@ -27,12 +27,12 @@ type deleteOptions struct {
 func newDeleteCommand(opts *globalOptions) *cobra.Command {
 	var o deleteOptions
 	cmd := &cobra.Command{
-		Use:   "delete (pod|deployment|replicaset NAME... | -f FILE|DIR|-)",
-		Short: "Delete pods, Deployments or ReplicaSets: preStop hooks, then stop within the grace period, then remove",
-		Long: `Delete pods, Deployments (deploy) or ReplicaSets (rs) by name, or the objects of manifests
+		Use:   "delete (pod|deployment|replicaset|job|cronjob NAME... | -f FILE|DIR|-)",
+		Short: "Delete pods, Deployments, ReplicaSets, Jobs or CronJobs: preStop hooks, then stop within the grace period, then remove",
+		Long: `Delete pods, Deployments (deploy), ReplicaSets (rs), Jobs or CronJobs (cj) by name, or the objects of manifests
 (-f). -f DIR stops the agent's watch of the directory and deletes its pods. A Deployment or
 ReplicaSet goes at once and its ReplicaSets and pods after it (kubectl's background
-cascade). Each pod's preStop hooks run and its containers stop within
+cascade); so does a Job with its pods, and a CronJob with its Jobs and their pods. Each pod's preStop hooks run and its containers stop within
 terminationGracePeriodSeconds (--grace-period overrides it); then the sandbox, volumes and
 logs are removed. berth waits until the pods are gone unless --wait=false.`,
 		ValidArgsFunction: completePodNames(opts, "pod", 0),
@@ -79,7 +79,7 @@ func deleteTargets(ctx context.Context, client *agentapi.Client, o deleteOptions
 	case len(o.files) > 0:
 		return deleteManifests(ctx, client, o.files, grace, stdin)
 	case len(args) < 2 || (!isPodsResource(args[0]) && !isWorkload):
-		return nil, errors.New("usage: berth delete (pod|deployment|replicaset) NAME... [-n NAMESPACE], or berth delete -f FILE|DIR")
+		return nil, errors.New("usage: berth delete (pod|deployment|replicaset|job|cronjob) NAME... [-n NAMESPACE], or berth delete -f FILE|DIR")
 	}
 	var targets []deleteTarget
 	for _, name := range args[1:] {

@@ -29,11 +29,13 @@ type getOptions struct {
 func newGetCommand(opts *globalOptions) *cobra.Command {
 	var o getOptions
 	cmd := &cobra.Command{
-		Use:   "get (pods|deployments|replicasets) [NAME...] | get nodes [NAME]",
-		Short: "List the agent's pods, Deployments, ReplicaSets or its node with their status, like kubectl get",
+		Use:   "get (pods|deployments|replicasets|jobs|cronjobs) [NAME...] | get nodes [NAME]",
+		Short: "List the agent's pods, Deployments, ReplicaSets, Jobs, CronJobs or its node with their status, like kubectl get",
 		Long: `List the pods the agent runs: NAME READY STATUS RESTARTS AGE (-o wide adds IP
 and NODE); Deployments (deploy): NAME READY UP-TO-DATE AVAILABLE AGE; ReplicaSets (rs):
-NAME DESIRED CURRENT READY AGE (-o wide adds CONTAINERS IMAGES SELECTOR); the node:
+NAME DESIRED CURRENT READY AGE (-o wide adds CONTAINERS IMAGES SELECTOR); Jobs (job):
+NAME STATUS COMPLETIONS DURATION AGE; CronJobs (cj): NAME SCHEDULE TIMEZONE SUSPEND ACTIVE
+LAST SCHEDULE AGE (-o wide adds CONTAINERS IMAGES SELECTOR); the node:
 NAME STATUS ROLES AGE VERSION. -o json and -o yaml print the objects with their full status.`,
 		Args:              cobra.MinimumNArgs(1),
 		ValidArgsFunction: completePodNames(opts, "pods", 0),
@@ -43,7 +45,7 @@ NAME STATUS ROLES AGE VERSION. -o json and -o yaml print the objects with their 
 			}
 			resource, isWorkload := workloadResource(args[0])
 			if !isPodsResource(args[0]) && !isWorkload {
-				return fmt.Errorf("resource %q: berth knows pods, deployments (deploy), replicasets (rs) and nodes", args[0])
+				return fmt.Errorf("resource %q: berth knows pods, deployments (deploy), replicasets (rs), jobs, cronjobs (cj) and nodes", args[0])
 			}
 			client, err := connectAgent(cmd, opts)
 			if err != nil {

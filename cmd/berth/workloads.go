@@ -20,6 +20,9 @@ import (
 // workloadResource maps what kubectl accepts for a workload kind
 // ("deploy", "deployments.apps", "rs", ...) to the agent API's resource.
 func workloadResource(s string) (string, bool) {
+	if resource, ok := batchResource(s); ok {
+		return resource, true
+	}
 	switch strings.TrimSuffix(strings.ToLower(s), ".apps") {
 	case "deploy", "deployment", "deployments":
 		return agentapi.ResourceDeployment, true
@@ -41,7 +44,12 @@ func splitTypeName(s string) (resource, name string, err error) {
 }
 
 // kindLabel is how kubectl names a kind in messages: deployment.apps.
-func kindLabel(kind string) string { return strings.ToLower(kind) + ".apps" }
+func kindLabel(kind string) string {
+	if kind == agentapi.KindJob || kind == agentapi.KindCronJob {
+		return strings.ToLower(kind) + ".batch"
+	}
+	return strings.ToLower(kind) + ".apps"
+}
 
 // selectWorkloads keeps the named objects of list, in the order named.
 func selectWorkloads(list agentapi.WorkloadList, resource string, names []string, namespace string) (agentapi.WorkloadList, error) {
@@ -61,6 +69,7 @@ func selectWorkloads(list agentapi.WorkloadList, resource string, names []string
 				out.ReplicaSets, found = append(out.ReplicaSets, rs), true
 			}
 		}
+		found = selectBatch(list, &out, name) || found
 		if !found {
 			return out, fmt.Errorf("%s %q not found in namespace %q: %w", resource, name, namespace, errdefs.ErrNotFound)
 		}
@@ -81,16 +90,19 @@ func workloadObjects(list agentapi.WorkloadList) []any {
 		rs.TypeMeta = metav1.TypeMeta{APIVersion: "apps/v1", Kind: "ReplicaSet"}
 		out = append(out, rs)
 	}
-	return out
+	return append(out, batchObjects(list)...)
 }
 
 // writeWorkloadTable prints kubectl's columns: NAME READY UP-TO-DATE
 // AVAILABLE AGE for Deployments, NAME DESIRED CURRENT READY AGE for
 // ReplicaSets; wide adds CONTAINERS IMAGES SELECTOR.
 func writeWorkloadTable(w io.Writer, list agentapi.WorkloadList, resource string, withNamespace, wide bool, now time.Time) error {
-	if len(list.Deployments)+len(list.ReplicaSets) == 0 {
+	if len(list.Deployments)+len(list.ReplicaSets)+len(list.Jobs)+len(list.CronJobs) == 0 {
 		fmt.Fprintln(os.Stderr, "No resources found.")
 		return nil
+	}
+	if resource == agentapi.ResourceJob || resource == agentapi.ResourceCronJob {
+		return writeBatchTable(w, list, withNamespace, wide, now)
 	}
 	tw := tabwriter.NewWriter(w, 0, 8, 3, ' ', 0)
 	header := "NAME\tREADY\tUP-TO-DATE\tAVAILABLE\tAGE"
@@ -144,6 +156,8 @@ func describeWorkload(w io.Writer, detail agentapi.WorkloadDetail, now time.Time
 		describeDeployment(d, detail)
 	} else if detail.ReplicaSet != nil {
 		describeReplicaSet(d, detail)
+	} else {
+		describeBatch(d, detail, now)
 	}
 	describeEvents(d, detail.Events, now)
 	return d.tw.Flush()
