@@ -104,4 +104,3 @@ func (a *Agent) describeBatchLocked(detail *agentapi.WorkloadDetail, o *workload
 		return detail.Jobs[i].CreationTimestamp.Before(&detail.Jobs[j].CreationTimestamp)
 	})
 }
-

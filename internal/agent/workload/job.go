@@ -68,9 +68,9 @@ type JobActions struct {
 // jobCounts is what the pods say.
 type jobCounts struct {
 	active, ready, terminating, succeeded, failed int32
-	activePods                                     []JobPod
-	succeededIndexes                               map[int]bool
-	activeIndexes                                  map[int]bool
+	activePods                                    []JobPod
+	succeededIndexes                              map[int]bool
+	activeIndexes                                 map[int]bool
 }
 
 func countJobPods(pods []JobPod) jobCounts {
