@@ -129,10 +129,10 @@ func (n *node) deleteAllPods() {
 	}
 }
 
-// deleteAllWorkloads deletes every Deployment and ReplicaSet, so that no
-// controller makes the pods deleteAllPods deletes again.
+// deleteAllWorkloads deletes every CronJob, Job, Deployment and ReplicaSet,
+// so that no controller makes the pods deleteAllPods deletes again.
 func (n *node) deleteAllWorkloads(ctx context.Context, grace *int64) {
-	for _, resource := range []string{agentapi.ResourceDeployment, agentapi.ResourceReplicaSet} {
+	for _, resource := range []string{agentapi.ResourceCronJob, agentapi.ResourceJob, agentapi.ResourceDeployment, agentapi.ResourceReplicaSet} {
 		list, err := n.client.ListWorkloads(ctx, resource, "")
 		if err != nil {
 			n.t.Errorf("cleanup: list %s: %v", resource, err)
@@ -143,6 +143,12 @@ func (n *node) deleteAllWorkloads(ctx context.Context, grace *int64) {
 		}
 		for _, rs := range list.ReplicaSets {
 			_, _ = n.client.DeleteWorkload(ctx, resource, rs.Namespace, rs.Name, grace)
+		}
+		for _, j := range list.Jobs {
+			_, _ = n.client.DeleteWorkload(ctx, resource, j.Namespace, j.Name, grace)
+		}
+		for _, cj := range list.CronJobs {
+			_, _ = n.client.DeleteWorkload(ctx, resource, cj.Namespace, cj.Name, grace)
 		}
 	}
 }

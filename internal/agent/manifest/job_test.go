@@ -76,3 +76,15 @@ func TestJobValidation(t *testing.T) {
 		}
 	}
 }
+
+func TestExampleJobAndCronJobValidate(t *testing.T) {
+	for _, path := range []string{"../../../examples/job.yaml", "../../../examples/cronjob.yaml"} {
+		b, err := Load(path, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := b.Validate(); err != nil || len(b.Jobs)+len(b.CronJobs) != 1 {
+			t.Fatalf("%s: %d jobs, %d cronjobs, %v", path, len(b.Jobs), len(b.CronJobs), err)
+		}
+	}
+}
