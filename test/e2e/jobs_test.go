@@ -3,6 +3,7 @@ package e2e
 import (
 	"context"
 	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -48,11 +49,11 @@ spec:
         command: [sh, -c, 'echo trying; exit 3']
 `
 
-const everyHour = `apiVersion: batch/v1
+const everyMinute = `apiVersion: batch/v1
 kind: CronJob
 metadata: {name: tick}
 spec:
-  schedule: "@hourly"
+  schedule: "* * * * *"
   timeZone: Asia/Tokyo
   concurrencyPolicy: Forbid
   jobTemplate:
@@ -145,28 +146,76 @@ func failingJobHitsBackoffLimit(t *testing.T, n *node) {
 	}
 }
 
-// A CronJob is applied and shown (its runs are covered by the fake-clock
-// tests of package workload: a minute's schedule is too slow here);
-// delete -f removes it.
-func TestCronJobGetDescribeDelete(t *testing.T) {
-	onEachRuntime(t, cronJobGetDescribeDelete)
+// A CronJob every minute runs once at the next minute (within 70 s): its
+// Job tick-<minutes since the epoch> with the scheduled-timestamp
+// annotation completes; get/describe show it; delete -f removes the
+// CronJob with its Job and pod. (Missed runs, policies and history are
+// covered by the fake-clock tests of package workload.)
+func TestCronJobRunsAndCascades(t *testing.T) {
+	onEachRuntime(t, cronJobRunsAndCascades)
 }
 
-func cronJobGetDescribeDelete(t *testing.T, n *node) {
-	if out := n.apply("tick.yaml", everyHour); !strings.Contains(out, "cronjob.batch/tick created") {
+func cronJobRunsAndCascades(t *testing.T, n *node) {
+	if out := n.apply("tick.yaml", everyMinute); !strings.Contains(out, "cronjob.batch/tick created") {
 		t.Fatalf("apply: %q", out)
 	}
-	if out := n.must("get", "cronjob"); !regexp.MustCompile(`(?m)^NAME +SCHEDULE +TIMEZONE +SUSPEND +ACTIVE +LAST SCHEDULE +AGE\ntick +@hourly +Asia/Tokyo +False +0 +<none> +\d+s$`).MatchString(out) {
+	if out := n.must("get", "cronjob"); !regexp.MustCompile(`(?m)^NAME +SCHEDULE +TIMEZONE +SUSPEND +ACTIVE +LAST SCHEDULE +AGE\ntick +\* \* \* \* \* +Asia/Tokyo +False +[01] +(<none>|\d+s) +\d+s$`).MatchString(out) {
 		t.Errorf("get cronjob:\n%s", out)
+	}
+	job := n.waitCronJobRun("tick", 75*time.Second)
+	scheduled, err := time.Parse(time.RFC3339, job.Annotations["batch.kubernetes.io/cronjob-scheduled-timestamp"])
+	if err != nil || job.Name != "tick-"+strconv.FormatInt(scheduled.Unix()/60, 10) || scheduled.Second() != 0 || !strings.HasSuffix(job.Annotations["batch.kubernetes.io/cronjob-scheduled-timestamp"], "+09:00") {
+		t.Errorf("job %s annotations %v (%v)", job.Name, job.Annotations, err)
+	}
+	if pods := n.jobPods(job.Name); len(pods) != 1 {
+		t.Errorf("job %s pods %v", job.Name, podNames(pods))
+	}
+	if out := n.must("get", "job", job.Name); !regexp.MustCompile(`(?m)^` + job.Name + ` +Complete +1/1 +`).MatchString(out) {
+		t.Errorf("get job:\n%s", out)
 	}
 	if out := n.must("describe", "cj", "tick"); !strings.Contains(out, "Concurrency Policy:") || !strings.Contains(out, "Forbid") || !strings.Contains(out, "Successful Job History Limit:  3") {
 		t.Errorf("describe cronjob:\n%s", out)
 	}
-	if out := n.must("delete", "-f", n.write("tick.yaml", everyHour)); !strings.Contains(out, `cronjob.batch "tick" deleted`) {
+	if out := n.must("describe", "cj", "tick"); !strings.Contains(out, job.Name+" (Complete)") || !strings.Contains(out, "SuccessfulCreate") {
+		t.Errorf("describe cronjob after the run:\n%s", out)
+	}
+	if out := n.must("delete", "-f", n.write("tick.yaml", everyMinute)); !strings.Contains(out, `cronjob.batch "tick" deleted`) {
 		t.Errorf("delete -f: %q", out)
 	}
-	if out, errOut, err := n.berth("get", "cronjob"); err != nil || out != "" || !strings.Contains(errOut, "No resources found") {
-		t.Errorf("get cronjob after delete: %q %q %v", out, errOut, err)
+	for _, kind := range []string{"cronjob", "job"} {
+		if out, errOut, err := n.berth("get", kind); err != nil || out != "" || !strings.Contains(errOut, "No resources found") {
+			t.Errorf("get %s after delete: %q %q %v", kind, out, errOut, err)
+		}
+	}
+	n.waitNoPods()
+}
+
+// waitCronJobRun waits until a Job of the CronJob completed, and returns it.
+func (n *node) waitCronJobRun(cronJob string, limit time.Duration) *batchv1.Job {
+	n.t.Helper()
+	deadline := time.Now().Add(limit)
+	for {
+		detail, err := n.client.DescribeWorkload(context.Background(), agentapi.ResourceCronJob, "default", cronJob)
+		if err == nil && len(detail.Jobs) > 0 && detail.Jobs[0].Status.CompletionTime != nil && detail.CronJob.Status.LastSuccessfulTime != nil {
+			return &detail.Jobs[0]
+		}
+		if time.Now().After(deadline) {
+			desc, _, _ := n.berth("describe", "cronjob", cronJob)
+			n.t.Fatalf("cronjob %s: no completed run within %s (last error %v)\n%s\n%s", cronJob, limit, err, desc, n.rt.logTail(40))
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+}
+
+// waitNoPods waits until the agent lists no pod.
+func (n *node) waitNoPods() {
+	n.t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for len(n.podList()) != 0 {
+		if time.Now().After(deadline) {
+			n.t.Fatalf("pods still listed: %d", len(n.podList()))
+		}
+		time.Sleep(200 * time.Millisecond)
 	}
 }
 
