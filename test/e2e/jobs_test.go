@@ -148,8 +148,8 @@ func failingJobHitsBackoffLimit(t *testing.T, n *node) {
 
 // A CronJob every minute runs once at the next minute (within 70 s): its
 // Job tick-<minutes since the epoch> with the scheduled-timestamp
-// annotation completes; get/describe show it; delete -f removes the
-// CronJob with its Job and pod. (Missed runs, policies and history are
+// annotation completes; get/describe show it; create job --from runs it
+// by hand; delete -f removes the CronJob with its Jobs and pods. (Missed runs, policies and history are
 // covered by the fake-clock tests of package workload.)
 func TestCronJobRunsAndCascades(t *testing.T) {
 	onEachRuntime(t, cronJobRunsAndCascades)
@@ -178,6 +178,13 @@ func cronJobRunsAndCascades(t *testing.T, n *node) {
 	}
 	if out := n.must("describe", "cj", "tick"); !strings.Contains(out, job.Name+" (Complete)") || !strings.Contains(out, "SuccessfulCreate") {
 		t.Errorf("describe cronjob after the run:\n%s", out)
+	}
+	if out := n.must("create", "job", "manual", "--from=cronjob/tick"); out != "job.batch/manual created\n" {
+		t.Errorf("create job --from: %q", out)
+	}
+	manual := n.waitJob("manual", "complete", func(j *batchv1.Job) bool { return j.Status.CompletionTime != nil })
+	if manual.Annotations["cronjob.kubernetes.io/instantiate"] != "manual" || manual.OwnerReferences[0].Name != "tick" {
+		t.Errorf("job manual: %+v", manual.ObjectMeta)
 	}
 	if out := n.must("delete", "-f", n.write("tick.yaml", everyMinute)); !strings.Contains(out, `cronjob.batch "tick" deleted`) {
 		t.Errorf("delete -f: %q", out)
