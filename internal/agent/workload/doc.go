@@ -1,5 +1,6 @@
 // Package workload holds the node agent's controllers for workload kinds
-// (apps/v1 ReplicaSet and Deployment) as pure reconcile functions: given an
+// (apps/v1 ReplicaSet and Deployment, batch/v1 Job and CronJob) as pure
+// reconcile functions: given an
 // object, what it owns and what was observed of it, they return what to
 // create, scale and delete and the object's new status, as the
 // kube-controller-manager's replicaset and deployment controllers would.
@@ -9,6 +10,22 @@
 //	func ReconcileReplicaSet(rs *appsv1.ReplicaSet, pods []Pod, now time.Time) ReplicaSetActions
 //	func ReconcileDeployment(d *appsv1.Deployment, sets []*appsv1.ReplicaSet, now time.Time) DeploymentActions
 //	func ComputeHash(template *v1.PodTemplateSpec, collisionCount *int32) string
+//	func ReconcileJob(job *batchv1.Job, pods []JobPod, now time.Time) JobActions
+//	func ReconcileCronJob(cj *batchv1.CronJob, jobs []*batchv1.Job, now time.Time) CronJobActions
+//	func ParseSchedule(schedule string, timeZone *string) (cron.Schedule, error)
+//
+// Jobs (job.go, job_status.go, job_pod.go) follow the job controller:
+// pods until completions succeed (Indexed: every index; no completions:
+// until one succeeds), at most parallelism at once, re-made after the
+// failure back-off (10 s doubling to 6 min); backoffLimit counts failed
+// pods (restartPolicy Never) or the running pods' container restarts
+// (OnFailure); the FailureTarget / SuccessCriteriaMet conditions come
+// first, Failed / Complete once no pod runs. CronJobs (cronjob.go,
+// schedule.go) follow the cronjob controller: robfig/cron's ParseStandard
+// in the timeZone, the most recent missed start time within
+// startingDeadlineSeconds run once (a Job named
+// "<cronjob>-<minutes since the epoch>"), concurrencyPolicy, history
+// limits.
 //
 // Names and labels are Kubernetes': a Deployment's ReplicaSet is
 // "<deployment>-<pod-template-hash>" (the hash computed from the template as

@@ -133,7 +133,8 @@ func (s *Store) Remove(kind, uid string) error {
 	return nil
 }
 
-// Load reads every record, Deployments first. A file it cannot read or
+// Load reads every record, sorted by kind (CronJob, Deployment, Job,
+// ReplicaSet: owners first). A file it cannot read or
 // understand is renamed to <name>.unreadable and reported in the errors,
 // each naming the file.
 func (s *Store) Load() ([]Record, []error) {
