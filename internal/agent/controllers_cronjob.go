@@ -44,7 +44,11 @@ func (a *Agent) syncCronJobLocked(o *workloadObj) {
 		return
 	}
 	for _, name := range act.Delete {
-		if err := a.markDeletingLocked(byName[name]); err != nil {
+		j := byName[name]
+		if j == nil {
+			continue
+		}
+		if err := a.markDeletingLocked(j); err != nil {
 			a.log.Error("workload: delete Job", "cronjob", cj.Namespace+"/"+cj.Name, "job", name, "error", err)
 		}
 	}

@@ -1,8 +1,11 @@
 package agent
 
 import (
+	"maps"
+	"slices"
 	"time"
 
+	batchv1 "k8s.io/api/batch/v1"
 	v1 "k8s.io/api/core/v1"
 	apiequality "k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -27,18 +30,15 @@ func (a *Agent) syncJobLocked(o *workloadObj, owned []ownedPod) {
 	pods := make([]workload.JobPod, len(owned))
 	for i := range owned {
 		pods[i] = jobPodView(&owned[i].pod)
+		pods[i].Counted = o.counted[pods[i].UID]
 	}
 	act := workload.ReconcileJob(job, pods, a.deps.clock.Now())
 	if act.Expired {
 		a.expireJobLocked(o, owned)
 		return
 	}
-	if !apiequality.Semantic.DeepEqual(job.Status, act.Status) {
-		job.Status = act.Status
-		if err := a.saveLocked(o); err != nil {
-			a.log.Error("workload: save Job status", "job", job.Namespace+"/"+job.Name, "error", err)
-			return
-		}
+	if !a.saveJobStatusLocked(o, act.Status, countedPods(o.counted, act.Counted, pods)) {
+		return
 	}
 	for _, name := range act.Delete {
 		for _, p := range owned {
@@ -53,6 +53,55 @@ func (a *Agent) syncJobLocked(o *workloadObj, owned []ownedPod) {
 		o.events.record(agentapi.EventNormal, "SuccessfulCreate", "", "Created pod: "+name)
 	}
 	recordWorkloadEvents(o, act.Events)
+}
+
+// saveJobStatusLocked saves a Job's new status with the pods it counts,
+// before any pod is made or deleted for it; false if it could not.
+func (a *Agent) saveJobStatusLocked(o *workloadObj, status batchv1.JobStatus, counted map[string]bool) bool {
+	job := o.job
+	if apiequality.Semantic.DeepEqual(job.Status, status) && maps.Equal(counted, o.counted) {
+		return true
+	}
+	prevStatus, prevCounted := job.Status, o.counted
+	job.Status, o.counted = status, counted
+	if err := a.saveLocked(o); err != nil {
+		job.Status, o.counted = prevStatus, prevCounted // the counts stay as saved
+		a.log.Error("workload: save Job status", "job", job.Namespace+"/"+job.Name, "error", err)
+		return false
+	}
+	return true
+}
+
+// countedPods is the set of the present pods a Job's status counts:
+// those counted before and those counted now (pods gone are dropped).
+func countedPods(before map[string]bool, now []string, pods []workload.JobPod) map[string]bool {
+	out := map[string]bool{}
+	for _, uid := range now {
+		out[uid] = true
+	}
+	for _, p := range pods {
+		if before[p.UID] {
+			out[p.UID] = true
+		}
+	}
+	return out
+}
+
+// setOf makes a set of a list.
+func setOf(list []string) map[string]bool {
+	out := make(map[string]bool, len(list))
+	for _, s := range list {
+		out[s] = true
+	}
+	return out
+}
+
+// sortedSet lists a set in order (nil when empty).
+func sortedSet(set map[string]bool) []string {
+	if len(set) == 0 {
+		return nil
+	}
+	return slices.Sorted(maps.Keys(set))
 }
 
 // expireJobLocked deletes a Job whose ttlSecondsAfterFinished passed, and
@@ -79,7 +128,7 @@ func recordWorkloadEvents(o *workloadObj, events []workload.Event) {
 
 // jobPodView is what the job controller sees of a pod.
 func jobPodView(pod *v1.Pod) workload.JobPod {
-	p := workload.JobPod{Pod: controllerView(pod), Index: workload.JobPodIndex(pod)}
+	p := workload.JobPod{Pod: controllerView(pod), UID: string(pod.UID), Index: workload.JobPodIndex(pod)}
 	var finished time.Time
 	for _, list := range [][]v1.ContainerStatus{pod.Status.InitContainerStatuses, pod.Status.ContainerStatuses} {
 		for _, s := range list {
@@ -126,6 +175,7 @@ func (a *Agent) ownedJobsLocked(uid string) []*workloadObj {
 // setBatchSpec takes in's spec (a Job's or CronJob's) onto o, a copy of
 // cur, and says whether it changed.
 func (o *workloadObj) setBatchSpec(cur, in *workloadObj) bool {
+	o.counted = cur.counted
 	if cur.job != nil {
 		o.job = cur.job.DeepCopy()
 		spec := in.job.Spec.DeepCopy()

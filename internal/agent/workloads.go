@@ -23,12 +23,14 @@ import (
 // workloadObj is one Deployment or ReplicaSet the agent keeps (guarded by
 // a.mu): as applied or as its controller made it, with its status.
 type workloadObj struct {
-	d      *appsv1.Deployment // one of d, rs, job and cj is set
-	rs     *appsv1.ReplicaSet
-	job    *batchv1.Job
-	cj     *batchv1.CronJob
-	source string
-	events *eventLog
+	d   *appsv1.Deployment // one of d, rs, job and cj is set
+	rs  *appsv1.ReplicaSet
+	job *batchv1.Job
+	cj  *batchv1.CronJob
+	// counted: the UIDs of a Job's pods its status counts.
+	counted map[string]bool
+	source  string
+	events  *eventLog
 }
 
 func (o *workloadObj) kind() string {
@@ -58,7 +60,7 @@ func (o *workloadObj) meta() *metav1.ObjectMeta {
 func (o *workloadObj) uid() string { return string(o.meta().UID) }
 
 func (o *workloadObj) record() workloadstore.Record {
-	return workloadstore.Record{Kind: o.kind(), Source: o.source, Deployment: o.d, ReplicaSet: o.rs, Job: o.job, CronJob: o.cj}
+	return workloadstore.Record{Kind: o.kind(), Source: o.source, Deployment: o.d, ReplicaSet: o.rs, Job: o.job, CronJob: o.cj, Counted: sortedSet(o.counted)}
 }
 
 // nameKey is "Kind namespace/name", the key of workloadNames.
@@ -117,7 +119,7 @@ func (a *Agent) loadWorkloadsLocked() {
 		a.log.Error("recover: a workload record could not be read; its pods are left as they are", "error", err)
 	}
 	for _, r := range records {
-		o := &workloadObj{d: r.Deployment, rs: r.ReplicaSet, job: r.Job, cj: r.CronJob, source: r.Source, events: newEventLog(a.deps.clock.Now)}
+		o := &workloadObj{d: r.Deployment, rs: r.ReplicaSet, job: r.Job, cj: r.CronJob, counted: setOf(r.Counted), source: r.Source, events: newEventLog(a.deps.clock.Now)}
 		a.addWorkloadLocked(o)
 	}
 }

@@ -3,6 +3,7 @@ package agent
 import (
 	"context"
 	"fmt"
+	"maps"
 	"sort"
 	"time"
 
@@ -178,7 +179,7 @@ func (a *Agent) Scale(_ context.Context, resource, namespace, name string, repli
 
 // copy is a deep copy of the object sharing its event log.
 func (o *workloadObj) copy() *workloadObj {
-	c := &workloadObj{source: o.source, events: o.events}
+	c := &workloadObj{source: o.source, events: o.events, counted: maps.Clone(o.counted)}
 	switch {
 	case o.d != nil:
 		c.d = o.d.DeepCopy()

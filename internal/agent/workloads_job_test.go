@@ -87,6 +87,18 @@ func TestJobCompletesAcrossARestart(t *testing.T) {
 		t.Fatalf("status %+v, pods %v", j.Status, keys(second.jobPods("two")))
 	}
 
+	// A pod deleted by hand stays counted: the counts are the Job's.
+	for name := range second.jobPods("two") {
+		if _, err := second.Delete(context.Background(), "default", name, nil); err != nil {
+			t.Fatal(err)
+		}
+		waitFor(t, "the pod gone", func() bool { _, found := second.jobPods("two")[name]; return !found })
+		break
+	}
+	if j := second.job(t, "two"); j.Status.Succeeded != 2 || len(second.jobPods("two")) != 1 {
+		t.Fatalf("after a pod was deleted: status %+v", j.Status)
+	}
+
 	// A finished Job's TTL of 0 deletes it and its pods.
 	second.apply(t, strings.Replace(twoCompletions, "completions: 2", "completions: 2\n  ttlSecondsAfterFinished: 0", 1))
 	waitFor(t, "the Job and its pods gone", func() bool {

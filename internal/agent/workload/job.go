@@ -32,6 +32,10 @@ const (
 // JobPod is what the job controller needs to know of one pod it owns.
 type JobPod struct {
 	Pod
+	UID string
+	// Counted says the Job's status already counts this finished pod
+	// (the agent keeps the set, as the API server's finalizers would).
+	Counted bool
 	// Index is the pod's completion index (Indexed jobs), else -1.
 	Index int
 	// Restarts is the sum of its containers' (init and regular) restart
@@ -46,6 +50,20 @@ func (p JobPod) failed() bool    { return p.Phase == v1.PodFailed }
 
 // terminating is a pod being deleted that still runs.
 func (p JobPod) terminating() bool { return p.Deleting && !p.succeeded() && !p.failed() }
+
+// outcome is how the controller counts the pod: succeeded, failed (a pod
+// deleted before it succeeded counts as failed, as with
+// podReplacementPolicy TerminatingOrFailed, unless the Job is suspended),
+// or neither yet.
+func (p JobPod) outcome(suspended bool) (succeeded, failed bool) {
+	switch {
+	case p.succeeded():
+		return true, false
+	case p.failed():
+		return false, true
+	}
+	return false, p.Deleting && !suspended
+}
 
 // JobActions is what a Job's reconcile asks for.
 type JobActions struct {
@@ -63,6 +81,8 @@ type JobActions struct {
 	// Expired says the Job finished ttlSecondsAfterFinished ago: it and
 	// its pods are to be deleted.
 	Expired bool
+	// Counted lists the UIDs of the pods this pass counted in the status.
+	Counted []string
 }
 
 // jobCounts is what the pods say.
@@ -71,19 +91,30 @@ type jobCounts struct {
 	activePods                                    []JobPod
 	succeededIndexes                              map[int]bool
 	activeIndexes                                 map[int]bool
+	counted                                       []string
 }
 
-func countJobPods(pods []JobPod) jobCounts {
-	c := jobCounts{succeededIndexes: map[int]bool{}, activeIndexes: map[int]bool{}}
+// countJobPods adds the pods not counted yet to the Job's succeeded and
+// failed counts and completed indexes, and sorts the others.
+func countJobPods(job *batchv1.Job, pods []JobPod) jobCounts {
+	c := jobCounts{succeededIndexes: parseIndexes(job.Status.CompletedIndexes, completions(job)), activeIndexes: map[int]bool{}}
+	c.succeeded, c.failed = job.Status.Succeeded, job.Status.Failed
+	suspended := job.Spec.Suspend != nil && *job.Spec.Suspend
 	for _, p := range pods {
+		if s, f := p.outcome(suspended); !p.Counted && (s || f) {
+			c.counted = append(c.counted, p.UID)
+			if s {
+				c.succeeded++
+			} else {
+				c.failed++
+			}
+		}
 		switch {
 		case p.succeeded():
-			c.succeeded++
-			if p.Index >= 0 {
+			if p.Index >= 0 && p.Index < completions(job) {
 				c.succeededIndexes[p.Index] = true
 			}
 		case p.failed():
-			c.failed++
 		case p.terminating():
 			c.terminating++
 		case !p.Deleting:
@@ -109,14 +140,14 @@ func countJobPods(pods []JobPod) jobCounts {
 // longer than activeDeadlineSeconds. A finished Job keeps its pods.
 func ReconcileJob(job *batchv1.Job, pods []JobPod, now time.Time) JobActions {
 	var a JobActions
-	c := countJobPods(pods)
+	c := countJobPods(job, pods)
 	st := job.Status.DeepCopy()
 	st.Active, st.Ready, st.Terminating = c.active, &c.ready, &c.terminating
 	st.Succeeded, st.Failed = c.succeeded, c.failed
 	if indexed(job) {
 		st.CompletedIndexes = formatIndexes(c.succeededIndexes, completions(job))
 	}
-	a.Status = *st
+	a.Status, a.Counted = *st, c.counted
 	if finishedCondition(st) != nil {
 		a.Expired, a.Requeue = ttlExpired(job, st, now)
 		return a

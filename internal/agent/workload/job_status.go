@@ -219,6 +219,27 @@ func formatIndexes(set map[int]bool, n int) string {
 	return strings.Join(parts, ",")
 }
 
+// parseIndexes reads completedIndexes ("0-2,4") back, below n; what does
+// not parse is left out.
+func parseIndexes(s string, n int) map[int]bool {
+	set := map[int]bool{}
+	for _, part := range strings.Split(s, ",") {
+		lo, hi, isRange := strings.Cut(part, "-")
+		if !isRange {
+			hi = lo
+		}
+		first, err1 := strconv.Atoi(lo)
+		last, err2 := strconv.Atoi(hi)
+		if err1 != nil || err2 != nil || first < 0 {
+			continue
+		}
+		for i := first; i <= last && i < n; i++ {
+			set[i] = true
+		}
+	}
+	return set
+}
+
 // earliest is the earlier of two times, zero meaning none.
 func earliest(a, b time.Time) time.Time {
 	if a.IsZero() || (!b.IsZero() && b.Before(a)) {

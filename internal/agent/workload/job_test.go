@@ -242,3 +242,44 @@ func TestFormatIndexes(t *testing.T) {
 		t.Fatalf("got %q", got)
 	}
 }
+
+// The counts are the Job's own, kept in its status: a counted pod is not
+// counted again, a pod gone since stays counted, and a pod deleted before
+// it succeeded is a failure (podReplacementPolicy TerminatingOrFailed).
+func TestReconcileJobCountsEachPodOnce(t *testing.T) {
+	job := newJob(ptr.To(int32(3)), 1, v1.RestartPolicyNever)
+	job.Spec.BackoffLimit = ptr.To(int32(2))
+	job.Status.Failed, job.Status.Succeeded = 1, 1 // pods since deleted
+	counted := jobPod("counted", v1.PodFailed, -1)
+	counted.UID, counted.Counted = "u1", true
+	got := ReconcileJob(job, []JobPod{counted}, jobNow)
+	if got.Status.Failed != 1 || got.Status.Succeeded != 1 || len(got.Counted) != 0 {
+		t.Fatalf("nothing new: status %+v counted %v", got.Status, got.Counted)
+	}
+	deleted := jobPod("deleted", v1.PodRunning, -1)
+	deleted.UID, deleted.Deleting = "u2", true
+	got = ReconcileJob(job, []JobPod{counted, deleted}, jobNow)
+	if got.Status.Failed != 2 || got.Status.Terminating == nil || *got.Status.Terminating != 1 || !slices.Equal(got.Counted, []string{"u2"}) ||
+		jobCond(got.Status, batchv1.JobFailureTarget) != "-" {
+		t.Fatalf("a deleted running pod: status %+v counted %v", got.Status, got.Counted)
+	}
+	job.Status = got.Status
+	failed := jobPod("failed", v1.PodFailed, -1)
+	failed.UID = "u3"
+	got = ReconcileJob(job, []JobPod{failed}, jobNow)
+	if got.Status.Failed != 3 || jobCond(got.Status, batchv1.JobFailed) != JobReasonBackoffLimitExceeded {
+		t.Fatalf("a third failure past backoffLimit 2, two of them gone: status %+v", got.Status)
+	}
+
+	suspended := newJob(ptr.To(int32(1)), 1, v1.RestartPolicyNever)
+	suspended.Spec.Suspend = ptr.To(true)
+	if got := ReconcileJob(suspended, []JobPod{deleted}, jobNow); got.Status.Failed != 0 {
+		t.Fatalf("a pod deleted by the suspension counted as failed: %+v", got.Status)
+	}
+	indexed := newJob(ptr.To(int32(3)), 1, v1.RestartPolicyNever)
+	indexed.Spec.CompletionMode = ptr.To(batchv1.IndexedCompletion)
+	indexed.Status.CompletedIndexes, indexed.Status.Succeeded = "0,2", 2
+	if got := ReconcileJob(indexed, nil, jobNow); !slices.Equal(got.Create, []int{1}) || got.Status.CompletedIndexes != "0,2" {
+		t.Fatalf("completed indexes kept after their pods went: create %v status %+v", got.Create, got.Status)
+	}
+}

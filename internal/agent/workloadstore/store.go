@@ -38,6 +38,9 @@ type Record struct {
 	ReplicaSet *appsv1.ReplicaSet `json:"replicaSet,omitempty"`
 	Job        *batchv1.Job       `json:"job,omitempty"`
 	CronJob    *batchv1.CronJob   `json:"cronJob,omitempty"`
+	// Counted lists the UIDs of a Job's present pods its status counts
+	// (what the API server's job-tracking finalizers keep track of).
+	Counted []string `json:"counted,omitempty"`
 }
 
 // UID is the uid of the record's object.
