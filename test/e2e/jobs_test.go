@@ -49,6 +49,22 @@ spec:
         command: [sh, -c, 'echo trying; exit 3']
 `
 
+const deadlineJob = `apiVersion: batch/v1
+kind: Job
+metadata: {name: slow}
+spec:
+  activeDeadlineSeconds: 6
+  template:
+    spec:
+      restartPolicy: OnFailure
+      terminationGracePeriodSeconds: 1
+      containers:
+      - name: work
+        image: busybox
+        imagePullPolicy: IfNotPresent
+        command: [sleep, "3600"]
+`
+
 const everyMinute = `apiVersion: batch/v1
 kind: CronJob
 metadata: {name: tick}
@@ -143,6 +159,42 @@ func failingJobHitsBackoffLimit(t *testing.T, n *node) {
 	}
 	if out := n.must("describe", "job", "fails"); !strings.Contains(out, "BackoffLimitExceeded") || !strings.Contains(out, "0 Active (0 Ready) / 0 Succeeded / 2 Failed") {
 		t.Errorf("describe job fails:\n%s", out)
+	}
+}
+
+// A Job past its activeDeadlineSeconds, across a kill -9 of the agent: its
+// start time is kept, its pod is killed, the Job Failed with
+// DeadlineExceeded and the killed pod counted as failed.
+func TestJobDeadlineAcrossAgentRestart(t *testing.T) {
+	onEachRuntime(t, jobDeadlineAcrossAgentRestart)
+}
+
+func jobDeadlineAcrossAgentRestart(t *testing.T, n *node) {
+	n.apply("slow.yaml", deadlineJob)
+	before := n.waitJob("slow", "its pod is ready", func(j *batchv1.Job) bool { return j.Status.Ready != nil && *j.Status.Ready == 1 })
+	n.restartAgent()
+	job := n.waitJob("slow", "failed", func(j *batchv1.Job) bool {
+		for _, c := range j.Status.Conditions {
+			if c.Type == batchv1.JobFailed && c.Status == v1.ConditionTrue {
+				return true
+			}
+		}
+		return false
+	})
+	var reason string
+	for _, c := range job.Status.Conditions {
+		if c.Type == batchv1.JobFailed {
+			reason = c.Reason
+		}
+	}
+	if reason != "DeadlineExceeded" || job.Status.Failed != 1 || job.Status.Active != 0 || !job.Status.StartTime.Equal(before.Status.StartTime) {
+		t.Errorf("status %+v (start time before the restart %v)", job.Status, before.Status.StartTime)
+	}
+	if elapsed := job.Status.Conditions[len(job.Status.Conditions)-1].LastTransitionTime.Sub(job.Status.StartTime.Time); elapsed < 6*time.Second {
+		t.Errorf("failed %v after its start, before its deadline", elapsed)
+	}
+	if out := n.must("get", "job", "slow"); !regexp.MustCompile(`(?m)^slow +Failed +0/1 +`).MatchString(out) {
+		t.Errorf("get job:\n%s", out)
 	}
 }
 
