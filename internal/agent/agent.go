@@ -42,7 +42,7 @@ type Config struct {
 	// RootDir holds the agent's per-pod directories (volumes):
 	// <RootDir>/pods/<uid>/volumes/..., and the pods' ConfigMaps and
 	// Secrets: <RootDir>/sources/<uid>.json (package sourcestore), and the
-	// Deployments and ReplicaSets: <RootDir>/workloads (workloadstore).
+	// Deployments, ReplicaSets, Jobs and CronJobs: <RootDir>/workloads (workloadstore).
 	RootDir string
 	// PodLogDir is the root of the pods' log directories (kubelet's
 	// /var/log/pods).
@@ -136,7 +136,7 @@ type Agent struct {
 	configMaps map[string]*configMapEntry
 	secrets    map[string]*secretEntry
 	watches    map[string]context.CancelFunc // watched directory → stop
-	// workloads holds the Deployments and ReplicaSets by uid (saved in
+	// workloads holds the Deployments, ReplicaSets, Jobs and CronJobs by uid (saved in
 	// workloadStore before the agent acts on them); workloadNames maps
 	// "Kind namespace/name" to the uid of the object that name stands
 	// for (objects being deleted have none).

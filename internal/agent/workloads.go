@@ -20,17 +20,18 @@ import (
 	"github.com/berth-dev/berth/internal/errdefs"
 )
 
-// workloadObj is one Deployment or ReplicaSet the agent keeps (guarded by
+// workloadObj is one Deployment, ReplicaSet, Job or CronJob the agent keeps (guarded by
 // a.mu): as applied or as its controller made it, with its status.
 type workloadObj struct {
-	d   *appsv1.Deployment // one of d, rs, job and cj is set
-	rs  *appsv1.ReplicaSet
-	job *batchv1.Job
-	cj  *batchv1.CronJob
+	d      *appsv1.Deployment // one of d, rs, job and cj is set
+	rs     *appsv1.ReplicaSet
+	job    *batchv1.Job
+	cj     *batchv1.CronJob
+	source string
+	events *eventLog
+
 	// counted: the UIDs of a Job's pods its status counts.
 	counted map[string]bool
-	source  string
-	events  *eventLog
 }
 
 func (o *workloadObj) kind() string {
