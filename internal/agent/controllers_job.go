@@ -130,19 +130,35 @@ func recordWorkloadEvents(o *workloadObj, events []workload.Event) {
 func jobPodView(pod *v1.Pod) workload.JobPod {
 	p := workload.JobPod{Pod: controllerView(pod), UID: string(pod.UID), Index: workload.JobPodIndex(pod)}
 	var finished time.Time
-	for _, list := range [][]v1.ContainerStatus{pod.Status.InitContainerStatuses, pod.Status.ContainerStatuses} {
+	for _, list := range [][]v1.ContainerStatus{pod.Status.ContainerStatuses, pod.Status.InitContainerStatuses} {
 		for _, s := range list {
 			p.Restarts += s.RestartCount
-			if t := s.State.Terminated; t != nil && t.FinishedAt.After(finished) {
-				finished = t.FinishedAt.Time
+			t := s.State.Terminated
+			if t == nil {
+				continue
+			}
+			finished = latest(finished, t.FinishedAt.Time)
+			if t.ExitCode != 0 {
+				p.Exits = append(p.Exits, workload.ContainerExit{Name: s.Name, Code: t.ExitCode})
 			}
 		}
+	}
+	p.Conditions = map[v1.PodConditionType]v1.ConditionStatus{}
+	for _, c := range pod.Status.Conditions {
+		p.Conditions[c.Type] = c.Status
 	}
 	p.Finished = finished
 	if p.Finished.IsZero() {
 		p.Finished = pod.CreationTimestamp.Time
 	}
 	return p
+}
+
+func latest(a, b time.Time) time.Time {
+	if b.After(a) {
+		return b
+	}
+	return a
 }
 
 // createJobPodLocked makes a pod of the Job (of a completion index, or -1)

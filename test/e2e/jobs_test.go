@@ -49,6 +49,26 @@ spec:
         command: [sh, -c, 'echo trying; exit 3']
 `
 
+const policyJob = `apiVersion: batch/v1
+kind: Job
+metadata: {name: policy}
+spec:
+  backoffLimit: 6
+  podFailurePolicy:
+    rules:
+    - action: FailJob
+      onExitCodes: {containerName: work, operator: In, values: [42]}
+  template:
+    spec:
+      restartPolicy: Never
+      terminationGracePeriodSeconds: 1
+      containers:
+      - name: work
+        image: busybox
+        imagePullPolicy: IfNotPresent
+        command: [sh, -c, 'exit 42']
+`
+
 const deadlineJob = `apiVersion: batch/v1
 kind: Job
 metadata: {name: slow}
@@ -159,6 +179,23 @@ func failingJobHitsBackoffLimit(t *testing.T, n *node) {
 	}
 	if out := n.must("describe", "job", "fails"); !strings.Contains(out, "BackoffLimitExceeded") || !strings.Contains(out, "0 Active (0 Ready) / 0 Succeeded / 2 Failed") {
 		t.Errorf("describe job fails:\n%s", out)
+	}
+}
+
+// A podFailurePolicy FailJob rule on exit code 42 fails the Job at its
+// first pod, whatever its backoffLimit.
+func TestJobPodFailurePolicyFailsJob(t *testing.T) {
+	onEachRuntime(t, jobPodFailurePolicyFailsJob)
+}
+
+func jobPodFailurePolicyFailsJob(t *testing.T, n *node) {
+	out, errOut, err := n.berth("run", "-f", n.write("policy.yaml", policyJob))
+	if err == nil || !strings.Contains(errOut, `job "policy" failed (PodFailurePolicy): Container work for pod default/policy-`) ||
+		!strings.Contains(errOut, "failed with exit code 42 matching FailJob rule at index 0") {
+		t.Fatalf("run -f: %q %q %v", out, errOut, err)
+	}
+	if pods := n.jobPods("policy"); len(pods) != 1 {
+		t.Errorf("pods %v, want the one that failed", podNames(pods))
 	}
 }
 

@@ -30,8 +30,8 @@
 // or CronJob (Bundle.Jobs, Bundle.CronJobs; job.go, validate_job.go: the
 // API server's batch/v1 defaults and checks, the template's restartPolicy
 // OnFailure or Never, the schedule and timeZone as package workload parses
-// them; podFailurePolicy, successPolicy, backoffLimitPerIndex and a manual
-// selector are refused, naming the field), or a v1 List of
+// them; successPolicy, backoffLimitPerIndex and a manual selector are
+// refused, naming the field), or a v1 List of
 // them; any other kind is refused, naming the file and the kind. Decoding is
 // strict like `kubectl --validate=strict`: unknown or duplicated fields are
 // errors naming the field path (spec.containers[0].imagePulPolicy). A

@@ -69,6 +69,7 @@ func setJobSpecDefaults(spec *batchv1.JobSpec) {
 		}
 		spec.PodReplacementPolicy = &policy
 	}
+	setPodFailurePolicyDefaults(spec)
 	setFullPodSpecDefaults(&spec.Template.Spec)
 }
 

@@ -18,6 +18,14 @@ func cronJobYAML(spec string) string {
 		"  jobTemplate:\n    spec:\n      template:\n        spec:\n          restartPolicy: OnFailure\n          containers:\n          - name: main\n            image: busybox\n"
 }
 
+const failurePolicy = `  podFailurePolicy:
+    rules:
+    - action: FailJob
+      onExitCodes: {containerName: main, operator: In, values: [42]}
+    - action: Ignore
+      onPodConditions: [{type: DisruptionTarget}]
+`
+
 func TestJobDefaults(t *testing.T) {
 	b := decodeString(t, jobYAML("", "      restartPolicy: Never\n"), "job.yaml")
 	if len(b.Jobs) != 1 {
@@ -31,6 +39,10 @@ func TestJobDefaults(t *testing.T) {
 	b = decodeString(t, jobYAML("  parallelism: 3\n", "      restartPolicy: Never\n"), "job.yaml")
 	if s := b.Jobs[0].Spec; s.Completions != nil || *s.Parallelism != 3 {
 		t.Fatalf("work queue: completions %v parallelism %v", s.Completions, *s.Parallelism)
+	}
+	b = decodeString(t, jobYAML(failurePolicy, "      restartPolicy: Never\n"), "job.yaml")
+	if s := b.Jobs[0].Spec; *s.PodReplacementPolicy != batchv1.Failed || s.PodFailurePolicy.Rules[1].OnPodConditions[0].Status != v1.ConditionTrue {
+		t.Fatalf("with a podFailurePolicy: podReplacementPolicy %v, onPodConditions %+v", *s.PodReplacementPolicy, s.PodFailurePolicy.Rules[1].OnPodConditions)
 	}
 	b = decodeString(t, cronJobYAML("  schedule: \"@hourly\"\n"), "cj.yaml")
 	if s := b.CronJobs[0].Spec; s.ConcurrencyPolicy != batchv1.AllowConcurrent || *s.SuccessfulJobsHistoryLimit != 3 || *s.FailedJobsHistoryLimit != 1 || *s.Suspend {
@@ -49,7 +61,11 @@ func TestJobValidation(t *testing.T) {
 		{"Indexed without completions", jobYAML("  completionMode: Indexed\n  parallelism: 2\n", "      restartPolicy: Never\n"), "spec.completions: Required value: when completion mode is Indexed"},
 		{"negative backoffLimit", jobYAML("  backoffLimit: -1\n", "      restartPolicy: Never\n"), "spec.backoffLimit: Invalid value: -1: must be greater than or equal to 0"},
 		{"selector without manualSelector", jobYAML("  selector:\n    matchLabels:\n      a: b\n", "      restartPolicy: Never\n"), "spec.selector: Invalid value"},
-		{"podFailurePolicy", jobYAML("  podFailurePolicy:\n    rules: []\n", "      restartPolicy: Never\n"), "spec.podFailurePolicy: Forbidden"},
+		{"podFailurePolicy with OnFailure", jobYAML(failurePolicy, "      restartPolicy: OnFailure\n"), `spec.template.spec.restartPolicy: Invalid value: "OnFailure": only "Never" is supported when podFailurePolicy is specified`},
+		{"podFailurePolicy: 0 with In", jobYAML(strings.Replace(failurePolicy, "[42]", "[0, 42]", 1), "      restartPolicy: Never\n"), "spec.podFailurePolicy.rules[0].onExitCodes.values[0]: Invalid value: 0: must not be 0 for the In operator"},
+		{"podFailurePolicy: unordered", jobYAML(strings.Replace(failurePolicy, "[42]", "[42, 7]", 1), "      restartPolicy: Never\n"), "onExitCodes.values[1]: Invalid value: 7: must be ordered"},
+		{"podFailurePolicy: both", jobYAML(strings.Replace(failurePolicy, "      onPodConditions: [{type: DisruptionTarget}]\n", "      onPodConditions: [{type: DisruptionTarget}]\n      onExitCodes: {operator: In, values: [1]}\n", 1), "      restartPolicy: Never\n"), "specifying one of OnExitCodes and OnPodConditions is required"},
+		{"podFailurePolicy: FailIndex", jobYAML(strings.Replace(failurePolicy, "action: FailJob", "action: FailIndex", 1), "      restartPolicy: Never\n"), "spec.podFailurePolicy.rules[0].action: Forbidden"},
 		{"missing image", strings.Replace(jobYAML("", "      restartPolicy: Never\n"), "        image: busybox\n", "", 1), "spec.template.spec.containers[0].image: Required value"},
 		{"no schedule", cronJobYAML(""), "CronJob default/hello: spec.schedule: Required value"},
 		{"bad schedule", cronJobYAML("  schedule: \"61 * * * *\"\n"), "spec.schedule: Invalid value: \"61 * * * *\""},
@@ -68,6 +84,7 @@ func TestJobValidation(t *testing.T) {
 		})
 	}
 	for _, valid := range []string{
+		jobYAML(failurePolicy, "      restartPolicy: Never\n"),
 		cronJobYAML("  schedule: \"*/5 * * * *\"\n  timeZone: Europe/Paris\n"),
 		jobYAML("  completionMode: Indexed\n  completions: 3\n  parallelism: 2\n", "      restartPolicy: Never\n"),
 	} {

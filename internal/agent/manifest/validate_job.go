@@ -56,7 +56,7 @@ func maxLength(name string, limit int, path *field.Path) field.ErrorList {
 }
 
 // validateJobSpec checks a Job's spec as the API server does; what berth
-// does not implement (podFailurePolicy, successPolicy, backoffLimitPerIndex,
+// does not implement (successPolicy, backoffLimitPerIndex,
 // a manual selector, managedBy) is refused, naming the field.
 func validateJobSpec(spec *batchv1.JobSpec, path *field.Path) field.ErrorList {
 	var errs field.ErrorList
@@ -73,11 +73,12 @@ func validateJobSpec(spec *batchv1.JobSpec, path *field.Path) field.ErrorList {
 	}
 	errs = append(errs, validateCompletionMode(spec, path)...)
 	errs = append(errs, unsupportedJobFields(spec, path)...)
+	errs = append(errs, validatePodFailurePolicy(spec, path)...)
 	tpl := path.Child("template")
 	errs = append(errs, validateLabelMap(spec.Template.Labels, tpl.Child("metadata", "labels"))...)
 	errs = append(errs, validateAnnotations(spec.Template.Annotations, tpl.Child("metadata", "annotations"))...)
 	errs = append(errs, validatePodSpec(&spec.Template.Spec, tpl.Child("spec"))...)
-	if rp := spec.Template.Spec.RestartPolicy; rp != v1.RestartPolicyOnFailure && rp != v1.RestartPolicyNever {
+	if rp := spec.Template.Spec.RestartPolicy; spec.PodFailurePolicy == nil && rp != v1.RestartPolicyOnFailure && rp != v1.RestartPolicyNever {
 		errs = append(errs, field.NotSupported(tpl.Child("spec", "restartPolicy"), rp, []string{string(v1.RestartPolicyOnFailure), string(v1.RestartPolicyNever)}))
 	}
 	return errs
@@ -110,7 +111,6 @@ func unsupportedJobFields(spec *batchv1.JobSpec, path *field.Path) field.ErrorLi
 			errs = append(errs, field.Forbidden(path.Child(name), why))
 		}
 	}
-	forbid(spec.PodFailurePolicy != nil, "podFailurePolicy", "berth does not implement pod failure policies")
 	forbid(spec.SuccessPolicy != nil, "successPolicy", "berth does not implement success policies")
 	forbid(spec.BackoffLimitPerIndex != nil, "backoffLimitPerIndex", "berth does not implement per-index backoff limits")
 	forbid(spec.MaxFailedIndexes != nil, "maxFailedIndexes", "berth does not implement per-index backoff limits")

@@ -19,7 +19,10 @@
 // until one succeeds), at most parallelism at once, re-made after the
 // failure back-off (10 s doubling to 6 min); backoffLimit counts failed
 // pods (restartPolicy Never) or the running pods' container restarts
-// (OnFailure); the FailureTarget / SuccessCriteriaMet conditions come
+// (OnFailure), as a podFailurePolicy says (job_failurepolicy.go: FailJob,
+// Ignore, Count on exit codes or pod conditions); each pod is counted
+// once (the agent keeps the counted UIDs); the FailureTarget /
+// SuccessCriteriaMet conditions come
 // first, Failed / Complete once no pod runs. CronJobs (cronjob.go,
 // schedule.go) follow the cronjob controller: robfig/cron's ParseStandard
 // in the timeZone, the most recent missed start time within

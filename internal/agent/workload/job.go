@@ -43,6 +43,11 @@ type JobPod struct {
 	Restarts int32
 	// Finished is when a finished pod's last container ended.
 	Finished time.Time
+	// Exits are its containers that ended with a non-zero exit code,
+	// regular containers first; Conditions its conditions' statuses
+	// (for a podFailurePolicy).
+	Exits      []ContainerExit
+	Conditions map[v1.PodConditionType]v1.ConditionStatus
 }
 
 func (p JobPod) succeeded() bool { return p.Phase == v1.PodSucceeded }
@@ -55,14 +60,14 @@ func (p JobPod) terminating() bool { return p.Deleting && !p.succeeded() && !p.f
 // deleted before it succeeded counts as failed, as with
 // podReplacementPolicy TerminatingOrFailed, unless the Job is suspended),
 // or neither yet.
-func (p JobPod) outcome(suspended bool) (succeeded, failed bool) {
+func (p JobPod) outcome(suspended, onlyFailed bool) (succeeded, failed bool) {
 	switch {
 	case p.succeeded():
 		return true, false
 	case p.failed():
 		return false, true
 	}
-	return false, p.Deleting && !suspended
+	return false, p.Deleting && !suspended && !onlyFailed
 }
 
 // JobActions is what a Job's reconcile asks for.
@@ -92,6 +97,9 @@ type jobCounts struct {
 	succeededIndexes                              map[int]bool
 	activeIndexes                                 map[int]bool
 	counted                                       []string
+	// failJob is the message of a podFailurePolicy FailJob rule a newly
+	// failed pod matched.
+	failJob string
 }
 
 // countJobPods adds the pods not counted yet to the Job's succeeded and
@@ -101,13 +109,8 @@ func countJobPods(job *batchv1.Job, pods []JobPod) jobCounts {
 	c.succeeded, c.failed = job.Status.Succeeded, job.Status.Failed
 	suspended := job.Spec.Suspend != nil && *job.Spec.Suspend
 	for _, p := range pods {
-		if s, f := p.outcome(suspended); !p.Counted && (s || f) {
-			c.counted = append(c.counted, p.UID)
-			if s {
-				c.succeeded++
-			} else {
-				c.failed++
-			}
+		if s, f := p.outcome(suspended, onlyFailedPodsCount(job)); !p.Counted && (s || f) {
+			c.count(job, p, s)
 		}
 		switch {
 		case p.succeeded():
@@ -129,6 +132,23 @@ func countJobPods(job *batchv1.Job, pods []JobPod) jobCounts {
 		}
 	}
 	return c
+}
+
+// count adds a newly finished pod to the counts, as its Job's
+// podFailurePolicy says for a failed one.
+func (c *jobCounts) count(job *batchv1.Job, p JobPod, succeeded bool) {
+	c.counted = append(c.counted, p.UID)
+	if succeeded {
+		c.succeeded++
+		return
+	}
+	verdict := matchPodFailurePolicy(job, p)
+	if verdict.failJob != "" && c.failJob == "" {
+		c.failJob = verdict.failJob
+	}
+	if !verdict.ignore {
+		c.failed++
+	}
 }
 
 // ReconcileJob compares the pods a Job owns with its completions and
@@ -191,6 +211,9 @@ func parallelism(job *batchv1.Job) int {
 func jobFailure(job *batchv1.Job, st *batchv1.JobStatus, c jobCounts, now time.Time) (string, string) {
 	if target := findCondition(st, batchv1.JobFailureTarget); target != nil {
 		return target.Reason, target.Message
+	}
+	if c.failJob != "" {
+		return JobReasonPodFailurePolicy, c.failJob
 	}
 	limit := int32(6)
 	if job.Spec.BackoffLimit != nil {

@@ -86,6 +86,9 @@ func scaleJob(job *batchv1.Job, a *JobActions, c jobCounts, pods []JobPod, now t
 		return
 	}
 	missing := want - int(c.active)
+	if onlyFailedPodsCount(job) {
+		missing -= int(c.terminating) // replaced once they failed
+	}
 	if missing <= 0 {
 		return
 	}

@@ -283,3 +283,43 @@ func TestReconcileJobCountsEachPodOnce(t *testing.T) {
 		t.Fatalf("completed indexes kept after their pods went: create %v status %+v", got.Create, got.Status)
 	}
 }
+
+func TestReconcileJobPodFailurePolicy(t *testing.T) {
+	job := newJob(ptr.To(int32(1)), 1, v1.RestartPolicyNever)
+	job.Spec.PodReplacementPolicy = ptr.To(batchv1.Failed)
+	job.Spec.PodFailurePolicy = &batchv1.PodFailurePolicy{Rules: []batchv1.PodFailurePolicyRule{
+		{Action: batchv1.PodFailurePolicyActionFailJob, OnExitCodes: &batchv1.PodFailurePolicyOnExitCodesRequirement{ContainerName: ptr.To("main"), Operator: batchv1.PodFailurePolicyOnExitCodesOpIn, Values: []int32{42}}},
+		{Action: batchv1.PodFailurePolicyActionIgnore, OnPodConditions: []batchv1.PodFailurePolicyOnPodConditionsPattern{{Type: v1.DisruptionTarget, Status: v1.ConditionTrue}}},
+		{Action: batchv1.PodFailurePolicyActionCount, OnExitCodes: &batchv1.PodFailurePolicyOnExitCodesRequirement{Operator: batchv1.PodFailurePolicyOnExitCodesOpNotIn, Values: []int32{42}}},
+	}}
+	failed := func(name string, code int32, conditions ...v1.PodConditionType) JobPod {
+		p := jobPod(name, v1.PodFailed, -1)
+		p.UID, p.Exits = name, []ContainerExit{{Name: "main", Code: code}}
+		p.Conditions = map[v1.PodConditionType]v1.ConditionStatus{}
+		for _, c := range conditions {
+			p.Conditions[c] = v1.ConditionTrue
+		}
+		return p
+	}
+	got := ReconcileJob(job, []JobPod{failed("a", 42)}, jobNow)
+	if jobCond(got.Status, batchv1.JobFailed) != JobReasonPodFailurePolicy || got.Status.Failed != 1 {
+		t.Fatalf("exit code 42: FailJob; status %+v", got.Status)
+	}
+	if msg := got.Status.Conditions[0].Message; msg != "Container main for pod default/a failed with exit code 42 matching FailJob rule at index 0" {
+		t.Fatalf("message %q", msg)
+	}
+	got = ReconcileJob(job, []JobPod{failed("b", 1, v1.DisruptionTarget)}, jobNow)
+	if jobCond(got.Status, batchv1.JobFailureTarget) != "-" || got.Status.Failed != 0 || !slices.Equal(got.Counted, []string{"b"}) {
+		t.Fatalf("a disrupted pod: ignored (not counted as failed); status %+v counted %v", got.Status, got.Counted)
+	}
+	got = ReconcileJob(job, []JobPod{failed("c", 1)}, jobNow)
+	if jobCond(got.Status, batchv1.JobFailureTarget) != "-" || got.Status.Failed != 1 {
+		t.Fatalf("exit code 1: counted; status %+v", got.Status)
+	}
+	deleting := jobPod("d", v1.PodRunning, -1)
+	deleting.UID, deleting.Deleting = "d", true
+	got = ReconcileJob(job, []JobPod{deleting}, jobNow)
+	if got.Status.Failed != 0 || len(got.Create) != 0 {
+		t.Fatalf("podReplacementPolicy Failed: a terminating pod is neither counted nor replaced yet: %+v create %v", got.Status, got.Create)
+	}
+}
