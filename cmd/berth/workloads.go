@@ -156,7 +156,7 @@ func describeWorkload(w io.Writer, detail agentapi.WorkloadDetail, now time.Time
 		describeDeployment(d, detail)
 	} else if detail.ReplicaSet != nil {
 		describeReplicaSet(d, detail)
-	} else {
+	} else if detail.Job != nil || detail.CronJob != nil {
 		describeBatch(d, detail, now)
 	}
 	describeEvents(d, detail.Events, now)

@@ -201,12 +201,12 @@ func (a *Agent) applyWorkloadLocked(in *workloadObj) (agentapi.ApplyResult, erro
 		next.d = cur.d.DeepCopy()
 		specChanged = !apiequality.Semantic.DeepEqual(cur.d.Spec, in.d.Spec)
 		next.d.Spec = in.d.Spec
-	} else if cur.rs != nil {
+	} else if cur.job != nil || cur.cj != nil {
+		specChanged = next.setBatchSpec(cur, in)
+	} else {
 		next.rs = cur.rs.DeepCopy()
 		specChanged = !apiequality.Semantic.DeepEqual(cur.rs.Spec, in.rs.Spec)
 		next.rs.Spec = in.rs.Spec
-	} else {
-		specChanged = next.setBatchSpec(cur, in)
 	}
 	nm := next.meta()
 	annotations := withControllerAnnotations(m.Annotations, nm.Annotations)

@@ -40,13 +40,14 @@ func (a *Agent) ListWorkloads(resource, namespace string) (agentapi.WorkloadList
 		if o.kind() != kind || m.DeletionTimestamp != nil || (namespace != "" && m.Namespace != namespace) {
 			continue
 		}
-		switch {
-		case o.d != nil:
-			list.Deployments = append(list.Deployments, *o.d.DeepCopy())
-		case o.rs != nil:
-			list.ReplicaSets = append(list.ReplicaSets, *o.rs.DeepCopy())
-		default:
+		if o.job != nil || o.cj != nil {
 			listBatch(&list, o)
+			continue
+		}
+		if o.d != nil {
+			list.Deployments = append(list.Deployments, *o.d.DeepCopy())
+		} else {
+			list.ReplicaSets = append(list.ReplicaSets, *o.rs.DeepCopy())
 		}
 	}
 	return list, nil
@@ -87,7 +88,7 @@ func (a *Agent) DescribeWorkload(resource, namespace, name string) (agentapi.Wor
 		})
 		return detail, nil
 	}
-	if o.rs == nil {
+	if o.job != nil || o.cj != nil {
 		a.describeBatchLocked(&detail, o)
 		return detail, nil
 	}
