@@ -27,12 +27,13 @@ type deleteOptions struct {
 func newDeleteCommand(opts *globalOptions) *cobra.Command {
 	var o deleteOptions
 	cmd := &cobra.Command{
-		Use:   "delete (pod|deployment|replicaset|daemonset NAME... | -f FILE|DIR|-)",
-		Short: "Delete pods, Deployments, ReplicaSets or DaemonSets: preStop hooks, then stop within the grace period, then remove",
-		Long: `Delete pods, Deployments (deploy), ReplicaSets (rs) or DaemonSets (ds) by name, or the objects of manifests
-(-f). -f DIR stops the agent's watch of the directory and deletes its pods. A Deployment,
-ReplicaSet or DaemonSet goes at once and its ReplicaSets and pods after it (kubectl's background
-cascade). Each pod's preStop hooks run and its containers stop within
+		Use:   "delete (pod|deployment|replicaset|statefulset|daemonset|job|cronjob|pvc|service NAME... | -f FILE|DIR|-)",
+		Short: "Delete pods, workloads, claims or Services: preStop hooks, then stop within the grace period, then remove",
+		Long: `Delete pods, Deployments (deploy), ReplicaSets (rs), StatefulSets (sts), DaemonSets (ds), Jobs,
+CronJobs (cj), PersistentVolumeClaims (pvc) or Services (svc) by name, or the objects of manifests
+(-f). -f DIR stops the agent's watch of the directory and deletes its pods. A workload goes at
+once and what it owns after it (kubectl's background cascade): a Deployment's ReplicaSets and
+pods, a ReplicaSet's, StatefulSet's, DaemonSet's or Job's pods, a CronJob's Jobs and their pods. Each pod's preStop hooks run and its containers stop within
 terminationGracePeriodSeconds (--grace-period overrides it); then the sandbox, volumes and
 logs are removed. berth waits until the pods are gone unless --wait=false.`,
 		ValidArgsFunction: completePodNames(opts, "pod", 0),
@@ -79,7 +80,7 @@ func deleteTargets(ctx context.Context, client *agentapi.Client, o deleteOptions
 	case len(o.files) > 0:
 		return deleteManifests(ctx, client, o.files, grace, stdin)
 	case len(args) < 2 || (!isPodsResource(args[0]) && !isWorkload):
-		return nil, errors.New("usage: berth delete (pod|deployment|replicaset|statefulset|daemonset|pvc) NAME... [-n NAMESPACE], or berth delete -f FILE|DIR")
+		return nil, errors.New("usage: berth delete (pod|deployment|replicaset|statefulset|daemonset|job|cronjob|pvc|service) NAME... [-n NAMESPACE], or berth delete -f FILE|DIR")
 	}
 	var targets []deleteTarget
 	for _, name := range args[1:] {

@@ -17,8 +17,8 @@ import (
 func newDescribeCommand(opts *globalOptions) *cobra.Command {
 	var namespace string
 	cmd := &cobra.Command{
-		Use:               "describe (pod|deployment|replicaset|daemonset) NAME | describe node [NAME]",
-		Short:             "Show a pod's, Deployment's, ReplicaSet's or the node's details and events, like kubectl describe",
+		Use:               "describe (pod|deployment|replicaset|statefulset|daemonset|job|cronjob|pvc|service) NAME | describe node [NAME]",
+		Short:             "Show the details and events of a pod, workload, claim, Service or the node, like kubectl describe",
 		Args:              cobra.RangeArgs(1, 2),
 		ValidArgsFunction: completePodNames(opts, "pod", 1),
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -27,7 +27,7 @@ func newDescribeCommand(opts *globalOptions) *cobra.Command {
 			}
 			resource, isWorkload := workloadResource(args[0])
 			if !isPodsResource(args[0]) && !isWorkload {
-				return fmt.Errorf("resource %q: berth knows pods, deployments (deploy), replicasets (rs), daemonsets (ds) and nodes", args[0])
+				return fmt.Errorf("resource %q: berth knows pods, deployments (deploy), replicasets (rs), statefulsets (sts), daemonsets (ds), jobs, cronjobs (cj), persistentvolumeclaims (pvc), services (svc) and nodes", args[0])
 			}
 			if len(args) != 2 {
 				return fmt.Errorf("berth describe %s: want one NAME", args[0])

@@ -30,17 +30,18 @@ type getOptions struct {
 func newGetCommand(opts *globalOptions) *cobra.Command {
 	var o getOptions
 	cmd := &cobra.Command{
-		Use:   "get (pods|deployments|replicasets|statefulsets|daemonsets|pvc|services|endpointslices) [NAME...] | get nodes [NAME]",
+		Use:   "get (pods|deployments|replicasets|statefulsets|daemonsets|jobs|cronjobs|pvc|services|endpointslices) [NAME...] | get nodes [NAME]",
 		Short: "List the agent's pods, workloads, claims, Services, EndpointSlices or its node with their status, like kubectl get",
 		Long: `List the pods the agent runs: NAME READY STATUS RESTARTS AGE (-o wide adds IP
 and NODE); Deployments (deploy): NAME READY UP-TO-DATE AVAILABLE AGE; ReplicaSets (rs):
 NAME DESIRED CURRENT READY AGE (-o wide adds CONTAINERS IMAGES SELECTOR); StatefulSets (sts):
 NAME READY AGE; DaemonSets (ds): NAME DESIRED CURRENT READY UP-TO-DATE AVAILABLE NODE SELECTOR
-AGE; PersistentVolumeClaims (pvc): NAME STATUS VOLUME CAPACITY ACCESS MODES STORAGECLASS
-VOLUMEATTRIBUTESCLASS AGE; Services (svc): NAME TYPE CLUSTER-IP EXTERNAL-IP PORT(S) AGE (-o wide
-adds SELECTOR); EndpointSlices: NAME ADDRESSTYPE PORTS ENDPOINTS AGE; the node: NAME STATUS
-ROLES AGE VERSION (--show-labels adds LABELS). -o json and -o yaml print the objects with their
-full status.`,
+AGE; Jobs (job): NAME STATUS COMPLETIONS DURATION AGE; CronJobs (cj): NAME SCHEDULE TIMEZONE
+SUSPEND ACTIVE LAST SCHEDULE AGE; PersistentVolumeClaims (pvc): NAME STATUS VOLUME CAPACITY
+ACCESS MODES STORAGECLASS VOLUMEATTRIBUTESCLASS AGE; Services (svc): NAME TYPE CLUSTER-IP
+EXTERNAL-IP PORT(S) AGE (-o wide adds SELECTOR); EndpointSlices: NAME ADDRESSTYPE PORTS
+ENDPOINTS AGE; the node: NAME STATUS ROLES AGE VERSION (--show-labels adds LABELS). -o json and
+-o yaml print the objects with their full status.`,
 		Args:              cobra.MinimumNArgs(1),
 		ValidArgsFunction: completePodNames(opts, "pods", 0),
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -49,7 +50,7 @@ full status.`,
 			}
 			resource, isWorkload := workloadResource(args[0])
 			if !isPodsResource(args[0]) && !isWorkload {
-				return fmt.Errorf("resource %q: berth knows pods, deployments (deploy), replicasets (rs), statefulsets (sts), daemonsets (ds), persistentvolumeclaims (pvc), services (svc), endpointslices and nodes", args[0])
+				return fmt.Errorf("resource %q: berth knows pods, deployments (deploy), replicasets (rs), statefulsets (sts), daemonsets (ds), jobs, cronjobs (cj), persistentvolumeclaims (pvc), services (svc), endpointslices and nodes", args[0])
 			}
 			client, err := connectAgent(cmd, opts)
 			if err != nil {

@@ -43,7 +43,7 @@ func newRootCommand() *cobra.Command {
 		newGetCommand(&opts), newDescribeCommand(&opts), newLogsCommand(&opts), newEventsCommand(&opts),
 		newExecCommand(&opts), newAttachCommand(&opts), newDebugCommand(&opts), newCpCommand(&opts),
 		newPortForwardCommand(&opts), newTopCommand(&opts),
-		newAgentCommand(&opts), newScaleCommand(&opts), newRolloutCommand(&opts))
+		newAgentCommand(&opts), newScaleCommand(&opts), newRolloutCommand(&opts), newCreateCommand(&opts))
 	return root
 }
 

@@ -96,7 +96,7 @@ func applyManifests(cmd *cobra.Command, opts *globalOptions, o runOptions, autos
 		}
 		for _, r := range resp.Objects {
 			fmt.Fprintf(cmd.OutOrStdout(), "%s/%s %s\n", objectLabel(r.Kind), r.Name, r.Outcome)
-			if r.Kind == agentapi.KindDeployment || r.Kind == agentapi.KindStatefulSet {
+			if r.Kind == agentapi.KindDeployment || r.Kind == agentapi.KindStatefulSet || r.Kind == agentapi.KindJob {
 				deployments = append(deployments, r)
 			}
 		}
@@ -108,6 +108,12 @@ func applyManifests(cmd *cobra.Command, opts *globalOptions, o runOptions, autos
 	ctx, stop := signal.NotifyContext(cmd.Context(), syscall.SIGINT, syscall.SIGTERM)
 	defer stop()
 	for _, d := range deployments {
+		if d.Kind == agentapi.KindJob {
+			if err := followJob(ctx, client, d.Namespace, d.Name, cmd.OutOrStdout()); err != nil {
+				return err
+			}
+			continue
+		}
 		if err := followRollout(ctx, client, d, cmd.OutOrStdout()); err != nil {
 			return err
 		}
@@ -128,7 +134,7 @@ func newRunPullDisplay(w io.Writer, since time.Time, pods []agentapi.ApplyResult
 // objectLabel is how kubectl names a kind in apply's output: pod,
 // configmap, deployment.apps.
 func objectLabel(kind string) string {
-	if kind == agentapi.KindDeployment || kind == agentapi.KindReplicaSet || kind == agentapi.KindStatefulSet || kind == agentapi.KindDaemonSet {
+	if kind == agentapi.KindDeployment || kind == agentapi.KindReplicaSet || kind == agentapi.KindStatefulSet || kind == agentapi.KindDaemonSet || kind == agentapi.KindJob || kind == agentapi.KindCronJob {
 		return kindLabel(kind)
 	}
 	return strings.ToLower(kind)

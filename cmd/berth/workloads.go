@@ -20,6 +20,9 @@ import (
 // workloadResource maps what kubectl accepts for a workload kind
 // ("deploy", "deployments.apps", "rs", ...) to the agent API's resource.
 func workloadResource(s string) (string, bool) {
+	if resource, ok := batchResource(s); ok {
+		return resource, true
+	}
 	switch strings.TrimSuffix(strings.ToLower(s), ".apps") {
 	case "deploy", "deployment", "deployments":
 		return agentapi.ResourceDeployment, true
@@ -51,6 +54,9 @@ func splitTypeName(s string) (resource, name string, err error) {
 
 // kindLabel is how kubectl names a kind in messages: deployment.apps.
 func kindLabel(kind string) string {
+	if kind == agentapi.KindJob || kind == agentapi.KindCronJob {
+		return strings.ToLower(kind) + ".batch"
+	}
 	if kind == agentapi.KindService { // a core kind: no group
 		return "service"
 	}
@@ -94,6 +100,7 @@ func selectWorkloads(list agentapi.WorkloadList, resource string, names []string
 			}
 		}
 		found = selectServices(list, name, &out) || found
+		found = selectBatch(list, &out, name) || found
 		if !found {
 			return out, fmt.Errorf("%s %q not found in namespace %q: %w", resource, name, namespace, errdefs.ErrNotFound)
 		}
@@ -130,7 +137,7 @@ func workloadObjects(list agentapi.WorkloadList) []any {
 		out = append(out, c)
 	}
 	out = append(out, serviceObjects(list)...)
-	return out
+	return append(out, batchObjects(list)...)
 }
 
 // writeWorkloadTable prints kubectl's columns: NAME READY UP-TO-DATE
@@ -141,11 +148,13 @@ func writeWorkloadTable(w io.Writer, list agentapi.WorkloadList, resource string
 	if isServiceResource(resource) {
 		return writeServiceTable(w, list, resource, withNamespace, wide, now)
 	}
-	if len(list.Deployments)+len(list.ReplicaSets)+len(list.DaemonSets)+len(list.StatefulSets)+len(list.PersistentVolumeClaims) == 0 {
+	if len(list.Deployments)+len(list.ReplicaSets)+len(list.DaemonSets)+len(list.StatefulSets)+len(list.PersistentVolumeClaims)+len(list.Jobs)+len(list.CronJobs) == 0 {
 		fmt.Fprintln(os.Stderr, "No resources found.")
 		return nil
 	}
 	switch resource {
+	case agentapi.ResourceJob, agentapi.ResourceCronJob:
+		return writeBatchTable(w, list, withNamespace, wide, now)
 	case agentapi.ResourceStatefulSet:
 		return writeStatefulSetTable(w, list.StatefulSets, withNamespace, wide, now)
 	case agentapi.ResourcePersistentVolumeClaim:
@@ -218,6 +227,8 @@ func describeWorkload(w io.Writer, detail agentapi.WorkloadDetail, now time.Time
 		describeClaim(d, detail)
 	} else if detail.Service != nil {
 		describeService(d, detail)
+	} else if detail.Job != nil || detail.CronJob != nil {
+		describeBatch(d, detail, now)
 	}
 	describeEvents(d, detail.Events, now)
 	return d.tw.Flush()

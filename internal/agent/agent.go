@@ -45,7 +45,7 @@ type Config struct {
 	// RootDir holds the agent's per-pod directories (volumes):
 	// <RootDir>/pods/<uid>/volumes/..., and the pods' ConfigMaps and
 	// Secrets: <RootDir>/sources/<uid>.json (package sourcestore), and the
-	// Deployments, ReplicaSets and DaemonSets: <RootDir>/workloads (workloadstore).
+	// Deployments, ReplicaSets, StatefulSets, DaemonSets, Jobs, CronJobs and Services: <RootDir>/workloads (workloadstore).
 	RootDir string
 	// PodLogDir is the root of the pods' log directories (kubelet's
 	// /var/log/pods).
@@ -147,7 +147,7 @@ type Agent struct {
 	configMaps map[string]*configMapEntry
 	secrets    map[string]*secretEntry
 	watches    map[string]context.CancelFunc // watched directory → stop
-	// workloads holds the Deployments, ReplicaSets and DaemonSets by uid (saved in
+	// workloads holds the Deployments, ReplicaSets, StatefulSets, DaemonSets, Jobs and CronJobs by uid (saved in
 	// workloadStore before the agent acts on them); workloadNames maps
 	// "Kind namespace/name" to the uid of the object that name stands
 	// for (objects being deleted have none).

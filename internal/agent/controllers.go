@@ -52,8 +52,8 @@ type ownedPod struct {
 	w   *podWorker
 }
 
-// reconcileWorkloads runs each Deployment's controller, then each
-// ReplicaSet's and DaemonSet's, once.
+// reconcileWorkloads runs each Deployment's and CronJob's controller,
+// then each ReplicaSet's, StatefulSet's, DaemonSet's and Job's, once.
 func (a *Agent) reconcileWorkloads() {
 	a.mu.Lock()
 	defer a.mu.Unlock()
@@ -63,6 +63,9 @@ func (a *Agent) reconcileWorkloads() {
 	for _, o := range a.sortedWorkloadsLocked() {
 		if o.d != nil {
 			a.syncDeploymentLocked(o)
+		}
+		if o.cj != nil {
+			a.syncCronJobLocked(o)
 		}
 	}
 	pods := a.ownedPodsLocked()
@@ -75,6 +78,9 @@ func (a *Agent) reconcileWorkloads() {
 		}
 		if o.sts != nil {
 			a.syncStatefulSetLocked(o, pods[o.uid()])
+		}
+		if o.job != nil {
+			a.syncJobLocked(o, pods[o.uid()])
 		}
 	}
 	a.syncClaimsLocked()

@@ -96,7 +96,12 @@
 //     applied pods and delete surplus or finished ones; Deployments make,
 //     scale and prune ReplicaSets per strategy. Deletion is background: the
 //     object is marked (saved), hidden, its dependents stopped, then its
-//     record removed; recovery reloads the records with the pods;
+//     record removed; recovery reloads the records with the pods; batch/v1
+//     Jobs and CronJobs the same way (controllers_job.go,
+//     controllers_cronjob.go, workloads_job.go): a Job makes its pods
+//     (<job>-<5 chars>, Indexed <job>-<index>-<5 chars>) and keeps the
+//     finished ones until it goes (ttlSecondsAfterFinished deletes it); a
+//     CronJob saves the Job of a scheduled time before its own status;
 //     DaemonSets (controllers_daemonset.go) make their one pod on this
 //     node when it fits the node's labels and taints;
 //   - the node (nodestatus.go): its labels and taints (Config.NodeLabels,

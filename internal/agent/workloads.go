@@ -7,6 +7,7 @@ import (
 	"maps"
 
 	appsv1 "k8s.io/api/apps/v1"
+	batchv1 "k8s.io/api/batch/v1"
 	apiequality "k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -19,18 +20,23 @@ import (
 	"github.com/berth-dev/berth/internal/errdefs"
 )
 
-// workloadObj is one Deployment, ReplicaSet, StatefulSet or DaemonSet the
-// agent keeps (guarded by a.mu): as applied or as its controller made it,
-// with its status.
+// workloadObj is one Deployment, ReplicaSet, StatefulSet, DaemonSet, Job
+// or CronJob the agent keeps (guarded by a.mu): as applied or as its
+// controller made it, with its status.
 type workloadObj struct {
-	d   *appsv1.Deployment // one of d, rs, sts and ds is set
+	d   *appsv1.Deployment // one of d, rs, sts, ds, job and cj is set
 	rs  *appsv1.ReplicaSet
 	sts *appsv1.StatefulSet
 	ds  *appsv1.DaemonSet
+	job *batchv1.Job
+	cj  *batchv1.CronJob
 	// revisions are a StatefulSet's ControllerRevisions, oldest first.
 	revisions []appsv1.ControllerRevision
 	source    string
 	events    *eventLog
+
+	// counted: the UIDs of a Job's pods its status counts.
+	counted map[string]bool
 }
 
 func (o *workloadObj) kind() string {
@@ -39,9 +45,12 @@ func (o *workloadObj) kind() string {
 		return workloadstore.KindDeployment
 	case o.ds != nil:
 		return workloadstore.KindDaemonSet
-	}
-	if o.sts != nil {
+	case o.sts != nil:
 		return workloadstore.KindStatefulSet
+	case o.job != nil:
+		return workloadstore.KindJob
+	case o.cj != nil:
+		return workloadstore.KindCronJob
 	}
 	return workloadstore.KindReplicaSet
 }
@@ -52,9 +61,12 @@ func (o *workloadObj) meta() *metav1.ObjectMeta {
 		return &o.d.ObjectMeta
 	case o.ds != nil:
 		return &o.ds.ObjectMeta
-	}
-	if o.sts != nil {
+	case o.sts != nil:
 		return &o.sts.ObjectMeta
+	case o.job != nil:
+		return &o.job.ObjectMeta
+	case o.cj != nil:
+		return &o.cj.ObjectMeta
 	}
 	return &o.rs.ObjectMeta
 }
@@ -62,7 +74,7 @@ func (o *workloadObj) meta() *metav1.ObjectMeta {
 func (o *workloadObj) uid() string { return string(o.meta().UID) }
 
 func (o *workloadObj) record() workloadstore.Record {
-	return workloadstore.Record{Kind: o.kind(), Source: o.source, Deployment: o.d, ReplicaSet: o.rs, StatefulSet: o.sts, DaemonSet: o.ds, Revisions: o.revisions}
+	return workloadstore.Record{Kind: o.kind(), Source: o.source, Deployment: o.d, ReplicaSet: o.rs, StatefulSet: o.sts, DaemonSet: o.ds, Revisions: o.revisions, Job: o.job, CronJob: o.cj, Counted: sortedSet(o.counted)}
 }
 
 // nameKey is "Kind namespace/name", the key of workloadNames.
@@ -79,8 +91,12 @@ func resourceKind(resource string) (string, error) {
 		return workloadstore.KindDaemonSet, nil
 	case agentapi.ResourceStatefulSet:
 		return workloadstore.KindStatefulSet, nil
+	case agentapi.ResourceJob:
+		return workloadstore.KindJob, nil
+	case agentapi.ResourceCronJob:
+		return workloadstore.KindCronJob, nil
 	}
-	return "", fmt.Errorf("resource %q: want deployments, replicasets or daemonsets: %w", resource, errdefs.ErrInvalidArgument)
+	return "", fmt.Errorf("resource %q: want deployments, replicasets, statefulsets, daemonsets, jobs or cronjobs: %w", resource, errdefs.ErrInvalidArgument)
 }
 
 // newUID makes a random uid, formatted as the API server's.
@@ -124,7 +140,7 @@ func (a *Agent) loadWorkloadsLocked() {
 		if r.Service != nil {
 			continue // loadServicesLocked's
 		}
-		o := &workloadObj{d: r.Deployment, rs: r.ReplicaSet, sts: r.StatefulSet, ds: r.DaemonSet, revisions: r.Revisions, source: r.Source, events: newEventLog(a.deps.clock.Now)}
+		o := &workloadObj{d: r.Deployment, rs: r.ReplicaSet, sts: r.StatefulSet, ds: r.DaemonSet, revisions: r.Revisions, job: r.Job, cj: r.CronJob, counted: setOf(r.Counted), source: r.Source, events: newEventLog(a.deps.clock.Now)}
 		a.addWorkloadLocked(o)
 	}
 }
@@ -152,6 +168,7 @@ func (a *Agent) checkWorkloadUpdatesLocked(b *manifest.Bundle) error {
 		}
 	}
 	problems = append(problems, a.statefulSetUpdateProblems(b)...)
+	problems = append(problems, a.jobUpdateProblemsLocked(b)...)
 	if len(problems) == 0 {
 		return nil
 	}
@@ -192,7 +209,8 @@ func (a *Agent) applyWorkloadsLocked(b *manifest.Bundle) ([]agentapi.ApplyResult
 		}
 		results = append(results, r)
 	}
-	return results, nil
+	jobs, err := a.applyJobsLocked(b)
+	return append(results, jobs...), err
 }
 
 // applyWorkloadLocked creates an object, or updates the one of its name:
@@ -204,6 +222,9 @@ func (a *Agent) applyWorkloadLocked(in *workloadObj) (agentapi.ApplyResult, erro
 	cur := a.liveWorkloadLocked(in.kind(), m.Namespace, m.Name)
 	if cur == nil {
 		m.UID, m.Generation, m.CreationTimestamp = newUID(), 1, metav1.NewTime(a.deps.clock.Now())
+		if in.job != nil {
+			workload.SetJobSelector(in.job)
+		}
 		in.events = newEventLog(a.deps.clock.Now)
 		if err := a.saveLocked(in); err != nil {
 			return result, err
@@ -227,6 +248,8 @@ func (a *Agent) applyWorkloadLocked(in *workloadObj) (agentapi.ApplyResult, erro
 		next.ds = cur.ds.DeepCopy()
 		specChanged = !apiequality.Semantic.DeepEqual(cur.ds.Spec, in.ds.Spec)
 		next.ds.Spec = in.ds.Spec
+	case cur.job != nil || cur.cj != nil:
+		specChanged = next.setBatchSpec(cur, in)
 	default:
 		next.rs = cur.rs.DeepCopy()
 		specChanged = !apiequality.Semantic.DeepEqual(cur.rs.Spec, in.rs.Spec)

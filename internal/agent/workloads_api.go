@@ -3,6 +3,7 @@ package agent
 import (
 	"context"
 	"fmt"
+	"maps"
 	"sort"
 	"time"
 
@@ -47,6 +48,10 @@ func (a *Agent) ListWorkloads(resource, namespace string) (agentapi.WorkloadList
 	for _, o := range a.sortedWorkloadsLocked() {
 		m := o.meta()
 		if o.kind() != kind || m.DeletionTimestamp != nil || (namespace != "" && m.Namespace != namespace) {
+			continue
+		}
+		if o.job != nil || o.cj != nil {
+			listBatch(&list, o)
 			continue
 		}
 		switch {
@@ -107,6 +112,10 @@ func (a *Agent) DescribeWorkload(resource, namespace, name string) (agentapi.Wor
 		})
 		return detail, nil
 	}
+	if o.job != nil || o.cj != nil {
+		a.describeBatchLocked(&detail, o)
+		return detail, nil
+	}
 	if o.ds != nil {
 		detail.DaemonSet = o.ds.DeepCopy()
 	} else {
@@ -143,6 +152,9 @@ func (a *Agent) DeleteWorkload(_ context.Context, resource, namespace, name stri
 	if o.d != nil {
 		targets = append(targets, a.ownedReplicaSetsLocked(o.uid())...)
 	}
+	if o.cj != nil {
+		targets = append(targets, a.ownedJobsLocked(o.uid())...)
+	}
 	for _, t := range targets {
 		if err := a.markDeletingLocked(t); err != nil {
 			return agentapi.DeleteResponse{}, err
@@ -153,7 +165,7 @@ func (a *Agent) DeleteWorkload(_ context.Context, resource, namespace, name stri
 	for _, t := range targets[1:] {
 		resp.Pods = append(resp.Pods, a.stopPodsLocked(pods[t.uid()], grace, t)...)
 	}
-	if o.rs != nil || o.sts != nil || o.ds != nil {
+	if o.rs != nil || o.sts != nil || o.ds != nil || o.job != nil {
 		resp.Pods = append(resp.Pods, a.stopPodsLocked(pods[o.uid()], grace, o)...)
 	}
 	a.wakeControllers()
@@ -188,6 +200,9 @@ func (a *Agent) Scale(_ context.Context, resource, namespace, name string, repli
 	if o.ds != nil {
 		return agentapi.ApplyResult{}, fmt.Errorf("DaemonSet %s/%s has no replicas (one pod on each node that fits): %w", namespace, name, errdefs.ErrInvalidArgument)
 	}
+	if o.job != nil || o.cj != nil {
+		return agentapi.ApplyResult{}, fmt.Errorf("scale: %s %s/%s has no replicas: %w", o.kind(), namespace, name, errdefs.ErrInvalidArgument)
+	}
 	if ref := metav1.GetControllerOf(o.meta()); ref != nil {
 		return agentapi.ApplyResult{}, fmt.Errorf("%s %s/%s is controlled by %s %s: scale that: %w", o.kind(), namespace, name, ref.Kind, ref.Name, errdefs.ErrFailedPrecondition)
 	}
@@ -205,7 +220,7 @@ func (a *Agent) Scale(_ context.Context, resource, namespace, name string, repli
 
 // copy is a deep copy of the object sharing its event log.
 func (o *workloadObj) copy() *workloadObj {
-	c := &workloadObj{source: o.source, events: o.events, revisions: o.revisions}
+	c := &workloadObj{source: o.source, events: o.events, revisions: o.revisions, counted: maps.Clone(o.counted)}
 	switch {
 	case o.sts != nil:
 		c.sts = o.sts.DeepCopy()
@@ -213,6 +228,10 @@ func (o *workloadObj) copy() *workloadObj {
 		c.d = o.d.DeepCopy()
 	case o.ds != nil:
 		c.ds = o.ds.DeepCopy()
+	case o.job != nil:
+		c.job = o.job.DeepCopy()
+	case o.cj != nil:
+		c.cj = o.cj.DeepCopy()
 	default:
 		c.rs = o.rs.DeepCopy()
 	}

@@ -24,7 +24,7 @@
 // client, killing, stopping and starting the agent, its log, the network,
 // a plain-HTTP loopback registry to pull from.
 // Each test drives the agent with the berth CLI and the agent API, and
-// its teardown deletes every Deployment and ReplicaSet (so that no
+// its teardown deletes every CronJob, Job, Deployment and ReplicaSet (so that no
 // controller makes pods again), then every pod, through the agent, then checks that
 // nothing is left behind (mounts, processes, IP allocations, veths,
 // iptables rules, cgroups, pod log and volume directories; for

@@ -136,11 +136,12 @@ func (n *node) deleteAllPods() {
 	}
 }
 
-// deleteAllWorkloads deletes every Deployment, ReplicaSet, StatefulSet and
-// DaemonSet, so that no controller makes the pods deleteAllPods deletes
-// again, and every Service (their host side goes with the last).
+// deleteAllWorkloads deletes every CronJob, Job, Deployment, ReplicaSet,
+// StatefulSet and DaemonSet, so that no controller makes the pods
+// deleteAllPods deletes again, and every Service (their host side goes
+// with the last).
 func (n *node) deleteAllWorkloads(ctx context.Context, grace *int64) {
-	for _, resource := range []string{agentapi.ResourceDeployment, agentapi.ResourceReplicaSet, agentapi.ResourceStatefulSet, agentapi.ResourceDaemonSet, agentapi.ResourceService} {
+	for _, resource := range []string{agentapi.ResourceCronJob, agentapi.ResourceJob, agentapi.ResourceDeployment, agentapi.ResourceReplicaSet, agentapi.ResourceStatefulSet, agentapi.ResourceDaemonSet, agentapi.ResourceService} {
 		list, err := n.client.ListWorkloads(ctx, resource, "")
 		if err != nil {
 			n.t.Errorf("cleanup: list %s: %v", resource, err)
@@ -160,6 +161,12 @@ func (n *node) deleteAllWorkloads(ctx context.Context, grace *int64) {
 		}
 		for _, svc := range list.Services {
 			_, _ = n.client.DeleteWorkload(ctx, resource, svc.Namespace, svc.Name, grace)
+		}
+		for _, j := range list.Jobs {
+			_, _ = n.client.DeleteWorkload(ctx, resource, j.Namespace, j.Name, grace)
+		}
+		for _, cj := range list.CronJobs {
+			_, _ = n.client.DeleteWorkload(ctx, resource, cj.Namespace, cj.Name, grace)
 		}
 	}
 }

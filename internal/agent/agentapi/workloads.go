@@ -8,6 +8,7 @@ import (
 	"strconv"
 
 	appsv1 "k8s.io/api/apps/v1"
+	batchv1 "k8s.io/api/batch/v1"
 	v1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
 )
@@ -21,8 +22,8 @@ import (
 //	POST   /v1/workloads/KIND/NS/NAME/rollout       RolloutRequest → ApplyResult
 //
 // KIND is "deployments", "replicasets", "daemonsets", "statefulsets",
-// "persistentvolumeclaims" (list, describe and delete only), "services"
-// or (GET only) "endpointslices".
+// "jobs", "cronjobs", "persistentvolumeclaims" (list, describe and delete
+// only), "services" or (GET only) "endpointslices".
 const pathWorkloads = "/v1/workloads"
 
 // Workload kinds, as ApplyResult.Kind and in paths.
@@ -40,6 +41,10 @@ const (
 	KindService                   = "Service"
 	ResourceService               = "services"
 	ResourceEndpointSlice         = "endpointslices" // list and get only: the Services' endpoints
+	KindJob                       = "Job"
+	KindCronJob                   = "CronJob"
+	ResourceJob                   = "jobs"
+	ResourceCronJob               = "cronjobs"
 )
 
 // WorkloadService is the workload part of what the API serves.
@@ -60,6 +65,8 @@ type WorkloadList struct {
 	DaemonSets             []appsv1.DaemonSet          `json:"daemonSets,omitempty"`
 	Services               []v1.Service                `json:"services,omitempty"`
 	EndpointSlices         []discoveryv1.EndpointSlice `json:"endpointSlices,omitempty"`
+	Jobs                   []batchv1.Job               `json:"jobs,omitempty"`
+	CronJobs               []batchv1.CronJob           `json:"cronJobs,omitempty"`
 }
 
 // WorkloadDetail is one workload object with what it owns and its events.
@@ -75,12 +82,16 @@ type WorkloadDetail struct {
 	PersistentVolumeClaim *v1.PersistentVolumeClaim   `json:"persistentVolumeClaim,omitempty"`
 	// UsedBy names the pods whose volumes use a claim.
 	UsedBy []string `json:"usedBy,omitempty"`
-	// Pods are a ReplicaSet's, a StatefulSet's or a DaemonSet's.
+	// Pods are a ReplicaSet's, a StatefulSet's, a DaemonSet's or a Job's.
 	Pods []v1.Pod `json:"pods,omitempty"`
 	// Service and its EndpointSlices (ready and not-ready endpoints).
 	Service        *v1.Service                 `json:"service,omitempty"`
 	EndpointSlices []discoveryv1.EndpointSlice `json:"endpointSlices,omitempty"`
-	Events         []Event                     `json:"events"`
+	Job            *batchv1.Job                `json:"job,omitempty"`
+	CronJob        *batchv1.CronJob            `json:"cronJob,omitempty"`
+	// Jobs are a CronJob's, oldest scheduled first.
+	Jobs   []batchv1.Job `json:"jobs,omitempty"`
+	Events []Event       `json:"events"`
 }
 
 // ScaleRequest sets a workload's replicas.

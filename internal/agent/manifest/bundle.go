@@ -5,6 +5,7 @@ import (
 	"slices"
 
 	appsv1 "k8s.io/api/apps/v1"
+	batchv1 "k8s.io/api/batch/v1"
 	v1 "k8s.io/api/core/v1"
 )
 
@@ -31,6 +32,8 @@ type Bundle struct {
 	// PersistentVolumeClaims are claims applied on their own.
 	PersistentVolumeClaims []*PersistentVolumeClaim `json:"persistentVolumeClaims,omitempty"`
 	Services               []*Service               `json:"services,omitempty"`
+	Jobs                   []*Job                   `json:"jobs,omitempty"`
+	CronJobs               []*CronJob               `json:"cronJobs,omitempty"`
 }
 
 // ObjectKey is the key of an object in a Bundle's maps: "namespace/name",
@@ -64,6 +67,8 @@ func (b *Bundle) Merge(o *Bundle) error {
 	b.StatefulSets = append(b.StatefulSets, o.StatefulSets...)
 	b.PersistentVolumeClaims = append(b.PersistentVolumeClaims, o.PersistentVolumeClaims...)
 	b.Services = append(b.Services, o.Services...)
+	b.Jobs = append(b.Jobs, o.Jobs...)
+	b.CronJobs = append(b.CronJobs, o.CronJobs...)
 	for key, cm := range o.ConfigMaps {
 		b.ConfigMaps[key] = cm
 		b.ConfigMapSources[key] = o.ConfigMapSources[key]
@@ -143,6 +148,10 @@ func singleObject(object any, source string) *Bundle {
 		b.PersistentVolumeClaims = []*PersistentVolumeClaim{{PersistentVolumeClaim: o, Source: source}}
 	case *v1.Service:
 		b.Services = []*Service{{Service: o, Source: source}}
+	case *batchv1.Job:
+		b.Jobs = []*Job{{Job: o, Source: source}}
+	case *batchv1.CronJob:
+		b.CronJobs = []*CronJob{{CronJob: o, Source: source}}
 	}
 	return b
 }

@@ -8,6 +8,7 @@ import (
 	"io"
 
 	appsv1 "k8s.io/api/apps/v1"
+	batchv1 "k8s.io/api/batch/v1"
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	strictjson "sigs.k8s.io/json"
@@ -116,6 +117,10 @@ func decodeObject(b *Bundle, data []byte, source, location string) []Problem {
 		return decodeTyped(b, data, source, object, &v1.PersistentVolumeClaim{})
 	case kindService:
 		return decodeTyped(b, data, source, object, &v1.Service{})
+	case kindJob:
+		return decodeTyped(b, data, source, object, &batchv1.Job{})
+	case kindCronJob:
+		return decodeTyped(b, data, source, object, &batchv1.CronJob{})
 	default:
 		return decodeList(b, data, source, location)
 	}
@@ -128,6 +133,7 @@ var apiVersions = map[string]string{
 	kindDaemonSet:   appsV1,
 	kindStatefulSet: appsV1, kindPersistentVolumeClaim: "v1",
 	kindService: "v1",
+	kindJob:     batchV1, kindCronJob: batchV1,
 }
 
 // checkKind refuses a kind berth does not read, or the wrong apiVersion.
@@ -137,7 +143,7 @@ func checkKind(head objectHead) error {
 	case head.Kind == "":
 		return errors.New(`missing "kind"`)
 	case !known:
-		return fmt.Errorf("unsupported kind %q (apiVersion %q): berth reads only v1 Pod, ConfigMap, Secret, PersistentVolumeClaim, Service and List, and apps/v1 Deployment, ReplicaSet, StatefulSet and DaemonSet", head.Kind, head.APIVersion)
+		return fmt.Errorf("unsupported kind %q (apiVersion %q): berth reads only v1 Pod, ConfigMap, Secret, PersistentVolumeClaim, Service and List, apps/v1 Deployment, ReplicaSet, StatefulSet and DaemonSet, and batch/v1 Job and CronJob", head.Kind, head.APIVersion)
 	case head.APIVersion == "":
 		return fmt.Errorf(`missing "apiVersion" (want %q)`, want)
 	case head.APIVersion != want:
@@ -183,6 +189,12 @@ func decodeTyped(b *Bundle, data []byte, source, object string, into any) []Prob
 		setPVCDefaults(o)
 	case *v1.Service:
 		setServiceDefaults(o)
+	case *batchv1.Job:
+		o.Status = batchv1.JobStatus{}
+		setJobDefaults(o)
+	case *batchv1.CronJob:
+		o.Status = batchv1.CronJobStatus{}
+		setCronJobDefaults(o)
 	}
 	return problemsOf(b.Merge(singleObject(into, source)), source)
 }

@@ -32,6 +32,8 @@ func FuzzDecode(f *testing.F) {
 		podYAML("web", "nginx") + "    imagePulPolicy: Always\n",
 		podYAML("web", "nginx") + "    resources:\n      limits:\n        cpu: 1x\n",
 		"apiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: web\n", deploymentYAML,
+		jobYAML("  completionMode: Indexed\n  completions: 3\n"+failurePolicy, "      restartPolicy: Never\n"),
+		cronJobYAML("  schedule: \"*/5 * * * *\"\n  timeZone: Europe/Paris\n  startingDeadlineSeconds: 10\n"),
 		"--- a: b\n",
 		"- a\n- b\n",
 	} {
@@ -105,6 +107,12 @@ func cloneBundle(b *Bundle) *Bundle {
 	for _, rs := range b.ReplicaSets {
 		c.ReplicaSets = append(c.ReplicaSets, &ReplicaSet{ReplicaSet: rs.DeepCopy(), Source: rs.Source})
 	}
+	for _, j := range b.Jobs {
+		c.Jobs = append(c.Jobs, &Job{Job: j.DeepCopy(), Source: j.Source})
+	}
+	for _, cj := range b.CronJobs {
+		c.CronJobs = append(c.CronJobs, &CronJob{CronJob: cj.DeepCopy(), Source: cj.Source})
+	}
 	return c
 }
 
@@ -127,6 +135,12 @@ func encodeBundle(t *testing.T, b *Bundle, asJSON bool) []byte {
 	}
 	for _, rs := range b.ReplicaSets {
 		objects = append(objects, rs.ReplicaSet)
+	}
+	for _, j := range b.Jobs {
+		objects = append(objects, j.Job)
+	}
+	for _, cj := range b.CronJobs {
+		objects = append(objects, cj.CronJob)
 	}
 	var out bytes.Buffer
 	for _, o := range objects {

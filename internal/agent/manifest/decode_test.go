@@ -161,7 +161,7 @@ func TestDecodeErrors(t *testing.T) {
 }
 
 func TestDecodeReportsEveryDocumentProblem(t *testing.T) {
-	manifests := podYAML("a", "busybox") + "    bogus: 1\n---\napiVersion: batch/v1\nkind: Job\nmetadata:\n  name: j\n"
+	manifests := podYAML("a", "busybox") + "    bogus: 1\n---\napiVersion: example.com/v1\nkind: Widget\nmetadata:\n  name: j\n"
 	got := decodeError(t, manifests, "m.yaml")
 	if n := strings.Count(got, "\n") + 1; n != 2 {
 		t.Errorf("got %d problems, want 2:\n%s", n, got)

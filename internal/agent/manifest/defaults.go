@@ -40,6 +40,12 @@ func (b *Bundle) SetDefaults() {
 	for _, s := range b.Services {
 		setServiceDefaults(s.Service)
 	}
+	for _, j := range b.Jobs {
+		setJobDefaults(j.Job)
+	}
+	for _, cj := range b.CronJobs {
+		setCronJobDefaults(cj.CronJob)
+	}
 }
 
 func setConfigMapDefaults(cm *v1.ConfigMap) {

@@ -27,9 +27,14 @@
 // Bundle.ReplicaSets, Bundle.DaemonSets, each with its Source; workload.go,
 // daemonset.go, defaults_workload.go,
 // validate_workload.go: the API server's apps/v1 defaults and checks, the
-// template validated as a pod with restartPolicy Always), or a v1 List of
-// them, or a v1 Service (Bundle.Services; service.go: the API server's
-// defaults and checks); any other kind is refused, naming the file and the kind. Decoding is
+// template validated as a pod with restartPolicy Always), a batch/v1 Job
+// or CronJob (Bundle.Jobs, Bundle.CronJobs; job.go, validate_job.go: the
+// API server's batch/v1 defaults and checks, the template's restartPolicy
+// OnFailure or Never, the schedule and timeZone as package workload parses
+// them; successPolicy, backoffLimitPerIndex and a manual selector are
+// refused, naming the field), or a v1 Service (Bundle.Services; service.go:
+// the API server's defaults and checks), or a v1 List of
+// them; any other kind is refused, naming the file and the kind. Decoding is
 // strict like `kubectl --validate=strict`: unknown or duplicated fields are
 // errors naming the field path (spec.containers[0].imagePulPolicy). A
 // directory contributes its *.yaml, *.yml and *.json files in name order,

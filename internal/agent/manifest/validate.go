@@ -27,6 +27,7 @@ func (b *Bundle) Validate() error {
 	problems = append(problems, b.statefulSetProblems()...)
 	problems = append(problems, b.claimProblems()...)
 	problems = append(problems, b.serviceProblems()...)
+	problems = append(problems, b.jobProblems()...)
 	return invalid(problems)
 }
 

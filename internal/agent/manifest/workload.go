@@ -54,12 +54,18 @@ func (b *Bundle) Workloads() []Workload {
 	for _, s := range b.Services {
 		out = append(out, Workload{Kind: kindService, Meta: &s.ObjectMeta, Source: s.Source})
 	}
+	for _, j := range b.Jobs {
+		out = append(out, Workload{Kind: kindJob, Meta: &j.ObjectMeta, Source: j.Source})
+	}
+	for _, cj := range b.CronJobs {
+		out = append(out, Workload{Kind: kindCronJob, Meta: &cj.ObjectMeta, Source: cj.Source})
+	}
 	return out
 }
 
 // Empty says whether the bundle holds no object.
 func (b *Bundle) Empty() bool {
-	return len(b.Pods)+len(b.ConfigMaps)+len(b.Secrets)+len(b.Deployments)+len(b.ReplicaSets)+len(b.DaemonSets)+len(b.StatefulSets)+len(b.PersistentVolumeClaims)+len(b.Services) == 0
+	return len(b.Pods)+len(b.ConfigMaps)+len(b.Secrets)+len(b.Deployments)+len(b.ReplicaSets)+len(b.DaemonSets)+len(b.StatefulSets)+len(b.PersistentVolumeClaims)+len(b.Services)+len(b.Jobs)+len(b.CronJobs) == 0
 }
 
 // workloadConflicts lists the workloads of o that b already holds.

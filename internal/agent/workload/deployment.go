@@ -23,6 +23,7 @@ const (
 type Event struct {
 	Reason  string
 	Message string
+	Warning bool // a Warning event (else Normal)
 }
 
 // DeploymentActions is what a Deployment's reconcile asks for.

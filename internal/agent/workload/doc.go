@@ -1,6 +1,7 @@
 // Package workload holds the node agent's controllers for workload kinds
-// (apps/v1 ReplicaSet, Deployment, StatefulSet and DaemonSet; a Service's
-// endpoints, ClusterIP and nodePort allocation) as pure reconcile functions: given an
+// (apps/v1 ReplicaSet, Deployment, StatefulSet and DaemonSet, batch/v1 Job
+// and CronJob; a Service's endpoints, ClusterIP and nodePort allocation)
+// as pure reconcile functions: given an
 // object, what it owns and what was observed of it, they return what to
 // create, scale and delete and the object's new status, as the
 // kube-controller-manager's replicaset and deployment controllers would.
@@ -21,6 +22,26 @@
 // A DaemonSet runs on the one node: its pod (with the controller-revision-hash
 // label, the daemon tolerations and the node's name as required affinity) should
 // run when it fits the node's labels and taints as package nodefit admits a pod.
+//
+//	func ReconcileJob(job *batchv1.Job, pods []JobPod, now time.Time) JobActions
+//	func ReconcileCronJob(cj *batchv1.CronJob, jobs []*batchv1.Job, now time.Time) CronJobActions
+//	func ParseSchedule(schedule string, timeZone *string) (cron.Schedule, error)
+//
+// Jobs (job.go, job_status.go, job_pod.go) follow the job controller:
+// pods until completions succeed (Indexed: every index; no completions:
+// until one succeeds), at most parallelism at once, re-made after the
+// failure back-off (10 s doubling to 6 min); backoffLimit counts failed
+// pods (restartPolicy Never) or the running pods' container restarts
+// (OnFailure), as a podFailurePolicy says (job_failurepolicy.go: FailJob,
+// Ignore, Count on exit codes or pod conditions); each pod is counted
+// once (the agent keeps the counted UIDs); the FailureTarget /
+// SuccessCriteriaMet conditions come
+// first, Failed / Complete once no pod runs. CronJobs (cronjob.go,
+// schedule.go) follow the cronjob controller: robfig/cron's ParseStandard
+// in the timeZone, the most recent missed start time within
+// startingDeadlineSeconds run once (a Job named
+// "<cronjob>-<minutes since the epoch>"), concurrencyPolicy, history
+// limits.
 //
 // Names and labels are Kubernetes': a Deployment's ReplicaSet is
 // "<deployment>-<pod-template-hash>" (the hash computed from the template as

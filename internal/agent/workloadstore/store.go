@@ -12,6 +12,7 @@ import (
 	"strings"
 
 	appsv1 "k8s.io/api/apps/v1"
+	batchv1 "k8s.io/api/batch/v1"
 	v1 "k8s.io/api/core/v1"
 
 	"github.com/berth-dev/berth/internal/store"
@@ -27,6 +28,8 @@ const (
 	KindStatefulSet = "StatefulSet"
 	KindDaemonSet   = "DaemonSet"
 	KindService     = "Service"
+	KindJob         = "Job"
+	KindCronJob     = "CronJob"
 )
 
 // Record is one workload object and the manifest file it came from ("" for
@@ -42,6 +45,11 @@ type Record struct {
 	Revisions []appsv1.ControllerRevision `json:"revisions,omitempty"`
 	DaemonSet *appsv1.DaemonSet           `json:"daemonSet,omitempty"`
 	Service   *v1.Service                 `json:"service,omitempty"`
+	Job       *batchv1.Job                `json:"job,omitempty"`
+	CronJob   *batchv1.CronJob            `json:"cronJob,omitempty"`
+	// Counted lists the UIDs of a Job's present pods its status counts
+	// (what the API server's job-tracking finalizers keep track of).
+	Counted []string `json:"counted,omitempty"`
 }
 
 // UID is the uid of the record's object.
@@ -57,6 +65,10 @@ func (r Record) UID() string {
 		return string(r.StatefulSet.UID)
 	case r.Service != nil:
 		return string(r.Service.UID)
+	case r.Job != nil:
+		return string(r.Job.UID)
+	case r.CronJob != nil:
+		return string(r.CronJob.UID)
 	}
 	return ""
 }
@@ -66,6 +78,7 @@ func (r Record) holdsOnly() bool {
 	held := map[string]bool{
 		KindDeployment: r.Deployment != nil, KindReplicaSet: r.ReplicaSet != nil,
 		KindStatefulSet: r.StatefulSet != nil, KindDaemonSet: r.DaemonSet != nil, KindService: r.Service != nil,
+		KindJob: r.Job != nil, KindCronJob: r.CronJob != nil,
 	}
 	n := 0
 	for _, h := range held {
@@ -137,7 +150,8 @@ func (s *Store) Remove(kind, uid string) error {
 	return nil
 }
 
-// Load reads every record, Deployments first. A file it cannot read or
+// Load reads every record, sorted by kind (CronJob, Deployment, Job,
+// ReplicaSet: owners first). A file it cannot read or
 // understand is renamed to <name>.unreadable and reported in the errors,
 // each naming the file.
 func (s *Store) Load() ([]Record, []error) {

@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	appsv1 "k8s.io/api/apps/v1"
+	batchv1 "k8s.io/api/batch/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 )
@@ -102,5 +103,30 @@ func TestStatefulSetRecord(t *testing.T) {
 	records, problems := s.Load()
 	if len(problems) > 0 || len(records) != 1 || records[0].StatefulSet.Name != "db" || len(records[0].Revisions) != 1 || records[0].Revisions[0].Name != "db-abc" {
 		t.Fatalf("Load = %+v, %v", records, problems)
+	}
+}
+
+func TestJobAndCronJobRecords(t *testing.T) {
+	s, err := Open(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	job := &batchv1.Job{ObjectMeta: metav1.ObjectMeta{Name: "tick-1", UID: "j1"}}
+	cj := &batchv1.CronJob{ObjectMeta: metav1.ObjectMeta{Name: "tick", UID: "c1"}, Spec: batchv1.CronJobSpec{Schedule: "@hourly"}}
+	for _, r := range []Record{{Kind: KindJob, Job: job, Counted: []string{"p1", "p2"}}, {Kind: KindCronJob, CronJob: cj}} {
+		if err := s.Save(r); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := s.Save(Record{Kind: KindJob, Job: job, CronJob: cj}); err == nil {
+		t.Fatal("a record holding two objects was saved")
+	}
+	if err := s.Save(Record{Kind: KindCronJob, Job: job}); err == nil {
+		t.Fatal("a Job saved as a CronJob")
+	}
+	records, problems := s.Load()
+	if len(problems) > 0 || len(records) != 2 || records[0].Kind != KindCronJob || records[0].CronJob.Spec.Schedule != "@hourly" ||
+		records[1].Kind != KindJob || strings.Join(records[1].Counted, ",") != "p1,p2" {
+		t.Fatalf("Load = %+v, %v; want the CronJob (owner) first, then the Job with its counted pods", records, problems)
 	}
 }
