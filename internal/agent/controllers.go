@@ -156,6 +156,7 @@ func (a *Agent) forgetWorkloadLocked(o *workloadObj) {
 		a.log.Error("workload: remove record", "object", o.kind()+" "+o.meta().Namespace+"/"+o.meta().Name, "error", err)
 		return
 	}
+	a.forgetTemplateSourcesLocked(o)
 	delete(a.workloads, o.uid())
 }
 
