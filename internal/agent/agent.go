@@ -172,33 +172,10 @@ var _ agentapi.PodService = (*Agent)(nil)
 
 // New checks cfg and returns an agent; Run starts it.
 func New(cfg Config) (*Agent, error) {
-	if cfg.Runtime == nil || cfg.Images == nil {
-		return nil, errors.New("agent: a runtime and an image service are required")
+	cfg, err := cfg.checked()
+	if err != nil {
+		return nil, err
 	}
-	if cfg.RootDir == "" {
-		return nil, errors.New("agent: RootDir is required")
-	}
-	// Pod volumes (emptyDirs a container writes to) live below it.
-	if err := store.MkdirPrivate(cfg.RootDir); err != nil {
-		return nil, fmt.Errorf("agent: %w", err)
-	}
-	if cfg.PodLogDir == "" {
-		cfg.PodLogDir = DefaultPodLogDir
-	}
-	if !filepath.IsAbs(cfg.PodLogDir) { // as the kubelet's podLogsDir
-		return nil, fmt.Errorf("agent: pod log directory %q: must be an absolute path (the runtime writes there from its own working directory; logs are rotated and removed only beneath it)", cfg.PodLogDir)
-	}
-	if cfg.NodeName == "" {
-		host, err := os.Hostname()
-		if err != nil {
-			return nil, fmt.Errorf("agent: node name: %w", err)
-		}
-		cfg.NodeName = host
-	}
-	if err := nodefit.ValidateLabels(cfg.NodeLabels); err != nil {
-		return nil, fmt.Errorf("agent: %w", err)
-	}
-	cfg = cfg.withDefaults()
 	sourceStore, err := sourcestore.Open(filepath.Join(cfg.RootDir, "sources"))
 	if err != nil {
 		return nil, fmt.Errorf("agent: %w", err)
@@ -212,12 +189,9 @@ func New(cfg Config) (*Agent, error) {
 		return nil, fmt.Errorf("agent: %w", err)
 	}
 	log := cfg.Logger.With("component", "agent")
-	claimStore, err := claims.Open(filepath.Join(cfg.RootDir, "claims"), cfg.Clock.Now)
+	claimStore, err := openClaims(cfg, log)
 	if err != nil {
-		if claimStore == nil {
-			return nil, fmt.Errorf("agent: %w", err)
-		}
-		log.Error("claims: records set aside or steps left unfinished", "error", err)
+		return nil, err
 	}
 	a := &Agent{
 		cfg: cfg, log: log, logs: logs,
@@ -256,6 +230,51 @@ func New(cfg Config) (*Agent, error) {
 	a.pressure = newPressure(cfg)
 	a.deps.probes = probe.NewManager(cfg.Runtime, probe.Options{SecondsUnit: cfg.ProbeSecond, OnAttempt: a.probeAttempt})
 	return a, nil
+}
+
+// openClaims opens the claims store; what it set aside or left unfinished
+// is logged, not fatal.
+func openClaims(cfg Config, log *slog.Logger) (*claims.Store, error) {
+	claimStore, err := claims.Open(filepath.Join(cfg.RootDir, "claims"), cfg.Clock.Now)
+	if err != nil {
+		if claimStore == nil {
+			return nil, fmt.Errorf("agent: %w", err)
+		}
+		log.Error("claims: records set aside or steps left unfinished", "error", err)
+	}
+	return claimStore, nil
+}
+
+// checked refuses a Config New cannot run with, makes the root directory
+// and fills the defaults.
+func (cfg Config) checked() (Config, error) {
+	if cfg.Runtime == nil || cfg.Images == nil {
+		return cfg, errors.New("agent: a runtime and an image service are required")
+	}
+	if cfg.RootDir == "" {
+		return cfg, errors.New("agent: RootDir is required")
+	}
+	// Pod volumes (emptyDirs a container writes to) live below it.
+	if err := store.MkdirPrivate(cfg.RootDir); err != nil {
+		return cfg, fmt.Errorf("agent: %w", err)
+	}
+	if cfg.PodLogDir == "" {
+		cfg.PodLogDir = DefaultPodLogDir
+	}
+	if !filepath.IsAbs(cfg.PodLogDir) { // as the kubelet's podLogsDir
+		return cfg, fmt.Errorf("agent: pod log directory %q: must be an absolute path (the runtime writes there from its own working directory; logs are rotated and removed only beneath it)", cfg.PodLogDir)
+	}
+	if cfg.NodeName == "" {
+		host, err := os.Hostname()
+		if err != nil {
+			return cfg, fmt.Errorf("agent: node name: %w", err)
+		}
+		cfg.NodeName = host
+	}
+	if err := nodefit.ValidateLabels(cfg.NodeLabels); err != nil {
+		return cfg, fmt.Errorf("agent: %w", err)
+	}
+	return cfg.withDefaults(), nil
 }
 
 // withDefaults fills the optional fields New leaves to defaults.

@@ -156,6 +156,7 @@ func (a *Agent) forgetWorkloadLocked(o *workloadObj) {
 		a.log.Error("workload: remove record", "object", o.kind()+" "+o.meta().Namespace+"/"+o.meta().Name, "error", err)
 		return
 	}
+	a.forgetTemplateSourcesLocked(o)
 	delete(a.workloads, o.uid())
 }
 
@@ -177,7 +178,7 @@ func (a *Agent) syncReplicaSetLocked(o *workloadObj, owned []ownedPod) {
 		}
 	}
 	for range act.Create {
-		name := a.createPodLocked(o)
+		name := a.createPodLocked(o, &rs.Spec.Template)
 		o.events.record(agentapi.EventNormal, "SuccessfulCreate", "", "Created pod: "+name)
 	}
 	if rs.DeletionTimestamp != nil && len(owned) == 0 {
@@ -206,24 +207,24 @@ func controllerView(pod *v1.Pod) workload.Pod {
 	return p
 }
 
-// createPodLocked makes a pod from a ReplicaSet's template, named as the
-// API server names one from generateName "<replicaset>-", and returns its
-// name.
-func (a *Agent) createPodLocked(o *workloadObj) string {
-	rs := o.rs
-	name := workload.PodName(rs.Name)
-	for a.current[rs.Namespace+"/"+name] != "" {
-		name = workload.PodName(rs.Name)
+// createPodLocked makes a pod of an apps/v1 ReplicaSet or DaemonSet from
+// template, named as the API server names one from generateName
+// "<owner>-", and returns its name.
+func (a *Agent) createPodLocked(o *workloadObj, template *v1.PodTemplateSpec) string {
+	owner := o.meta()
+	name := workload.PodName(owner.Name)
+	for a.current[owner.Namespace+"/"+name] != "" {
+		name = workload.PodName(owner.Name)
 	}
-	template := rs.Spec.Template.DeepCopy()
+	t := template.DeepCopy()
 	pod := &v1.Pod{
 		TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "Pod"},
 		ObjectMeta: metav1.ObjectMeta{
-			Name: name, GenerateName: rs.Name + "-", Namespace: rs.Namespace, UID: newUID(),
-			Labels: template.Labels, Annotations: template.Annotations,
-			OwnerReferences: []metav1.OwnerReference{*metav1.NewControllerRef(rs, appsv1.SchemeGroupVersion.WithKind("ReplicaSet"))},
+			Name: name, GenerateName: owner.Name + "-", Namespace: owner.Namespace, UID: newUID(),
+			Labels: t.Labels, Annotations: t.Annotations,
+			OwnerReferences: []metav1.OwnerReference{*metav1.NewControllerRef(owner, appsv1.SchemeGroupVersion.WithKind(o.kind()))},
 		},
-		Spec: template.Spec,
+		Spec: t.Spec,
 	}
 	a.applyPodLocked(&manifest.Pod{Pod: pod, Source: o.source}, "")
 	return name

@@ -7,11 +7,9 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	v1 "k8s.io/api/core/v1"
 	apiequality "k8s.io/apimachinery/pkg/api/equality"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/berth-dev/berth/internal/agent/agentapi"
 	"github.com/berth-dev/berth/internal/agent/backoff"
-	"github.com/berth-dev/berth/internal/agent/manifest"
 	"github.com/berth-dev/berth/internal/agent/workload"
 	"github.com/berth-dev/berth/internal/errdefs"
 )
@@ -49,7 +47,7 @@ func (a *Agent) syncDaemonSetLocked(o *workloadObj, owned []ownedPod) {
 		}
 	}
 	if act.Create {
-		name := a.createDaemonPodLocked(o, act.Template)
+		name := a.createPodLocked(o, act.Template)
 		o.events.record(agentapi.EventNormal, "SuccessfulCreate", "", "Created pod: "+name)
 	}
 	if ds.DeletionTimestamp != nil && len(owned) == 0 {
@@ -89,29 +87,6 @@ func holdFailedDaemonPods(b *backoff.Backoff, key string, names []string, pods [
 		out = append(out, name)
 	}
 	return out
-}
-
-// createDaemonPodLocked makes the DaemonSet's pod from the template the
-// controller computed, named as the API server names one from
-// generateName "<daemonset>-", and returns its name.
-func (a *Agent) createDaemonPodLocked(o *workloadObj, template *v1.PodTemplateSpec) string {
-	ds := o.ds
-	name := workload.PodName(ds.Name)
-	for a.current[ds.Namespace+"/"+name] != "" {
-		name = workload.PodName(ds.Name)
-	}
-	t := template.DeepCopy()
-	pod := &v1.Pod{
-		TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "Pod"},
-		ObjectMeta: metav1.ObjectMeta{
-			Name: name, GenerateName: ds.Name + "-", Namespace: ds.Namespace, UID: newUID(),
-			Labels: t.Labels, Annotations: t.Annotations,
-			OwnerReferences: []metav1.OwnerReference{*metav1.NewControllerRef(ds, appsv1.SchemeGroupVersion.WithKind("DaemonSet"))},
-		},
-		Spec: t.Spec,
-	}
-	a.applyPodLocked(&manifest.Pod{Pod: pod, Source: o.source}, "")
-	return name
 }
 
 // rolloutDaemonSetLocked is `rollout restart` of a DaemonSet: a new

@@ -98,6 +98,7 @@ func (a *Agent) Apply(_ context.Context, req agentapi.ApplyRequest) (agentapi.Ap
 	}
 	results := append(services, a.applyBundleLocked(b, "")...)
 	workloads, err := a.applyWorkloadsLocked(b)
+	a.saveTemplateSourcesLocked()
 	a.wakeControllers()
 	return agentapi.ApplyResponse{Objects: append(append(claims, results...), workloads...)}, err
 }

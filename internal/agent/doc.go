@@ -87,7 +87,9 @@
 //     root-only store of the agent's, <RootDir>/sources/<uid>.json, saved
 //     before a pod's sandbox is made and whenever they change, removed with
 //     the pod; the sandbox carries only their names and keyed digests
-//     (podspec.SourceRefs), never their contents;
+//     (podspec.SourceRefs), never their contents; each workload keeps the
+//     sources its pod template refers to there too, under its own uid
+//     (workload_sources.go), for the pods its controller makes later;
 //   - workloads (workloads.go, controllers.go, workloads_api.go): apps/v1
 //     Deployments and ReplicaSets, saved in package workloadstore before
 //     the agent acts on them, driven by package workload's pure reconcile
@@ -163,8 +165,9 @@
 //     file, or `berth delete -f DIR` to stop the watch);
 //   - a deletion cut short by an agent crash is not resumed: the restarted
 //     agent finds the pod in the runtime and runs it again;
-//   - ConfigMaps and Secrets live on the node only as the pods using them
-//     need them: after a restart, each pod's copy in the agent's store is
+//   - ConfigMaps and Secrets live on the node only as the pods and the
+//     workloads' templates using them need them: after a restart, each
+//     pod's (and workload's) copy in the agent's store is
 //     used until the manifests are applied again (a watched directory is
 //     reread);
 //   - no mirror pods or API server; the node status is served, not posted;

@@ -83,8 +83,11 @@ func (a *Agent) recoverPods(ctx context.Context) error {
 		keep[string(d.pod.UID)] = true
 		a.claims.adopt(d.pod) // its claims stay its own (ReadWriteOncePod) before it syncs again
 	}
-	a.teardownOrphans(ctx, keep)
 	a.loadWorkloadsLocked()
+	for uid := range a.workloads {
+		keep[uid] = true // the sources their templates refer to
+	}
+	a.teardownOrphans(ctx, keep)
 	a.syncServicesLocked() // the recovered pods as endpoints
 	a.ready = true
 	a.log.Info("agent ready", "pods", len(recovered), "watched directories", len(dirs))
@@ -170,20 +173,7 @@ func (a *Agent) desiredFromSandboxLocked(sb *runtimeapi.PodSandbox) desiredPod {
 		return orphan(sb)
 	}
 	sources, missing := a.recoverSources(meta)
-	for i := range sources.ConfigMaps {
-		cm := sources.ConfigMaps[i]
-		key := manifest.ObjectKey(cm.Namespace, cm.Name)
-		if a.configMaps[key] == nil {
-			a.configMaps[key] = &configMapEntry{obj: cm, source: "recovered"}
-		}
-	}
-	for i := range sources.Secrets {
-		s := sources.Secrets[i]
-		key := manifest.ObjectKey(s.Namespace, s.Name)
-		if a.secrets[key] == nil {
-			a.secrets[key] = &secretEntry{obj: s, source: "recovered"}
-		}
-	}
+	a.adoptSourcesLocked(sources)
 	pod := meta.Pod
 	saved, err := loadEphemeral(a.deps.podDir(meta.UID), meta.UID)
 	if err != nil {

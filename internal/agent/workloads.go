@@ -142,6 +142,7 @@ func (a *Agent) loadWorkloadsLocked() {
 		}
 		o := &workloadObj{d: r.Deployment, rs: r.ReplicaSet, sts: r.StatefulSet, ds: r.DaemonSet, revisions: r.Revisions, job: r.Job, cj: r.CronJob, counted: setOf(r.Counted), source: r.Source, events: newEventLog(a.deps.clock.Now)}
 		a.addWorkloadLocked(o)
+		a.recoverTemplateSourcesLocked(o)
 	}
 }
 

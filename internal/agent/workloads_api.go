@@ -128,9 +128,10 @@ func (a *Agent) DescribeWorkload(resource, namespace, name string) (agentapi.Wor
 	return detail, nil
 }
 
-// DeleteWorkload deletes a Deployment or ReplicaSet with the API server's
-// background propagation: the object is gone at once, its ReplicaSets and
-// pods are deleted after it (each pod within grace, when given). The
+// DeleteWorkload deletes a workload, claim or Service; a workload with the
+// API server's background propagation: the object is gone at once, what
+// it owns (a Deployment's ReplicaSets, a CronJob's Jobs, pods) is deleted
+// after it (each pod within grace, when given). The
 // deletion is saved before any pod stops, so a restarted agent finishes it.
 func (a *Agent) DeleteWorkload(_ context.Context, resource, namespace, name string, grace *int64) (agentapi.DeleteResponse, error) {
 	if err := a.checkReady(); err != nil {

@@ -5,7 +5,8 @@
 // large ConfigMaps would outgrow the CRI's message limits.
 //
 // The store is a directory only root can enter (0700, the agent's
-// <root>/sources): one file per pod uid, <uid>.json (0600, written
+// <root>/sources): one file per pod uid (or workload uid: the sources its
+// pod template refers to), <uid>.json (0600, written
 // atomically with store.SaveJSON), holding the pod's podspec.Sources as
 // they are now (rewritten when they change) and the pod's IPs from when its
 // sandbox was ready (SavePodIPs: the runtime forgets them once the sandbox
