@@ -96,7 +96,7 @@ func applyManifests(cmd *cobra.Command, opts *globalOptions, o runOptions, autos
 		}
 		for _, r := range resp.Objects {
 			fmt.Fprintf(cmd.OutOrStdout(), "%s/%s %s\n", objectLabel(r.Kind), r.Name, r.Outcome)
-			if r.Kind == agentapi.KindDeployment || r.Kind == agentapi.KindStatefulSet || r.Kind == agentapi.KindJob {
+			if r.Kind == agentapi.KindDeployment || r.Kind == agentapi.KindStatefulSet || r.Kind == agentapi.KindDaemonSet || r.Kind == agentapi.KindJob {
 				deployments = append(deployments, r)
 			}
 		}

@@ -240,11 +240,22 @@ func rolloutHistoryOf(ctx context.Context, client *agentapi.Client, t rolloutTar
 	return statefulSetHistory(out, t.name, detail.Revisions)
 }
 
-// followRollout follows an applied Deployment's or StatefulSet's rollout
-// for berth run (an OnDelete StatefulSet has none to follow).
+// followRollout follows an applied Deployment's, StatefulSet's or
+// DaemonSet's rollout for berth run (an OnDelete StatefulSet or DaemonSet
+// has none to follow).
 func followRollout(ctx context.Context, client *agentapi.Client, r agentapi.ApplyResult, out io.Writer) error {
-	if r.Kind == agentapi.KindDeployment {
+	switch r.Kind {
+	case agentapi.KindDeployment:
 		return rolloutStatus(ctx, client, agentapi.ResourceDeployment, r.Namespace, r.Name, out)
+	case agentapi.KindDaemonSet:
+		detail, err := client.DescribeWorkload(ctx, agentapi.ResourceDaemonSet, r.Namespace, r.Name)
+		if err != nil {
+			return err
+		}
+		if detail.DaemonSet.Spec.UpdateStrategy.Type != appsv1.RollingUpdateDaemonSetStrategyType {
+			return nil
+		}
+		return rolloutStatus(ctx, client, agentapi.ResourceDaemonSet, r.Namespace, r.Name, out)
 	}
 	detail, err := client.DescribeWorkload(ctx, agentapi.ResourceStatefulSet, r.Namespace, r.Name)
 	if err != nil {

@@ -47,7 +47,7 @@ func splitTypeName(s string) (resource, name string, err error) {
 	kind, name, found := strings.Cut(s, "/")
 	resource, known := workloadResource(kind)
 	if !found || !known || name == "" {
-		return "", "", fmt.Errorf("%q: want deployment/NAME (or deploy/NAME, rs/NAME, sts/NAME, ds/NAME)", s)
+		return "", "", fmt.Errorf("%q: want KIND/NAME: deployment/NAME, deploy/, rs/, sts/, ds/, job/, cj/, svc/, pvc/", s)
 	}
 	return resource, name, nil
 }

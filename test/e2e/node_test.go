@@ -138,10 +138,10 @@ func (n *node) deleteAllPods() {
 
 // deleteAllWorkloads deletes every CronJob, Job, Deployment, ReplicaSet,
 // StatefulSet and DaemonSet, so that no controller makes the pods
-// deleteAllPods deletes again, and every Service (their host side goes
-// with the last).
+// deleteAllPods deletes again, every Service (their host side goes with
+// the last) and every claim (Terminating until its pods are gone).
 func (n *node) deleteAllWorkloads(ctx context.Context, grace *int64) {
-	for _, resource := range []string{agentapi.ResourceCronJob, agentapi.ResourceJob, agentapi.ResourceDeployment, agentapi.ResourceReplicaSet, agentapi.ResourceStatefulSet, agentapi.ResourceDaemonSet, agentapi.ResourceService} {
+	for _, resource := range []string{agentapi.ResourceCronJob, agentapi.ResourceJob, agentapi.ResourceDeployment, agentapi.ResourceReplicaSet, agentapi.ResourceStatefulSet, agentapi.ResourceDaemonSet, agentapi.ResourceService, agentapi.ResourcePersistentVolumeClaim} {
 		list, err := n.client.ListWorkloads(ctx, resource, "")
 		if err != nil {
 			n.t.Errorf("cleanup: list %s: %v", resource, err)
@@ -161,6 +161,9 @@ func (n *node) deleteAllWorkloads(ctx context.Context, grace *int64) {
 		}
 		for _, svc := range list.Services {
 			_, _ = n.client.DeleteWorkload(ctx, resource, svc.Namespace, svc.Name, grace)
+		}
+		for _, c := range list.PersistentVolumeClaims {
+			_, _ = n.client.DeleteWorkload(ctx, resource, c.Namespace, c.Name, grace)
 		}
 		for _, j := range list.Jobs {
 			_, _ = n.client.DeleteWorkload(ctx, resource, j.Namespace, j.Name, grace)
