@@ -24,7 +24,7 @@ const (
 )
 
 // examples/app as it is, on berth only (its NodePort is fixed, so two
-// runtimes side by side would fight for it): `berth run -d -f
+// runtimes side by side would fight for it): `berth run -f
 // examples/app/` brings up db-0 on its claim and three web pods; the page
 // from the host through the NodePort holds the db's records, fetched by
 // the web pods through the Service name db; a changed ConfigMap rolled
@@ -39,10 +39,17 @@ func TestExampleApp(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	out := n.must("run", "-d", "-f", dir)
-	for _, want := range []string{"configmap/web-config", "statefulset.apps/db created", "deployment.apps/web created", "service/web-nodeport created"} {
+	// As the issue has it, in the foreground: it follows the set and the
+	// Deployment until they are rolled out, then the pods; killing it
+	// detaches.
+	run := n.background("run", "-f", dir)
+	run.waitOutput("web followed", nil, `deployment "web" successfully rolled out`)
+	out := run.waitOutput("db followed", nil, "statefulset rolling update complete")
+	run.kill()
+	for _, want := range []string{"applied once, not watched", "configmap/web-config", "statefulset.apps/db created", "deployment.apps/web created",
+		"service/web-nodeport created", "statefulset rolling update complete"} {
 		if !strings.Contains(out, want) {
-			t.Errorf("run -d -f examples/app/: no %q in\n%s", want, out)
+			t.Errorf("run -f examples/app/: no %q in\n%s", want, out)
 		}
 	}
 	n.waitStatefulSet("db-0 ready", func(s *appsv1.StatefulSet) bool { return s.Status.ReadyReplicas == 1 })
