@@ -33,8 +33,10 @@ func newRunCommand(opts *globalOptions) *cobra.Command {
 		Use:   "run -f FILE|DIR|-",
 		Short: "Run the pods of Kubernetes manifests and follow their status",
 		Long: `Run Pod manifests (with the ConfigMaps and Secrets they use) on this machine, with
-kubelet's semantics. The manifests are validated first. -f DIR makes the agent watch the
-directory: adding, changing or removing a file adds, replaces or removes its pods.
+kubelet's semantics. The manifests are validated first. -f DIR of pods (and their ConfigMaps
+and Secrets) makes the agent watch the directory: adding, changing or removing a file adds,
+replaces or removes its pods. A directory that holds workloads or Services is applied once,
+as 'kubectl apply -f DIR' (and 'berth delete -f DIR' deletes what it holds).
 
 In the foreground, berth run prints a status line for every change until the pods run
 (and are ready) or have failed, and keeps following until Ctrl-C, which detaches: the pods
@@ -79,7 +81,7 @@ func bindRunFlags(cmd *cobra.Command, o *runOptions) {
 // applyManifests validates the manifests, sends them to the agent (started
 // when none runs) and, unless detached, follows the pods.
 func applyManifests(cmd *cobra.Command, opts *globalOptions, o runOptions, autostart bool) error {
-	requests, err := loadRequests(o.files, cmd.InOrStdin())
+	requests, err := loadRequests(o.files, cmd.InOrStdin(), cmd.ErrOrStderr())
 	if err != nil {
 		return err
 	}
@@ -149,8 +151,11 @@ func connectOrStartAgent(cmd *cobra.Command, opts *globalOptions, autostart bool
 
 // loadRequests reads and validates every -f: files and stdin are merged
 // into one bundle and validated together (a pod in one file may refer to a
-// ConfigMap in another); each directory becomes a watch request.
-func loadRequests(paths []string, stdin io.Reader) ([]agentapi.ApplyRequest, error) {
+// ConfigMap in another). A directory of pods (with their ConfigMaps and
+// Secrets) becomes a watch request, as the kubelet's static pod directory;
+// a directory that also holds workloads or Services is applied once, as
+// 'kubectl apply -f DIR' does, and notes says so.
+func loadRequests(paths []string, stdin io.Reader, notes io.Writer) ([]agentapi.ApplyRequest, error) {
 	var requests []agentapi.ApplyRequest
 	merged := &manifest.Bundle{}
 	for _, path := range paths {
@@ -158,15 +163,13 @@ func loadRequests(paths []string, stdin io.Reader) ([]agentapi.ApplyRequest, err
 		if err != nil {
 			return nil, err
 		}
-		if info, err := os.Stat(path); err == nil && info.IsDir() {
+		info, err := os.Stat(path)
+		isDir := err == nil && info.IsDir()
+		if isDir && len(b.Workloads()) == 0 {
 			// A watched directory stands alone: its pods may refer only
 			// to ConfigMaps and Secrets inside it.
 			if err := b.Validate(); err != nil {
 				return nil, err
-			}
-			if w := b.Workloads(); len(w) > 0 {
-				return nil, fmt.Errorf("%s: %s %s/%s: a watched directory runs pods only (as the kubelet's static pods); apply workloads with -f FILE",
-					w[0].Source, w[0].Kind, w[0].Meta.Namespace, w[0].Meta.Name)
 			}
 			abs, err := filepath.Abs(path)
 			if err != nil {
@@ -174,6 +177,11 @@ func loadRequests(paths []string, stdin io.Reader) ([]agentapi.ApplyRequest, err
 			}
 			requests = append(requests, agentapi.ApplyRequest{WatchDir: abs})
 			continue
+		}
+		if isDir {
+			w := b.Workloads()[0]
+			fmt.Fprintf(notes, "%s: applied once, not watched: it holds %s %s/%s (only a directory of pods is watched)\n",
+				path, w.Kind, w.Meta.Namespace, w.Meta.Name)
 		}
 		if err := merged.Merge(b); err != nil {
 			return nil, err

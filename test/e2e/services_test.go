@@ -278,8 +278,9 @@ func upstreamDNS(t *testing.T) string {
 	return ""
 }
 
-// hostGet GETs the NodePort on 127.0.0.1 and wants body to contain want.
-func hostGet(t *testing.T, port int, want string) {
+// hostGet GETs the NodePort on 127.0.0.1 until the body contains want,
+// and returns it.
+func hostGet(t *testing.T, port int, want string) string {
 	t.Helper()
 	var body string
 	waitFor(t, fmt.Sprintf("GET 127.0.0.1:%d from the host", port), func() bool {
@@ -293,6 +294,7 @@ func hostGet(t *testing.T, port int, want string) {
 		body = string(b)
 		return strings.Contains(body, want)
 	})
+	return body
 }
 
 func checkNoInterface(t *testing.T, name string) {
