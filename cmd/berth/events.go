@@ -56,7 +56,7 @@ agent keeps the last 100 events of each pod; a deleted pod's events go with it.`
 	f.BoolVarP(&o.allNamespaces, "all-namespaces", "A", false, "the events of every namespace")
 	f.BoolVarP(&o.watch, "watch", "w", false, "after the list, print new events as they come")
 	f.StringSliceVar(&o.types, "types", nil, "only events of these types (Normal, Warning; comma-separated)")
-	f.StringVar(&o.forPod, "for", "", "only the events of this pod (NAME or pod/NAME)")
+	f.StringVar(&o.forPod, "for", "", "only the events of this object: a pod NAME, or KIND/NAME (pod/NAME, deployment/NAME, node/NAME)")
 	f.BoolVar(&o.noHeaders, "no-headers", false, "print no header line")
 	_ = cmd.RegisterFlagCompletionFunc("for", completePodNames(opts, "", 1)) // the flag exists
 	return cmd
@@ -111,16 +111,28 @@ func sleepCtx(ctx context.Context, d time.Duration) bool {
 	}
 }
 
-// filterEvents keeps the events of the types and the pod o names.
+// filterEvents keeps the events of the types and the object o names.
 func filterEvents(events []agentapi.PodEvent, o eventsOptions) []agentapi.PodEvent {
-	pod := strings.TrimPrefix(o.forPod, "pod/")
 	var out []agentapi.PodEvent
 	for _, e := range events {
-		if (len(o.types) == 0 || slices.Contains(o.types, e.Type)) && (pod == "" || e.Pod == pod) {
+		if (len(o.types) == 0 || slices.Contains(o.types, e.Type)) && eventFor(e, o.forPod) {
 			out = append(out, e)
 		}
 	}
 	return out
+}
+
+// eventFor reports whether an event concerns the object --for names:
+// NAME (a pod) or KIND/NAME (pod/web-0, deployment/web, node/vm).
+func eventFor(e agentapi.PodEvent, forObject string) bool {
+	if forObject == "" {
+		return true
+	}
+	kind, name, ok := strings.Cut(forObject, "/")
+	if !ok {
+		kind, name = "pod", forObject
+	}
+	return strings.EqualFold(eventKind(e), kind) && e.Pod == name
 }
 
 // eventsSeen remembers the last occurrence printed of each event.
@@ -154,8 +166,22 @@ func writeEvents(w io.Writer, events []agentapi.PodEvent, allNamespaces bool, no
 		if allNamespaces {
 			fmt.Fprint(w, e.Namespace+"\t")
 		}
-		fmt.Fprintf(w, "%s\t%s\t%s\tpod/%s\t%s\n", lastSeen(e.Event, now), e.Type, e.Reason, e.Pod, oneLine(e.Message))
+		fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\n", lastSeen(e.Event, now), e.Type, e.Reason, eventObject(e), oneLine(e.Message))
 	}
+}
+
+// eventObject is kubectl's OBJECT column: kind/name, the kind in lower
+// case (pod/web-0, deployment/web, node/vm).
+func eventObject(e agentapi.PodEvent) string {
+	return eventKind(e) + "/" + e.Pod
+}
+
+// eventKind is the kind of an event's object in lower case.
+func eventKind(e agentapi.PodEvent) string {
+	if e.Kind == "" {
+		return "pod"
+	}
+	return strings.ToLower(e.Kind)
 }
 
 // lastSeen is how long ago an event last happened, with its count and

@@ -66,3 +66,43 @@ func TestEventsSeen(t *testing.T) {
 		t.Errorf("repeat and a new pod's event: %+v; want both", got)
 	}
 }
+
+// Events of workloads and of the node are listed with kubectl's OBJECT
+// (kind/name), by `berth events` and `berth get events`; --for takes
+// KIND/NAME.
+func TestEventsOfOtherObjects(t *testing.T) {
+	now := time.Now()
+	at := func(ago time.Duration) agentapi.Event {
+		return agentapi.Event{Type: agentapi.EventNormal, Count: 1, FirstTime: now.Add(-ago), LastTime: now.Add(-ago)}
+	}
+	scaled, ready := at(2*time.Minute), at(time.Minute)
+	scaled.Reason, scaled.Message = "ScalingReplicaSet", "Scaled up replica set web-5d4f to 3"
+	ready.Reason, ready.Message = "NodeReady", "Node vm status is now: NodeReady"
+	flags := serveFakeAgent(t, &fakeAgent{objectEvents: []agentapi.PodEvent{
+		{Namespace: "default", Kind: agentapi.KindDeployment, Pod: "web", Event: scaled},
+		{Kind: "Node", Pod: "vm", Event: ready},
+	}})
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"get", "events", "-A"}, `
+NAMESPACE   LAST SEEN   TYPE     REASON              OBJECT           MESSAGE
+default     2m          Normal   ScalingReplicaSet   deployment/web   Scaled up replica set web-5d4f to 3
+            60s         Normal   NodeReady           node/vm          Node vm status is now: NodeReady
+`},
+		{[]string{"events", "--for", "deployment/web"}, `
+LAST SEEN   TYPE     REASON              OBJECT           MESSAGE
+2m          Normal   ScalingReplicaSet   deployment/web   Scaled up replica set web-5d4f to 3
+`},
+		{[]string{"events", "-A", "--for", "web"}, "No events found.\n"}, // a bare name is a pod's
+	} {
+		out, err := runBerth(t, append(flags, tc.args...)...)
+		if err != nil || out != strings.TrimPrefix(tc.want, "\n") {
+			t.Errorf("berth %v: %v\n%s\nwant\n%s", tc.args, err, out, strings.TrimPrefix(tc.want, "\n"))
+		}
+	}
+	if _, err := runBerth(t, append(flags, "get", "events", "-o", "json")...); err == nil {
+		t.Errorf("get events -o json: no error; want a refusal (only the table)")
+	}
+}

@@ -23,6 +23,9 @@ type fakeAgent struct {
 	noWorkloads
 	details   []agentapi.PodDetail
 	ephemeral [][]v1.EphemeralContainer
+	// objectEvents are events of objects other than pods (workloads, the
+	// node), listed after the pods'.
+	objectEvents []agentapi.PodEvent
 }
 
 func (f *fakeAgent) UpdateEphemeralContainers(_ context.Context, namespace, name string, list []v1.EphemeralContainer) (v1.Pod, error) {
@@ -103,6 +106,11 @@ func (f *fakeAgent) ListEvents(namespace string) agentapi.EventList {
 			for _, e := range d.Events {
 				list.Items = append(list.Items, agentapi.PodEvent{Namespace: d.Pod.Namespace, Pod: d.Pod.Name, PodUID: string(d.Pod.UID), Event: e})
 			}
+		}
+	}
+	for _, e := range f.objectEvents {
+		if namespace == "" || e.Namespace == namespace {
+			list.Items = append(list.Items, e)
 		}
 	}
 	return list

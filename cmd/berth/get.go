@@ -30,7 +30,7 @@ type getOptions struct {
 func newGetCommand(opts *globalOptions) *cobra.Command {
 	var o getOptions
 	cmd := &cobra.Command{
-		Use:   "get (pods|deployments|replicasets|statefulsets|daemonsets|jobs|cronjobs|pvc|services|endpointslices) [NAME...] | get nodes [NAME]",
+		Use:   "get (pods|deployments|replicasets|statefulsets|daemonsets|jobs|cronjobs|pvc|services|endpointslices) [NAME...] | get nodes [NAME] | get events",
 		Short: "List the agent's pods, workloads, claims, Services, EndpointSlices or its node with their status, like kubectl get",
 		Long: `List the pods the agent runs: NAME READY STATUS RESTARTS AGE (-o wide adds IP
 and NODE); Deployments (deploy): NAME READY UP-TO-DATE AVAILABLE AGE; ReplicaSets (rs):
@@ -40,7 +40,8 @@ AGE; Jobs (job): NAME STATUS COMPLETIONS DURATION AGE; CronJobs (cj): NAME SCHED
 SUSPEND ACTIVE LAST SCHEDULE AGE; PersistentVolumeClaims (pvc): NAME STATUS VOLUME CAPACITY
 ACCESS MODES STORAGECLASS VOLUMEATTRIBUTESCLASS AGE; Services (svc): NAME TYPE CLUSTER-IP
 EXTERNAL-IP PORT(S) AGE (-o wide adds SELECTOR); EndpointSlices: NAME ADDRESSTYPE PORTS
-ENDPOINTS AGE; the node: NAME STATUS ROLES AGE VERSION (--show-labels adds LABELS). -o json and
+ENDPOINTS AGE; the node: NAME STATUS ROLES AGE VERSION (--show-labels adds LABELS); events
+(ev): as berth events, LAST SEEN TYPE REASON OBJECT MESSAGE. -o json and
 -o yaml print the objects with their full status.`,
 		Args:              cobra.MinimumNArgs(1),
 		ValidArgsFunction: completePodNames(opts, "pods", 0),
@@ -48,9 +49,12 @@ ENDPOINTS AGE; the node: NAME STATUS ROLES AGE VERSION (--show-labels adds LABEL
 			if isNodesResource(args[0]) {
 				return getNodes(cmd, opts, o.output, o.showLabels, args[1:])
 			}
+			if isEventsResource(args[0]) {
+				return getEvents(cmd, opts, o, args[1:])
+			}
 			resource, isWorkload := workloadResource(args[0])
 			if !isPodsResource(args[0]) && !isWorkload {
-				return fmt.Errorf("resource %q: berth knows pods, deployments (deploy), replicasets (rs), statefulsets (sts), daemonsets (ds), jobs, cronjobs (cj), persistentvolumeclaims (pvc), services (svc), endpointslices and nodes", args[0])
+				return fmt.Errorf("resource %q: berth knows pods, deployments (deploy), replicasets (rs), statefulsets (sts), daemonsets (ds), jobs, cronjobs (cj), persistentvolumeclaims (pvc), services (svc), endpointslices, nodes and events", args[0])
 			}
 			client, err := connectAgent(cmd, opts)
 			if err != nil {
@@ -220,4 +224,22 @@ func orNone(s string) string {
 		return "<none>"
 	}
 	return s
+}
+
+// isEventsResource reports whether a get argument names events.
+func isEventsResource(s string) bool { return s == "events" || s == "event" || s == "ev" }
+
+// getEvents is `berth get events`: the table of `berth events`.
+func getEvents(cmd *cobra.Command, opts *globalOptions, o getOptions, names []string) error {
+	if len(names) > 0 {
+		return fmt.Errorf("berth get events: names are not taken; use 'berth events --for KIND/NAME'")
+	}
+	if o.output != "" {
+		return fmt.Errorf("berth get events: -o %s: only the table is printed", o.output)
+	}
+	client, err := connectAgent(cmd, opts)
+	if err != nil {
+		return err
+	}
+	return runEvents(cmd, client, eventsOptions{namespace: o.namespace, allNamespaces: o.allNamespaces})
 }

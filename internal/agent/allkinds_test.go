@@ -191,6 +191,15 @@ func TestEveryKindSurvivesARestartAndDeletesClean(t *testing.T) {
 		return running == 6
 	})
 	before := first.inventory(t)
+	kinds := map[string]bool{}
+	for _, e := range first.ListEvents("").Items {
+		kinds[e.Kind] = true
+	}
+	for _, want := range []string{"", "Deployment", "ReplicaSet", "StatefulSet", "DaemonSet", "Job", "Node"} {
+		if !kinds[want] {
+			t.Errorf("no event of kind %q listed (kinds seen: %v); want the events of every object, as kubectl get events", want, kinds)
+		}
+	}
 	for _, want := range []string{"Pod solo ", "PersistentVolumeClaim scratch ", "PersistentVolumeClaim data-sts-0 ", "Service solo ",
 		"Deployment dep ", "ReplicaSet dep-", "ReplicaSet rs ", "StatefulSet sts ", "DaemonSet ds ", "Job job ", "CronJob cron "} {
 		if !slices.ContainsFunc(before, func(s string) bool { return strings.HasPrefix(s, want) }) {

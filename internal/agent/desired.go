@@ -16,6 +16,7 @@ import (
 	"github.com/berth-dev/berth/internal/agent/eviction"
 	"github.com/berth-dev/berth/internal/agent/manifest"
 	"github.com/berth-dev/berth/internal/agent/podspec"
+	"github.com/berth-dev/berth/internal/agent/workloadstore"
 	"github.com/berth-dev/berth/internal/errdefs"
 )
 
@@ -319,8 +320,9 @@ func (a *Agent) ListPods(namespace string) v1.PodList {
 	return list
 }
 
-// ListEvents returns the events of every pod of a namespace (every
-// namespace when empty), the oldest last occurrence first.
+// ListEvents returns the events of every pod, workload and Service of a
+// namespace (every namespace when empty, with the node's), the oldest
+// last occurrence first, as kubectl get events lists them.
 func (a *Agent) ListEvents(namespace string) agentapi.EventList {
 	list := agentapi.EventList{Items: []agentapi.PodEvent{}}
 	for _, w := range a.workerList() {
@@ -332,6 +334,7 @@ func (a *Agent) ListEvents(namespace string) agentapi.EventList {
 			list.Items = append(list.Items, agentapi.PodEvent{Namespace: pod.Namespace, Pod: pod.Name, PodUID: string(pod.UID), Event: e})
 		}
 	}
+	list.Items = append(list.Items, a.objectEvents(namespace)...)
 	sort.SliceStable(list.Items, func(i, j int) bool { return list.Items[i].LastTime.Before(list.Items[j].LastTime) })
 	return list
 }
@@ -380,4 +383,30 @@ func sortedKeys[V any](m map[string]V) []string {
 	}
 	sort.Strings(keys)
 	return keys
+}
+
+// objectEvents are the events of the workloads and Services of namespace
+// (every namespace when empty, with the node's).
+func (a *Agent) objectEvents(namespace string) []agentapi.PodEvent {
+	var out []agentapi.PodEvent
+	add := func(kind string, m *metav1.ObjectMeta, events *eventLog) {
+		if events == nil || (namespace != "" && m.Namespace != namespace) {
+			return
+		}
+		for _, e := range events.list() {
+			out = append(out, agentapi.PodEvent{Namespace: m.Namespace, Kind: kind, Pod: m.Name, PodUID: string(m.UID), Event: e})
+		}
+	}
+	a.mu.Lock()
+	for _, o := range a.sortedWorkloadsLocked() {
+		add(o.kind(), o.meta(), o.events)
+	}
+	for _, o := range a.services {
+		add(workloadstore.KindService, &o.svc.ObjectMeta, o.events)
+	}
+	a.mu.Unlock()
+	if namespace == "" {
+		add("Node", &metav1.ObjectMeta{Name: a.cfg.NodeName}, a.pressure.events)
+	}
+	return out
 }

@@ -142,9 +142,12 @@ type Event struct {
 	LastTime  time.Time `json:"lastTime"`
 }
 
-// PodEvent is an event with the pod it happened to.
+// PodEvent is an event with the object it happened to: a pod (Kind
+// empty), or, with its Kind, a workload, a Service or the node (whose
+// namespace is empty). Pod and PodUID are then the object's name and uid.
 type PodEvent struct {
 	Namespace string `json:"namespace"`
+	Kind      string `json:"kind,omitempty"`
 	Pod       string `json:"pod"`
 	PodUID    string `json:"podUID"`
 	Event
