@@ -66,7 +66,7 @@ image: ## build a busybox image from busybox-static and import it as docker.io/l
 	$(PREFIX)/bin/berth image import --root $(ROOT_DIR) $(BIN)/busybox-oci.tar
 
 test: vet ## unit (with the fuzz targets' seed corpora), integration and e2e tests (the agent on berth and on containerd), all with the race detector (the root suites skip when not root)
-	BERTH_TEST_RACE=1 $(GO) test -race -count=1 ./...
+	BERTH_TEST_RACE=1 $(GO) test -race -count=1 -timeout 40m ./...
 
 test-unit: ## unit tests only
 	$(GO) test -count=1 $$($(GO) list ./... | grep -v -e /test/integration -e /test/e2e)
@@ -75,7 +75,7 @@ test-integration: ## root integration tests against a live berth serve
 	$(GO) test -count=1 -v ./test/integration/
 
 test-e2e: ## root end-to-end tests: Pod YAML through the agent, each scenario on berth serve and on containerd (skipped without containerd)
-	$(GO) test -count=1 -v ./test/e2e/
+	$(GO) test -count=1 -timeout 40m -v ./test/e2e/
 
 # Native Go fuzz targets, package:FuzzName. `make test` runs their seed
 # corpora (f.Add and testdata/fuzz); `make fuzz` fuzzes each for FUZZTIME,
