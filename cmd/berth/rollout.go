@@ -120,9 +120,12 @@ func rolloutStatus(ctx context.Context, client *agentapi.Client, resource, names
 		}
 		var msg string
 		var done bool
-		if detail.DaemonSet != nil {
+		switch {
+		case detail.DaemonSet != nil:
 			msg, done, err = daemonSetRolloutMessage(detail.DaemonSet)
-		} else {
+		case detail.StatefulSet != nil:
+			msg, done, err = statefulSetRolloutMessage(detail.StatefulSet)
+		default:
 			msg, done, err = rolloutMessage(detail.Deployment)
 		}
 		if err != nil {

@@ -200,32 +200,7 @@ type rolloutTarget struct{ resource, namespace, name string }
 
 // rolloutStatusOf follows a Deployment's or a StatefulSet's rollout.
 func rolloutStatusOf(ctx context.Context, client *agentapi.Client, t rolloutTarget, out io.Writer) error {
-	if t.resource != agentapi.ResourceStatefulSet {
-		return rolloutStatus(ctx, client, t.resource, t.namespace, t.name, out)
-	}
-	last := ""
-	for {
-		detail, err := client.DescribeWorkload(ctx, t.resource, t.namespace, t.name)
-		if err != nil {
-			return err
-		}
-		msg, done, err := statefulSetRolloutMessage(detail.StatefulSet)
-		if err != nil {
-			return err
-		}
-		if msg != last {
-			fmt.Fprint(out, msg)
-			last = msg
-		}
-		if done {
-			return nil
-		}
-		select {
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-time.After(300 * time.Millisecond):
-		}
-	}
+	return rolloutStatus(ctx, client, t.resource, t.namespace, t.name, out)
 }
 
 // rolloutHistoryOf lists a Deployment's or a StatefulSet's revisions.
