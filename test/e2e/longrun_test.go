@@ -126,11 +126,7 @@ func TestLongRunningNode(t *testing.T) {
 		// disk before the test means to (and evict the hog early).
 		chattySeconds = 4
 	}
-	longChatty := strings.Replace(chattyPod, "$(date +%s) + 8 ))", fmt.Sprintf("$(date +%%s) + %d ))", chattySeconds), 1)
-	if longChatty == chattyPod {
-		t.Fatal("chattyPod no longer says how long it writes as this test expects")
-	}
-	n.apply("chatty.yaml", longChatty)
+	n.apply("chatty.yaml", chattyPod(chattySeconds))
 	chatty := n.waitPod("chatty", "chatty runs", running("chatty"))
 	_, followed := n.followLogs("chatty")
 	v1ref, v1id := pushApp(t, reg, "v1")
