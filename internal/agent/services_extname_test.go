@@ -7,9 +7,11 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/miekg/dns"
 	v1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/berth-dev/berth/internal/agent/agentapi"
 	"github.com/berth-dev/berth/internal/agent/criclient/criclienttest"
@@ -98,4 +100,24 @@ func (a *testAgent) service(t *testing.T, name string) v1.Service {
 		t.Fatalf("service %s: %v", name, err)
 	}
 	return *d.Service
+}
+
+// sessionAffinity ClientIP reaches the proxy's rules: its timeout, one
+// group per Service port shared by its listeners; None gives none.
+func TestProxyRulesAffinity(t *testing.T) {
+	timeout := int32(60)
+	svc := &v1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "web"}, Spec: v1.ServiceSpec{
+		Type: v1.ServiceTypeNodePort, ClusterIP: "10.96.0.1", SessionAffinity: v1.ServiceAffinityClientIP,
+		SessionAffinityConfig: &v1.SessionAffinityConfig{ClientIP: &v1.ClientIPConfig{TimeoutSeconds: &timeout}},
+		Ports:                 []v1.ServicePort{{Name: "http", Port: 80, NodePort: 30080, Protocol: v1.ProtocolTCP}},
+	}}
+	a := &Agent{}
+	rules := a.proxyRules(&serviceObj{svc: svc}, nil)
+	if len(rules) != 2 || rules[0].Affinity != time.Minute || rules[0].AffinityGroup == "" || rules[0].AffinityGroup != rules[1].AffinityGroup {
+		t.Errorf("rules %+v; want the ClusterIP and NodePort listeners with a 1m affinity in one group", rules)
+	}
+	svc.Spec.SessionAffinity, svc.Spec.SessionAffinityConfig = v1.ServiceAffinityNone, nil
+	if rules := a.proxyRules(&serviceObj{svc: svc}, nil); rules[0].Affinity != 0 {
+		t.Errorf("None: affinity %v", rules[0].Affinity)
+	}
 }
