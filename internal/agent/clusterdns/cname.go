@@ -12,12 +12,13 @@ const maxCNAMEs = 8
 // follow completes an answer that ends in a CNAME (an ExternalName
 // Service's name) with the target's records of the question's type, as
 // CoreDNS's kubernetes plugin does: a target in the zone from the table
-// (another Service's name; chains followed, loops not), any other through
-// the upstream servers, whose answer (CNAMEs and all) is added as it is;
-// with no upstream answer, or none in the zone, the CNAME alone. A
-// CNAME question is answered with the CNAME only. truncated is set when
-// the upstream answer was truncated, so that the client asks again over
-// TCP.
+// (another Service's name; chains followed), any other through the
+// upstream servers, whose answer (CNAMEs and all) is added as it is. As
+// CoreDNS, a chain that ends in the zone without records of the type (no
+// such name, no data, a loop) answers nothing at all; without an upstream
+// answer the CNAMEs stand alone. A CNAME question is answered with the
+// CNAME only. truncated is set when the upstream answer was truncated, so
+// that the client asks again over TCP.
 func (s *Server) follow(t *Table, req *dns.Msg, answer []dns.RR, network string) (_ []dns.RR, truncated bool) {
 	q := req.Question[0]
 	if q.Qtype == dns.TypeCNAME {
@@ -26,20 +27,24 @@ func (s *Server) follow(t *Table, req *dns.Msg, answer []dns.RR, network string)
 	seen := map[string]bool{strings.ToLower(q.Name): true}
 	for range maxCNAMEs {
 		cname, ok := answer[len(answer)-1].(*dns.CNAME)
-		if !ok || seen[strings.ToLower(cname.Target)] {
+		if !ok {
 			return answer, false
 		}
-		seen[strings.ToLower(cname.Target)] = true
-		if !t.InZone(cname.Target) {
-			return s.upstreamAnswer(req, cname.Target, answer, network)
+		target := strings.ToLower(cname.Target)
+		if seen[target] {
+			return nil, false
 		}
-		more, _ := t.Lookup(cname.Target, q.Qtype)
+		seen[target] = true
+		if !t.InZone(target) {
+			return s.upstreamAnswer(req, target, answer, network)
+		}
+		more, _ := t.Lookup(target, q.Qtype)
 		if len(more) == 0 {
-			return answer, false
+			return nil, false
 		}
 		answer = append(answer, more...)
 	}
-	return answer, false
+	return nil, false
 }
 
 // upstreamAnswer adds the upstream servers' answer for target.

@@ -60,6 +60,9 @@ func (s *Server) answer(req *dns.Msg, network string) *dns.Msg {
 	resp.SetReply(req)
 	resp.Authoritative = true
 	answer, exists := t.Lookup(q.Name, q.Qtype)
+	if len(answer) > 0 {
+		answer, resp.Truncated = s.follow(t, req, answer, network)
+	}
 	switch {
 	case !exists:
 		resp.Rcode = dns.RcodeNameError
@@ -67,7 +70,7 @@ func (s *Server) answer(req *dns.Msg, network string) *dns.Msg {
 	case len(answer) == 0:
 		resp.Ns = []dns.RR{t.SOA()}
 	default:
-		resp.Answer, resp.Truncated = s.follow(t, req, answer, network)
+		resp.Answer = answer
 	}
 	return truncateFor(req, resp, network)
 }
