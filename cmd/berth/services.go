@@ -94,7 +94,7 @@ func writeServiceTable(w io.Writer, list agentapi.WorkloadList, resource string,
 	}
 	for i := range list.Services {
 		s := &list.Services[i]
-		line := fmt.Sprintf("%s\t%s\t%s\t%s\t%s", s.Spec.Type, s.Spec.ClusterIP, externalIPs(s), servicePorts(s), age(s.CreationTimestamp.Time, now))
+		line := fmt.Sprintf("%s\t%s\t%s\t%s\t%s", s.Spec.Type, orNone(s.Spec.ClusterIP), externalIPs(s), servicePorts(s), age(s.CreationTimestamp.Time, now))
 		if wide {
 			line += "\t" + orNone(labels.Set(s.Spec.Selector).String())
 		}
@@ -108,8 +108,12 @@ func writeServiceTable(w io.Writer, list agentapi.WorkloadList, resource string,
 }
 
 // externalIPs is the EXTERNAL-IP column: the load balancer's ingress
-// (<pending> until it has one) and spec.externalIPs.
+// (<pending> until it has one) and spec.externalIPs; an ExternalName
+// Service's externalName.
 func externalIPs(s *v1.Service) string {
+	if s.Spec.Type == v1.ServiceTypeExternalName {
+		return s.Spec.ExternalName
+	}
 	ips := append([]string(nil), s.Spec.ExternalIPs...)
 	if s.Spec.Type == v1.ServiceTypeLoadBalancer {
 		for _, in := range s.Status.LoadBalancer.Ingress {
@@ -175,7 +179,15 @@ func describeService(d describer, detail agentapi.WorkloadDetail) {
 	d.line(0, "Annotations", "%s", orNone(joinMap(s.Annotations, "\n\t")))
 	d.line(0, "Selector", "%s", orNone(labels.Set(s.Spec.Selector).String()))
 	d.line(0, "Type", "%s", s.Spec.Type)
-	d.line(0, "IP", "%s", s.Spec.ClusterIP)
+	if s.Spec.ClusterIP != "" {
+		d.line(0, "IP", "%s", s.Spec.ClusterIP)
+	}
+	if len(s.Spec.ExternalIPs) > 0 {
+		d.line(0, "External IPs", "%s", strings.Join(s.Spec.ExternalIPs, ","))
+	}
+	if s.Spec.ExternalName != "" {
+		d.line(0, "External Name", "%s", s.Spec.ExternalName)
+	}
 	if s.Spec.Type == v1.ServiceTypeLoadBalancer {
 		d.line(0, "LoadBalancer Ingress", "%s", externalIPs(s))
 	}

@@ -27,15 +27,17 @@ func TestServiceTablesHaveKubectlColumns(t *testing.T) {
 		web,
 		{ObjectMeta: meta("np"), Spec: v1.ServiceSpec{Type: v1.ServiceTypeNodePort, ClusterIP: "10.96.0.2", Ports: []v1.ServicePort{{Port: 80, NodePort: 30080, Protocol: v1.ProtocolTCP}}}},
 		{ObjectMeta: meta("lb"), Spec: v1.ServiceSpec{Type: v1.ServiceTypeLoadBalancer, ClusterIP: "10.96.0.3", Ports: []v1.ServicePort{{Port: 53, NodePort: 30053, Protocol: v1.ProtocolUDP}}}},
+		{ObjectMeta: meta("db"), Spec: v1.ServiceSpec{Type: v1.ServiceTypeExternalName, ExternalName: "db.example.com"}},
 	}}
 	var out bytes.Buffer
 	if err := writeWorkloadTable(&out, list, agentapi.ResourceService, false, true, now); err != nil {
 		t.Fatal(err)
 	}
-	want := "NAME   TYPE           CLUSTER-IP   EXTERNAL-IP   PORT(S)        AGE   SELECTOR\n" +
-		"web    ClusterIP      10.96.0.1    <none>        80/TCP         90s   app=web\n" +
-		"np     NodePort       10.96.0.2    <none>        80:30080/TCP   90s   <none>\n" +
-		"lb     LoadBalancer   10.96.0.3    <pending>     53:30053/UDP   90s   <none>\n"
+	want := "NAME   TYPE           CLUSTER-IP   EXTERNAL-IP      PORT(S)        AGE   SELECTOR\n" +
+		"web    ClusterIP      10.96.0.1    <none>           80/TCP         90s   app=web\n" +
+		"np     NodePort       10.96.0.2    <none>           80:30080/TCP   90s   <none>\n" +
+		"lb     LoadBalancer   10.96.0.3    <pending>        53:30053/UDP   90s   <none>\n" +
+		"db     ExternalName   <none>       db.example.com   <none>         90s   <none>\n"
 	if out.String() != want {
 		t.Errorf("services:\n%s\nwant\n%s", out.String(), want)
 	}
@@ -61,6 +63,19 @@ func TestServiceTablesHaveKubectlColumns(t *testing.T) {
 		if !strings.Contains(d.String(), line) {
 			t.Errorf("describe svc: no %q in\n%s", line, d.String())
 		}
+	}
+}
+
+// describe of an ExternalName Service: External Name, no IP.
+func TestDescribeExternalName(t *testing.T) {
+	svc := &v1.Service{ObjectMeta: metav1.ObjectMeta{Name: "db", Namespace: "default"},
+		Spec: v1.ServiceSpec{Type: v1.ServiceTypeExternalName, ExternalName: "db.example.com", SessionAffinity: v1.ServiceAffinityNone}}
+	var d bytes.Buffer
+	if err := describeWorkload(&d, agentapi.WorkloadDetail{Service: svc}, time.Now()); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(d.String(), "External Name:     db.example.com\n") || strings.Contains(d.String(), "\nIP:") {
+		t.Errorf("describe svc db:\n%s", d.String())
 	}
 }
 

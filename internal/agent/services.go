@@ -3,7 +3,9 @@ package agent
 import (
 	"fmt"
 	"net/netip"
+	"slices"
 	"sort"
+	"strings"
 
 	v1 "k8s.io/api/core/v1"
 	apiequality "k8s.io/apimachinery/pkg/api/equality"
@@ -118,6 +120,10 @@ func (a *Agent) applyServiceLocked(in *v1.Service, source string) (agentapi.Appl
 	if cur != nil {
 		o.events, o.endpoints = cur.events, cur.endpoints
 	}
+	if len(in.Spec.ExternalIPs) > 0 && (cur == nil || !slices.Equal(in.Spec.ExternalIPs, cur.svc.Spec.ExternalIPs)) {
+		o.events.record(agentapi.EventWarning, "ExternalIPsNotServed", "",
+			"spec.externalIPs "+strings.Join(in.Spec.ExternalIPs, ",")+" are not served: berth's proxy listens on the ClusterIP, nodePorts and LoadBalancer ports only")
+	}
 	if err := a.workloadStore.Save(o.record()); err != nil {
 		return result, err
 	}
@@ -131,9 +137,11 @@ func serviceInvalid(source string, s *v1.Service, err *field.Error) error {
 }
 
 // keepAllocations carries the current ClusterIP and nodePorts over to an
-// update that does not give them.
+// update that does not give them. As the API server, a change to or from
+// ExternalName releases or allocates the ClusterIP instead.
 func keepAllocations(in, cur *v1.Service) *field.Error {
 	switch {
+	case in.Spec.Type == v1.ServiceTypeExternalName || cur.Spec.Type == v1.ServiceTypeExternalName:
 	case in.Spec.ClusterIP == "":
 		in.Spec.ClusterIP, in.Spec.ClusterIPs = cur.Spec.ClusterIP, cur.Spec.ClusterIPs
 	case in.Spec.ClusterIP != cur.Spec.ClusterIP:
@@ -150,18 +158,21 @@ func keepAllocations(in, cur *v1.Service) *field.Error {
 	return nil
 }
 
-// allocateLocked gives s its ClusterIP (unless headless) and, for a
-// NodePort or LoadBalancer Service, the nodePorts it lacks; other types
-// have none.
+// allocateLocked gives s its ClusterIP (unless headless or ExternalName)
+// and, for a NodePort or LoadBalancer Service, the nodePorts it lacks;
+// other types have none.
 func (a *Agent) allocateLocked(s *v1.Service) *field.Error {
 	ips, ports := a.allocatedLocked(s.Namespace + "/" + s.Name)
-	if s.Spec.ClusterIP != v1.ClusterIPNone {
+	switch {
+	case s.Spec.Type == v1.ServiceTypeExternalName:
+		s.Spec.ClusterIP, s.Spec.ClusterIPs = "", nil
+	case s.Spec.ClusterIP != v1.ClusterIPNone:
 		ip, err := a.cfg.Services.Range.AllocateClusterIP(s.Spec.ClusterIP, ips)
 		if err != nil {
 			return field.Invalid(field.NewPath("spec", "clusterIP"), s.Spec.ClusterIP, err.Error())
 		}
 		s.Spec.ClusterIP, s.Spec.ClusterIPs = ip.String(), []string{ip.String()}
-	} else {
+	default:
 		s.Spec.ClusterIPs = []string{v1.ClusterIPNone}
 	}
 	nodePorts := s.Spec.Type == v1.ServiceTypeNodePort || s.Spec.Type == v1.ServiceTypeLoadBalancer

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net/netip"
 	"strings"
+	"time"
 
 	v1 "k8s.io/api/core/v1"
 
@@ -72,6 +73,9 @@ func (a *Agent) syncServicesLocked() {
 // dnsService is what the DNS server answers for a Service.
 func dnsService(o *serviceObj, ready []workload.Endpoint) clusterdns.Service {
 	s := clusterdns.Service{Namespace: o.svc.Namespace, Name: o.svc.Name, ClusterIP: o.clusterIP()}
+	if o.svc.Spec.Type == v1.ServiceTypeExternalName {
+		s.ExternalName = o.svc.Spec.ExternalName
+	}
 	for _, p := range o.svc.Spec.Ports {
 		s.Ports = append(s.Ports, clusterdns.Port{Name: p.Name, Protocol: string(p.Protocol), Port: p.Port})
 	}
@@ -110,7 +114,8 @@ func (a *Agent) proxyRules(o *serviceObj, ready []workload.Endpoint) []svcproxy.
 		}
 		rule := func(listen netip.AddrPort, what string) {
 			rules = append(rules, svcproxy.Rule{Name: fmt.Sprintf("%s %s %d (%s)", o.key(), p.Protocol, p.Port, what),
-				Protocol: string(p.Protocol), Listen: listen, Backends: backends})
+				Protocol: string(p.Protocol), Listen: listen, Backends: backends,
+				Affinity: affinity(o.svc), AffinityGroup: fmt.Sprintf("%s %s %d", o.key(), p.Protocol, p.Port)})
 		}
 		if ip := o.clusterIP(); ip.IsValid() {
 			rule(netip.AddrPortFrom(ip, uint16(p.Port)), "ClusterIP")
@@ -123,6 +128,16 @@ func (a *Agent) proxyRules(o *serviceObj, ready []workload.Endpoint) []svcproxy.
 		}
 	}
 	return rules
+}
+
+// affinity is how long a ClientIP session affinity keeps a client on its
+// endpoint; 0 for none.
+func affinity(s *v1.Service) time.Duration {
+	c := s.Spec.SessionAffinityConfig
+	if s.Spec.SessionAffinity != v1.ServiceAffinityClientIP || c == nil || c.ClientIP == nil || c.ClientIP.TimeoutSeconds == nil {
+		return 0
+	}
+	return time.Duration(*c.ClientIP.TimeoutSeconds) * time.Second
 }
 
 // setLoadBalancerStatus gives a LoadBalancer Service the node's address

@@ -9,7 +9,10 @@
 // hostname and subdomain, a StatefulSet pod) also has
 // <hostname>.<svc>.<ns>.svc.<zone>; named ports have SRV records
 // _<port>._<proto>.<svc>.<ns>.svc.<zone>; endpoint addresses have PTR
-// records; every pod address has <a-b-c-d>.<ns>.pod.<zone>.
+// records; every pod address has <a-b-c-d>.<ns>.pod.<zone>. An
+// ExternalName Service's name is a CNAME to its externalName; the server
+// follows it as CoreDNS's kubernetes plugin does (cname.go): a target in
+// the zone from the table, any other through the upstream servers.
 //
 // The records are built into an immutable Table (table.go) that the server
 // swaps atomically on each Update, so a query never sees half an update.

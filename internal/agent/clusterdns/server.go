@@ -60,6 +60,9 @@ func (s *Server) answer(req *dns.Msg, network string) *dns.Msg {
 	resp.SetReply(req)
 	resp.Authoritative = true
 	answer, exists := t.Lookup(q.Name, q.Qtype)
+	if len(answer) > 0 {
+		answer, resp.Truncated = s.follow(t, req, answer, network)
+	}
 	switch {
 	case !exists:
 		resp.Rcode = dns.RcodeNameError
@@ -77,6 +80,15 @@ func (s *Server) forward(req *dns.Msg, network string) *dns.Msg {
 	if len(s.upstream) == 0 {
 		return new(dns.Msg).SetRcode(req, dns.RcodeRefused)
 	}
+	if resp := s.exchange(req, network); resp != nil {
+		return resp
+	}
+	return new(dns.Msg).SetRcode(req, dns.RcodeServerFailure)
+}
+
+// exchange returns the first upstream server's answer to req; nil when
+// none answers.
+func (s *Server) exchange(req *dns.Msg, network string) *dns.Msg {
 	c := &dns.Client{Net: network, Timeout: s.timeout}
 	for _, up := range s.upstream {
 		resp, _, err := c.Exchange(req, up)
@@ -85,7 +97,7 @@ func (s *Server) forward(req *dns.Msg, network string) *dns.Msg {
 		}
 		s.log.Debug("dns: upstream did not answer", "upstream", up, "question", req.Question[0].String(), "error", err)
 	}
-	return new(dns.Msg).SetRcode(req, dns.RcodeServerFailure)
+	return nil
 }
 
 // truncateFor fits a UDP answer into the client's buffer (512 bytes, or

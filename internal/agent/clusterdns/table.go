@@ -36,6 +36,9 @@ type Service struct {
 	// resolves to it alone (the proxy behind it spreads connections over
 	// the endpoints); invalid for a headless Service.
 	ClusterIP netip.Addr
+	// ExternalName, when set, makes the Service's name a CNAME to it
+	// (an ExternalName Service: no address, ports or endpoints of its own).
+	ExternalName string
 }
 
 // Pod is a pod address, for <a-b-c-d>.<ns>.pod.<zone>.
@@ -109,6 +112,10 @@ func (t *Table) add(rr dns.RR) {
 // answers with no data rather than NXDOMAIN.
 func (t *Table) addService(s Service) {
 	svc := s.Name + "." + s.Namespace + ".svc." + t.zone
+	if s.ExternalName != "" {
+		t.addExternalName(svc, s.ExternalName)
+		return
+	}
 	t.ensure(svc)
 	if s.ClusterIP.IsValid() {
 		t.addClusterIP(svc, s)
@@ -149,6 +156,17 @@ func (t *Table) addClusterIP(svc string, s Service) {
 		name := fmt.Sprintf("_%s._%s.%s", p.Name, strings.ToLower(p.Protocol), svc)
 		t.add(&dns.SRV{Hdr: t.hdr(name, dns.TypeSRV), Priority: 0, Weight: 100, Port: uint16(p.Port), Target: strings.ToLower(svc)})
 	}
+}
+
+// addExternalName makes an ExternalName Service's name a CNAME to its
+// externalName, made fully qualified. As CoreDNS's kubernetes plugin, an
+// externalName that is an IP address gives no record: the name does not
+// exist.
+func (t *Table) addExternalName(svc, target string) {
+	if _, err := netip.ParseAddr(strings.TrimSuffix(target, ".")); err == nil {
+		return
+	}
+	t.add(&dns.CNAME{Hdr: t.hdr(svc, dns.TypeCNAME), Target: dns.Fqdn(strings.ToLower(target))})
 }
 
 // ensure makes name exist with no records of its own.
@@ -206,13 +224,13 @@ func (t *Table) InZone(name string) bool {
 	return ok
 }
 
-// Lookup answers a question: the records of that type (CNAME-free, so no
-// chasing), whether the name exists at all, and the SOA for negative
-// answers.
+// Lookup answers a question: the records of that type, or the name's
+// CNAME (an ExternalName Service's; the caller follows it), and whether
+// the name exists at all.
 func (t *Table) Lookup(name string, qtype uint16) (answer []dns.RR, exists bool) {
 	rrs, ok := t.names[strings.ToLower(name)]
 	for _, rr := range rrs {
-		if qtype == dns.TypeANY || rr.Header().Rrtype == qtype {
+		if typ := rr.Header().Rrtype; qtype == dns.TypeANY || typ == qtype || typ == dns.TypeCNAME {
 			answer = append(answer, dns.Copy(rr))
 		}
 	}

@@ -2,7 +2,9 @@ package manifest
 
 import (
 	"fmt"
+	"net"
 	"net/netip"
+	"strings"
 
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -25,6 +27,9 @@ const (
 	NodePortMax = 32767
 )
 
+// MaxClientIPAffinitySeconds is the longest sessionAffinityConfig.clientIP.timeoutSeconds.
+const MaxClientIPAffinitySeconds = 86400
+
 // setServiceDefaults defaults a Service as the API server does: type
 // ClusterIP, sessionAffinity None, each port's protocol TCP and targetPort
 // its port, internalTrafficPolicy Cluster, externalTrafficPolicy Cluster
@@ -36,9 +41,7 @@ func setServiceDefaults(s *v1.Service) {
 	if s.Spec.Type == "" {
 		s.Spec.Type = v1.ServiceTypeClusterIP
 	}
-	if s.Spec.SessionAffinity == "" {
-		s.Spec.SessionAffinity = v1.ServiceAffinityNone
-	}
+	setSessionAffinityDefaults(&s.Spec)
 	for i := range s.Spec.Ports {
 		p := &s.Spec.Ports[i]
 		if p.Protocol == "" {
@@ -55,6 +58,20 @@ func setServiceDefaults(s *v1.Service) {
 		s.Spec.ExternalTrafficPolicy = v1.ServiceExternalTrafficPolicyCluster
 	}
 	s.Status = v1.ServiceStatus{}
+}
+
+// setSessionAffinityDefaults defaults sessionAffinity to None (with no
+// config) and a ClientIP affinity's timeoutSeconds to 10800, as the API
+// server does.
+func setSessionAffinityDefaults(spec *v1.ServiceSpec) {
+	switch spec.SessionAffinity {
+	case "", v1.ServiceAffinityNone:
+		spec.SessionAffinity, spec.SessionAffinityConfig = v1.ServiceAffinityNone, nil
+	case v1.ServiceAffinityClientIP:
+		if c := spec.SessionAffinityConfig; c == nil || c.ClientIP == nil || c.ClientIP.TimeoutSeconds == nil {
+			spec.SessionAffinityConfig = &v1.SessionAffinityConfig{ClientIP: &v1.ClientIPConfig{TimeoutSeconds: ptrTo(v1.DefaultClientIPServiceAffinitySeconds)}}
+		}
+	}
 }
 
 // serviceProblems validates the Services as the API server does: the
@@ -74,6 +91,8 @@ func (b *Bundle) serviceProblems() []Problem {
 	return problems
 }
 
+var serviceTypes = []string{"ClusterIP", "ExternalName", "LoadBalancer", "NodePort"}
+
 func validateServiceSpec(spec *v1.ServiceSpec, path *field.Path) field.ErrorList {
 	var errs field.ErrorList
 	headless := spec.ClusterIP == v1.ClusterIPNone
@@ -84,23 +103,90 @@ func validateServiceSpec(spec *v1.ServiceSpec, path *field.Path) field.ErrorList
 			errs = append(errs, field.Invalid(path.Child("clusterIP"), spec.ClusterIP, "may not be set to 'None' for "+string(spec.Type)+" services"))
 		}
 	case v1.ServiceTypeExternalName:
-		errs = append(errs, field.NotSupported(path.Child("type"), spec.Type, []string{"ClusterIP", "NodePort", "LoadBalancer"}))
+		errs = append(errs, validateExternalName(spec, path)...)
 	default:
-		errs = append(errs, field.NotSupported(path.Child("type"), spec.Type, []string{"ClusterIP", "NodePort", "LoadBalancer"}))
+		errs = append(errs, field.NotSupported(path.Child("type"), spec.Type, serviceTypes))
 	}
 	if spec.ClusterIP != "" && !headless {
 		if _, err := netip.ParseAddr(spec.ClusterIP); err != nil {
 			errs = append(errs, field.Invalid(path.Child("clusterIP"), spec.ClusterIP, "must be a valid IP address or 'None'"))
 		}
 	}
-	if len(spec.Ports) == 0 && !headless {
+	if len(spec.Ports) == 0 && !headless && spec.Type != v1.ServiceTypeExternalName {
 		errs = append(errs, field.Required(path.Child("ports"), ""))
 	}
 	errs = append(errs, validateLabelMap(spec.Selector, path.Child("selector"))...)
-	if spec.SessionAffinity != v1.ServiceAffinityNone && spec.SessionAffinity != v1.ServiceAffinityClientIP {
-		errs = append(errs, field.NotSupported(path.Child("sessionAffinity"), spec.SessionAffinity, []string{"None", "ClientIP"}))
-	}
+	errs = append(errs, validateSessionAffinity(spec, path)...)
+	errs = append(errs, validateExternalIPs(spec.ExternalIPs, path.Child("externalIPs"))...)
 	return append(errs, validateServicePorts(spec, path.Child("ports"))...)
+}
+
+// validateExternalName checks an ExternalName Service as the API server
+// does: no cluster IPs (not even None) nor IP families, and externalName
+// a lowercase DNS-1123 subdomain (a trailing dot allowed).
+func validateExternalName(spec *v1.ServiceSpec, path *field.Path) field.ErrorList {
+	var errs field.ErrorList
+	const notSet = "may not be set for ExternalName services"
+	if spec.ClusterIP != "" || len(spec.ClusterIPs) > 0 {
+		errs = append(errs, field.Forbidden(path.Child("clusterIPs"), notSet))
+	}
+	if len(spec.IPFamilies) > 0 {
+		errs = append(errs, field.Forbidden(path.Child("ipFamilies"), notSet))
+	}
+	if spec.IPFamilyPolicy != nil {
+		errs = append(errs, field.Forbidden(path.Child("ipFamilyPolicy"), notSet))
+	}
+	cname := strings.TrimSuffix(spec.ExternalName, ".")
+	if cname == "" {
+		return append(errs, field.Required(path.Child("externalName"), ""))
+	}
+	return append(errs, invalidEach(path.Child("externalName"), cname, validation.IsDNS1123Subdomain(cname))...)
+}
+
+// validateSessionAffinity: None or ClientIP, a ClientIP affinity's
+// timeout 1-86400 seconds (defaulting gave it one).
+func validateSessionAffinity(spec *v1.ServiceSpec, path *field.Path) field.ErrorList {
+	switch spec.SessionAffinity {
+	case v1.ServiceAffinityNone:
+		if spec.SessionAffinityConfig != nil {
+			return field.ErrorList{field.Forbidden(path.Child("sessionAffinityConfig"), "must not be set when session affinity is None")}
+		}
+	case v1.ServiceAffinityClientIP:
+		t := spec.SessionAffinityConfig.ClientIP.TimeoutSeconds
+		if *t <= 0 || *t > MaxClientIPAffinitySeconds {
+			return field.ErrorList{field.Invalid(path.Child("sessionAffinityConfig", "clientIP", "timeoutSeconds"), *t,
+				fmt.Sprintf("must be greater than 0 and less than %d", MaxClientIPAffinitySeconds))}
+		}
+	default:
+		return field.ErrorList{field.NotSupported(path.Child("sessionAffinity"), spec.SessionAffinity, []string{"ClientIP", "None"})}
+	}
+	return nil
+}
+
+// validateExternalIPs checks externalIPs as the API server does (an IP
+// address, not unspecified, loopback or link-local). The agent accepts
+// them but does not serve them (a Warning event on the Service says so).
+func validateExternalIPs(ips []string, path *field.Path) field.ErrorList {
+	var errs field.ErrorList
+	for i, s := range ips {
+		p := path.Index(i)
+		if e := validation.IsValidIPForLegacyField(p, s, false, nil); len(e) > 0 {
+			errs = append(errs, e...)
+			continue
+		}
+		ip := net.ParseIP(s)
+		switch {
+		case ip.IsUnspecified():
+			errs = append(errs, field.Invalid(p, s, fmt.Sprintf("may not be unspecified (%v)", s)))
+		case ip.IsLoopback():
+			errs = append(errs, field.Invalid(p, s, "may not be in the loopback range (127.0.0.0/8, ::1/128)"))
+		case ip.IsLinkLocalUnicast():
+			errs = append(errs, field.Invalid(p, s, "may not be in the link-local range (169.254.0.0/16, fe80::/10)"))
+		case ip.IsLinkLocalMulticast():
+			errs = append(errs, field.Invalid(p, s, "may not be in the link-local multicast range (224.0.0.0/24, ff02::/10)"))
+		}
+	}
+	return errs
 }
 
 func validateServicePorts(spec *v1.ServiceSpec, path *field.Path) field.ErrorList {

@@ -43,6 +43,29 @@ func TestDecodeServiceDefaults(t *testing.T) {
 	}
 }
 
+// sessionAffinity defaults as the API server's: None without a config,
+// ClientIP with a 10800 s timeout unless one is given.
+func TestDecodeServiceAffinityDefaults(t *testing.T) {
+	for _, tc := range []struct {
+		spec string
+		want int32 // 0: no config
+	}{
+		{"  sessionAffinity: None\n  sessionAffinityConfig: {clientIP: {timeoutSeconds: 60}}\n", 0},
+		{"  sessionAffinity: ClientIP\n", 10800},
+		{"  sessionAffinity: ClientIP\n  sessionAffinityConfig: {clientIP: {}}\n", 10800},
+		{"  sessionAffinity: ClientIP\n  sessionAffinityConfig: {clientIP: {timeoutSeconds: 60}}\n", 60},
+	} {
+		s := decodeString(t, strings.Replace(serviceYAML, "spec:\n", "spec:\n"+tc.spec, 1), "svc.yaml").Services[0]
+		c := s.Spec.SessionAffinityConfig
+		switch {
+		case tc.want == 0 && c != nil:
+			t.Errorf("%q: config %+v; want none", tc.spec, c)
+		case tc.want != 0 && (c == nil || c.ClientIP == nil || c.ClientIP.TimeoutSeconds == nil || *c.ClientIP.TimeoutSeconds != tc.want):
+			t.Errorf("%q: config %+v; want timeoutSeconds %d", tc.spec, c, tc.want)
+		}
+	}
+}
+
 func TestValidateService(t *testing.T) {
 	cases := []struct{ name, from, to, want string }{
 		{"name is a DNS-1035 label", "name: web", "name: 1web", `metadata.name: Invalid value: "1web"`},
@@ -56,7 +79,23 @@ func TestValidateService(t *testing.T) {
 		{"NodePort allocates", "spec:\n", "spec:\n  type: NodePort\n", ""},
 		{"nodePort out of range", "port: 81", "port: 81\n    nodePort: 29999", "spec.ports[1].nodePort: Invalid value: 29999: provided port is not in the valid range"},
 		{"type", "spec:\n", "spec:\n  type: Magic\n", `spec.type: Unsupported value: "Magic"`},
-		{"externalName", "spec:\n", "spec:\n  type: ExternalName\n", `spec.type: Unsupported value: "ExternalName"`},
+		{"externalName required", "spec:\n", "spec:\n  type: ExternalName\n", "spec.externalName: Required value"},
+		{"externalName", "spec:\n", "spec:\n  type: ExternalName\n  externalName: db.example.com.\n", ""},
+		{"externalName without ports", "spec:\n  selector: {app: web}\n  ports:\n  - name: http\n    port: 80\n    targetPort: http\n  - name: raw\n    port: 81\n",
+			"spec:\n  type: ExternalName\n  externalName: web.default.svc.cluster.local\n", ""},
+		{"externalName lowercase", "spec:\n", "spec:\n  type: ExternalName\n  externalName: DB.example.com\n", `spec.externalName: Invalid value: "DB.example.com": a lowercase RFC 1123 subdomain`},
+		{"externalName no clusterIP", "spec:\n", "spec:\n  type: ExternalName\n  externalName: db\n  clusterIP: 10.96.0.9\n", "spec.clusterIPs: Forbidden: may not be set for ExternalName services"},
+		{"externalName not headless", "spec:\n", "spec:\n  type: ExternalName\n  externalName: db\n  clusterIP: None\n", "spec.clusterIPs: Forbidden: may not be set for ExternalName services"},
+		{"externalName no families", "spec:\n", "spec:\n  type: ExternalName\n  externalName: db\n  ipFamilyPolicy: SingleStack\n", "spec.ipFamilyPolicy: Forbidden"},
+		{"externalName no nodePort", "port: 81", "port: 81\n    nodePort: 30080\n  type: ExternalName\n  externalName: db", "spec.ports[1].nodePort: Forbidden: may not be used when `type` is 'ExternalName'"},
+		{"sessionAffinity", "spec:\n", "spec:\n  sessionAffinity: Cookie\n", `spec.sessionAffinity: Unsupported value: "Cookie": supported values: "ClientIP", "None"`},
+		{"ClientIP timeout", "spec:\n", "spec:\n  sessionAffinity: ClientIP\n  sessionAffinityConfig: {clientIP: {timeoutSeconds: 86401}}\n",
+			"spec.sessionAffinityConfig.clientIP.timeoutSeconds: Invalid value: 86401: must be greater than 0 and less than 86400"},
+		{"ClientIP timeout zero", "spec:\n", "spec:\n  sessionAffinity: ClientIP\n  sessionAffinityConfig: {clientIP: {timeoutSeconds: 0}}\n", "timeoutSeconds: Invalid value: 0"},
+		{"ClientIP longest timeout", "spec:\n", "spec:\n  sessionAffinity: ClientIP\n  sessionAffinityConfig: {clientIP: {timeoutSeconds: 86400}}\n", ""},
+		{"externalIPs", "spec:\n", "spec:\n  externalIPs: [192.0.2.7, 127.0.0.1, nope]\n",
+			`spec.externalIPs[1]: Invalid value: "127.0.0.1": may not be in the loopback range`},
+		{"externalIPs address", "spec:\n", "spec:\n  externalIPs: [nope]\n", `spec.externalIPs[0]: Invalid value: "nope": must be a valid IP address`},
 		{"clusterIP", "spec:\n", "spec:\n  clusterIP: 10.96.0.300\n", `spec.clusterIP: Invalid value: "10.96.0.300"`},
 		{"headless NodePort", "spec:\n", "spec:\n  type: NodePort\n  clusterIP: None\n", "spec.clusterIP: Invalid value: \"None\": may not be set to 'None' for NodePort services"},
 	}

@@ -12,4 +12,13 @@
 // and closes those of ports gone; connections already made keep going.
 // A UDP port holds at most DefaultUDPMaxFlows client flows at once; a
 // failed accept of a TCP port is retried with a back-off.
+//
+// A rule with Affinity (a Service's sessionAffinity ClientIP) sends a
+// client address to the endpoint it last reached, as kube-proxy does,
+// while it connects again (TCP) or opens a flow (UDP) within the timeout
+// of its last one; the rules of one AffinityGroup (a Service port's
+// ClusterIP, NodePort and LoadBalancer listeners) share these sessions
+// (affinity.go). An endpoint that leaves the rule's backends ends its
+// sessions; one that refuses moves the client's session to the next.
+// The proxy's clock (Proxy.now) is a seam for tests.
 package svcproxy

@@ -18,6 +18,12 @@ type Rule struct {
 	Protocol string // "TCP" or "UDP"
 	Listen   netip.AddrPort
 	Backends []netip.AddrPort
+	// Affinity, when not 0, is a ClientIP session affinity's timeout: a
+	// client address keeps to the endpoint it reached while it connects
+	// again within it. The rules of one AffinityGroup (a Service port's
+	// ClusterIP, NodePort and LoadBalancer listeners) share the sessions.
+	Affinity      time.Duration
+	AffinityGroup string
 }
 
 func (r Rule) key() string { return strings.ToUpper(r.Protocol) + " " + r.Listen.String() }
@@ -34,8 +40,11 @@ type Proxy struct {
 	udpIdle     time.Duration
 	udpMaxFlows int // per UDP port
 
-	mu    sync.Mutex
-	ports map[string]*port
+	now func() time.Time // the clock of session affinity
+
+	mu       sync.Mutex
+	ports    map[string]*port
+	sessions map[string]*sessions // by Rule.AffinityGroup
 }
 
 // port is one listener and the backends it currently uses.
@@ -43,6 +52,7 @@ type port struct {
 	rule     Rule
 	backends atomic.Pointer[[]netip.AddrPort]
 	next     atomic.Uint64
+	sessions atomic.Pointer[sessions] // nil: no session affinity
 	l        listener
 }
 
@@ -54,7 +64,8 @@ const DefaultUDPMaxFlows = 1024
 
 // New makes a proxy with no ports.
 func New(log *slog.Logger) *Proxy {
-	return &Proxy{log: log, dialTimeout: 2 * time.Second, udpIdle: 30 * time.Second, udpMaxFlows: DefaultUDPMaxFlows, ports: map[string]*port{}}
+	return &Proxy{log: log, dialTimeout: 2 * time.Second, udpIdle: 30 * time.Second, udpMaxFlows: DefaultUDPMaxFlows,
+		now: time.Now, ports: map[string]*port{}, sessions: map[string]*sessions{}}
 }
 
 // Update makes the published ports those of rules: new ones listen, gone
@@ -79,12 +90,14 @@ func (p *Proxy) Update(rules []Rule) error {
 			delete(p.ports, k)
 		}
 	}
+	groups := p.updateSessions(want)
 	for k, r := range want {
 		if pt, ok := p.ports[k]; ok {
 			pt.setBackends(r.Backends)
+			pt.sessions.Store(groups[r.AffinityGroup])
 			continue
 		}
-		pt, err := p.open(r)
+		pt, err := p.open(r, groups[r.AffinityGroup])
 		if err != nil {
 			errs = append(errs, fmt.Errorf("%s: listening on %s %s: %w", r.Name, r.Protocol, r.Listen, err))
 			continue
@@ -92,6 +105,33 @@ func (p *Proxy) Update(rules []Rule) error {
 		p.ports[k] = pt
 	}
 	return errors.Join(errs...)
+}
+
+// updateSessions keeps the session tables of the rules with affinity
+// (ending the sessions whose time or endpoint is gone) and drops the
+// others'. It returns the tables by group; a rule without affinity has
+// none.
+func (p *Proxy) updateSessions(rules map[string]Rule) map[string]*sessions {
+	now := p.now()
+	groups := map[string]*sessions{}
+	for _, r := range rules {
+		if r.Affinity <= 0 {
+			continue
+		}
+		s := p.sessions[r.AffinityGroup]
+		if s == nil {
+			s = newSessions()
+			p.sessions[r.AffinityGroup] = s
+		}
+		s.update(r.Affinity, r.Backends, now)
+		groups[r.AffinityGroup] = s
+	}
+	for g := range p.sessions {
+		if groups[g] == nil {
+			delete(p.sessions, g)
+		}
+	}
+	return groups
 }
 
 func (r Rule) validate() error {
@@ -104,9 +144,10 @@ func (r Rule) validate() error {
 	return nil
 }
 
-func (p *Proxy) open(r Rule) (*port, error) {
+func (p *Proxy) open(r Rule, s *sessions) (*port, error) {
 	pt := &port{rule: r}
 	pt.setBackends(r.Backends)
+	pt.sessions.Store(s)
 	var err error
 	if r.Protocol == "TCP" {
 		pt.l, err = p.listenTCP(pt)
@@ -129,13 +170,14 @@ func (pt *port) setBackends(b []netip.AddrPort) {
 	pt.backends.Store(&b)
 }
 
-// pick returns the backends in the order to try them for one connection:
+// pick returns the backends in the order to try them for one connection
+// of client: its session's endpoint first (with ClientIP affinity), then
 // round robin from the next one.
-func (pt *port) pick() []netip.AddrPort {
+func (pt *port) pick(client netip.Addr, now time.Time) []netip.AddrPort {
 	b := *pt.backends.Load()
 	if len(b) == 0 {
 		return nil
 	}
 	start := int((pt.next.Add(1) - 1) % uint64(len(b)))
-	return append(append([]netip.AddrPort(nil), b[start:]...), b[:start]...)
+	return pt.order(client, append(append([]netip.AddrPort(nil), b[start:]...), b[:start]...), now)
 }

@@ -61,16 +61,19 @@ func (p *Proxy) acceptTCP(pt *port, tl *tcpListener) {
 	}
 }
 
-// proxyTCP connects the client to the first backend that accepts, in
-// round-robin order; with none, the client's connection is closed.
+// proxyTCP connects the client to the first backend that accepts, its
+// session's first, then in round-robin order; with none, the client's
+// connection is closed.
 func (p *Proxy) proxyTCP(pt *port, client *net.TCPConn) {
 	defer client.Close()
-	for _, b := range pt.pick() {
+	from := client.RemoteAddr().(*net.TCPAddr).AddrPort().Addr().Unmap()
+	for _, b := range pt.pick(from, p.now()) {
 		c, err := net.DialTimeout("tcp", b.String(), p.dialTimeout)
 		if err != nil {
 			p.log.Debug("service proxy: endpoint refused", "rule", pt.rule.Name, "endpoint", b, "error", err)
 			continue
 		}
+		pt.connected(from, b, p.now())
 		splice(client, c.(*net.TCPConn))
 		return
 	}

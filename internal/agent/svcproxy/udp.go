@@ -89,11 +89,12 @@ func (ul *udpListener) flow(client netip.AddrPort) *udpFlow {
 	if len(ul.flows) >= ul.p.udpMaxFlows {
 		return nil // dropped: see DefaultUDPMaxFlows
 	}
-	for _, b := range ul.pt.pick() {
+	for _, b := range ul.pt.pick(client.Addr().Unmap(), ul.p.now()) {
 		c, err := net.DialUDP("udp", nil, net.UDPAddrFromAddrPort(b))
 		if err != nil {
 			continue
 		}
+		ul.pt.connected(client.Addr().Unmap(), b, ul.p.now())
 		f := &udpFlow{backend: c, seen: time.Now()}
 		ul.flows[client] = f
 		ul.wg.Add(1)

@@ -32,9 +32,10 @@ type Endpoint struct {
 // running pods of its namespace its selector matches, with an address,
 // not being deleted. A pod not ready is listed with Ready false (it serves
 // only with publishNotReadyAddresses); a Service without selector has no
-// endpoints (they would be given by hand, which berth does not read).
+// endpoints (they would be given by hand, which berth does not read),
+// nor has an ExternalName one (its name is a DNS alias).
 func ServiceEndpoints(svc *v1.Service, pods []v1.Pod) []Endpoint {
-	if len(svc.Spec.Selector) == 0 {
+	if len(svc.Spec.Selector) == 0 || svc.Spec.Type == v1.ServiceTypeExternalName {
 		return nil
 	}
 	sel := labels.SelectorFromSet(svc.Spec.Selector)
