@@ -229,3 +229,33 @@ func TestRestartedAgentKeepsControllerPodsPendingUnderPressure(t *testing.T) {
 		t.Errorf("the runtime holds %d sandboxes after the restart, want none: the pod waits", sandboxes)
 	}
 }
+
+func TestJobCountsItsUnschedulablePodActive(t *testing.T) {
+	rt := criclienttest.New()
+	signals := &fakeSignals{obs: lowMemory()}
+	a := startSchedulingAgent(t, rt, t.TempDir(), signals)
+	a.housekeep(context.Background())
+	a.apply(t, `
+apiVersion: batch/v1
+kind: Job
+metadata: {name: once}
+spec:
+  template:
+    spec:
+      restartPolicy: Never
+      containers:
+      - {name: app, image: busybox, imagePullPolicy: IfNotPresent, command: [sleep, "1000"]}
+`)
+	waitFor(t, "the Job made its pod", func() bool { return len(a.ownedPods("Job")) == 1 })
+	for range 5 {
+		a.reconcileWorkloads()
+	}
+	a.checkUnschedulable(t, a.onlyPod(t, "Job"))
+	d, err := a.DescribeWorkload(agentapi.ResourceJob, "default", "once")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d.Job.Status.Active != 1 || d.Job.Status.Failed != 0 || eventCount(d.Events, "SuccessfulCreate") != 1 {
+		t.Errorf("Job status %+v, events %+v; want 1 active, none failed, one pod made", d.Job.Status, d.Events)
+	}
+}
