@@ -121,6 +121,23 @@ func TestReplicaSetPodWaitsUnschedulableUnderPressureWithoutChurn(t *testing.T) 
 	if sandboxes, _ := rt.Counts(); sandboxes != 0 {
 		t.Errorf("the runtime holds %d sandboxes for a pod not scheduled", sandboxes)
 	}
+	// The scheduler reports a pod that still does not fit again after
+	// its unschedulable queue's flush period, not before.
+	w := a.worker(string(p.UID))
+	w.mu.Lock()
+	w.desired.unscheduled.recorded = w.desired.unscheduled.recorded.Add(-unschedulableRetryPeriod + time.Minute)
+	w.mu.Unlock()
+	a.reconcileWorkloads()
+	if n := eventCount(w.events.list(), eventFailedScheduling); n != 1 {
+		t.Errorf("%d FailedScheduling events 4 minutes on, want 1", n)
+	}
+	w.mu.Lock()
+	w.desired.unscheduled.recorded = w.desired.unscheduled.recorded.Add(-time.Minute)
+	w.mu.Unlock()
+	a.reconcileWorkloads()
+	if n := eventCount(w.events.list(), eventFailedScheduling); n != 2 {
+		t.Errorf("%d FailedScheduling events 5 minutes on, want 2", n)
+	}
 	if taints := a.Node().Node.Spec.Taints; len(taints) != 1 || taints[0].Key != v1.TaintNodeMemoryPressure || taints[0].Effect != v1.TaintEffectNoSchedule {
 		t.Errorf("node taints %v, want memory-pressure:NoSchedule", taints)
 	}
