@@ -24,6 +24,11 @@ const controllerPeriod = time.Second
 // runControllers runs the workload controllers until ctx ends: on every
 // tick, and when an API call changed an object.
 func (a *Agent) runControllers(ctx context.Context) {
+	select { // the node's pressure first: see pressure.measured
+	case <-a.pressure.measured:
+	case <-ctx.Done():
+		return
+	}
 	ticker := a.deps.clock.NewTicker(controllerPeriod)
 	defer ticker.Stop()
 	for {
@@ -68,6 +73,7 @@ func (a *Agent) reconcileWorkloads() {
 			a.syncCronJobLocked(o)
 		}
 	}
+	a.schedulePendingLocked() // before the controllers count their pods
 	pods := a.ownedPodsLocked()
 	for _, o := range a.sortedWorkloadsLocked() {
 		if o.rs != nil {

@@ -44,6 +44,9 @@ type desiredPod struct {
 	// failure is set once the node rejected or evicted the pod: it runs
 	// nothing again and keeps its Failed status until deleted.
 	failure *podFailure
+	// unscheduled is set while the scheduler berth plays for its
+	// controllers' pods has not placed the pod: nothing of it runs.
+	unscheduled *unschedulable
 }
 
 func (d desiredPod) key() string { return d.pod.Namespace + "/" + d.pod.Name }
@@ -198,18 +201,37 @@ func (a *Agent) applyPodLocked(p *manifest.Pod, watchDir string) agentapi.ApplyR
 		result.Outcome = agentapi.OutcomeConfigured
 	}
 	pod.CreationTimestamp = metav1.NewTime(a.deps.clock.Now())
-	admitted, reason, message := a.admitLocked(pod)
-	pod.Spec.NodeName = a.cfg.NodeName
 	desired := desiredPod{pod: pod, sources: a.sourcesForLocked(pod), source: p.Source, watchDir: watchDir}
-	if !admitted {
-		desired.failure = &podFailure{reason: reason, message: eviction.RejectedMessagePrefix + message, rejected: true}
+	if fit := a.scheduleLocked(pod); !fit.Admit {
+		desired.unscheduled = a.newUnschedulable(fit.Message)
+		w := a.startWorkerLocked(desired)
+		w.record(agentapi.EventWarning, eventFailedScheduling, "", fit.Message)
+		return result
 	}
+	a.bindLocked(&desired)
 	w := a.startWorkerLocked(desired)
-	w.record(agentapi.EventNormal, "Scheduled", "", fmt.Sprintf("Successfully assigned %s/%s to %s", pod.Namespace, pod.Name, a.cfg.NodeName))
-	if !admitted {
-		w.record(agentapi.EventWarning, reason, "", message)
-	}
+	w.recordBound(desired)
 	return result
+}
+
+// bindLocked places the pod on the node and admits it as kubelet does:
+// one it does not admit is rejected (Failed, nothing of it runs).
+func (a *Agent) bindLocked(d *desiredPod) {
+	admitted, reason, message := a.admitLocked(d.pod)
+	d.pod.Spec.NodeName = a.cfg.NodeName
+	d.unscheduled = nil
+	if !admitted {
+		d.failure = &podFailure{reason: reason, message: eviction.RejectedMessagePrefix + message, rejected: true}
+	}
+}
+
+// recordBound records the Scheduled event, and the rejection if kubelet's
+// admission refused the pod.
+func (w *podWorker) recordBound(d desiredPod) {
+	w.record(agentapi.EventNormal, "Scheduled", "", fmt.Sprintf("Successfully assigned %s/%s to %s", d.pod.Namespace, d.pod.Name, d.pod.Spec.NodeName))
+	if f := d.failure; f != nil && f.rejected {
+		w.record(agentapi.EventWarning, f.reason, "", strings.TrimPrefix(f.message, eviction.RejectedMessagePrefix))
+	}
 }
 
 // sourcesForLocked picks the ConfigMaps and Secrets the pod refers to.

@@ -22,14 +22,16 @@ const maxPods = 110
 // fitNode is the node pods are admitted against: its name, labels
 // (kubelet's well-known ones, --node-labels over them) and taints
 // (--register-with-taints only: the conditions' taints, such as
-// node.kubernetes.io/memory-pressure, are added by the node lifecycle
-// controller of a control plane, which berth has not; kubelet's own
-// eviction admission refuses pods under pressure instead).
+// node.kubernetes.io/memory-pressure, are the node lifecycle
+// controller's, which only the scheduler berth plays for its
+// controllers' pods sees, schedulerNode; kubelet's own eviction
+// admission refuses pods under pressure instead).
 func (a *Agent) fitNode() *v1.Node {
 	return nodefit.Node(a.cfg.NodeName, a.cfg.NodeLabels, a.cfg.NodeTaints, a.createdAt)
 }
 
-// Node is the agent's node as kubelet would post it: labels, taints, conditions
+// Node is the agent's node as a cluster would show it: labels, taints
+// (with its pressure conditions' NoSchedule taints), conditions
 // (from the last housekeeping pass), capacity and allocatable (capacity
 // less the hard eviction thresholds of memory and nodefs, as kubelet
 // computes it without reservations), addresses and nodeInfo; with the
@@ -45,7 +47,7 @@ func (a *Agent) Node() agentapi.NodeDetail {
 		conditions = a.pressure.conditions
 		a.pressure.mu.Unlock()
 	}
-	node := *a.fitNode()
+	node := *a.schedulerNode()
 	node.Status = v1.NodeStatus{
 		Conditions: append([]v1.NodeCondition(nil), conditions...),
 		Addresses:  a.nodeAddresses(),

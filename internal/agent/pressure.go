@@ -44,12 +44,18 @@ type pressure struct {
 
 	mu         sync.Mutex
 	conditions []v1.NodeCondition
+
+	// measured is closed after the first housekeeping pass: the
+	// controllers wait for it, so that after a restart the scheduler sees
+	// the node's pressure before it places their pods.
+	measured     chan struct{}
+	measuredOnce sync.Once
 }
 
 func newPressure(cfg Config) *pressure {
 	return &pressure{
 		manager: eviction.NewManager(cfg.Eviction), observer: cfg.Observer, reclaimer: cfg.Reclaimer,
-		events: newEventLog(cfg.Clock.Now),
+		events: newEventLog(cfg.Clock.Now), measured: make(chan struct{}),
 	}
 }
 
@@ -108,6 +114,7 @@ func (a *Agent) housekeep(ctx context.Context) {
 	now := a.deps.clock.Now()
 	act := p.manager.Update(obs, now)
 	a.updateNodeConditions(now)
+	p.measuredOnce.Do(func() { close(p.measured) })
 	if len(act) == 0 || ctx.Err() != nil || a.evictionUnderWay() {
 		return
 	}
@@ -165,7 +172,7 @@ func (a *Agent) evictOne(ctx context.Context, t eviction.Threshold, obs eviction
 	usage := a.podUsage(ctx)
 	for _, w := range a.workerList() {
 		d := w.snapshot()
-		if d.terminating() || d.failure != nil || eviction.IsCritical(d.pod) {
+		if d.terminating() || d.failure != nil || d.unscheduled != nil || eviction.IsCritical(d.pod) {
 			continue
 		}
 		u, known := usage[w.uid]
@@ -248,6 +255,7 @@ func (a *Agent) updateNodeConditions(now time.Time) {
 			}
 		}
 		if changed {
+			a.wakeControllers() // pods waiting for the scheduler may fit now
 			status := "Node" + strings.TrimPrefix(c.Reason, "Kubelet")
 			a.nodeEvent(agentapi.EventNormal, status, fmt.Sprintf("Node %s status is now: %s", a.cfg.NodeName, status))
 		}

@@ -112,7 +112,9 @@ func (w *podWorker) view() v1.Pod {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	pod := w.desired.pod.DeepCopy()
-	if w.synced {
+	if u := w.desired.unscheduled; u != nil {
+		pod.Status = unscheduledStatus(pod, u) // not placed: nothing of it runs
+	} else if w.synced {
 		pod.Status = *w.status.DeepCopy()
 	} else {
 		// Not synced yet: nothing of it runs.

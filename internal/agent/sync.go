@@ -33,6 +33,9 @@ func (w *podWorker) sync(ctx context.Context) (time.Duration, bool) {
 	if d.failure != nil {
 		return w.syncFailed(ctx, d, obs), false
 	}
+	if d.unscheduled != nil {
+		return idleResync, false // waits for the scheduler (schedule.go)
+	}
 	if err := w.ensureVolumes(ctx, d); err != nil {
 		w.record(agentapi.EventWarning, "FailedMount", "", err.Error())
 		w.updateStatus(d, obs, plan.Actions{})

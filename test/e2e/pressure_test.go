@@ -45,9 +45,10 @@ type pressureCase struct {
 // TestMemoryPressureRejectsAndEvictsInKubeletsOrder restarts the agent
 // with a memory threshold no machine meets (memory.available<1Ei): the
 // node reports MemoryPressure, a new BestEffort pod is rejected with
-// kubelet's status, the running BestEffort pod is evicted one round
-// before the Burstable one, and with the default thresholds again the
-// condition clears.
+// kubelet's status while a ReplicaSet's waits Pending for the scheduler,
+// the running BestEffort pod is evicted one round before the Burstable
+// one, and with the default thresholds again the condition clears and
+// the ReplicaSet's pod runs.
 func TestMemoryPressureRejectsAndEvictsInKubeletsOrder(t *testing.T) {
 	onEachRuntime(t, func(t *testing.T, n *node) {
 		pressureRejectsAndEvicts(t, n, pressureCase{
@@ -107,10 +108,14 @@ func pressureRejectsAndEvicts(t *testing.T, n *node, c pressureCase) {
 	if !n.hasEvent("late", "Evicted") {
 		t.Error("no Evicted event for the rejected pod")
 	}
+	pressureKeepsReplicaSetPending(n)
 
 	n.restartAgentWith()
 	n.waitNode(string(c.condition)+" is False", func(conds []v1.NodeCondition) bool {
 		return conditionOf(conds, c.condition).Status == v1.ConditionFalse
+	})
+	waitOwned(n, "the ReplicaSet's pod runs once the pressure is gone", func(p v1.Pod) bool {
+		return podConditionOf(p, v1.PodScheduled).Status == v1.ConditionTrue && running("app")(p)
 	})
 }
 

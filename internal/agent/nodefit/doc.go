@@ -6,6 +6,9 @@
 // admission and the scheduler's predicates decide on one node.
 //
 // It is pure: no runtime, no disk. The agent builds the node from its
-// configuration (Node), admits every pod it is given (Admit), and the
-// DaemonSet controller asks whether its pod should run here (ShouldRun).
+// configuration (Node), admits every pod it is given (Admit), places the
+// pods of its controllers as the scheduler's filters would, against the
+// node with the taints of its pressure conditions (Schedule,
+// ConditionTaints), and the DaemonSet controller asks whether its pod
+// should run here (ShouldRun).
 package nodefit
