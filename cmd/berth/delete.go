@@ -50,7 +50,7 @@ logs are removed. berth waits until the pods are gone unless --wait=false.`,
 			if err != nil {
 				return err
 			}
-			return finishDelete(cmd.Context(), client, targets, o.wait, cmd.OutOrStdout())
+			return finishDelete(cmd.Context(), client, targets, o.wait, cmd.OutOrStdout(), cmd.ErrOrStderr())
 		},
 	}
 	f := cmd.Flags()
@@ -66,6 +66,9 @@ logs are removed. berth waits until the pods are gone unless --wait=false.`,
 type deleteTarget struct {
 	label string // `pod "web"`, `deployment.apps "web"`
 	pods  []agentapi.ApplyResult
+	// outcome is OutcomeSkipped for an object berth never applies
+	// (reason says why), else empty: deleted.
+	outcome, reason string
 }
 
 // deleteTargets starts the deletions and returns what is being deleted.
@@ -119,23 +122,21 @@ func podTargets(pods []agentapi.ApplyResult) []deleteTarget {
 }
 
 // deleteManifests deletes the objects of files, and stops the watch of
-// directories (which deletes their pods).
+// directories (which deletes their pods). Objects of kinds berth skips
+// were never applied: they are skipped again, and said so.
 func deleteManifests(ctx context.Context, client *agentapi.Client, paths []string, grace *int64, stdin io.Reader) ([]deleteTarget, error) {
 	var targets []deleteTarget
 	for _, path := range paths {
-		if info, err := os.Stat(path); err == nil && info.IsDir() {
-			abs, err := filepath.Abs(path)
-			if err != nil {
-				return targets, err
+		pods, watched, err := unwatchDir(ctx, client, path)
+		if err != nil {
+			return targets, err
+		}
+		if watched {
+			targets = append(targets, pods...)
+			if b, err := manifest.Load(path, stdin); err == nil {
+				targets = append(targets, skippedTargets(b)...)
 			}
-			resp, err := client.Unwatch(ctx, abs)
-			if err == nil {
-				targets = append(targets, podTargets(resp.Pods)...)
-				continue
-			}
-			if !errors.Is(err, errdefs.ErrNotFound) {
-				return targets, err
-			}
+			continue
 		}
 		b, err := manifest.Load(path, stdin)
 		if err != nil {
@@ -156,13 +157,46 @@ func deleteManifests(ctx context.Context, client *agentapi.Client, paths []strin
 			}
 			targets = append(targets, t...)
 		}
+		targets = append(targets, skippedTargets(b)...)
 	}
 	return targets, nil
 }
 
+// unwatchDir stops the agent's watch of path when it is a watched
+// directory, and returns its pods being deleted; watched is false for a
+// file, or a directory the agent does not watch (applied once).
+func unwatchDir(ctx context.Context, client *agentapi.Client, path string) (pods []deleteTarget, watched bool, err error) {
+	if info, err := os.Stat(path); err != nil || !info.IsDir() {
+		return nil, false, nil
+	}
+	abs, err := filepath.Abs(path)
+	if err != nil {
+		return nil, false, err
+	}
+	resp, err := client.Unwatch(ctx, abs)
+	switch {
+	case errors.Is(err, errdefs.ErrNotFound):
+		return nil, false, nil
+	case err != nil:
+		return nil, false, err
+	}
+	return podTargets(resp.Pods), true, nil
+}
+
+// skippedTargets are the objects of kinds berth does not apply: nothing
+// to delete, each said so with its reason.
+func skippedTargets(b *manifest.Bundle) []deleteTarget {
+	out := make([]deleteTarget, 0, len(b.Skipped))
+	for _, s := range b.Skipped {
+		out = append(out, deleteTarget{label: fmt.Sprintf("%s %q", s.Resource(), s.Name), outcome: agentapi.OutcomeSkipped, reason: s.Reason()})
+	}
+	return out
+}
+
 // finishDelete waits (when asked) until the pods of every object being
-// deleted are gone, and says so.
-func finishDelete(ctx context.Context, client *agentapi.Client, targets []deleteTarget, wait bool, out io.Writer) error {
+// deleted are gone, and says so; a skipped object gets a Warning line on
+// errOut, as apply prints one.
+func finishDelete(ctx context.Context, client *agentapi.Client, targets []deleteTarget, wait bool, out, errOut io.Writer) error {
 	for _, t := range targets {
 		if wait {
 			for _, p := range t.pods {
@@ -170,6 +204,11 @@ func finishDelete(ctx context.Context, client *agentapi.Client, targets []delete
 					return err
 				}
 			}
+		}
+		if t.outcome == agentapi.OutcomeSkipped {
+			fmt.Fprintf(out, "%s skipped\n", t.label)
+			fmt.Fprintf(errOut, "Warning: %s skipped: %s\n", t.label, t.reason)
+			continue
 		}
 		fmt.Fprintf(out, "%s deleted\n", t.label)
 	}

@@ -36,7 +36,10 @@ func newRunCommand(opts *globalOptions) *cobra.Command {
 kubelet's semantics. The manifests are validated first. -f DIR of pods (and their ConfigMaps
 and Secrets) makes the agent watch the directory: adding, changing or removing a file adds,
 replaces or removes its pods. A directory that holds workloads or Services is applied once,
-as 'kubectl apply -f DIR' (and 'berth delete -f DIR' deletes what it holds).
+as 'kubectl apply -f DIR' (and 'berth delete -f DIR' deletes what it holds). Objects of
+cluster kinds berth does not apply on one node (Namespace, ServiceAccount, RBAC, Ingress,
+NetworkPolicy, HorizontalPodAutoscaler, PodDisruptionBudget, PriorityClass...) are checked,
+printed as skipped and warned about on stderr with the reason; other kinds are refused.
 
 In the foreground, berth run prints a status line for every change until the pods run
 (and are ready) or have failed, and keeps following until Ctrl-C, which detaches: the pods
@@ -97,7 +100,7 @@ func applyManifests(cmd *cobra.Command, opts *globalOptions, o runOptions, autos
 			return err
 		}
 		for _, r := range resp.Objects {
-			fmt.Fprintf(cmd.OutOrStdout(), "%s/%s %s\n", objectLabel(r.Kind), r.Name, r.Outcome)
+			printApplyResult(cmd.OutOrStdout(), cmd.ErrOrStderr(), r)
 			if r.Kind == agentapi.KindDeployment || r.Kind == agentapi.KindStatefulSet || r.Kind == agentapi.KindDaemonSet || r.Kind == agentapi.KindJob {
 				deployments = append(deployments, r)
 			}
@@ -131,6 +134,21 @@ func applyManifests(cmd *cobra.Command, opts *globalOptions, o runOptions, autos
 func newRunPullDisplay(w io.Writer, since time.Time, pods []agentapi.ApplyResult) *pullDisplay {
 	tty, width := terminalOf(w)
 	return newPullDisplay(w, tty, width, time.Now, since, pods)
+}
+
+// printApplyResult prints one object's line as kubectl apply does
+// ("deployment.apps/web created"). A skipped object's line is followed, on
+// errOut, by a Warning line with the reason, as kubectl prints the API
+// server's warnings.
+func printApplyResult(out, errOut io.Writer, r agentapi.ApplyResult) {
+	label := objectLabel(r.Kind)
+	if r.APIVersion != "" {
+		label = manifest.ResourceName(r.APIVersion, r.Kind)
+	}
+	fmt.Fprintf(out, "%s/%s %s\n", label, r.Name, r.Outcome)
+	if r.Outcome == agentapi.OutcomeSkipped {
+		fmt.Fprintf(errOut, "Warning: %s/%s skipped: %s\n", label, r.Name, r.Message)
+	}
 }
 
 // objectLabel is how kubectl names a kind in apply's output: pod,

@@ -104,7 +104,7 @@ func (a *Agent) Apply(_ context.Context, req agentapi.ApplyRequest) (agentapi.Ap
 	workloads, err := a.applyWorkloadsLocked(b)
 	a.saveTemplateSourcesLocked()
 	a.wakeControllers()
-	return agentapi.ApplyResponse{Objects: append(append(claims, results...), workloads...)}, err
+	return agentapi.ApplyResponse{Objects: append(append(append(skippedResults(b), claims...), results...), workloads...)}, err
 }
 
 // uidPattern is what a pod uid may look like: it names directories.

@@ -36,7 +36,7 @@ func (a *Agent) watchDirectory(dir string) (agentapi.ApplyResponse, error) {
 	}
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	results := a.applyDirLocked(dir, b, nil)
+	results := append(skippedResults(b), a.applyDirLocked(dir, b, nil)...)
 	a.startWatchLocked(dir)
 	return agentapi.ApplyResponse{Objects: results}, nil
 }

@@ -52,6 +52,9 @@ const (
 	OutcomeConfigured = "configured" // a pod's manifest changed: it is replaced; a ConfigMap's or Secret's data changed
 	OutcomeUnchanged  = "unchanged"
 	OutcomeDeleted    = "deleted"
+	// OutcomeSkipped: an object of a cluster kind berth does not apply on
+	// one node (a Namespace, an Ingress...); Message says why.
+	OutcomeSkipped = "skipped"
 )
 
 // Kinds of ApplyResult.
@@ -68,10 +71,15 @@ type ApplyResult struct {
 	Name      string `json:"name"`
 	UID       string `json:"uid,omitempty"` // pods only
 	Outcome   string `json:"outcome"`
+	// APIVersion and Message are set for a skipped object: its group
+	// names it as kubectl does (ingress.networking.k8s.io/web), Message
+	// says why berth does not apply it.
+	APIVersion string `json:"apiVersion,omitempty"`
+	Message    string `json:"message,omitempty"`
 }
 
-// ApplyResponse lists what apply did, object by object: ConfigMaps and
-// Secrets first, then pods.
+// ApplyResponse lists what apply did, object by object: skipped objects
+// first, then ConfigMaps and Secrets, then pods.
 type ApplyResponse struct {
 	Objects []ApplyResult `json:"objects"`
 }

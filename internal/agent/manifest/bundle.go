@@ -34,6 +34,9 @@ type Bundle struct {
 	Services               []*Service               `json:"services,omitempty"`
 	Jobs                   []*Job                   `json:"jobs,omitempty"`
 	CronJobs               []*CronJob               `json:"cronJobs,omitempty"`
+	// Skipped are the objects of cluster kinds berth does not apply
+	// (skipped.go), in the order read; an object may appear twice.
+	Skipped []*Skipped `json:"skipped,omitempty"`
 }
 
 // ObjectKey is the key of an object in a Bundle's maps: "namespace/name",
@@ -69,6 +72,7 @@ func (b *Bundle) Merge(o *Bundle) error {
 	b.Services = append(b.Services, o.Services...)
 	b.Jobs = append(b.Jobs, o.Jobs...)
 	b.CronJobs = append(b.CronJobs, o.CronJobs...)
+	b.Skipped = append(b.Skipped, o.Skipped...)
 	for key, cm := range o.ConfigMaps {
 		b.ConfigMaps[key] = cm
 		b.ConfigMapSources[key] = o.ConfigMapSources[key]

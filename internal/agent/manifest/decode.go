@@ -6,6 +6,9 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"slices"
+	"strconv"
+	"strings"
 
 	appsv1 "k8s.io/api/apps/v1"
 	batchv1 "k8s.io/api/batch/v1"
@@ -98,6 +101,9 @@ func decodeObject(b *Bundle, data []byte, source, location string) []Problem {
 	if err := checkKind(head); err != nil {
 		return fail(object, err)
 	}
+	if _, skipped := skipKinds[head.Kind]; skipped {
+		return decodeSkipped(b, data, source, object, head)
+	}
 	switch head.Kind {
 	case kindPod:
 		return decodeTyped(b, data, source, object, &v1.Pod{})
@@ -136,20 +142,35 @@ var apiVersions = map[string]string{
 	kindJob:     batchV1, kindCronJob: batchV1,
 }
 
-// checkKind refuses a kind berth does not read, or the wrong apiVersion.
+// checkKind refuses a kind berth neither reads nor skips, or an apiVersion
+// the kind does not have.
 func checkKind(head objectHead) error {
-	want, known := apiVersions[head.Kind]
+	var wants []string
+	if want, known := apiVersions[head.Kind]; known {
+		wants = []string{want}
+	} else if k, skipped := skipKinds[head.Kind]; skipped {
+		wants = k.versions
+	}
 	switch {
 	case head.Kind == "":
 		return errors.New(`missing "kind"`)
-	case !known:
-		return fmt.Errorf("unsupported kind %q (apiVersion %q): berth reads only v1 Pod, ConfigMap, Secret, PersistentVolumeClaim, Service and List, apps/v1 Deployment, ReplicaSet, StatefulSet and DaemonSet, and batch/v1 Job and CronJob", head.Kind, head.APIVersion)
+	case wants == nil:
+		return fmt.Errorf("unsupported kind %q (apiVersion %q): berth reads only v1 Pod, ConfigMap, Secret, PersistentVolumeClaim, Service and List, apps/v1 Deployment, ReplicaSet, StatefulSet and DaemonSet, and batch/v1 Job and CronJob, and skips, with a warning, the cluster kinds it does not apply on one node (%s)", head.Kind, head.APIVersion, skippedKindNames())
 	case head.APIVersion == "":
-		return fmt.Errorf(`missing "apiVersion" (want %q)`, want)
-	case head.APIVersion != want:
-		return fmt.Errorf("unsupported apiVersion %q for kind %s: want %q", head.APIVersion, head.Kind, want)
+		return fmt.Errorf(`missing "apiVersion" (want %q)`, wants[0])
+	case !slices.Contains(wants, head.APIVersion):
+		return fmt.Errorf("unsupported apiVersion %q for kind %s: want %s", head.APIVersion, head.Kind, quotedAlternatives(wants))
 	}
 	return nil
+}
+
+// quotedAlternatives renders `"a"` or `"a" or "b"`.
+func quotedAlternatives(values []string) string {
+	quoted := make([]string, len(values))
+	for i, v := range values {
+		quoted[i] = strconv.Quote(v)
+	}
+	return strings.Join(quoted, " or ")
 }
 
 // decodeTyped strictly decodes data into object (a *v1.Pod, *v1.ConfigMap

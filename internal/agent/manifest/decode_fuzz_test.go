@@ -39,8 +39,10 @@ func FuzzDecode(f *testing.F) {
 	} {
 		f.Add([]byte(seed))
 	}
-	if example, err := os.ReadFile("../../../examples/pod.yaml"); err == nil {
-		f.Add(example)
+	for _, path := range []string{"../../../examples/pod.yaml", "testdata/realapp.yaml"} {
+		if example, err := os.ReadFile(path); err == nil {
+			f.Add(example)
+		}
 	}
 	f.Fuzz(func(t *testing.T, data []byte) {
 		b, err := Decode(bytes.NewReader(data), fuzzSource)
@@ -107,11 +109,28 @@ func cloneBundle(b *Bundle) *Bundle {
 	for _, rs := range b.ReplicaSets {
 		c.ReplicaSets = append(c.ReplicaSets, &ReplicaSet{ReplicaSet: rs.DeepCopy(), Source: rs.Source})
 	}
+	for _, ds := range b.DaemonSets {
+		c.DaemonSets = append(c.DaemonSets, &DaemonSet{DaemonSet: ds.DeepCopy(), Source: ds.Source})
+	}
+	for _, st := range b.StatefulSets {
+		c.StatefulSets = append(c.StatefulSets, &StatefulSet{StatefulSet: st.DeepCopy(), Source: st.Source})
+	}
+	for _, pvc := range b.PersistentVolumeClaims {
+		c.PersistentVolumeClaims = append(c.PersistentVolumeClaims, &PersistentVolumeClaim{PersistentVolumeClaim: pvc.DeepCopy(), Source: pvc.Source})
+	}
+	for _, svc := range b.Services {
+		c.Services = append(c.Services, &Service{Service: svc.DeepCopy(), Source: svc.Source})
+	}
 	for _, j := range b.Jobs {
 		c.Jobs = append(c.Jobs, &Job{Job: j.DeepCopy(), Source: j.Source})
 	}
 	for _, cj := range b.CronJobs {
 		c.CronJobs = append(c.CronJobs, &CronJob{CronJob: cj.DeepCopy(), Source: cj.Source})
+	}
+	for _, sk := range b.Skipped {
+		copied := *sk
+		copied.ObjectMeta = *sk.ObjectMeta.DeepCopy()
+		c.Skipped = append(c.Skipped, &copied)
 	}
 	return c
 }
@@ -136,11 +155,26 @@ func encodeBundle(t *testing.T, b *Bundle, asJSON bool) []byte {
 	for _, rs := range b.ReplicaSets {
 		objects = append(objects, rs.ReplicaSet)
 	}
+	for _, ds := range b.DaemonSets {
+		objects = append(objects, ds.DaemonSet)
+	}
+	for _, st := range b.StatefulSets {
+		objects = append(objects, st.StatefulSet)
+	}
+	for _, pvc := range b.PersistentVolumeClaims {
+		objects = append(objects, pvc.PersistentVolumeClaim)
+	}
+	for _, svc := range b.Services {
+		objects = append(objects, svc.Service)
+	}
 	for _, j := range b.Jobs {
 		objects = append(objects, j.Job)
 	}
 	for _, cj := range b.CronJobs {
 		objects = append(objects, cj.CronJob)
+	}
+	for _, sk := range b.Skipped {
+		objects = append(objects, map[string]any{"apiVersion": sk.APIVersion, "kind": sk.Kind, "metadata": sk.ObjectMeta})
 	}
 	var out bytes.Buffer
 	for _, o := range objects {

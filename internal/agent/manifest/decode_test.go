@@ -142,8 +142,8 @@ var decodeErrorCases = []struct {
 	},
 	{
 		name:      "list item problems",
-		manifests: "apiVersion: v1\nkind: List\nitems:\n- apiVersion: v1\n  kind: Ingress\n  metadata:\n    name: s\n- {}\n",
-		want:      []string{`Ingress default/s: unsupported kind "Ingress"`, `document 1 (line 1) items[1]: missing "kind"`},
+		manifests: "apiVersion: v1\nkind: List\nitems:\n- apiVersion: v1\n  kind: Endpoints\n  metadata:\n    name: s\n- {}\n",
+		want:      []string{`Endpoints default/s: unsupported kind "Endpoints"`, `document 1 (line 1) items[1]: missing "kind"`},
 	},
 }
 

@@ -46,6 +46,9 @@ func (b *Bundle) SetDefaults() {
 	for _, cj := range b.CronJobs {
 		setCronJobDefaults(cj.CronJob)
 	}
+	for _, s := range b.Skipped {
+		setSkippedDefaults(s)
+	}
 }
 
 func setConfigMapDefaults(cm *v1.ConfigMap) {

@@ -34,7 +34,16 @@
 // them; successPolicy, backoffLimitPerIndex and a manual selector are
 // refused, naming the field), or a v1 Service (Bundle.Services; service.go:
 // the API server's defaults and checks), or a v1 List of
-// them; any other kind is refused, naming the file and the kind. Decoding is
+// them. Objects of the cluster kinds berth does not apply on one node
+// (skipped.go's skipKinds, one table: Namespace, ServiceAccount, RBAC,
+// Ingress, IngressClass, NetworkPolicy, HorizontalPodAutoscaler,
+// PodDisruptionBudget, PriorityClass, ResourceQuota, LimitRange,
+// StorageClass, each with the API versions a current API server serves
+// and the reason) are kept as Bundle.Skipped: apiVersion, kind and strict
+// metadata only (a namespaced one defaults to "default", a cluster-scoped
+// one loses its namespace and is named "Namespace shop" in problems),
+// checked by Validate as the API server checks metadata, and reported,
+// never applied. Any other kind is refused, naming the file and the kind. Decoding is
 // strict like `kubectl --validate=strict`: unknown or duplicated fields are
 // errors naming the field path (spec.containers[0].imagePulPolicy). A
 // directory contributes its *.yaml, *.yml and *.json files in name order,

@@ -100,8 +100,12 @@ func fieldProblems(source, object string, errs field.ErrorList) []Problem {
 	return problems
 }
 
-// objectName renders "Kind namespace/name" as used in problems.
+// objectName renders "Kind namespace/name" as used in problems, or "Kind
+// name" for a cluster-scoped kind.
 func objectName(kind string, meta *metav1.ObjectMeta) string {
+	if clusterScoped(kind) {
+		return strings.TrimSpace(kind + " " + meta.Name)
+	}
 	return fmt.Sprintf("%s %s/%s", kind, namespaceOrDefault(meta.Namespace), meta.Name)
 }
 

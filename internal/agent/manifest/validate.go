@@ -28,6 +28,7 @@ func (b *Bundle) Validate() error {
 	problems = append(problems, b.claimProblems()...)
 	problems = append(problems, b.serviceProblems()...)
 	problems = append(problems, b.jobProblems()...)
+	problems = append(problems, b.skippedProblems()...)
 	return invalid(problems)
 }
 

@@ -63,9 +63,9 @@ func (b *Bundle) Workloads() []Workload {
 	return out
 }
 
-// Empty says whether the bundle holds no object.
+// Empty says whether the bundle holds no object (a skipped one counts).
 func (b *Bundle) Empty() bool {
-	return len(b.Pods)+len(b.ConfigMaps)+len(b.Secrets)+len(b.Deployments)+len(b.ReplicaSets)+len(b.DaemonSets)+len(b.StatefulSets)+len(b.PersistentVolumeClaims)+len(b.Services)+len(b.Jobs)+len(b.CronJobs) == 0
+	return len(b.Pods)+len(b.ConfigMaps)+len(b.Secrets)+len(b.Deployments)+len(b.ReplicaSets)+len(b.DaemonSets)+len(b.StatefulSets)+len(b.PersistentVolumeClaims)+len(b.Services)+len(b.Jobs)+len(b.CronJobs)+len(b.Skipped) == 0
 }
 
 // workloadConflicts lists the workloads of o that b already holds.
