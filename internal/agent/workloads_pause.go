@@ -26,7 +26,11 @@ func (e *objectError) Unwrap() error { return e.kind }
 // rolloutError is kubectl rollout's error about one object, as
 // `deployments.apps "web" is already paused`.
 func rolloutError(resource string, o *workloadObj, what string, kind error) error {
-	return &objectError{msg: fmt.Sprintf("%s.apps %q %s", resource, o.meta().Name, what), kind: kind}
+	group := "apps"
+	if o.job != nil || o.cj != nil {
+		group = "batch"
+	}
+	return &objectError{msg: fmt.Sprintf("%s.%s %q %s", resource, group, o.meta().Name, what), kind: kind}
 }
 
 // pauseLocked sets or clears a Deployment's spec.paused, as kubectl
