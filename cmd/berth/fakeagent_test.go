@@ -116,9 +116,10 @@ func (f *fakeAgent) ListEvents(namespace string) agentapi.EventList {
 	return list
 }
 
-// serveFakeAgent starts f's API in a temporary state directory and
-// returns the global flags that point berth at it.
-func serveFakeAgent(t *testing.T, f *fakeAgent) []string {
+// serveFakeAgent starts f's API (a *fakeAgent, or a type embedding one)
+// in a temporary state directory and returns the global flags that point
+// berth at it.
+func serveFakeAgent(t *testing.T, f agentapi.PodService) []string {
 	t.Helper()
 	dir := t.TempDir()
 	srv, err := agentapi.ListenAPI(filepath.Join(dir, agentapi.SocketName), f, slog.New(slog.NewTextHandler(io.Discard, nil)))

@@ -52,8 +52,8 @@ func newScaleCommand(opts *globalOptions) *cobra.Command {
 func newRolloutCommand(opts *globalOptions) *cobra.Command {
 	var namespace string
 	cmd := &cobra.Command{
-		Use:   "rollout (status|restart|undo|history) (deployment|statefulset)/NAME | rollout (status|restart) daemonset/NAME",
-		Short: "Follow, restart, roll back or list the revisions of a Deployment's, StatefulSet's or DaemonSet's rollout, like kubectl rollout",
+		Use:   "rollout (status|restart|undo|history) (deployment|statefulset)/NAME | rollout (status|restart) daemonset/NAME | rollout (pause|resume) deployment/NAME",
+		Short: "Follow, restart, roll back, pause, resume or list the revisions of a Deployment's, StatefulSet's or DaemonSet's rollout, like kubectl rollout",
 	}
 	cmd.PersistentFlags().StringVarP(&namespace, "namespace", "n", "default", "namespace")
 	// history: the sub-command needs revisions, which berth keeps for
@@ -95,6 +95,14 @@ func newRolloutCommand(opts *globalOptions) *cobra.Command {
 		undo,
 		sub("history", "List the revisions", true, func(cmd *cobra.Command, c *agentapi.Client, t rolloutTarget) error {
 			return rolloutHistoryOf(cmd.Context(), c, t, cmd.OutOrStdout())
+		}),
+		// pause and resume: the agent answers kubectl's errors for a
+		// Deployment already paused (not paused) and for other kinds.
+		sub("pause", "Pause a Deployment: template changes wait, scaling still applies (spec.paused)", false, func(cmd *cobra.Command, c *agentapi.Client, t rolloutTarget) error {
+			return rolloutAction(cmd, c, t, agentapi.RolloutRequest{Pause: true})
+		}),
+		sub("resume", "Resume a paused Deployment: its rollout continues", false, func(cmd *cobra.Command, c *agentapi.Client, t rolloutTarget) error {
+			return rolloutAction(cmd, c, t, agentapi.RolloutRequest{Resume: true})
 		}),
 	)
 	return cmd

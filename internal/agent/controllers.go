@@ -288,11 +288,15 @@ func (a *Agent) applyDeploymentActionsLocked(o *workloadObj, act workload.Deploy
 			rs.rs.Annotations = map[string]string{}
 		}
 	}
+	surge, _ := workload.Fenceposts(d)
 	for name, replicas := range act.Scale {
 		rs := byName[name]
 		rs.rs.Spec.Replicas = &replicas
 		rs.rs.Generation++
+		// As the controller's scaleReplicaSet: the size it was scaled for
+		// (a paused Deployment's proportional scaling reads max-replicas).
 		rs.rs.Annotations[workload.DesiredReplicasAnnotation] = strconv.Itoa(int(workload.Replicas(d.Spec.Replicas)))
+		rs.rs.Annotations[workload.MaxReplicasAnnotation] = strconv.Itoa(int(workload.Replicas(d.Spec.Replicas) + surge))
 	}
 	for name, revision := range act.Revision {
 		byName[name].rs.Annotations[workload.RevisionAnnotation] = revision

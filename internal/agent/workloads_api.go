@@ -253,7 +253,8 @@ func (a *Agent) updateLocked(o, next *workloadObj, outcome string) (agentapi.App
 }
 
 // Rollout restarts a Deployment (a new restartedAt template annotation
-// rolls every pod) or rolls it back to a revision's template.
+// rolls every pod), rolls it back to a revision's template, or pauses or
+// resumes it.
 func (a *Agent) Rollout(_ context.Context, resource, namespace, name string, req agentapi.RolloutRequest) (agentapi.ApplyResult, error) {
 	if err := a.checkReady(); err != nil {
 		return agentapi.ApplyResult{}, err
@@ -264,21 +265,24 @@ func (a *Agent) Rollout(_ context.Context, resource, namespace, name string, req
 	if err != nil {
 		return agentapi.ApplyResult{}, err
 	}
-	if req.Restart == req.Undo {
-		return agentapi.ApplyResult{}, fmt.Errorf("rollout: ask for restart or undo: %w", errdefs.ErrInvalidArgument)
+	if req.Actions() != 1 {
+		return agentapi.ApplyResult{}, fmt.Errorf("rollout: ask for one of restart, undo, pause or resume: %w", errdefs.ErrInvalidArgument)
 	}
-	if o.sts != nil {
+	switch {
+	case req.Pause || req.Resume:
+		return a.pauseLocked(resource, o, req.Pause)
+	case o.sts != nil:
 		return a.rolloutStatefulSetLocked(o, req)
-	}
-	if o.ds != nil {
+	case o.ds != nil:
 		return a.rolloutDaemonSetLocked(o, req)
-	}
-	if o.d == nil {
+	case o.d == nil:
 		return agentapi.ApplyResult{}, fmt.Errorf("rollout: %s %s/%s: only Deployments, StatefulSets and DaemonSets roll out: %w", o.kind(), namespace, name, errdefs.ErrInvalidArgument)
 	}
 	next := o.copy()
-	switch {
-	case req.Restart:
+	if req.Restart {
+		if o.d.Spec.Paused {
+			return agentapi.ApplyResult{}, rolloutError(resource, o, "can't restart paused deployment (run rollout resume first)", errdefs.ErrFailedPrecondition)
+		}
 		t := &next.d.Spec.Template
 		if t.Annotations == nil {
 			t.Annotations = map[string]string{}
@@ -289,6 +293,9 @@ func (a *Agent) Rollout(_ context.Context, resource, namespace, name string, req
 	template, err := a.revisionTemplateLocked(o, req.ToRevision)
 	if err != nil {
 		return agentapi.ApplyResult{}, err
+	}
+	if o.d.Spec.Paused { // after the revision is found, as kubectl checks
+		return agentapi.ApplyResult{}, &objectError{msg: "you cannot rollback a paused deployment; resume it first with 'berth rollout resume' and try again", kind: errdefs.ErrFailedPrecondition}
 	}
 	next.d.Spec.Template = *template
 	return a.updateLocked(o, next, outcomeRolledBack)

@@ -19,7 +19,7 @@ import (
 //	GET    /v1/workloads/KIND/NS/NAME               WorkloadDetail
 //	DELETE /v1/workloads/KIND/NS/NAME?grace=S       DeleteResponse (the pods it stops; background cascade)
 //	POST   /v1/workloads/KIND/NS/NAME/scale         ScaleRequest → ApplyResult
-//	POST   /v1/workloads/KIND/NS/NAME/rollout       RolloutRequest → ApplyResult
+//	POST   /v1/workloads/KIND/NS/NAME/rollout       RolloutRequest → ApplyResult (restart, undo, pause, resume)
 //
 // KIND is "deployments", "replicasets", "daemonsets", "statefulsets",
 // "jobs", "cronjobs", "persistentvolumeclaims" (list, describe and delete
@@ -100,12 +100,26 @@ type ScaleRequest struct {
 }
 
 // RolloutRequest restarts a Deployment's pods (Restart: the
-// kubectl.kubernetes.io/restartedAt template annotation) or rolls it back
-// to a revision (Undo; ToRevision 0: the previous one).
+// kubectl.kubernetes.io/restartedAt template annotation), rolls it back
+// to a revision (Undo; ToRevision 0: the previous one), or sets its
+// spec.paused (Pause, Resume). One of the four.
 type RolloutRequest struct {
 	Restart    bool  `json:"restart,omitempty"`
 	Undo       bool  `json:"undo,omitempty"`
 	ToRevision int64 `json:"toRevision,omitempty"`
+	Pause      bool  `json:"pause,omitempty"`
+	Resume     bool  `json:"resume,omitempty"`
+}
+
+// Actions counts what the request asks for (1 when well formed).
+func (r RolloutRequest) Actions() int {
+	n := 0
+	for _, set := range []bool{r.Restart, r.Undo, r.Pause, r.Resume} {
+		if set {
+			n++
+		}
+	}
+	return n
 }
 
 func workloadPath(resource, namespace, name string) string {
@@ -145,7 +159,7 @@ func (c *Client) Scale(ctx context.Context, resource, namespace, name string, re
 	return r, c.do(ctx, http.MethodPost, workloadPath(resource, namespace, name)+"/scale", ScaleRequest{Replicas: replicas}, &r)
 }
 
-// Rollout restarts a Deployment or rolls it back.
+// Rollout restarts a Deployment, rolls it back, pauses or resumes it.
 func (c *Client) Rollout(ctx context.Context, resource, namespace, name string, req RolloutRequest) (ApplyResult, error) {
 	var r ApplyResult
 	return r, c.do(ctx, http.MethodPost, workloadPath(resource, namespace, name)+"/rollout", req, &r)

@@ -56,9 +56,6 @@ func validateDeploymentSpec(spec *appsv1.DeploymentSpec, path *field.Path) field
 			errs = append(errs, field.Invalid(path.Child("progressDeadlineSeconds"), *p, "must be greater than minReadySeconds"))
 		}
 	}
-	if spec.Paused {
-		errs = append(errs, field.Forbidden(path.Child("paused"), "berth does not pause rollouts"))
-	}
 	return errs
 }
 

@@ -45,15 +45,19 @@ func (a DeploymentActions) changed() bool { return a.Create != nil || len(a.Scal
 
 // ReconcileDeployment takes a Deployment and the ReplicaSets it owns
 // (their status up to date) one step towards its template and replicas,
-// by its strategy.
+// by its strategy. A paused one makes no new ReplicaSet and takes no
+// rollout step: its replicas alone are applied (scalePaused).
 func ReconcileDeployment(d *appsv1.Deployment, sets []*appsv1.ReplicaSet, now time.Time) DeploymentActions {
 	out := DeploymentActions{Scale: map[string]int32{}, Revision: map[string]string{}}
 	newRS, old := splitReplicaSets(d, sets)
 	out.syncRevision(newRS, old)
 	if d.DeletionTimestamp == nil {
-		if d.Spec.Strategy.Type == appsv1.RecreateDeploymentStrategyType {
+		switch {
+		case d.Spec.Paused:
+			out.scalePaused(d, newRS, old)
+		case d.Spec.Strategy.Type == appsv1.RecreateDeploymentStrategyType:
 			out.recreate(d, newRS, old, sets, now)
-		} else {
+		default:
 			out.rollingUpdate(d, newRS, old, sets, now)
 		}
 		out.cleanupHistory(d, old)

@@ -58,7 +58,10 @@ func (c *cluster) step(d *appsv1.Deployment) DeploymentActions {
 	}
 	for _, rs := range c.sets {
 		if n, ok := a.Scale[rs.Name]; ok {
+			surge, _ := Fenceposts(d)
 			rs.Spec.Replicas = ptr.To(n)
+			rs.Annotations[DesiredReplicasAnnotation] = itoa(Replicas(d.Spec.Replicas))
+			rs.Annotations[MaxReplicasAnnotation] = itoa(Replicas(d.Spec.Replicas) + surge)
 		}
 		if r, ok := a.Revision[rs.Name]; ok {
 			rs.Annotations[RevisionAnnotation] = r

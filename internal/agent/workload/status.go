@@ -66,8 +66,13 @@ func Complete(d *appsv1.Deployment, s *appsv1.DeploymentStatus) bool {
 
 // progressing sets the Progressing condition: created or updated while the
 // rollout moves, NewReplicaSetAvailable once complete, and
-// ProgressDeadlineExceeded when nothing moved for progressDeadlineSeconds.
+// ProgressDeadlineExceeded when nothing moved for progressDeadlineSeconds
+// (counted from the last update: a resume is one). A paused Deployment's
+// stays DeploymentPaused.
 func progressing(d *appsv1.Deployment, newRS *appsv1.ReplicaSet, a DeploymentActions, s *appsv1.DeploymentStatus, now time.Time) {
+	if pausedProgress(d, s, now) {
+		return
+	}
 	prev := d.Status
 	name := ""
 	if newRS != nil {
