@@ -291,8 +291,10 @@ func (a *Agent) applyDeploymentActionsLocked(o *workloadObj, act workload.Deploy
 	surge, _ := workload.Fenceposts(d)
 	for name, replicas := range act.Scale {
 		rs := byName[name]
+		if workload.Replicas(rs.rs.Spec.Replicas) != replicas {
+			rs.rs.Generation++
+		}
 		rs.rs.Spec.Replicas = &replicas
-		rs.rs.Generation++
 		// As the controller's scaleReplicaSet: the size it was scaled for
 		// (a paused Deployment's proportional scaling reads max-replicas).
 		rs.rs.Annotations[workload.DesiredReplicasAnnotation] = strconv.Itoa(int(workload.Replicas(d.Spec.Replicas)))

@@ -46,15 +46,17 @@ func (a DeploymentActions) changed() bool { return a.Create != nil || len(a.Scal
 // ReconcileDeployment takes a Deployment and the ReplicaSets it owns
 // (their status up to date) one step towards its template and replicas,
 // by its strategy. A paused one makes no new ReplicaSet and takes no
-// rollout step: its replicas alone are applied (scalePaused).
+// rollout step: its replicas alone are applied (scaleSets); so does a
+// scaling event, a rollout under way being scaled proportionally before
+// it goes on.
 func ReconcileDeployment(d *appsv1.Deployment, sets []*appsv1.ReplicaSet, now time.Time) DeploymentActions {
 	out := DeploymentActions{Scale: map[string]int32{}, Revision: map[string]string{}}
 	newRS, old := splitReplicaSets(d, sets)
 	out.syncRevision(newRS, old)
 	if d.DeletionTimestamp == nil {
 		switch {
-		case d.Spec.Paused:
-			out.scalePaused(d, newRS, old)
+		case d.Spec.Paused || scalingEvent(d, sets):
+			out.scaleSets(d, newRS, old)
 		case d.Spec.Strategy.Type == appsv1.RecreateDeploymentStrategyType:
 			out.recreate(d, newRS, old, sets, now)
 		default:

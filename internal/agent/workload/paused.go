@@ -17,9 +17,42 @@ const (
 	ReasonResumed = "DeploymentResumed"
 )
 
-// scalePaused is the controller's sync of a paused Deployment: no new
-// ReplicaSet and no rollout step, only its replicas applied to the
-// ReplicaSets it has (the controller's scale):
+// scalingEvent says whether an active ReplicaSet of the Deployment was
+// last scaled for another number of replicas than the Deployment's now
+// (its desired-replicas annotation): the controller then only scales.
+func scalingEvent(d *appsv1.Deployment, sets []*appsv1.ReplicaSet) bool {
+	for _, rs := range activeSets(sets) {
+		desired, err := strconv.ParseInt(rs.Annotations[DesiredReplicasAnnotation], 10, 32)
+		if err == nil && desired != int64(Replicas(d.Spec.Replicas)) {
+			return true
+		}
+	}
+	return false
+}
+
+// scaleSets scales the active ReplicaSets to the Deployment's replicas,
+// then marks each one still made for another size as scaled for them
+// (its annotations, without an event), as the controller's scale does:
+// otherwise the scaling event would never end.
+func (a *DeploymentActions) scaleSets(d *appsv1.Deployment, newRS *appsv1.ReplicaSet, old []*appsv1.ReplicaSet) {
+	a.scaleToReplicas(d, newRS, old)
+	sets := old
+	if newRS != nil {
+		sets = append(append([]*appsv1.ReplicaSet(nil), old...), newRS)
+	}
+	for _, rs := range activeSets(sets) {
+		if _, scaled := a.Scale[rs.Name]; scaled {
+			continue
+		}
+		if desired, err := strconv.ParseInt(rs.Annotations[DesiredReplicasAnnotation], 10, 32); err == nil && desired != int64(Replicas(d.Spec.Replicas)) {
+			a.Scale[rs.Name] = Replicas(rs.Spec.Replicas)
+		}
+	}
+}
+
+// scaleToReplicas is the controller's scale, its sync of a paused
+// Deployment or of a scaling event: no new ReplicaSet and no rollout
+// step, only its replicas applied to the ReplicaSets it has:
 //   - the one active ReplicaSet (the newest when none is active) takes
 //     them all;
 //   - a saturated new ReplicaSet leaves the old ones at zero;
@@ -27,7 +60,7 @@ const (
 //     is shared out among them in proportion to their size (the larger
 //     first; newer first when adding, older first when removing), the
 //     rest going to the first.
-func (a *DeploymentActions) scalePaused(d *appsv1.Deployment, newRS *appsv1.ReplicaSet, old []*appsv1.ReplicaSet) {
+func (a *DeploymentActions) scaleToReplicas(d *appsv1.Deployment, newRS *appsv1.ReplicaSet, old []*appsv1.ReplicaSet) {
 	replicas := Replicas(d.Spec.Replicas)
 	if rs := activeOrLatest(newRS, old); rs != nil {
 		a.scale(rs, replicas)
