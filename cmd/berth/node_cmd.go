@@ -208,7 +208,9 @@ func describeResources(d describer, heading string, list v1.ResourceList) {
 func describeNodePods(d describer, node *v1.Node, pods []v1.Pod, now time.Time) {
 	var running []v1.Pod
 	for _, p := range pods {
-		if p.Status.Phase != v1.PodSucceeded && p.Status.Phase != v1.PodFailed {
+		// kubectl selects spec.nodeName: a pod waiting unscheduled is
+		// not the node's.
+		if p.Spec.NodeName == node.Name && p.Status.Phase != v1.PodSucceeded && p.Status.Phase != v1.PodFailed {
 			running = append(running, p)
 		}
 	}

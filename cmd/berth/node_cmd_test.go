@@ -54,11 +54,12 @@ func TestGetNodeShowsKubectlColumns(t *testing.T) {
 func TestDescribeNodeShowsConditionsResourcesAndPods(t *testing.T) {
 	now := time.Now()
 	pod := v1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "web", CreationTimestamp: metav1.NewTime(now)},
-		Spec:   v1.PodSpec{Containers: []v1.Container{{Name: "app", Resources: v1.ResourceRequirements{Requests: v1.ResourceList{v1.ResourceCPU: resource.MustParse("100m")}}}}},
+		Spec:   v1.PodSpec{NodeName: "node-1", Containers: []v1.Container{{Name: "app", Resources: v1.ResourceRequirements{Requests: v1.ResourceList{v1.ResourceCPU: resource.MustParse("100m")}}}}},
 		Status: v1.PodStatus{Phase: v1.PodRunning}}
-	evicted := v1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "gone"}, Status: v1.PodStatus{Phase: v1.PodFailed, Reason: "Evicted"}}
+	evicted := v1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "gone"}, Spec: v1.PodSpec{NodeName: "node-1"}, Status: v1.PodStatus{Phase: v1.PodFailed, Reason: "Evicted"}}
+	unscheduled := v1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "waiting"}, Status: v1.PodStatus{Phase: v1.PodPending}}
 	var out bytes.Buffer
-	if err := describeNode(&out, testNode(now), []v1.Pod{pod, evicted}, now); err != nil {
+	if err := describeNode(&out, testNode(now), []v1.Pod{pod, evicted, unscheduled}, now); err != nil {
 		t.Fatal(err)
 	}
 	text := out.String()
@@ -68,8 +69,8 @@ func TestDescribeNodeShowsConditionsResourcesAndPods(t *testing.T) {
 			t.Errorf("describe node lacks %q:\n%s", want, text)
 		}
 	}
-	if strings.Contains(text, "gone") {
-		t.Errorf("describe node lists a terminated pod:\n%s", text)
+	if strings.Contains(text, "gone") || strings.Contains(text, "waiting") {
+		t.Errorf("describe node lists a terminated or an unscheduled pod:\n%s", text)
 	}
 }
 

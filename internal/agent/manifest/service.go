@@ -144,7 +144,7 @@ func validateExternalName(spec *v1.ServiceSpec, path *field.Path) field.ErrorLis
 }
 
 // validateSessionAffinity: None or ClientIP, a ClientIP affinity's
-// timeout 1-86400 seconds (defaulting gave it one).
+// timeout 1-86400 seconds (defaulting gives it one; required without).
 func validateSessionAffinity(spec *v1.ServiceSpec, path *field.Path) field.ErrorList {
 	switch spec.SessionAffinity {
 	case v1.ServiceAffinityNone:
@@ -152,7 +152,11 @@ func validateSessionAffinity(spec *v1.ServiceSpec, path *field.Path) field.Error
 			return field.ErrorList{field.Forbidden(path.Child("sessionAffinityConfig"), "must not be set when session affinity is None")}
 		}
 	case v1.ServiceAffinityClientIP:
-		t := spec.SessionAffinityConfig.ClientIP.TimeoutSeconds
+		c := spec.SessionAffinityConfig
+		if c == nil || c.ClientIP == nil || c.ClientIP.TimeoutSeconds == nil {
+			return field.ErrorList{field.Required(path.Child("sessionAffinityConfig", "clientIP", "timeoutSeconds"), "")}
+		}
+		t := c.ClientIP.TimeoutSeconds
 		if *t <= 0 || *t > MaxClientIPAffinitySeconds {
 			return field.ErrorList{field.Invalid(path.Child("sessionAffinityConfig", "clientIP", "timeoutSeconds"), *t,
 				fmt.Sprintf("must be greater than 0 and less than %d", MaxClientIPAffinitySeconds))}

@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/util/validation/field"
 )
 
 const serviceYAML = `apiVersion: v1
@@ -116,5 +117,17 @@ func TestValidateService(t *testing.T) {
 				t.Fatalf("error %v\nwant it to contain %q", err, tc.want)
 			}
 		})
+	}
+}
+
+// A ClientIP affinity that defaulting did not reach (a bundle built by
+// hand) is refused, not dereferenced.
+func TestClientIPAffinityWithoutConfigIsRequired(t *testing.T) {
+	for _, c := range []*v1.SessionAffinityConfig{nil, {}, {ClientIP: &v1.ClientIPConfig{}}} {
+		spec := &v1.ServiceSpec{SessionAffinity: v1.ServiceAffinityClientIP, SessionAffinityConfig: c}
+		errs := validateSessionAffinity(spec, field.NewPath("spec"))
+		if len(errs) != 1 || errs[0].Error() != "spec.sessionAffinityConfig.clientIP.timeoutSeconds: Required value" {
+			t.Errorf("config %+v: %v", c, errs)
+		}
 	}
 }

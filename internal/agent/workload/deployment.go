@@ -30,7 +30,8 @@ type Event struct {
 type DeploymentActions struct {
 	// Create is a new ReplicaSet for the current template (no UID yet).
 	Create *appsv1.ReplicaSet
-	// Scale maps a ReplicaSet's name to its new replicas.
+	// Scale maps a ReplicaSet's name to its new replicas (the same for
+	// one only marked as scaled for the Deployment's replicas).
 	Scale map[string]int32
 	// Revision maps a ReplicaSet's name to its new revision annotation (a
 	// rollback to an old template makes it the newest again).
@@ -39,9 +40,14 @@ type DeploymentActions struct {
 	Delete []string
 	Status appsv1.DeploymentStatus
 	Events []Event
+
+	// resized says a ReplicaSet's size changed (a Scale entry may only
+	// mark one left at its size as scaled for the Deployment's replicas).
+	resized bool
 }
 
-func (a DeploymentActions) changed() bool { return a.Create != nil || len(a.Scale) > 0 }
+// changed says the pass made or resized a ReplicaSet: progress.
+func (a DeploymentActions) changed() bool { return a.Create != nil || a.resized }
 
 // ReconcileDeployment takes a Deployment and the ReplicaSets it owns
 // (their status up to date) one step towards its template and replicas,
@@ -135,6 +141,7 @@ func (a *DeploymentActions) scale(rs *appsv1.ReplicaSet, to int32) {
 		return
 	}
 	a.Scale[rs.Name] = to
+	a.resized = true
 	verb := "up"
 	if to < from {
 		verb = "down"

@@ -185,7 +185,9 @@ func TestPausedSaturatedNewReplicaSetScalesOldDown(t *testing.T) {
 	}
 	newRS.Annotations[DesiredReplicasAnnotation] = "3" // made for another size: not saturated
 	a = ReconcileDeployment(d, []*appsv1.ReplicaSet{oldRS, newRS}, t0.Add(2*time.Second))
-	if _, scaled := a.Scale[oldRS.Name]; scaled && a.Scale[oldRS.Name] == 0 {
-		t.Fatalf("not saturated, yet the old ReplicaSet went to 0: %+v", a.Scale)
+	// 1+4 is already 4+1: nothing resized, the new one only marked as
+	// scaled for 4.
+	if _, scaled := a.Scale[oldRS.Name]; scaled || len(a.Scale) != 1 || a.Scale[newRS.Name] != 4 || len(a.Events) != 0 {
+		t.Fatalf("not saturated: scale %+v, events %+v; want only the new one marked at 4", a.Scale, a.Events)
 	}
 }

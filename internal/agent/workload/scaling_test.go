@@ -5,6 +5,7 @@ import (
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
+	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/utils/ptr"
 )
@@ -76,4 +77,26 @@ func setSizes(sets []*appsv1.ReplicaSet) string {
 		s += rs.Name + "=" + itoa(Replicas(rs.Spec.Replicas)) + " "
 	}
 	return s
+}
+
+// A pass that only marks ReplicaSets as scaled for the replicas (none
+// resized) is no progress: the Progressing condition keeps its time, so
+// the progress deadline still runs.
+func TestMarkingIsNoProgress(t *testing.T) {
+	d := newDeployment(10, intstr.FromInt32(3), intstr.FromInt32(2))
+	t0 := time.Unix(1000, 0)
+	oldRS := newReplicaSet(d, nil, nil, 8, t0)
+	d.Spec.Template.Spec.Containers[0].Image = "busybox:2"
+	newRS := newReplicaSet(d, []*appsv1.ReplicaSet{oldRS}, nil, 5, t0.Add(time.Second))
+	sets := []*appsv1.ReplicaSet{oldRS, newRS}
+	setCondition(&d.Status, appsv1.DeploymentProgressing, v1.ConditionTrue, ReasonRSUpdated, "progressing", t0.Add(2*time.Second))
+	before := condition(&d.Status, appsv1.DeploymentProgressing).DeepCopy()
+	oldRS.Annotations[DesiredReplicasAnnotation] = "9" // made for 9: 8+5 is still 10+3
+	a := ReconcileDeployment(d, sets, t0.Add(time.Minute))
+	if len(a.Scale) != 1 || a.Scale[oldRS.Name] != 8 || len(a.Events) != 0 {
+		t.Fatalf("marking pass: scale %v, events %+v; want the old one marked at 8, no event", a.Scale, a.Events)
+	}
+	if after := condition(&a.Status, appsv1.DeploymentProgressing); !after.LastUpdateTime.Equal(&before.LastUpdateTime) {
+		t.Fatalf("Progressing moved from %v to %v on a pass that resized nothing", before.LastUpdateTime, after.LastUpdateTime)
+	}
 }
