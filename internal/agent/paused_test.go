@@ -68,7 +68,8 @@ func rolledOut(a *testAgent, t *testing.T, image string, replicas int) func() bo
 
 // Pause holds a template change (no ReplicaSet, no revision) but not a
 // scale, refuses restart and undo, survives a restart of the agent; resume
-// rolls the change out; a re-applied manifest sets paused.
+// rolls the change out; a re-applied manifest sets paused only when it
+// names the field.
 func TestPausedDeploymentAcrossARestart(t *testing.T) {
 	rt := criclienttest.New()
 	dir := t.TempDir()
@@ -136,9 +137,14 @@ func TestPausedDeploymentAcrossARestart(t *testing.T) {
 	if _, err := second.rollout(t, agentapi.RolloutRequest{Undo: true}); err == nil || !strings.HasPrefix(err.Error(), "you cannot rollback a paused deployment; resume it first") {
 		t.Fatalf("undo of a paused Deployment: %v", err)
 	}
-	// The manifest sets paused: applied without it, the Deployment resumes
-	// and its new template rolls (the revision 3 ReplicaSet is made).
+	// A manifest that leaves paused out keeps the pause, as kubectl apply
+	// does; one that says paused: false resumes, and the new template
+	// rolls (the revision 3 ReplicaSet is made).
 	second.apply(t, strings.Replace(webDeployment, "busybox:1", "busybox:3", 1))
+	if d := second.deployment(t); !d.Spec.Paused || len(second.replicaSetNames(t)) != 2 {
+		t.Fatalf("re-applied without paused: paused %v, ReplicaSets %v; want still paused, no new one", d.Spec.Paused, second.replicaSetNames(t))
+	}
+	second.apply(t, strings.Replace(strings.Replace(webDeployment, "busybox:1", "busybox:3", 1), "replicas: 3", "replicas: 3\n  paused: false", 1))
 	waitFor(t, "revision 3 rolling after the re-apply", func() bool {
 		d := second.deployment(t)
 		return !d.Spec.Paused && d.Annotations[workload.RevisionAnnotation] == "3" && len(second.replicaSetNames(t)) == 3

@@ -186,6 +186,9 @@ func (a *Agent) applyWorkloadsLocked(b *manifest.Bundle) ([]agentapi.ApplyResult
 	for _, d := range b.Deployments {
 		obj := d.DeepCopy()
 		obj.TypeMeta = metav1.TypeMeta{APIVersion: "apps/v1", Kind: workloadstore.KindDeployment}
+		if cur := a.liveWorkloadLocked(workloadstore.KindDeployment, obj.Namespace, obj.Name); cur != nil && d.KeepPaused {
+			obj.Spec.Paused = cur.d.Spec.Paused
+		}
 		r, err := a.applyWorkloadLocked(&workloadObj{d: obj, source: d.Source})
 		if err != nil {
 			return results, err

@@ -10,8 +10,8 @@ import (
 )
 
 // A paused Deployment holds its rollout: `rollout pause`, then a changed
-// template applied (its manifest saying paused: true, as a re-apply sets
-// paused) makes no ReplicaSet and no pod; get and describe say so;
+// template applied (its manifest saying paused: true; one leaving it out
+// would keep the pause too) makes no ReplicaSet and no pod; get and describe say so;
 // restart is refused; `rollout resume` rolls the change out.
 func TestPausedDeploymentHoldsItsRollout(t *testing.T) {
 	onEachRuntime(t, pausedDeploymentHoldsItsRollout)

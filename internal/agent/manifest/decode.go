@@ -112,7 +112,10 @@ func decodeObject(b *Bundle, data []byte, source, location string) []Problem {
 	case kindSecret:
 		return decodeTyped(b, data, source, object, &v1.Secret{})
 	case kindDeployment:
-		return decodeTyped(b, data, source, object, &appsv1.Deployment{})
+		d := &appsv1.Deployment{}
+		problems := decodeTyped(b, data, source, object, d)
+		markKeepPaused(b, d, data)
+		return problems
 	case kindReplicaSet:
 		return decodeTyped(b, data, source, object, &appsv1.ReplicaSet{})
 	case kindDaemonSet:

@@ -1,6 +1,8 @@
 package manifest
 
 import (
+	"encoding/json"
+
 	appsv1 "k8s.io/api/apps/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
@@ -9,6 +11,29 @@ import (
 type Deployment struct {
 	*appsv1.Deployment
 	Source string `json:"source"`
+	// KeepPaused: the manifest leaves spec.paused out, so applying it
+	// keeps a pause made by `rollout pause` (kubectl apply merges only
+	// the fields a manifest names).
+	KeepPaused bool `json:"keepPaused,omitempty"`
+}
+
+// markKeepPaused sets KeepPaused on the bundle's entry of d when data, the
+// Deployment's JSON, has no spec.paused.
+func markKeepPaused(b *Bundle, d *appsv1.Deployment, data []byte) {
+	var doc struct {
+		Spec map[string]json.RawMessage `json:"spec"`
+	}
+	if json.Unmarshal(data, &doc) != nil {
+		return
+	}
+	if _, named := doc.Spec["paused"]; named {
+		return
+	}
+	for _, entry := range b.Deployments {
+		if entry.Deployment == d {
+			entry.KeepPaused = true
+		}
+	}
 }
 
 // ReplicaSet is a decoded apps/v1 ReplicaSet and the source it came from.
