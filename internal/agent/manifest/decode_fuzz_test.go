@@ -65,6 +65,11 @@ func FuzzDecode(f *testing.F) {
 			if err != nil {
 				t.Fatalf("re-encoded valid bundle does not decode: %v\n%s", err, encoded)
 			}
+			for i, d := range decoded.Deployments {
+				// whether the text named spec.paused, which encoding
+				// an unpaused Deployment leaves out
+				d.KeepPaused = i < len(b.Deployments) && b.Deployments[i].KeepPaused
+			}
 			if !equality.Semantic.DeepEqual(b, decoded) {
 				t.Fatalf("re-encoded bundle decodes differently:\n%s\nto\n%s", encoded, encodeBundle(t, decoded, asJSON))
 			}
@@ -104,7 +109,7 @@ func cloneBundle(b *Bundle) *Bundle {
 		c.Secrets[key], c.SecretSources[key] = s.DeepCopy(), b.SecretSources[key]
 	}
 	for _, d := range b.Deployments {
-		c.Deployments = append(c.Deployments, &Deployment{Deployment: d.DeepCopy(), Source: d.Source})
+		c.Deployments = append(c.Deployments, &Deployment{Deployment: d.DeepCopy(), Source: d.Source, KeepPaused: d.KeepPaused})
 	}
 	for _, rs := range b.ReplicaSets {
 		c.ReplicaSets = append(c.ReplicaSets, &ReplicaSet{ReplicaSet: rs.DeepCopy(), Source: rs.Source})
