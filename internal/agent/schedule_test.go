@@ -3,6 +3,7 @@ package agent
 import (
 	"context"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -47,7 +48,7 @@ const wantUnschedulable = "0/1 nodes are available: 1 node(s) had untolerated ta
 
 // startSchedulingAgent is startPressureAgent in dir whose conditions
 // clear as soon as the thresholds are no longer met.
-func startSchedulingAgent(t *testing.T, rt *criclienttest.Runtime, dir string, signals *fakeSignals) *testAgent {
+func startSchedulingAgent(t *testing.T, rt *criclienttest.Runtime, dir string, signals SignalObserver) *testAgent {
 	t.Helper()
 	a, vols := newTestAgentWith(t, rt, dir, clock.RealClock{}, func(cfg *Config) {
 		cfg.Eviction = eviction.Config{Thresholds: eviction.Defaults(), PressureTransitionPeriod: time.Nanosecond}
@@ -239,7 +240,18 @@ func TestRestartedAgentKeepsControllerPodsPendingUnderPressure(t *testing.T) {
 	waitFor(t, "the ReplicaSet made its pod", func() bool { return len(first.ownedPods("ReplicaSet")) == 1 })
 	first.stop()
 
-	second := startSchedulingAgent(t, rt, dir, signals)
+	// The restarted agent's first measurement is held: until it is
+	// done, the controllers make nothing (the pod would be admitted
+	// before the pressure is known, and fail).
+	gated := &gatedSignals{inner: signals, entered: make(chan struct{}), release: make(chan struct{})}
+	second := startSchedulingAgent(t, rt, dir, gated)
+	<-gated.entered
+	for deadline := time.Now().Add(300 * time.Millisecond); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
+		if n := len(second.ownedPods("ReplicaSet")); n != 0 {
+			t.Fatalf("the controllers made %d pods before the first measurement", n)
+		}
+	}
+	close(gated.release)
 	waitFor(t, "the ReplicaSet makes its pod again", func() bool { return len(second.ownedPods("ReplicaSet")) == 1 })
 	second.checkUnschedulable(t, second.onlyPod(t, "ReplicaSet"))
 	if sandboxes, _ := rt.Counts(); sandboxes != 0 {
@@ -275,4 +287,24 @@ spec:
 	if d.Job.Status.Active != 1 || d.Job.Status.Failed != 0 || eventCount(d.Events, "SuccessfulCreate") != 1 {
 		t.Errorf("Job status %+v, events %+v; want 1 active, none failed, one pod made", d.Job.Status, d.Events)
 	}
+}
+
+// gatedSignals holds its first Observe until release is closed, saying
+// on entered that it was called.
+type gatedSignals struct {
+	inner   SignalObserver
+	once    sync.Once
+	entered chan struct{}
+	release chan struct{}
+}
+
+func (g *gatedSignals) Observe(ctx context.Context) (eviction.Observations, error) {
+	g.once.Do(func() {
+		close(g.entered)
+		select {
+		case <-g.release:
+		case <-ctx.Done():
+		}
+	})
+	return g.inner.Observe(ctx)
 }
