@@ -22,12 +22,34 @@ const (
 // (its desired-replicas annotation): the controller then only scales.
 func scalingEvent(d *appsv1.Deployment, sets []*appsv1.ReplicaSet) bool {
 	for _, rs := range activeSets(sets) {
-		desired, err := strconv.ParseInt(rs.Annotations[DesiredReplicasAnnotation], 10, 32)
-		if err == nil && desired != int64(Replicas(d.Spec.Replicas)) {
+		if scaledForOther(rs, d) {
 			return true
 		}
 	}
 	return false
+}
+
+// scaledFor is the number of the Deployment's replicas a ReplicaSet was
+// made or last scaled for (its desired-replicas annotation), if it says.
+func scaledFor(rs *appsv1.ReplicaSet) (int32, bool) {
+	desired, err := strconv.ParseInt(rs.Annotations[DesiredReplicasAnnotation], 10, 32)
+	return int32(desired), err == nil
+}
+
+// scaledForOther says whether the ReplicaSet was scaled for another
+// number of replicas than the Deployment's now.
+func scaledForOther(rs *appsv1.ReplicaSet, d *appsv1.Deployment) bool {
+	desired, ok := scaledFor(rs)
+	return ok && desired != Replicas(d.Spec.Replicas)
+}
+
+// withNew is old followed by newRS, when there is one (a new slice).
+func withNew(old []*appsv1.ReplicaSet, newRS *appsv1.ReplicaSet) []*appsv1.ReplicaSet {
+	sets := append([]*appsv1.ReplicaSet(nil), old...)
+	if newRS != nil {
+		sets = append(sets, newRS)
+	}
+	return sets
 }
 
 // scaleSets scales the active ReplicaSets to the Deployment's replicas,
@@ -36,15 +58,12 @@ func scalingEvent(d *appsv1.Deployment, sets []*appsv1.ReplicaSet) bool {
 // otherwise the scaling event would never end.
 func (a *DeploymentActions) scaleSets(d *appsv1.Deployment, newRS *appsv1.ReplicaSet, old []*appsv1.ReplicaSet) {
 	a.scaleToReplicas(d, newRS, old)
-	sets := old
-	if newRS != nil {
-		sets = append(append([]*appsv1.ReplicaSet(nil), old...), newRS)
-	}
+	sets := withNew(old, newRS)
 	for _, rs := range activeSets(sets) {
 		if _, scaled := a.Scale[rs.Name]; scaled {
 			continue
 		}
-		if desired, err := strconv.ParseInt(rs.Annotations[DesiredReplicasAnnotation], 10, 32); err == nil && desired != int64(Replicas(d.Spec.Replicas)) {
+		if scaledForOther(rs, d) {
 			a.Scale[rs.Name] = Replicas(rs.Spec.Replicas)
 		}
 	}
@@ -75,10 +94,7 @@ func (a *DeploymentActions) scaleToReplicas(d *appsv1.Deployment, newRS *appsv1.
 	if d.Spec.Strategy.Type == appsv1.RecreateDeploymentStrategyType {
 		return
 	}
-	sets := old
-	if newRS != nil {
-		sets = append(append([]*appsv1.ReplicaSet(nil), old...), newRS)
-	}
+	sets := withNew(old, newRS)
 	active := activeSets(sets)
 	var total int32
 	for _, rs := range active {
@@ -122,10 +138,7 @@ func activeSets(sets []*appsv1.ReplicaSet) []*appsv1.ReplicaSet {
 // new one (else the newest old one); nil when several are active. old is
 // oldest first.
 func activeOrLatest(newRS *appsv1.ReplicaSet, old []*appsv1.ReplicaSet) *appsv1.ReplicaSet {
-	sets := old
-	if newRS != nil {
-		sets = append(append([]*appsv1.ReplicaSet(nil), old...), newRS)
-	}
+	sets := withNew(old, newRS)
 	switch active := activeSets(sets); len(active) {
 	case 0:
 		if newRS != nil {
@@ -147,9 +160,9 @@ func saturated(d *appsv1.Deployment, rs *appsv1.ReplicaSet) bool {
 	if rs == nil {
 		return false
 	}
-	desired, err := strconv.ParseInt(rs.Annotations[DesiredReplicasAnnotation], 10, 32)
+	desired, ok := scaledFor(rs)
 	replicas := Replicas(d.Spec.Replicas)
-	return err == nil && Replicas(rs.Spec.Replicas) == replicas && desired == int64(replicas) && rs.Status.AvailableReplicas == replicas
+	return ok && Replicas(rs.Spec.Replicas) == replicas && desired == replicas && rs.Status.AvailableReplicas == replicas
 }
 
 // sortBySize orders ReplicaSets the larger first; among equal ones the
