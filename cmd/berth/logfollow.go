@@ -19,12 +19,21 @@ import (
 // agent renamed it and the runtime reopened it) it reads the old one to
 // its end, then any file rotated after it that it never had open (two
 // rotations or more between two looks), before going on with the new one.
+//
+// The old file may still grow after the new one has its first record:
+// containerd's ReopenContainerLog closes the old writer and lets it write
+// what it holds (whole lines and the start of a cut one) while the new
+// writer has begun. So the follower moves on only once the old file has
+// kept its size for one look after the new one began.
 type logFollower struct {
 	path    string
 	c       *logCopier
 	cur     *os.File
 	r       *bufio.Reader
 	pending []byte
+	// settled is cur's size at the last look that found a new file at
+	// path, -1 when none did.
+	settled int64
 	// before are the rotated files (by name without ".gz") rotated before
 	// cur was the current file; older are those of them rotated before
 	// the follower opened the log, oldest first, for copyRotated.
@@ -45,7 +54,7 @@ func openLogFollower(path string, c *logCopier) (*logFollower, error) {
 		f.Close()
 		return nil, err
 	}
-	l := &logFollower{path: path, c: c, cur: f, r: bufio.NewReader(f), before: map[string]bool{}}
+	l := &logFollower{path: path, c: c, cur: f, r: bufio.NewReader(f), before: map[string]bool{}, settled: -1}
 	for _, file := range files {
 		if same, _ := sameFile(f, file); same {
 			break // rotated after we opened it: the newest rotated file
@@ -113,7 +122,9 @@ func (l *logFollower) copyFile(file string) error {
 	}
 	defer rc.Close()
 	var pending []byte
-	if err := readRecords(bufio.NewReader(rc), &pending, l.c.add); err != nil {
+	err = readRecords(bufio.NewReader(rc), &pending, l.c.add)
+	l.c.emit()
+	if err != nil {
 		return fmt.Errorf("log %s: %w", file, err)
 	}
 	return nil
@@ -121,44 +132,71 @@ func (l *logFollower) copyFile(file string) error {
 
 // copyCurrent adds the complete records the current file holds now.
 func (l *logFollower) copyCurrent() error {
-	if err := readRecords(l.r, &l.pending, l.c.add); err != nil {
+	err := readRecords(l.r, &l.pending, l.c.add)
+	l.c.emit()
+	if err != nil {
 		return fmt.Errorf("log %s: %w", l.path, err)
 	}
 	return nil
 }
 
 // follow copies the current file, moving to the new file at the log's
-// path once the runtime writes to it: after its first record no record
-// goes to the old file, which is then read to its end.
+// path once the runtime writes to it and the old file has stopped
+// growing (see logFollower): the old file is read to its end first.
 func (l *logFollower) follow() error {
 	if err := l.copyCurrent(); err != nil {
 		return err
 	}
-	next, err := os.Open(l.path)
-	if errors.Is(err, fs.ErrNotExist) {
-		return nil // between the rename and the reopen
-	}
-	if err != nil {
+	next, err := l.nextFile()
+	if next == nil || err != nil {
 		return err
-	}
-	st, err := next.Stat()
-	cur, cerr := l.cur.Stat()
-	if err != nil || cerr != nil || os.SameFile(st, cur) || st.Size() == 0 {
-		next.Close()
-		return errors.Join(err, cerr)
 	}
 	if err := l.copyCurrent(); err != nil { // the old file's last records
 		next.Close()
 		return err
+	}
+	st, err := l.cur.Stat()
+	if err != nil {
+		next.Close()
+		return err
+	}
+	if st.Size() != l.settled {
+		next.Close()
+		l.settled = st.Size()
+		return nil
 	}
 	if err := l.copySkipped(next); err != nil {
 		next.Close()
 		return err
 	}
 	l.cur.Close()
-	l.cur, l.r, l.pending = next, bufio.NewReader(next), l.pending[:0]
+	l.cur, l.r, l.pending, l.settled = next, bufio.NewReader(next), l.pending[:0], -1
 	return l.copyCurrent()
 }
+
+// nextFile opens the file at the log's path when it is not cur and the
+// runtime has written to it; nil otherwise (also between the rename and
+// the reopen).
+func (l *logFollower) nextFile() (*os.File, error) {
+	next, err := os.Open(l.path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	st, err := next.Stat()
+	cur, cerr := l.cur.Stat()
+	if err != nil || cerr != nil || os.SameFile(st, cur) || st.Size() == 0 {
+		next.Close()
+		return nil, errors.Join(err, cerr)
+	}
+	return next, nil
+}
+
+// switching reports whether a new file was found and the follower waits
+// for the old one to settle.
+func (l *logFollower) switching() bool { return l.settled >= 0 }
 
 // sameFile reports whether f is the file at path.
 func sameFile(f *os.File, path string) (bool, error) {
@@ -173,20 +211,33 @@ func sameFile(f *os.File, path string) (bool, error) {
 	return os.SameFile(a, b), nil
 }
 
+// settleInterval is how long the old file must keep its size once the
+// new one has begun (see logFollower).
+const settleInterval = 50 * time.Millisecond
+
 // followUntil follows the log every interval while running says the
-// container runs, then copies what is left.
-func (l *logFollower) followUntil(ctx context.Context, interval time.Duration, running func() bool) error {
+// container runs, then copies what is left (finishing a move to a new
+// file under way).
+func (l *logFollower) followUntil(ctx context.Context, interval time.Duration, running func() (bool, error)) error {
 	for {
+		more, err := running()
+		if err != nil {
+			return err
+		}
 		if err := l.follow(); err != nil {
 			return err
 		}
-		if !running() {
-			return l.follow()
+		if !more && !l.switching() {
+			return nil
+		}
+		wait := interval
+		if l.switching() {
+			wait = min(interval, settleInterval)
 		}
 		select {
 		case <-ctx.Done():
 			return nil
-		case <-time.After(interval):
+		case <-time.After(wait):
 		}
 	}
 }

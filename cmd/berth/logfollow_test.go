@@ -147,7 +147,7 @@ func TestLogsFollowAcrossRotations(t *testing.T) {
 		}
 		l.write(t, 3)
 	}()
-	err = f.followUntil(context.Background(), time.Millisecond, func() bool { return !done.Load() })
+	err = f.followUntil(context.Background(), time.Millisecond, func() (bool, error) { return !done.Load(), nil })
 	wg.Wait()
 	if err != nil {
 		t.Fatal(err)
@@ -191,14 +191,10 @@ func TestLogsFollowReadsFilesRotatedBetweenTwoLooks(t *testing.T) {
 		l.rotate(t)
 		l.write(t, 5)
 	}
-	if err := f.follow(); err != nil {
-		t.Fatal(err)
-	}
+	followSettled(t, f)
 	l.rotate(t)
 	l.write(t, 5)
-	if err := f.follow(); err != nil {
-		t.Fatal(err)
-	}
+	followSettled(t, f)
 	checkLines(t, out.String(), 0, l.next-1)
 }
 
@@ -225,10 +221,58 @@ func TestLogsFollowBehindSeveralRotations(t *testing.T) {
 	if files, _ := logrotate.RotatedFiles(l.path); len(files) != 3 || !strings.HasSuffix(files[0], ".gz") {
 		t.Fatalf("rotated files %v; want three, the file the follower reads gzipped", files)
 	}
+	followSettled(t, f)
+	checkLines(t, out.String(), 0, l.next-1)
+}
+
+// followSettled makes the follower look until it has moved to the new
+// file at the log's path: the first look that finds one waits for the
+// old file to settle, the next moves.
+func followSettled(t *testing.T, f *logFollower) {
+	t.Helper()
 	for range 2 {
 		if err := f.follow(); err != nil {
 			t.Fatal(err)
 		}
 	}
-	checkLines(t, out.String(), 0, l.next-1)
+	if f.switching() {
+		t.Fatal("the follower has not moved to the new log file after two looks")
+	}
+}
+
+// The old file grows after the new one has its first records
+// (containerd's old writer writes what it held after ReopenContainerLog
+// returned): the follower reads those records before the new file's, and
+// loses none.
+func TestLogsFollowWaitsForTheOldFileToSettle(t *testing.T) {
+	l := newRotatingLog(t, 10)
+	l.write(t, 5)
+	var out bytes.Buffer
+	f, err := openLogFollower(l.path, newLogCopier(&out, logFilter{tail: -1}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	l.rotate(t)
+	files, _ := logrotate.RotatedFiles(l.path)
+	if len(files) != 1 {
+		t.Fatalf("rotated files %v; want one", files)
+	}
+	l.next = 7
+	l.write(t, 3) // lines 7 to 9, in the new file
+	if err := f.follow(); err != nil {
+		t.Fatal(err)
+	}
+	late, err := crilog.Open(files[0]) // the old writer's last lines
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, line := range []string{"line 5", "line 6"} {
+		if err := late.WriteRecord(crilog.Stdout, false, []byte(line)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	late.Close()
+	followSettled(t, f)
+	checkLines(t, out.String(), 0, 9)
 }

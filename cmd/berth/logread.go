@@ -64,7 +64,11 @@ type logCopier struct {
 	w    io.Writer
 	f    logFilter
 	tail *recordRing // nil once the tail has been printed, or with no tail
+	out  []byte      // whole records printed by the next emit
 }
+
+// maxBatch bounds the records a logCopier holds before it writes them.
+const maxBatch = 64 << 10
 
 func newLogCopier(w io.Writer, f logFilter) *logCopier {
 	c := &logCopier{w: w, f: f}
@@ -83,15 +87,25 @@ func (c *logCopier) add(line []byte) {
 	c.write(line)
 }
 
-// flush prints the gathered tail; later records are printed as added.
+// flush prints the gathered tail and what is held; later records are
+// printed as added.
 func (c *logCopier) flush() {
-	if c.tail == nil {
-		return
+	if c.tail != nil {
+		for _, line := range c.tail.lines() {
+			c.write(line)
+		}
+		c.tail = nil
 	}
-	for _, line := range c.tail.lines() {
-		c.write(line)
+	c.emit()
+}
+
+// emit writes the records printed since the last emit with one Write
+// (logs of several pods share w: each Write holds whole records only).
+func (c *logCopier) emit() {
+	if len(c.out) > 0 {
+		_, _ = c.w.Write(c.out) // a closed stdout ends the command anyway
+		c.out = c.out[:0]
 	}
-	c.tail = nil
 }
 
 // recordRing keeps the last max records pushed.
@@ -133,8 +147,8 @@ func readRecords(r *bufio.Reader, pending *[]byte, add func([]byte)) error {
 	}
 }
 
-// write prints one record with one Write (logs of several pods share w); a
-// damaged record is skipped, as kubelet does.
+// write prints one record (see emit); a damaged record is skipped, as
+// kubelet does.
 func (c *logCopier) write(line []byte) {
 	recs, err := crilog.ReadRecords(bytes.NewReader(append(line, '\n')))
 	if err != nil || len(recs) != 1 {
@@ -144,16 +158,17 @@ func (c *logCopier) write(line []byte) {
 	if !c.f.since.IsZero() && rec.Time.Before(c.f.since) {
 		return
 	}
-	var out []byte
-	out = append(out, c.f.prefix...)
+	c.out = append(c.out, c.f.prefix...)
 	if c.f.timestamps {
-		out = append(out, rec.Time.Format(time.RFC3339Nano)+" "...)
+		c.out = append(c.out, rec.Time.Format(time.RFC3339Nano)+" "...)
 	}
-	out = append(out, rec.Content...)
+	c.out = append(c.out, rec.Content...)
 	if !rec.Partial {
-		out = append(out, '\n')
+		c.out = append(c.out, '\n')
 	}
-	_, _ = c.w.Write(out) // a closed stdout ends the command anyway
+	if len(c.out) >= maxBatch {
+		c.emit()
+	}
 }
 
 // syncWriter serialises the writes of several followed logs.

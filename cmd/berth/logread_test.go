@@ -107,7 +107,9 @@ func TestLogCopierFollows(t *testing.T) {
 		t.Fatalf("first copy: %q, %v", out.String(), err)
 	}
 	file.WriteString("shed\n2026-11-24T12:00:01Z stdout F six\n2026-11-24T12:00:02Z stdout F seven\n")
-	if err := readRecords(r, &pending, c.add); err != nil || out.String() != "five\nunfinished\nsix\nseven\n" {
+	err = readRecords(r, &pending, c.add)
+	c.emit()
+	if err != nil || out.String() != "five\nunfinished\nsix\nseven\n" {
 		t.Errorf("second copy: %q, %v", out.String(), err)
 	}
 }

@@ -15,6 +15,7 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 
 	"github.com/berth-dev/berth/internal/agent/agentapi"
+	"github.com/berth-dev/berth/internal/errdefs"
 )
 
 // logsOptions are the flags of `berth logs`.
@@ -262,17 +263,40 @@ func printLog(ctx context.Context, w io.Writer, client *agentapi.Client, detail 
 	if !o.follow || o.previous {
 		return nil
 	}
-	return l.followUntil(ctx, 250*time.Millisecond, func() bool { return stillRunning(ctx, client, detail, o.container) })
+	check := &runningCheck{ctx: ctx, client: client, detail: detail, name: o.container}
+	return l.followUntil(ctx, 250*time.Millisecond, check.running)
 }
 
-// stillRunning asks the agent whether the container whose log is followed
-// still runs as the same instance.
-func stillRunning(ctx context.Context, client *agentapi.Client, detail agentapi.PodDetail, name string) bool {
-	before, _ := findContainerStatus(&detail.Pod, name)
-	now, err := client.DescribePod(ctx, detail.Pod.Namespace, detail.Pod.Name)
-	if err != nil || now.Pod.UID != detail.Pod.UID {
-		return false
+// runningCheck asks the agent whether the container whose log is
+// followed still runs as the same instance. The pod gone means no; an
+// error (a busy or restarting agent) is asked again at the next look, and
+// ends the follow only when the agent has not answered for
+// unansweredLimit.
+type runningCheck struct {
+	ctx        context.Context
+	client     *agentapi.Client
+	detail     agentapi.PodDetail
+	name       string
+	unanswered time.Time // since when the agent fails to answer; zero: it answers
+}
+
+const unansweredLimit = 30 * time.Second
+
+func (r *runningCheck) running() (bool, error) {
+	now, err := r.client.DescribePod(r.ctx, r.detail.Pod.Namespace, r.detail.Pod.Name)
+	switch {
+	case r.ctx.Err() != nil || errors.Is(err, errdefs.ErrNotFound):
+		return false, nil
+	case err != nil && r.unanswered.IsZero():
+		r.unanswered = time.Now()
+		return true, nil
+	case err != nil && time.Since(r.unanswered) < unansweredLimit:
+		return true, nil
+	case err != nil:
+		return false, fmt.Errorf("follow the log of container %q in pod %s: %w", r.name, r.detail.Pod.Name, err)
 	}
-	st, ok := findContainerStatus(&now.Pod, name)
-	return ok && st.State.Running != nil && st.ContainerID == before.ContainerID
+	r.unanswered = time.Time{}
+	before, _ := findContainerStatus(&r.detail.Pod, r.name)
+	st, ok := findContainerStatus(&now.Pod, r.name)
+	return now.Pod.UID == r.detail.Pod.UID && ok && st.State.Running != nil && st.ContainerID == before.ContainerID, nil
 }

@@ -80,3 +80,36 @@ func TestLogsFollowSelector(t *testing.T) {
 		t.Errorf("an unfinished record was printed: %q", out.String())
 	}
 }
+
+// berth logs -f follows while the agent says the same container instance
+// runs; an agent that does not answer is asked again until it has been
+// silent for unansweredLimit, and a pod gone ends the follow quietly.
+func TestLogsFollowRunningCheck(t *testing.T) {
+	d, _ := runningPodWithLog(t, "web", "")
+	other := d
+	other.Pod.Status.ContainerStatuses = []v1.ContainerStatus{{Name: "c", ContainerID: "berth://id-next", State: d.Pod.Status.ContainerStatuses[0].State}}
+	ctx := context.Background()
+	for _, tc := range []struct {
+		name    string
+		serving []agentapi.PodDetail
+		want    bool
+	}{
+		{"the same instance runs", []agentapi.PodDetail{d}, true},
+		{"another instance runs", []agentapi.PodDetail{other}, false},
+		{"the pod is gone", nil, false},
+	} {
+		flags := serveFakeAgent(t, &fakeAgent{details: tc.serving})
+		r := &runningCheck{ctx: ctx, client: agentapi.NewClient(filepath.Join(flags[3], agentapi.SocketName)), detail: d, name: "c"}
+		if got, err := r.running(); got != tc.want || err != nil {
+			t.Errorf("%s: running %v, %v; want %v", tc.name, got, err, tc.want)
+		}
+	}
+	silent := &runningCheck{ctx: ctx, client: agentapi.NewClient(filepath.Join(t.TempDir(), "none.sock")), detail: d, name: "c"}
+	if got, err := silent.running(); !got || err != nil {
+		t.Errorf("an agent not answering once: running %v, %v; want true, asked again", got, err)
+	}
+	silent.unanswered = time.Now().Add(-unansweredLimit)
+	if got, err := silent.running(); got || err == nil || !strings.Contains(err.Error(), `container "c" in pod web`) {
+		t.Errorf("an agent silent for %s: running %v, %v; want an error naming the container", unansweredLimit, got, err)
+	}
+}

@@ -80,7 +80,10 @@ func (c *ctrdNode) teardown() {
 		t.Errorf("the agent reported a data race (BERTH_TEST_RACE=1 builds it with -race); see %s", c.agent.LogPath)
 	}
 	if t.Failed() {
-		t.Logf("%s\n%s", c.agent.LogTail(80), c.ctrd.LogTail(80))
+		// Short: CI shows the end of a failed run's output, where the
+		// failure's own message must still be; the whole logs are kept
+		// (harness.KeepOnFailure).
+		t.Logf("%s\n%s", c.agent.LogTail(15), c.ctrd.LogTail(15))
 	}
 	c.forceClean()
 }

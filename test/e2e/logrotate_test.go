@@ -7,10 +7,8 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"os/exec"
 	"slices"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -80,7 +78,7 @@ func logRotation(t *testing.T, n *node) {
 	splitsAllowed := n.rt.name() == "containerd"
 	n.apply("chatty.yaml", chattyPod(600))
 	pod := n.waitPod("chatty", "chatty runs", running("chatty"))
-	follow, followed := n.followLogs("chatty")
+	followed := n.followLogs("chatty")
 	path := n.logPath(pod, "chatty")
 	deadline := time.Now().Add(3 * time.Minute)
 	n.waitRotations(path, rotationMaxFiles+1, deadline)
@@ -104,12 +102,7 @@ func logRotation(t *testing.T, n *node) {
 	out := n.must("logs", "chatty")
 	checkContiguous(t, "berth logs", outputLines(t, "berth logs", out, splitsAllowed), first, last-1)
 
-	lastLine := fmt.Sprintf("last %d end\n", last)
-	for !strings.Contains(followed.String(), lastLine) && time.Now().Before(deadline) {
-		time.Sleep(100 * time.Millisecond)
-	}
-	_ = follow.Process.Kill()
-	_ = follow.Wait()
+	followed.waitLast(fmt.Sprintf("last %d end\n", last), deadline)
 	fl := outputLines(t, "berth logs -f", followed.String(), splitsAllowed)
 	if len(fl) == 0 {
 		t.Fatalf("berth logs -f printed no line")
@@ -132,7 +125,7 @@ func (n *node) waitRotations(path string, want int, deadline time.Time) {
 			seen[strings.TrimSuffix(f, ".gz")] = true
 		}
 		if time.Now().After(deadline) {
-			n.t.Fatalf("%d rotations of %s seen in time; want %d\n%s", len(seen), path, want, n.rt.logTail(40))
+			n.t.Fatalf("%s\n%d rotations of %s seen in time; want %d", n.rt.logTail(40), len(seen), path, want)
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
@@ -162,7 +155,7 @@ func (n *node) waitChattyDone(path string, splitsAllowed bool, deadline time.Tim
 			}
 		}
 		if time.Now().After(deadline) {
-			n.t.Fatalf("chatty did not finish writing in time (last error: %v)\n%s", err, n.rt.logTail(40))
+			n.t.Fatalf("%s\nchatty did not finish writing in time (last error: %v)", n.rt.logTail(40), err)
 		}
 		time.Sleep(200 * time.Millisecond)
 	}
@@ -177,37 +170,6 @@ func outputLines(t *testing.T, what, out string, splitsAllowed bool) []int {
 	}
 	t.Logf("%s: %d lines cut in two at a rotation", what, splits)
 	return nums
-}
-
-// followLogs starts `berth logs -f`; the test kills it.
-func (n *node) followLogs(pod string) (*exec.Cmd, *lockedBuffer) {
-	n.t.Helper()
-	cmd := n.berthCmd("logs", "-f", pod)
-	out := &lockedBuffer{}
-	cmd.Stdout = out
-	if err := cmd.Start(); err != nil {
-		n.t.Fatal(err)
-	}
-	n.t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
-	return cmd, out
-}
-
-// lockedBuffer is a bytes.Buffer a command writes while the test reads.
-type lockedBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *lockedBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *lockedBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
 }
 
 // logPath is the log file of the container's current instance.

@@ -1,7 +1,6 @@
 package e2e
 
 import (
-	"bytes"
 	"crypto/rand"
 	"fmt"
 	"os"
@@ -128,7 +127,7 @@ func TestLongRunningNode(t *testing.T) {
 	}
 	n.apply("chatty.yaml", chattyPod(chattySeconds))
 	chatty := n.waitPod("chatty", "chatty runs", running("chatty"))
-	_, followed := n.followLogs("chatty")
+	followed := n.followLogs("chatty")
 	v1ref, v1id := pushApp(t, reg, "v1")
 	n.apply("app.yaml", fmt.Sprintf(longrunApp, v1ref))
 	n.waitPod("app", "app runs "+v1ref, runningImage("app", v1ref))
@@ -183,7 +182,7 @@ func runningImage(container, ref string) func(v1.Pod) bool {
 // hold every kept line once, in order, up to the last; `berth logs` and
 // the `berth logs -f` started with the pod show the same; the rotation
 // kept far less than chatty wrote. It returns the bytes chatty wrote.
-func longrunLogs(t *testing.T, n *node, chatty v1.Pod, followed *lockedBuffer) int64 {
+func longrunLogs(t *testing.T, n *node, chatty v1.Pod, followed *logsFollower) int64 {
 	t.Helper()
 	path := n.logPath(chatty, "chatty")
 	nums, last := n.waitChattyDone(path, false, time.Now().Add(2*time.Minute))
@@ -205,8 +204,7 @@ func longrunLogs(t *testing.T, n *node, chatty v1.Pod, followed *lockedBuffer) i
 	written := int64(last) * int64(len("line  \n"+chattyDots)+len(strconv.Itoa(last)))
 	t.Logf("chatty wrote %d lines (%d MiB); lines %d on kept", last, written>>20, nums[0])
 	checkContiguous(t, "berth logs", outputLines(t, "berth logs", n.must("logs", "chatty"), false), nums[0], last-1)
-	lastLine := fmt.Sprintf("last %d end\n", last)
-	n.waitPod("chatty", "berth logs -f reached the last line", func(v1.Pod) bool { return followed.endsWith(lastLine) })
+	followed.waitLast(fmt.Sprintf("last %d end\n", last), time.Now().Add(time.Minute))
 	fl := outputLines(t, "berth logs -f", followed.String(), false)
 	if os.Getenv("BERTH_TEST_RACE") == "1" {
 		// Under the race detector the follower reads slower than chatty
@@ -270,14 +268,6 @@ func longrunPressure(t *testing.T, n *node, disk *diskWatch) {
 	n.apply("again.yaml", strings.ReplaceAll(pressureBestEffort, "name: besteffort", "name: again"))
 	n.waitPod("again", "admitted and running", running("app"))
 	n.waitPod("crash", "at most two containers of the crash loop", func(p v1.Pod) bool { return n.containersOf(string(p.UID)) <= 2 })
-}
-
-// endsWith reports whether the output ends with s; it holds the writer
-// for no longer than the comparison of s (the output is large).
-func (b *lockedBuffer) endsWith(s string) bool {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return bytes.HasSuffix(b.buf.Bytes(), []byte(s))
 }
 
 // checkIncreasing fails unless nums rise strictly (no line twice, none
