@@ -67,6 +67,7 @@ func (l *rotatingLog) rotate(t *testing.T) {
 	if err := l.m.RotateAll(context.Background()); err != nil {
 		t.Fatal(err)
 	}
+	l.m.WaitCompressed()
 }
 
 // openRead opens a follower of l's log and copies its rotated files to c.

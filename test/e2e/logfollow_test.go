@@ -3,6 +3,7 @@ package e2e
 import (
 	"bytes"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -15,6 +16,18 @@ type logsFollower struct {
 	errOut lockedBuffer
 	done   chan struct{}
 	err    error // once done is closed
+	pid    int
+}
+
+// stacks makes it print its goroutines and exit (SIGQUIT), and returns
+// its errors with them.
+func (f *logsFollower) stacks() string {
+	_ = syscall.Kill(f.pid, syscall.SIGQUIT) // the test's own child
+	select {
+	case <-f.done:
+	case <-time.After(5 * time.Second):
+	}
+	return f.errOut.tail(16 << 10)
 }
 
 // followLogs starts `berth logs -f pod`; it is killed at the test's end.
@@ -26,6 +39,7 @@ func (n *node) followLogs(pod string) *logsFollower {
 	if err := cmd.Start(); err != nil {
 		n.t.Fatal(err)
 	}
+	f.pid = cmd.Process.Pid
 	go func() { f.err = cmd.Wait(); close(f.done) }()
 	n.t.Cleanup(func() { _ = cmd.Process.Kill(); <-f.done })
 	return f
@@ -48,7 +62,8 @@ func (f *logsFollower) waitLast(last string, deadline time.Time) {
 		default:
 		}
 		if time.Now().After(deadline) {
-			f.t.Fatalf("berth logs -f did not print %q in time; its last output %q; its errors %q", last, f.out.tail(300), f.errOut.String())
+			f.t.Logf("berth logs -f's goroutines:\n%s", f.stacks())
+			f.t.Fatalf("berth logs -f did not print %q in time; its last output %q", last, f.out.tail(300))
 		}
 		time.Sleep(100 * time.Millisecond)
 	}

@@ -86,18 +86,13 @@ func logRotation(t *testing.T, n *node) {
 	nums, last := n.waitChattyDone(path, splitsAllowed, deadline)
 	first := nums[0]
 	checkContiguous(t, "the retained files", nums, first, last-1)
-	rotated, err := logrotate.RotatedFiles(path)
-	if err != nil {
-		t.Fatal(err)
-	}
+	rotated := waitCompressed(t, path, deadline)
 	t.Logf("lines %d to %d of %d kept in %s + %v", first, last-1, last, path, rotated)
 	if len(rotated) != rotationMaxFiles-1 || first == 0 {
 		t.Errorf("%d rotated files, first line kept %d; want %d files and the oldest lines gone", len(rotated), first, rotationMaxFiles-1)
 	}
-	for i, f := range rotated {
-		if gz := strings.HasSuffix(f, ".gz"); gz != (i < len(rotated)-1) {
-			t.Errorf("rotated file %s: want the older ones gzipped, the newest plain", f)
-		}
+	if !olderCompressed(rotated) {
+		t.Errorf("rotated files %v: want the older ones gzipped, the newest plain", rotated)
 	}
 	out := n.must("logs", "chatty")
 	checkContiguous(t, "berth logs", outputLines(t, "berth logs", out, splitsAllowed), first, last-1)
@@ -108,6 +103,34 @@ func logRotation(t *testing.T, n *node) {
 		t.Fatalf("berth logs -f printed no line")
 	}
 	checkContiguous(t, "berth logs -f", fl, fl[0], last-1)
+}
+
+// waitCompressed waits until the agent's compression, which runs apart
+// from rotation, has caught up (the older rotated files gzipped, the
+// newest plain), or the deadline passes; it returns the rotated files.
+func waitCompressed(t *testing.T, path string, deadline time.Time) []string {
+	t.Helper()
+	for {
+		rotated, err := logrotate.RotatedFiles(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if olderCompressed(rotated) || time.Now().After(deadline) {
+			return rotated
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+// olderCompressed reports whether the rotated files are gzipped but the
+// newest.
+func olderCompressed(rotated []string) bool {
+	for i, f := range rotated {
+		if strings.HasSuffix(f, ".gz") != (i < len(rotated)-1) {
+			return false
+		}
+	}
+	return true
 }
 
 // waitRotations waits until the log at path has been rotated at least

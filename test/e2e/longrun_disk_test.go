@@ -241,17 +241,11 @@ func (w *diskWatch) check(t *testing.T, n *node) {
 	budget := w.baseline + (4*longrunAppMiB+longrunHogMiB+32)<<20 + w.logBound
 	t.Logf("%d samples: node use at most %d MiB (budget %d MiB), pod logs %d KiB (bound %d KiB), %d crash containers, %d MiB available at least",
 		w.samples, w.maxUse>>20, budget>>20, w.maxLogs>>10, w.logBound>>10, w.maxCrash, w.minAvail>>20)
-	report := t.Errorf
-	if os.Getenv("BERTH_TEST_RACE") == "1" {
-		// The race detector slows the rotation's gzip below chatty's
-		// rate: the current log grows while the one before is compressed.
-		report = t.Logf
-	}
 	if w.maxUse > budget {
-		report("the node used up to %d MiB of its disk; want at most %d MiB", w.maxUse>>20, budget>>20)
+		t.Errorf("the node used up to %d MiB of its disk; want at most %d MiB", w.maxUse>>20, budget>>20)
 	}
 	if w.maxLogs > w.logBound || w.logBound >= w.written {
-		report("the pods' logs took up to %d KiB; want at most %d KiB, less than the %d KiB written", w.maxLogs>>10, w.logBound>>10, w.written>>10)
+		t.Errorf("the pods' logs took up to %d KiB; want at most %d KiB, less than the %d KiB written", w.maxLogs>>10, w.logBound>>10, w.written>>10)
 	}
 	if w.maxCrash > 3 || w.maxCrash == 0 {
 		t.Errorf("up to %d containers of the crash loop; want 1 to 3", w.maxCrash)

@@ -118,14 +118,7 @@ func TestLongRunningNode(t *testing.T) {
 	reg := registry.StartT(t, registry.Options{})
 
 	n.apply("pods.yaml", fmt.Sprintf(longrunPods, longrunHogMiB))
-	chattySeconds := longrunChattySeconds
-	if os.Getenv("BERTH_TEST_RACE") == "1" {
-		// Under the race detector gzip is slower than chatty writes, so
-		// its log outgrows the rotation; 20 s of it would fill this small
-		// disk before the test means to (and evict the hog early).
-		chattySeconds = 4
-	}
-	n.apply("chatty.yaml", chattyPod(chattySeconds))
+	n.apply("chatty.yaml", chattyPod(longrunChattySeconds))
 	chatty := n.waitPod("chatty", "chatty runs", running("chatty"))
 	followed := n.followLogs("chatty")
 	v1ref, v1id := pushApp(t, reg, "v1")
@@ -138,7 +131,7 @@ func TestLongRunningNode(t *testing.T) {
 		t.Errorf("%s went while the disk was below the high threshold", v1ref)
 	}
 	written := longrunLogs(t, n, chatty, followed)
-	disk.setLogBound(written, chattySeconds)
+	disk.setLogBound(written, longrunChattySeconds)
 	n.waitPod("hog", "hog wrote its file", func(v1.Pod) bool {
 		out, _, _ := n.berth("logs", "hog")
 		return strings.Contains(out, "hogged")
@@ -192,14 +185,7 @@ func longrunLogs(t *testing.T, n *node, chatty v1.Pod, followed *logsFollower) i
 		t.Fatal(err)
 	}
 	if len(rotated) != rotationMaxFiles-1 || nums[0] == 0 {
-		report := t.Errorf
-		if os.Getenv("BERTH_TEST_RACE") == "1" {
-			// Under the race detector gzip is slower than chatty writes:
-			// while one rotated file is compressed the current log grows
-			// past many rotations' worth, so fewer rotations happen.
-			report = t.Logf
-		}
-		report("%d rotated files, first line kept %d; want %d files and the oldest lines gone", len(rotated), nums[0], rotationMaxFiles-1)
+		t.Errorf("%d rotated files, first line kept %d; want %d files and the oldest lines gone", len(rotated), nums[0], rotationMaxFiles-1)
 	}
 	written := int64(last) * int64(len("line  \n"+chattyDots)+len(strconv.Itoa(last)))
 	t.Logf("chatty wrote %d lines (%d MiB); lines %d on kept", last, written>>20, nums[0])

@@ -2,6 +2,7 @@ package logrotate
 
 import (
 	"compress/gzip"
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -117,11 +118,15 @@ func (d *logDir) open(name string, flags int, mode uint32) (*os.File, error) {
 }
 
 // compress writes name gzip-compressed to name.tmp, renames that to
-// name.gz and removes name.
-func (d *logDir) compress(name string) error {
+// name.gz and removes name. When ctx ends, or name was removed meanwhile
+// (a round removed it as beyond the files kept), it leaves nothing.
+func (d *logDir) compress(ctx context.Context, name string) error {
 	// O_NONBLOCK: a FIFO of that name does not hold the open; it is then
 	// refused, as anything not a regular file is.
 	src, err := d.open(name, unix.O_RDONLY|unix.O_NONBLOCK, 0)
+	if errors.Is(err, unix.ENOENT) {
+		return nil
+	}
 	if err != nil {
 		return err
 	}
@@ -133,13 +138,34 @@ func (d *logDir) compress(name string) error {
 	if st.Mode&unix.S_IFMT != unix.S_IFREG {
 		return fmt.Errorf("compress %s/%s: not a regular file (mode %#o): left alone", d.path, name, st.Mode)
 	}
+	return d.compressOpen(ctx, src, &st, name)
+}
+
+// compressOpen compresses src, the file st describes, opened as name.
+func (d *logDir) compressOpen(ctx context.Context, src io.Reader, st *unix.Stat_t, name string) error {
 	tmp := name + tmpSuffix
-	dst, err := d.open(tmp, unix.O_WRONLY|unix.O_CREAT|unix.O_EXCL, 0o640)
+	if err := d.writeGzip(ctx, src, tmp); err != nil {
+		_ = d.remove(tmp) // the error below says what failed
+		return fmt.Errorf("compress %s/%s: %w", d.path, name, err)
+	}
+	if !d.holds(name, st) {
+		return d.remove(tmp) // removed meanwhile: its lines are not kept
+	}
+	if err := d.rename(tmp, name+gzSuffix); err != nil {
+		_ = d.remove(tmp) // as above
+		return err
+	}
+	return d.remove(name)
+}
+
+// writeGzip writes src gzip-compressed to a new file name, synced.
+func (d *logDir) writeGzip(ctx context.Context, src io.Reader, name string) error {
+	dst, err := d.open(name, unix.O_WRONLY|unix.O_CREAT|unix.O_EXCL, 0o640)
 	if err != nil {
 		return err
 	}
 	zw := gzip.NewWriter(dst)
-	_, err = io.Copy(zw, src)
+	_, err = io.Copy(zw, ctxReader{ctx, src})
 	if err == nil {
 		err = zw.Close()
 	}
@@ -149,13 +175,25 @@ func (d *logDir) compress(name string) error {
 	if cerr := dst.Close(); err == nil {
 		err = cerr
 	}
-	if err != nil {
-		_ = d.remove(tmp) // the error below says what failed
-		return fmt.Errorf("compress %s/%s: %w", d.path, name, err)
+	return err
+}
+
+// holds reports whether name is still the file st describes.
+func (d *logDir) holds(name string, st *unix.Stat_t) bool {
+	var now unix.Stat_t
+	err := unix.Fstatat(d.fd(), name, &now, unix.AT_SYMLINK_NOFOLLOW)
+	return err == nil && now.Dev == st.Dev && now.Ino == st.Ino
+}
+
+// ctxReader stops reading once ctx ends.
+type ctxReader struct {
+	ctx context.Context
+	r   io.Reader
+}
+
+func (c ctxReader) Read(p []byte) (int, error) {
+	if err := c.ctx.Err(); err != nil {
+		return 0, err
 	}
-	if err := d.rename(tmp, name+gzSuffix); err != nil {
-		_ = d.remove(tmp) // as above
-		return err
-	}
-	return d.remove(name)
+	return c.r.Read(p)
 }

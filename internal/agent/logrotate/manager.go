@@ -33,6 +33,14 @@ type Config struct {
 // Manager rotates the logs of running containers.
 type Manager struct {
 	cfg Config
+
+	mu sync.Mutex
+	// compressing holds the logs whose rotated files are being
+	// compressed (by their paths), at most one compression each; true
+	// when a later rotation asked it to look again once done.
+	compressing  map[string]bool
+	compressions sync.WaitGroup
+	listed       func() // tests: called once a compression has listed the files
 }
 
 // New checks cfg (its Policy with defaults filled) and returns a Manager.
@@ -50,13 +58,15 @@ func New(cfg Config) (*Manager, error) {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
-	return &Manager{cfg: cfg}, nil
+	return &Manager{cfg: cfg, compressing: map[string]bool{}}, nil
 }
 
-// Run rotates the logs every Policy.Interval until ctx ends.
+// Run rotates the logs every Policy.Interval until ctx ends; it returns
+// once the compressions it started have stopped.
 func (m *Manager) Run(ctx context.Context) {
 	ticker := m.cfg.Clock.NewTicker(m.cfg.Policy.Interval)
 	defer ticker.Stop()
+	defer m.WaitCompressed()
 	for {
 		select {
 		case <-ctx.Done():
@@ -102,7 +112,8 @@ func (m *Manager) RotateAll(ctx context.Context) error {
 }
 
 // Rotate rotates the container's log if it is larger than Policy.MaxSize
-// (see the package's doc), and reopens it if it is missing.
+// (see the package's doc), and reopens it if it is missing. The older
+// rotated files are compressed after it returns (WaitCompressed).
 func (m *Manager) Rotate(ctx context.Context, c Container) error {
 	dir, base, err := openLogOf(m.cfg.Root, c.LogPath)
 	if err != nil {
@@ -123,16 +134,21 @@ func (m *Manager) Rotate(ctx context.Context, c Container) error {
 	if size < m.cfg.Policy.MaxSize {
 		return nil
 	}
-	if err := m.tidy(dir, base); err != nil {
+	if err := m.tidy(dir, base, m.isCompressing(c.LogPath)); err != nil {
 		return err
 	}
-	return m.rotateCurrent(ctx, dir, base, c.ID)
+	if err := m.rotateCurrent(ctx, dir, base, c.ID); err != nil {
+		return err
+	}
+	m.compressLater(ctx, c.LogPath)
+	return nil
 }
 
-// tidy removes what an interrupted round left and the rotated files
-// beyond Policy.MaxFiles-2 (the current log and the one about to be
-// rotated make the rest), and compresses the ones left plain.
-func (m *Manager) tidy(dir *logDir, base string) error {
+// tidy removes what an interrupted round left (but the temporary file of
+// a compression under way, when busy) and the rotated files beyond
+// Policy.MaxFiles-2 (the current log and the one about to be rotated make
+// the rest).
+func (m *Manager) tidy(dir *logDir, base string, busy bool) error {
 	names, err := dir.names()
 	if err != nil {
 		return err
@@ -140,7 +156,7 @@ func (m *Manager) tidy(dir *logDir, base string) error {
 	rots := rotations(base, names)
 	for _, r := range rots {
 		name := base + "." + r.stamp
-		if r.tmp {
+		if r.tmp && !busy {
 			if err := dir.remove(name + tmpSuffix); err != nil {
 				return err
 			}
@@ -153,17 +169,9 @@ func (m *Manager) tidy(dir *logDir, base string) error {
 	}
 	excess := len(rots) - (m.cfg.Policy.MaxFiles - 2)
 	for i := 0; i < excess; i++ {
-		r := rots[i]
-		name := base + "." + r.stamp
+		name := base + "." + rots[i].stamp
 		for _, file := range []string{name, name + gzSuffix} {
 			if err := dir.remove(file); err != nil {
-				return err
-			}
-		}
-	}
-	for _, r := range rots[max(excess, 0):] {
-		if r.plain && !r.gz {
-			if err := dir.compress(base + "." + r.stamp); err != nil {
 				return err
 			}
 		}
@@ -191,3 +199,71 @@ func (m *Manager) rotateCurrent(ctx context.Context, dir *logDir, base, id strin
 	}
 	return nil
 }
+
+// compressLater compresses, in the background, the log's rotated files
+// left plain but the newest (a reader that had the log open may still
+// read it); while a compression of this log is under way it is asked to
+// look again when done instead. Rotation does not wait for it: a log
+// written faster than gzip compresses is still rotated every round, so
+// each file stays near Policy.MaxSize and the files kept near
+// Policy.MaxFiles of them.
+func (m *Manager) compressLater(ctx context.Context, logPath string) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if _, busy := m.compressing[logPath]; busy {
+		m.compressing[logPath] = true
+		return
+	}
+	m.compressing[logPath] = false
+	m.compressions.Add(1)
+	go func() {
+		defer m.compressions.Done()
+		for again := true; again; {
+			if err := m.compressRotated(ctx, logPath); err != nil {
+				m.cfg.Logger.Warn("container log compression", "log", logPath, "error", err)
+			}
+			m.mu.Lock()
+			if again = m.compressing[logPath] && ctx.Err() == nil; again {
+				m.compressing[logPath] = false
+			} else {
+				delete(m.compressing, logPath)
+			}
+			m.mu.Unlock()
+		}
+	}()
+}
+
+func (m *Manager) isCompressing(logPath string) bool {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	_, busy := m.compressing[logPath]
+	return busy
+}
+
+// compressRotated compresses the log's plain rotated files but the newest.
+func (m *Manager) compressRotated(ctx context.Context, logPath string) error {
+	dir, base, err := openLogOf(m.cfg.Root, logPath)
+	if err != nil {
+		return err
+	}
+	defer dir.Close()
+	names, err := dir.names()
+	if err != nil {
+		return err
+	}
+	rots := rotations(base, names)
+	if m.listed != nil {
+		m.listed()
+	}
+	for _, r := range rots[:max(len(rots)-1, 0)] {
+		if r.plain && !r.gz {
+			if err := dir.compress(ctx, base+"."+r.stamp); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// WaitCompressed waits until the compressions started so far are done.
+func (m *Manager) WaitCompressed() { m.compressions.Wait() }

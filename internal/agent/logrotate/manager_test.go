@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"slices"
@@ -83,16 +84,35 @@ type fixture struct {
 	rt             *fakeRuntime
 	clock          *clocktesting.FakeClock
 	m              *Manager
+	warnings       *lockedLog // what the manager logged
+}
+
+// lockedLog is a log the manager writes from its goroutines.
+type lockedLog struct {
+	mu  sync.Mutex
+	buf strings.Builder
+}
+
+func (l *lockedLog) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.buf.Write(p)
+}
+
+func (l *lockedLog) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.buf.String()
 }
 
 func newFixture(t *testing.T, p Policy) *fixture {
 	t.Helper()
 	root := t.TempDir()
 	dir := filepath.Join(root, "ns_pod_uid", "app")
-	fx := &fixture{root: root, dir: dir, log: filepath.Join(dir, "0.log"), clock: clocktesting.NewFakeClock(t0)}
+	fx := &fixture{root: root, dir: dir, log: filepath.Join(dir, "0.log"), clock: clocktesting.NewFakeClock(t0), warnings: &lockedLog{}}
 	fx.rt = newFakeRuntime(t, fx.log)
 	m, err := New(Config{
-		Root: root, Policy: p, Clock: fx.clock, Reopen: fx.rt.Reopen,
+		Root: root, Policy: p, Clock: fx.clock, Reopen: fx.rt.Reopen, Logger: slog.New(slog.NewTextHandler(fx.warnings, nil)),
 		Containers: func(context.Context) ([]Container, error) {
 			return []Container{{ID: "c1", LogPath: fx.log}}, nil
 		},
@@ -104,10 +124,12 @@ func newFixture(t *testing.T, p Policy) *fixture {
 	return fx
 }
 
-// rotateAt runs one round at t0+offset.
+// rotateAt runs one round at t0+offset, and waits for the compression it
+// started.
 func (fx *fixture) rotateAt(t *testing.T, offset time.Duration) error {
 	t.Helper()
 	fx.clock.SetTime(t0.Add(offset))
+	defer fx.m.WaitCompressed()
 	return fx.m.Rotate(context.Background(), Container{ID: "c1", LogPath: fx.log})
 }
 
@@ -475,7 +497,7 @@ func TestRemoveLogFollowsNoSymlink(t *testing.T) {
 
 // A file named as a rotated one that is not a regular file (a FIFO made
 // by whoever can write the log directory) is reported, never opened for
-// a read that would hold the worker, and every round, forever.
+// a read that would hold the compression, and every round, forever.
 func TestRotateRefusesToCompressAFIFO(t *testing.T) {
 	fx := newFixture(t, Policy{MaxSize: 100, MaxFiles: 5})
 	if err := unix.Mkfifo(filepath.Join(fx.dir, "0.log.20260301-090000"), 0o600); err != nil {
@@ -486,10 +508,109 @@ func TestRotateRefusesToCompressAFIFO(t *testing.T) {
 	go func() { done <- fx.rotateAt(t, 0) }()
 	select {
 	case err := <-done:
-		if err == nil || !strings.Contains(err.Error(), "not a regular file") {
-			t.Errorf("Rotate: %v; want the FIFO reported as not a regular file", err)
+		if err != nil || !strings.Contains(fx.warnings.String(), "not a regular file") {
+			t.Errorf("Rotate: %v, logged %q; want the FIFO reported as not a regular file", err, fx.warnings.String())
 		}
 	case <-time.After(10 * time.Second):
-		t.Fatal("Rotate is held by a FIFO named as a rotated file")
+		t.Fatal("the compression is held by a FIFO named as a rotated file")
+	}
+}
+
+// A log written faster than gzip compresses is still rotated every round:
+// while a compression of its files is under way, the next round renames
+// and reopens the log (leaving the compression's temporary file alone)
+// and starts no second compression.
+func TestRotateDoesNotWaitForCompression(t *testing.T) {
+	fx := newFixture(t, Policy{MaxSize: 100, MaxFiles: 5})
+	for round := range 2 {
+		fx.rt.write(10)
+		if err := fx.rotateAt(t, time.Duration(round)*time.Minute); err != nil {
+			t.Fatal(err)
+		}
+	}
+	tmp := filepath.Join(fx.dir, "0.log.20260301-100100.tmp")
+	if err := os.WriteFile(tmp, []byte("half written"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	fx.m.compressing[fx.log] = false // the compression of 100100 under way
+	fx.rt.write(10)
+	if err := fx.rotateAt(t, 2*time.Minute); err != nil {
+		t.Fatal(err)
+	}
+	want := []string{"0.log", "0.log.20260301-100000.gz", "0.log.20260301-100100", "0.log.20260301-100100.tmp", "0.log.20260301-100200"}
+	if got := fx.files(t); !slices.Equal(got, want) || fx.rt.reopens != 3 || !fx.m.compressing[fx.log] {
+		t.Errorf("files %v, %d reopens, asked to look again %v; want %v, 3, true", got, fx.rt.reopens, fx.m.compressing[fx.log], want)
+	}
+}
+
+// A rotation while a compression runs, after it listed the files, makes
+// it look again once done: the file that rotation made older is
+// compressed too, though no round follows.
+func TestCompressionLooksAgainAfterARotation(t *testing.T) {
+	fx := newFixture(t, Policy{MaxSize: 100, MaxFiles: 5})
+	listed, release := make(chan struct{}), make(chan struct{})
+	first := true
+	fx.m.listed = func() {
+		if first {
+			first = false
+			close(listed)
+			<-release
+		}
+	}
+	fx.rt.write(10)
+	fx.clock.SetTime(t0)
+	if err := fx.m.Rotate(context.Background(), Container{ID: "c1", LogPath: fx.log}); err != nil {
+		t.Fatal(err)
+	}
+	<-listed // it found 100000 alone: the newest, left plain
+	fx.rt.write(10)
+	fx.clock.SetTime(t0.Add(time.Minute))
+	if err := fx.m.Rotate(context.Background(), Container{ID: "c1", LogPath: fx.log}); err != nil {
+		t.Fatal(err)
+	}
+	close(release)
+	fx.m.WaitCompressed()
+	want := []string{"0.log", "0.log.20260301-100000.gz", "0.log.20260301-100100"}
+	if got := fx.files(t); !slices.Equal(got, want) {
+		t.Errorf("files %v; want %v", got, want)
+	}
+}
+
+// A rotated file removed while it is compressed (a round found it beyond
+// the files kept) leaves no compressed copy and no temporary file; one
+// still there is compressed.
+func TestCompressLeavesNothingOfAFileRemovedMeanwhile(t *testing.T) {
+	fx := newFixture(t, Policy{MaxSize: 100, MaxFiles: 5})
+	dir, err := openLogDir(fx.root, "ns_pod_uid/app")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer dir.Close()
+	for _, removed := range []bool{true, false} {
+		name := "0.log.20260301-090000"
+		path := filepath.Join(fx.dir, name)
+		if err := os.WriteFile(path, []byte("old lines\n"), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		src, err := os.Open(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var st unix.Stat_t
+		if err := unix.Fstat(int(src.Fd()), &st); err != nil {
+			t.Fatal(err)
+		}
+		want := []string{"0.log", name + gzSuffix}
+		if removed {
+			if err := os.Remove(path); err != nil {
+				t.Fatal(err)
+			}
+			want = want[:1]
+		}
+		err = dir.compressOpen(context.Background(), src, &st, name)
+		src.Close()
+		if got := fx.files(t); err != nil || !slices.Equal(got, want) {
+			t.Errorf("removed %v: %v, files %v; want %v", removed, err, got, want)
+		}
 	}
 }
