@@ -20,11 +20,12 @@ import (
 // its end, then any file rotated after it that it never had open (two
 // rotations or more between two looks), before going on with the new one.
 //
-// The old file may still grow after the new one has its first record:
-// containerd's ReopenContainerLog closes the old writer and lets it write
-// what it holds (whole lines and the start of a cut one) while the new
-// writer has begun. So the follower moves on only once the old file has
-// kept its size for one look after the new one began.
+// The old file may still grow after the new one exists, even after it
+// has its first record: containerd's ReopenContainerLog creates the new
+// file, then swaps the writers, and lets the old one write what it holds
+// (whole lines and the start of a cut one) while the new writer has
+// begun. So the follower moves on only once the old file has kept its
+// size for one look after the new one appeared.
 type logFollower struct {
 	path    string
 	c       *logCopier
@@ -141,8 +142,8 @@ func (l *logFollower) copyCurrent() error {
 }
 
 // follow copies the current file, moving to the new file at the log's
-// path once the runtime writes to it and the old file has stopped
-// growing (see logFollower): the old file is read to its end first.
+// path once the old file has stopped growing (see logFollower): the old
+// file is read to its end first.
 func (l *logFollower) follow() error {
 	if err := l.copyCurrent(); err != nil {
 		return err
@@ -174,9 +175,10 @@ func (l *logFollower) follow() error {
 	return l.copyCurrent()
 }
 
-// nextFile opens the file at the log's path when it is not cur and the
-// runtime has written to it; nil otherwise (also between the rename and
-// the reopen).
+// nextFile opens the file at the log's path when it is not cur; nil
+// otherwise (also between the rename and the reopen). It may be empty
+// yet: the writer may have nothing more to say, and the files rotated
+// between cur and it must still be read.
 func (l *logFollower) nextFile() (*os.File, error) {
 	next, err := os.Open(l.path)
 	if errors.Is(err, fs.ErrNotExist) {
@@ -187,7 +189,7 @@ func (l *logFollower) nextFile() (*os.File, error) {
 	}
 	st, err := next.Stat()
 	cur, cerr := l.cur.Stat()
-	if err != nil || cerr != nil || os.SameFile(st, cur) || st.Size() == 0 {
+	if err != nil || cerr != nil || os.SameFile(st, cur) {
 		next.Close()
 		return nil, errors.Join(err, cerr)
 	}

@@ -277,3 +277,21 @@ func TestLogsFollowWaitsForTheOldFileToSettle(t *testing.T) {
 	followSettled(t, f)
 	checkLines(t, out.String(), 0, 9)
 }
+
+// The writer stops just after a rotation: the new log stays empty, and
+// the lines of the files rotated since the follower's file are still
+// printed, to the last.
+func TestLogsFollowMovesOnToAnEmptyNewLog(t *testing.T) {
+	l := newRotatingLog(t, 10)
+	l.write(t, 5)
+	var out bytes.Buffer
+	f := openRead(t, l, newLogCopier(&out, logFilter{tail: -1}))
+	if err := f.follow(); err != nil {
+		t.Fatal(err)
+	}
+	l.rotate(t)
+	l.write(t, 5)
+	l.rotate(t) // the last lines are in a rotated file; the log is empty
+	followSettled(t, f)
+	checkLines(t, out.String(), 0, 9)
+}

@@ -118,7 +118,14 @@ func TestLongRunningNode(t *testing.T) {
 	reg := registry.StartT(t, registry.Options{})
 
 	n.apply("pods.yaml", fmt.Sprintf(longrunPods, longrunHogMiB))
-	n.apply("chatty.yaml", chattyPod(longrunChattySeconds))
+	chattySeconds := longrunChattySeconds
+	if os.Getenv("BERTH_TEST_RACE") == "1" {
+		// The race-built `berth logs -f` reads slower than chatty
+		// writes (about 10 MiB/s): 20 s of it would take minutes to
+		// follow. The rotation keeps up either way.
+		chattySeconds = 4
+	}
+	n.apply("chatty.yaml", chattyPod(chattySeconds))
 	chatty := n.waitPod("chatty", "chatty runs", running("chatty"))
 	followed := n.followLogs("chatty")
 	v1ref, v1id := pushApp(t, reg, "v1")
@@ -131,7 +138,7 @@ func TestLongRunningNode(t *testing.T) {
 		t.Errorf("%s went while the disk was below the high threshold", v1ref)
 	}
 	written := longrunLogs(t, n, chatty, followed)
-	disk.setLogBound(written, longrunChattySeconds)
+	disk.setLogBound(written, chattySeconds)
 	n.waitPod("hog", "hog wrote its file", func(v1.Pod) bool {
 		out, _, _ := n.berth("logs", "hog")
 		return strings.Contains(out, "hogged")
