@@ -84,8 +84,8 @@ func (a *Agent) onDirChange(ctx context.Context, dir string, b *manifest.Bundle,
 	}
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	if _, watched := a.watches[dir]; !watched {
-		return // unwatched meanwhile
+	if _, watched := a.watches[dir]; !watched || ctx.Err() != nil {
+		return // unwatched meanwhile (and maybe watched again: the new watch scans for itself)
 	}
 	results, err := a.applyDirLocked(dir, b, broken)
 	if err != nil {

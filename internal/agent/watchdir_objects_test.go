@@ -215,3 +215,42 @@ func TestRecoveryWatchesADirectoryOfWorkloadsAgain(t *testing.T) {
 	}
 	waitFor(t, "web deleted with its file", func() bool { return len(second.dirObjects(dir)) == 0 && len(second.ownedPods("ReplicaSet")) == 0 })
 }
+
+// A file whose Deployment the agent refuses (its selector is immutable)
+// keeps the Deployment as it is, and the first answer names the file; the
+// watch's end deletes the Deployment, the Service and the claim.
+func TestWatchedDirectoryKeepsWhatTheAgentRefuses(t *testing.T) {
+	a := startDirAgent(t, criclienttest.New(), t.TempDir())
+	dir := manifestDir(t)
+	writeDirFile(t, dir, "web.yaml", dirWebYAML("busybox:1"))
+	writeDirFile(t, dir, "data.yaml", dirClaimYAML)
+	if _, err := a.Apply(context.Background(), agentapi.ApplyRequest{WatchDir: dir}); err != nil {
+		t.Fatal(err)
+	}
+	before := a.dirObjects(dir)
+	reselected := strings.ReplaceAll(dirWebYAML("busybox:2"), "app: web}", "app: web2}")
+	writeDirFile(t, dir, "web.yaml", reselected)
+	a.rescanned(t, dir, "marker")
+	if got := a.dirObjects(dir); !slices.Equal(got, before) {
+		t.Errorf("after a refused change: %v; want %v as they were", got, before)
+	}
+	a.Unwatch(context.Background(), dir) //nolint:errcheck // watched again below
+	writeDirFile(t, dir, "web.yaml", dirWebYAML("busybox:1"))
+	if _, err := a.Apply(context.Background(), agentapi.ApplyRequest{WatchDir: dir}); err != nil {
+		t.Fatal(err)
+	}
+	writeDirFile(t, dir, "web.yaml", reselected)
+	_, err := a.Apply(context.Background(), agentapi.ApplyRequest{WatchDir: dir})
+	if !errors.Is(err, errdefs.ErrInvalidArgument) || !strings.Contains(err.Error(), "web.yaml") || !strings.Contains(err.Error(), "field is immutable") {
+		t.Errorf("watch with a refused file: %v; want the file and field named", err)
+	}
+	resp, err := a.Unwatch(context.Background(), dir)
+	var deleted []string
+	for _, r := range resp.Deleted {
+		deleted = append(deleted, r.Kind+" "+r.Name)
+	}
+	if want := []string{"Deployment web", "Service web", "PersistentVolumeClaim data"}; err != nil || !slices.Equal(deleted, want) {
+		t.Errorf("unwatch: %v %v; want %v", deleted, err, want)
+	}
+	waitFor(t, "the claim gone", func() bool { return len(a.claimList(t)) == 0 })
+}
