@@ -65,7 +65,8 @@ func newApplyCommand(opts *globalOptions) *cobra.Command {
 		Use:   "apply -f FILE|DIR|-",
 		Short: "Send the pods of Kubernetes manifests to the agent and return (berth run -d)",
 		Long: `Validate manifests and send them to the agent, like 'berth run -d'. A pod whose
-manifest changed is replaced; an unchanged one is left alone.`,
+manifest changed is replaced; an unchanged one is left alone. -f DIR makes the agent watch
+the directory, as 'berth run -f DIR' does.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			o.detach = true
