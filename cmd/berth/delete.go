@@ -163,9 +163,11 @@ func deleteManifests(ctx context.Context, client *agentapi.Client, paths []strin
 }
 
 // unwatchDir stops the agent's watch of path when it is a watched
-// directory, and returns its pods being deleted; watched is false for a
-// file, or a directory the agent does not watch (applied once).
-func unwatchDir(ctx context.Context, client *agentapi.Client, path string) (pods []deleteTarget, watched bool, err error) {
+// directory, and returns what is being deleted: the workloads, Services
+// and claims that came from it, then the pods (its own and the
+// workloads'); watched is false for a file, or a directory the agent does
+// not watch (its files' objects are deleted one by one).
+func unwatchDir(ctx context.Context, client *agentapi.Client, path string) (targets []deleteTarget, watched bool, err error) {
 	if info, err := os.Stat(path); err != nil || !info.IsDir() {
 		return nil, false, nil
 	}
@@ -180,7 +182,10 @@ func unwatchDir(ctx context.Context, client *agentapi.Client, path string) (pods
 	case err != nil:
 		return nil, false, err
 	}
-	return podTargets(resp.Pods), true, nil
+	for _, d := range resp.Deleted {
+		targets = append(targets, deleteTarget{label: fmt.Sprintf("%s %q", kindLabel(d.Kind), d.Name)})
+	}
+	return append(targets, podTargets(resp.Pods)...), true, nil
 }
 
 // skippedTargets are the objects of kinds berth does not apply: nothing

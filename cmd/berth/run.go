@@ -33,10 +33,10 @@ func newRunCommand(opts *globalOptions) *cobra.Command {
 		Use:   "run -f FILE|DIR|-",
 		Short: "Run the pods of Kubernetes manifests and follow their status",
 		Long: `Run Pod manifests (with the ConfigMaps and Secrets they use) on this machine, with
-kubelet's semantics. The manifests are validated first. -f DIR of pods (and their ConfigMaps
-and Secrets) makes the agent watch the directory: adding, changing or removing a file adds,
-replaces or removes its pods. A directory that holds workloads or Services is applied once,
-as 'kubectl apply -f DIR' (and 'berth delete -f DIR' deletes what it holds). Objects of
+kubelet's semantics. The manifests are validated first. -f DIR makes the agent watch the
+directory: adding, changing or removing a file adds, updates or removes its objects (a pod
+is replaced, a Deployment rolls out; 'berth delete -f DIR' stops the watch and deletes
+everything that came from it). Objects of
 cluster kinds berth does not apply on one node (Namespace, ServiceAccount, RBAC, Ingress,
 NetworkPolicy, HorizontalPodAutoscaler, PodDisruptionBudget, PriorityClass...) are checked,
 printed as skipped and warned about on stderr with the reason; other kinds are refused.
@@ -65,7 +65,8 @@ func newApplyCommand(opts *globalOptions) *cobra.Command {
 		Use:   "apply -f FILE|DIR|-",
 		Short: "Send the pods of Kubernetes manifests to the agent and return (berth run -d)",
 		Long: `Validate manifests and send them to the agent, like 'berth run -d'. A pod whose
-manifest changed is replaced; an unchanged one is left alone.`,
+manifest changed is replaced; an unchanged one is left alone. -f DIR makes the agent watch
+the directory, as 'berth run -f DIR' does.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			o.detach = true
@@ -84,7 +85,7 @@ func bindRunFlags(cmd *cobra.Command, o *runOptions) {
 // applyManifests validates the manifests, sends them to the agent (started
 // when none runs) and, unless detached, follows the pods.
 func applyManifests(cmd *cobra.Command, opts *globalOptions, o runOptions, autostart bool) error {
-	requests, err := loadRequests(o.files, cmd.InOrStdin(), cmd.ErrOrStderr())
+	requests, err := loadRequests(o.files, cmd.InOrStdin())
 	if err != nil {
 		return err
 	}
@@ -169,11 +170,10 @@ func connectOrStartAgent(cmd *cobra.Command, opts *globalOptions, autostart bool
 
 // loadRequests reads and validates every -f: files and stdin are merged
 // into one bundle and validated together (a pod in one file may refer to a
-// ConfigMap in another). A directory of pods (with their ConfigMaps and
-// Secrets) becomes a watch request, as the kubelet's static pod directory;
-// a directory that also holds workloads or Services is applied once, as
-// 'kubectl apply -f DIR' does, and notes says so.
-func loadRequests(paths []string, stdin io.Reader, notes io.Writer) ([]agentapi.ApplyRequest, error) {
+// ConfigMap in another). A directory becomes a watch request: the agent
+// keeps its pods, workloads, Services and claims as its files say, as the
+// kubelet does its static pod directory.
+func loadRequests(paths []string, stdin io.Reader) ([]agentapi.ApplyRequest, error) {
 	var requests []agentapi.ApplyRequest
 	merged := &manifest.Bundle{}
 	for _, path := range paths {
@@ -182,10 +182,9 @@ func loadRequests(paths []string, stdin io.Reader, notes io.Writer) ([]agentapi.
 			return nil, err
 		}
 		info, err := os.Stat(path)
-		isDir := err == nil && info.IsDir()
-		if isDir && len(b.Workloads()) == 0 {
-			// A watched directory stands alone: its pods may refer only
-			// to ConfigMaps and Secrets inside it.
+		if err == nil && info.IsDir() {
+			// A watched directory stands alone: its pods and workloads
+			// may refer only to ConfigMaps and Secrets inside it.
 			if err := b.Validate(); err != nil {
 				return nil, err
 			}
@@ -195,11 +194,6 @@ func loadRequests(paths []string, stdin io.Reader, notes io.Writer) ([]agentapi.
 			}
 			requests = append(requests, agentapi.ApplyRequest{WatchDir: abs})
 			continue
-		}
-		if isDir {
-			w := b.Workloads()[0]
-			fmt.Fprintf(notes, "%s: applied once, not watched: it holds %s %s/%s (only a directory of pods is watched)\n",
-				path, w.Kind, w.Meta.Namespace, w.Meta.Name)
 		}
 		if err := merged.Merge(b); err != nil {
 			return nil, err

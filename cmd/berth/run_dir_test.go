@@ -33,36 +33,30 @@ spec:
   ports: [{port: 80}]
 `
 
-// A directory of pods is watched; one holding workloads or Services is
-// applied once (as kubectl apply -f DIR), with a note saying so.
+// A directory is watched, whether it holds pods only or workloads and
+// Services too; files are merged into one bundle.
 func TestLoadRequestsDirectories(t *testing.T) {
 	pods, app := t.TempDir(), t.TempDir()
 	writeTestFile(t, filepath.Join(pods, "pod.yaml"), dirTestPod)
 	writeTestFile(t, filepath.Join(app, "web.yaml"), dirTestDeployment)
 	writeTestFile(t, filepath.Join(app, "pod.yaml"), dirTestPod)
 
-	var notes strings.Builder
-	reqs, err := loadRequests([]string{pods}, nil, &notes)
-	if err != nil || len(reqs) != 1 || reqs[0].WatchDir != pods || reqs[0].Bundle != nil || notes.Len() != 0 {
-		t.Fatalf("a directory of pods: %+v %v, notes %q; want one watch request", reqs, err, notes.String())
+	reqs, err := loadRequests([]string{pods}, nil)
+	if err != nil || len(reqs) != 1 || reqs[0].WatchDir != pods || reqs[0].Bundle != nil {
+		t.Fatalf("a directory of pods: %+v %v; want one watch request", reqs, err)
 	}
-
-	reqs, err = loadRequests([]string{app}, nil, &notes)
-	if err != nil || len(reqs) != 1 || reqs[0].WatchDir != "" || reqs[0].Bundle == nil {
-		t.Fatalf("a directory with workloads: %+v %v; want one bundle", reqs, err)
+	reqs, err = loadRequests([]string{app}, nil)
+	if err != nil || len(reqs) != 1 || reqs[0].WatchDir != app || reqs[0].Bundle != nil {
+		t.Fatalf("a directory with workloads: %+v %v; want one watch request", reqs, err)
 	}
-	b := reqs[0].Bundle
-	if len(b.Deployments) != 1 || len(b.Services) != 1 || len(b.Pods) != 1 {
-		t.Errorf("bundle: %d deployments, %d services, %d pods; want 1 each", len(b.Deployments), len(b.Services), len(b.Pods))
+	reqs, err = loadRequests([]string{app, pods, filepath.Join(app, "web.yaml")}, nil)
+	if err != nil || len(reqs) != 3 || reqs[0].Bundle == nil || len(reqs[0].Bundle.Deployments) != 1 || reqs[1].WatchDir != app || reqs[2].WatchDir != pods {
+		t.Errorf("both directories and a file: %+v %v; want the file's bundle, then the watches", reqs, err)
 	}
-	if !strings.Contains(notes.String(), app+": applied once, not watched") {
-		t.Errorf("notes: %q", notes.String())
-	}
-
-	notes.Reset()
-	reqs, err = loadRequests([]string{app, pods}, nil, &notes)
-	if err != nil || len(reqs) != 2 || reqs[0].Bundle == nil || reqs[1].WatchDir != pods {
-		t.Errorf("both: %+v %v; want the bundle, then the watch", reqs, err)
+	// A directory is validated on its own: a file that fails names itself.
+	writeTestFile(t, filepath.Join(app, "bad.yaml"), "apiVersion: apps/v1\nkind: Deployment\nmetadata: {name: bad}\nspec: {replicas: -1}\n")
+	if _, err := loadRequests([]string{app}, nil); err == nil || !strings.Contains(err.Error(), "bad.yaml") {
+		t.Errorf("a directory with an invalid file: %v; want an error naming it", err)
 	}
 }
 

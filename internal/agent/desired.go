@@ -92,19 +92,28 @@ func (a *Agent) Apply(_ context.Context, req agentapi.ApplyRequest) (agentapi.Ap
 	if err := a.checkWorkloadUpdatesLocked(b); err != nil {
 		return agentapi.ApplyResponse{}, err
 	}
-	services, err := a.applyServicesLocked(b) // first: the pods then start with the cluster DNS
+	results, err := a.applyObjectsLocked(b, "")
+	return agentapi.ApplyResponse{Objects: append(skippedResults(b), results...)}, err
+}
+
+// applyObjectsLocked applies a checked bundle, as 'berth apply -f' and a
+// watched directory's scans do: Services first (the pods then start with
+// the cluster DNS), claims before the pods that mount them, then pods
+// (from watchDir, "" for none) and workloads.
+func (a *Agent) applyObjectsLocked(b *manifest.Bundle, watchDir string) ([]agentapi.ApplyResult, error) {
+	services, err := a.applyServicesLocked(b)
 	if err != nil {
-		return agentapi.ApplyResponse{Objects: services}, err
+		return services, err
 	}
-	claims, err := a.applyClaimsLocked(b) // before the pods that mount them
+	claims, err := a.applyClaimsLocked(b)
 	if err != nil {
-		return agentapi.ApplyResponse{Objects: append(services, claims...)}, err
+		return append(services, claims...), err
 	}
-	results := append(services, a.applyBundleLocked(b, "")...)
+	results := append(services, a.applyBundleLocked(b, watchDir)...)
 	workloads, err := a.applyWorkloadsLocked(b)
 	a.saveTemplateSourcesLocked()
 	a.wakeControllers()
-	return agentapi.ApplyResponse{Objects: append(append(append(skippedResults(b), claims...), results...), workloads...)}, err
+	return append(append(claims, results...), workloads...), err
 }
 
 // uidPattern is what a pod uid may look like: it names directories.

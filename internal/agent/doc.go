@@ -13,7 +13,10 @@
 //     for, and the ConfigMaps and Secrets pods refer to. Pods come from
 //     Apply (a validated manifest bundle) or from watched directories
 //     (watchdir.go, manifest.Watch; only directories no one but root can
-//     change, manifest.CheckTrustedDir): a pod whose manifest changed has a new
+//     change, manifest.CheckTrustedDir; a directory's workloads, Services
+//     and claims are applied as Apply applies them, marked with
+//     berth.dev/watch-dir and deleted when their file goes,
+//     watchdir_objects.go): a pod whose manifest changed has a new
 //     uid (package manifest derives it from the file and the content) and
 //     replaces the old one; a ConfigMap or Secret change reaches the pods'
 //     volumes in place;
@@ -140,7 +143,9 @@
 //     reported and the pod left as it is until applied again —, the
 //     watched directory it came from, which
 //     it watches again unless manifest.CheckTrustedDir refuses it: then it
-//     is logged and not watched, and its pods are left as they are). Restart counts come from the container annotations;
+//     is logged and not watched, and its pods are left as they are; so are
+//     the directories the stored workloads, Services and claims came from,
+//     by their berth.dev/watch-dir annotation). Restart counts come from the container annotations;
 //     back-off starts afresh. A sandbox whose pod cannot be read back is
 //     removed. The volumes of pods no sandbox carries are torn down, unless
 //     the runtime quarantined records (berth's verbose Status): a pod it no

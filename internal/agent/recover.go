@@ -70,13 +70,6 @@ func (a *Agent) recoverPods(ctx context.Context) error {
 			dirs[d.watchDir] = true
 		}
 	}
-	for dir := range dirs {
-		if err := manifest.CheckTrustedDir(dir); err != nil {
-			a.log.Warn("recover: watched directory refused: not watched again; its pods are left as they are", "dir", dir, "error", err)
-			continue
-		}
-		a.startWatchLocked(dir)
-	}
 	// Directories of pods that are gone (a termination cut short).
 	keep := map[string]bool{}
 	for _, d := range recovered {
@@ -88,10 +81,26 @@ func (a *Agent) recoverPods(ctx context.Context) error {
 		keep[uid] = true // the sources their templates refer to
 	}
 	a.teardownOrphans(ctx, keep)
+	a.watchAgainLocked(dirs)
 	a.syncServicesLocked() // the recovered pods as endpoints
 	a.ready = true
 	a.log.Info("agent ready", "pods", len(recovered), "watched directories", len(dirs))
 	return nil
+}
+
+// watchAgainLocked watches again the directories recovered pods came
+// from, and those the workloads, Services and claims came from (a
+// directory whose pods are all gone may hold a Deployment), if they still
+// pass manifest.CheckTrustedDir.
+func (a *Agent) watchAgainLocked(dirs map[string]bool) {
+	a.objectDirsLocked(dirs)
+	for dir := range dirs {
+		if err := manifest.CheckTrustedDir(dir); err != nil {
+			a.log.Warn("recover: watched directory refused: not watched again; what came from it is left as it is", "dir", dir, "error", err)
+			continue
+		}
+		a.startWatchLocked(dir)
+	}
 }
 
 // quarantineReporter is a runtime that says how many of its records it set

@@ -12,10 +12,12 @@ import (
 	"github.com/berth-dev/berth/internal/errdefs"
 )
 
-// watchDirectory applies a directory's pods now and watches it: files
-// added, changed or removed later add, replace or remove pods, as the
-// kubelet's static pod directory does. A directory already watched is
-// only applied again.
+// watchDirectory applies a directory's objects now and watches it: files
+// added, changed or removed later add, update or remove their objects, as
+// the kubelet's static pod directory does for pods. A directory already
+// watched is only applied again. The watch starts even when some objects
+// could not be applied (the error says which); their files are retried
+// when they change.
 func (a *Agent) watchDirectory(dir string) (agentapi.ApplyResponse, error) {
 	if !filepath.IsAbs(dir) {
 		return agentapi.ApplyResponse{}, fmt.Errorf("watchDir %q: want an absolute path: %w", dir, errdefs.ErrInvalidArgument)
@@ -36,9 +38,12 @@ func (a *Agent) watchDirectory(dir string) (agentapi.ApplyResponse, error) {
 	}
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	results := append(skippedResults(b), a.applyDirLocked(dir, b, nil)...)
+	results, err := a.applyDirLocked(dir, b, nil)
 	a.startWatchLocked(dir)
-	return agentapi.ApplyResponse{Objects: results}, nil
+	if err != nil {
+		err = fmt.Errorf("watch %s: %w", dir, err)
+	}
+	return agentapi.ApplyResponse{Objects: append(skippedResults(b), results...)}, err
 }
 
 // startWatchLocked starts watching dir unless it is watched already.
@@ -66,7 +71,7 @@ func (a *Agent) onDirChange(ctx context.Context, dir string, b *manifest.Bundle,
 		return
 	}
 	if b == nil {
-		a.log.Warn("watched directory unreadable; its pods are left as they are", "dir", dir, "error", err)
+		a.log.Warn("watched directory unreadable; what came from it is left as it is", "dir", dir, "error", err)
 		return
 	}
 	var broken []string
@@ -79,26 +84,46 @@ func (a *Agent) onDirChange(ctx context.Context, dir string, b *manifest.Bundle,
 	}
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	if _, watched := a.watches[dir]; !watched {
-		return // unwatched meanwhile
+	if _, watched := a.watches[dir]; !watched || ctx.Err() != nil {
+		return // unwatched meanwhile (and maybe watched again: the new watch scans for itself)
 	}
-	for _, r := range a.applyDirLocked(dir, b, broken) {
-		if r.Kind == agentapi.KindPod && r.Outcome != agentapi.OutcomeUnchanged {
-			a.log.Info("watched directory: pod "+r.Outcome, "dir", dir, "pod", r.Namespace+"/"+r.Name, "uid", r.UID)
+	results, err := a.applyDirLocked(dir, b, broken)
+	if err != nil {
+		a.log.Warn("watched directory: objects left as they are", "dir", dir, "error", err)
+	}
+	for _, r := range results {
+		if r.Outcome != agentapi.OutcomeUnchanged && r.Outcome != agentapi.OutcomeSkipped {
+			a.log.Info("watched directory: "+r.Kind+" "+r.Outcome, "dir", dir, "object", r.Namespace+"/"+r.Name, "uid", r.UID)
 		}
 	}
 }
 
-// applyDirLocked applies the directory's bundle and deletes the pods that
-// came from the directory but are no longer in it, except those of files
-// listed in keep (files with problems).
-func (a *Agent) applyDirLocked(dir string, b *manifest.Bundle, keep []string) []agentapi.ApplyResult {
-	for _, w := range b.Workloads() {
-		// Like the kubelet's static pods: a watched directory runs pods.
-		a.log.Warn("watched directory: workloads are applied with 'berth apply -f FILE', not watched; ignored",
-			"dir", dir, "file", w.Source, "object", w.Kind+" "+w.Meta.Namespace+"/"+w.Meta.Name)
+// applyDirLocked applies the directory's bundle as 'berth apply -f' does,
+// its workloads, Services and claims marked as the directory's
+// (markFromDir), and deletes what came from the directory but is no
+// longer in it, except what files listed in keep (files with problems)
+// hold. A file whose objects the agent refuses (an immutable field
+// changed) is left out as those are, and named in the error; when
+// applying fails, nothing but pods is deleted.
+func (a *Agent) applyDirLocked(dir string, b *manifest.Bundle, keep []string) ([]agentapi.ApplyResult, error) {
+	markFromDir(b, dir)
+	refused := a.checkWorkloadUpdatesLocked(b)
+	if invalid := (*manifest.InvalidError)(nil); errors.As(refused, &invalid) {
+		b = b.Without(invalid.Sources())
+		keep = append(slices.Clone(keep), invalid.Sources()...)
 	}
-	results := a.applyBundleLocked(b, dir)
+	results, err := a.applyObjectsLocked(b, dir)
+	results = append(results, a.prunePodsLocked(dir, b, keep)...)
+	if err == nil {
+		results = append(results, a.pruneDirLocked(dir, b, keep)...)
+	}
+	return results, errors.Join(refused, err)
+}
+
+// prunePodsLocked deletes the pods that came from the directory but are
+// no longer in b, except those of files listed in keep.
+func (a *Agent) prunePodsLocked(dir string, b *manifest.Bundle, keep []string) []agentapi.ApplyResult {
+	var results []agentapi.ApplyResult
 	wanted := map[string]bool{}
 	for _, p := range b.Pods {
 		wanted[p.Namespace+"/"+p.Name] = true
@@ -115,8 +140,9 @@ func (a *Agent) applyDirLocked(dir string, b *manifest.Bundle, keep []string) []
 	return results
 }
 
-// Unwatch stops watching a directory and deletes the pods that came from
-// it.
+// Unwatch stops watching a directory and deletes the pods, workloads,
+// Services and claims that came from it (a workload's pods are in the
+// response's pods too).
 func (a *Agent) Unwatch(_ context.Context, dir string) (agentapi.DeleteResponse, error) {
 	if err := a.checkReady(); err != nil {
 		return agentapi.DeleteResponse{}, err
@@ -128,14 +154,25 @@ func (a *Agent) Unwatch(_ context.Context, dir string) (agentapi.DeleteResponse,
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	stop, watched := a.watches[dir]
-	if !watched && !a.hasPodsFromLocked(dir) {
+	objects := a.dirObjectsLocked(dir)
+	if !watched && !a.hasPodsFromLocked(dir) && len(objects) == 0 {
 		return agentapi.DeleteResponse{}, fmt.Errorf("directory %s is not watched: %w", dir, errdefs.ErrNotFound)
 	}
-	if watched { // else refused at recovery: its pods still go
+	if watched { // else refused at recovery: what came from it still goes
 		stop()
 		delete(a.watches, dir)
 	}
 	resp := agentapi.DeleteResponse{Pods: []agentapi.ApplyResult{}}
+	var errs []error
+	for _, o := range objects {
+		r, err := a.deleteDirObjectLocked(o)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("unwatch %s: %s %s/%s: %w", dir, o.kind, o.namespace, o.name, err))
+			continue
+		}
+		resp.Deleted = append(resp.Deleted, r.Deleted...)
+		resp.Pods = append(resp.Pods, r.Pods...)
+	}
 	for _, w := range a.workers {
 		d := w.snapshot()
 		if d.watchDir != dir {
@@ -147,7 +184,7 @@ func (a *Agent) Unwatch(_ context.Context, dir string) (agentapi.DeleteResponse,
 		}
 		resp.Pods = append(resp.Pods, agentapi.ApplyResult{Kind: agentapi.KindPod, Namespace: d.pod.Namespace, Name: d.pod.Name, UID: w.uid, Outcome: agentapi.OutcomeDeleted})
 	}
-	return resp, nil
+	return resp, errors.Join(errs...)
 }
 
 // hasPodsFromLocked reports whether a pod came from the directory.

@@ -8,6 +8,7 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	batchv1 "k8s.io/api/batch/v1"
+	v1 "k8s.io/api/core/v1"
 	apiequality "k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -237,6 +238,7 @@ func (a *Agent) applyWorkloadLocked(in *workloadObj) (agentapi.ApplyResult, erro
 		result.UID = in.uid()
 		return result, nil
 	}
+	keepRestartedAt(in, cur)
 	next := &workloadObj{source: in.source, events: cur.events}
 	specChanged := false
 	switch {
@@ -291,4 +293,31 @@ func withControllerAnnotations(applied, current map[string]string) map[string]st
 		}
 	}
 	return out
+}
+
+// keepRestartedAt keeps the template annotation 'rollout restart' set
+// when the applied template leaves it out, as kubectl apply keeps a field
+// its last applied configuration did not hold: applying the same manifest
+// again (a watched directory's scan at the agent's start) does not roll
+// the pods back to the template before the restart.
+func keepRestartedAt(in, cur *workloadObj) {
+	var applied, current *v1.PodTemplateSpec
+	switch {
+	case in.d != nil && cur.d != nil:
+		applied, current = &in.d.Spec.Template, &cur.d.Spec.Template
+	case in.sts != nil && cur.sts != nil:
+		applied, current = &in.sts.Spec.Template, &cur.sts.Spec.Template
+	case in.ds != nil && cur.ds != nil:
+		applied, current = &in.ds.Spec.Template, &cur.ds.Spec.Template
+	default:
+		return
+	}
+	at, restarted := current.Annotations[restartedAtKey]
+	if _, given := applied.Annotations[restartedAtKey]; !restarted || given {
+		return
+	}
+	if applied.Annotations == nil {
+		applied.Annotations = map[string]string{}
+	}
+	applied.Annotations[restartedAtKey] = at
 }

@@ -149,6 +149,11 @@ func (a *Agent) DeleteWorkload(_ context.Context, resource, namespace, name stri
 	if err != nil {
 		return agentapi.DeleteResponse{}, err
 	}
+	return a.deleteWorkloadLocked(o, grace)
+}
+
+// deleteWorkloadLocked deletes a workload as DeleteWorkload does.
+func (a *Agent) deleteWorkloadLocked(o *workloadObj, grace *int64) (agentapi.DeleteResponse, error) {
 	targets := []*workloadObj{o}
 	if o.d != nil {
 		targets = append(targets, a.ownedReplicaSetsLocked(o.uid())...)
@@ -161,7 +166,7 @@ func (a *Agent) DeleteWorkload(_ context.Context, resource, namespace, name stri
 			return agentapi.DeleteResponse{}, err
 		}
 	}
-	resp := agentapi.DeleteResponse{Deleted: []agentapi.ApplyResult{{Kind: o.kind(), Namespace: namespace, Name: name, UID: o.uid(), Outcome: agentapi.OutcomeDeleted}}}
+	resp := agentapi.DeleteResponse{Deleted: []agentapi.ApplyResult{{Kind: o.kind(), Namespace: o.meta().Namespace, Name: o.meta().Name, UID: o.uid(), Outcome: agentapi.OutcomeDeleted}}}
 	pods := a.ownedPodsLocked()
 	for _, t := range targets[1:] {
 		resp.Pods = append(resp.Pods, a.stopPodsLocked(pods[t.uid()], grace, t)...)

@@ -110,7 +110,8 @@
 // Watch plays the kubelet's static-pod directory: it calls onChange with the
 // directory's bundle at start and after every change (inotify, debounced,
 // with a periodic rescan as a safety net). A file with any problem (it does
-// not decode, duplicates an object of an earlier file, or holds an invalid
+// not decode, holds no object — most likely it is being written in place —,
+// duplicates an object of an earlier file, or holds an invalid
 // object, or a pod whose references only an invalid file could satisfy)
 // contributes nothing; the bundle holds every other file's objects, and the
 // error (an *InvalidError) names the files left out, so a caller can keep what

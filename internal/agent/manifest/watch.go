@@ -116,9 +116,14 @@ func fingerprintFiles(files []manifestFile) string {
 	return hex.EncodeToString(hash.Sum(nil))
 }
 
+// errNoObjects is the problem of a file that holds no object: most likely
+// one being written in place (truncated, not yet written), so what it held
+// is kept until it holds objects again or is removed.
+var errNoObjects = errors.New("holds no object: left out, what it held kept, until it holds objects again (remove the file to delete them)")
+
 // loadValidFiles builds the bundle of the files without problems. A file
-// that does not decode, or defines an object an earlier file defines, is
-// left out; then the rest is validated together, and every file holding an
+// that does not decode, holds no object (errNoObjects), or defines an
+// object an earlier file defines, is left out; then the rest is validated together, and every file holding an
 // invalid object is left out, until what is left validates. Leaving out a
 // ConfigMap's file can make a pod of another file invalid in turn.
 func loadValidFiles(files []manifestFile) (*Bundle, error) {
@@ -133,6 +138,9 @@ func loadValidFiles(files []manifestFile) (*Bundle, error) {
 		var b *Bundle
 		if err == nil {
 			b, err = decodeSource(f.data, f.path)
+		}
+		if err == nil && b.Empty() {
+			err = errNoObjects
 		}
 		if err != nil {
 			problems = append(problems, problemsOf(err, f.path)...)

@@ -149,6 +149,25 @@ func TestWatchKeepsGoingPastInvalidFiles(t *testing.T) {
 	}
 }
 
+// A file that holds no object (truncated by a write in place, not yet
+// written) is a file with a problem: what it held is kept.
+func TestWatchLeavesOutAnEmptyFile(t *testing.T) {
+	dir := t.TempDir()
+	writeFile(t, dir, "a.yaml", podYAML("a", "busybox"))
+	empty := writeFile(t, dir, "b.yaml", "")
+	updates := startWatch(t, dir, rescanEveryHour)
+	u := nextUpdate(t, updates)
+	var invalid *InvalidError
+	if podNames(u.bundle) != "a" || !errors.As(u.err, &invalid) || !slices.Equal(invalid.Sources(), []string{empty}) ||
+		!strings.Contains(u.err.Error(), "holds no object") {
+		t.Fatalf("with an empty b.yaml: pods %s, err %v; want a, and b.yaml named", podNames(u.bundle), u.err)
+	}
+	writeFile(t, dir, "b.yaml", "# a comment\n---\n")
+	if u := nextUpdate(t, updates); u.err == nil || !strings.Contains(u.err.Error(), "holds no object") {
+		t.Fatalf("with only a comment in b.yaml: err %v; want it named", u.err)
+	}
+}
+
 func TestWatchLeavesOutPodsOfInvalidConfigMaps(t *testing.T) {
 	dir := t.TempDir()
 	writeFile(t, dir, "web.yaml", webManifests)

@@ -1,6 +1,7 @@
 package manifest
 
 import (
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -91,5 +92,37 @@ func TestExampleDeploymentValidates(t *testing.T) {
 	}
 	if err := b.Validate(); err != nil || len(b.Deployments) != 1 {
 		t.Fatalf("examples/deployment.yaml: %d deployments, %v", len(b.Deployments), err)
+	}
+}
+
+func TestBundleWithout(t *testing.T) {
+	b := &Bundle{}
+	for _, src := range []string{"/d/a.yaml", "/d/b.yaml"} {
+		one, err := decodeSource([]byte(`apiVersion: apps/v1
+kind: Deployment
+metadata: {name: `+strings.TrimSuffix(filepath.Base(src), ".yaml")+`}
+spec:
+  selector: {matchLabels: {app: x}}
+  template:
+    metadata: {labels: {app: x}}
+    spec: {containers: [{name: c, image: busybox}]}
+---
+apiVersion: v1
+kind: ConfigMap
+metadata: {name: `+strings.TrimSuffix(filepath.Base(src), ".yaml")+`}
+`), src)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := b.Merge(one); err != nil {
+			t.Fatal(err)
+		}
+	}
+	out := b.Without([]string{"/d/a.yaml"})
+	if len(out.Deployments) != 1 || out.Deployments[0].Name != "b" || len(out.ConfigMaps) != 1 || out.ConfigMaps["default/b"] == nil {
+		t.Errorf("without a.yaml: %d deployments, configmaps %v; want b's only", len(out.Deployments), out.ConfigMaps)
+	}
+	if len(b.Deployments) != 2 || len(b.ConfigMaps) != 2 {
+		t.Error("Without changed the bundle it was given")
 	}
 }
