@@ -85,7 +85,7 @@ func bindRunFlags(cmd *cobra.Command, o *runOptions) {
 // applyManifests validates the manifests, sends them to the agent (started
 // when none runs) and, unless detached, follows the pods.
 func applyManifests(cmd *cobra.Command, opts *globalOptions, o runOptions, autostart bool) error {
-	requests, err := loadRequests(o.files, cmd.InOrStdin())
+	requests, err := loadRequests(o.files, cmd.InOrStdin(), cmd.ErrOrStderr())
 	if err != nil {
 		return err
 	}
@@ -172,8 +172,11 @@ func connectOrStartAgent(cmd *cobra.Command, opts *globalOptions, autostart bool
 // into one bundle and validated together (a pod in one file may refer to a
 // ConfigMap in another). A directory becomes a watch request: the agent
 // keeps its pods, workloads, Services and claims as its files say, as the
-// kubelet does its static pod directory.
-func loadRequests(paths []string, stdin io.Reader) ([]agentapi.ApplyRequest, error) {
+// kubelet does its static pod directory. A directory the agent would
+// refuse to watch (someone but root can change it: a user's checkout) is
+// applied once instead, as 'kubectl apply -f DIR' does, and notes says
+// why.
+func loadRequests(paths []string, stdin io.Reader, notes io.Writer) ([]agentapi.ApplyRequest, error) {
 	var requests []agentapi.ApplyRequest
 	merged := &manifest.Bundle{}
 	for _, path := range paths {
@@ -183,17 +186,14 @@ func loadRequests(paths []string, stdin io.Reader) ([]agentapi.ApplyRequest, err
 		}
 		info, err := os.Stat(path)
 		if err == nil && info.IsDir() {
-			// A watched directory stands alone: its pods and workloads
-			// may refer only to ConfigMaps and Secrets inside it.
-			if err := b.Validate(); err != nil {
-				return nil, err
-			}
-			abs, err := filepath.Abs(path)
+			watch, err := watchRequest(path, b, notes)
 			if err != nil {
 				return nil, err
 			}
-			requests = append(requests, agentapi.ApplyRequest{WatchDir: abs})
-			continue
+			if watch != nil {
+				requests = append(requests, *watch)
+				continue
+			}
 		}
 		if err := merged.Merge(b); err != nil {
 			return nil, err
@@ -209,6 +209,30 @@ func loadRequests(paths []string, stdin io.Reader) ([]agentapi.ApplyRequest, err
 		return nil, errors.New("no objects found in the manifests given with -f")
 	}
 	return requests, nil
+}
+
+// watchRequest is the request to watch dir, whose manifests are b; nil
+// when the directory is not one the agent may watch (notes says why: its
+// objects are then applied once with the files').
+func watchRequest(dir string, b *manifest.Bundle, notes io.Writer) (*agentapi.ApplyRequest, error) {
+	abs, err := filepath.Abs(dir)
+	if err != nil {
+		return nil, err
+	}
+	real, err := filepath.EvalSymlinks(abs)
+	if err != nil {
+		return nil, err
+	}
+	if err := manifest.CheckTrustedDir(real); err != nil {
+		fmt.Fprintf(notes, "berth: %s is applied once, not watched (%v): changes to its files take another 'berth apply -f %s'\n", dir, err, dir)
+		return nil, nil
+	}
+	// A watched directory stands alone: its pods and workloads may refer
+	// only to ConfigMaps and Secrets inside it.
+	if err := b.Validate(); err != nil {
+		return nil, err
+	}
+	return &agentapi.ApplyRequest{WatchDir: abs}, nil
 }
 
 // follower follows pods for berth run: their status lines, and their

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"io"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -59,12 +60,12 @@ func TestLoadRequestsDirectoryOfPodsWithSkippedKinds(t *testing.T) {
 	pods := t.TempDir()
 	writeTestFile(t, filepath.Join(pods, "pod.yaml"), dirTestPod)
 	writeTestFile(t, filepath.Join(pods, "ns.yaml"), "apiVersion: v1\nkind: Namespace\nmetadata: {name: shop}\n")
-	reqs, err := loadRequests([]string{pods}, nil)
+	reqs, err := loadRequests([]string{pods}, nil, io.Discard)
 	if err != nil || len(reqs) != 1 || reqs[0].WatchDir != pods {
 		t.Fatalf("%+v %v; want one watch request", reqs, err)
 	}
 	// A file of skipped objects alone is sent: the agent reports them.
-	reqs, err = loadRequests([]string{filepath.Join(pods, "ns.yaml")}, nil)
+	reqs, err = loadRequests([]string{filepath.Join(pods, "ns.yaml")}, nil, io.Discard)
 	if err != nil || len(reqs) != 1 || reqs[0].Bundle == nil || len(reqs[0].Bundle.Skipped) != 1 {
 		t.Fatalf("%+v %v; want one bundle with the Namespace", reqs, err)
 	}

@@ -98,7 +98,8 @@ func waitGone(t *testing.T, n *node, name string) {
 }
 
 // Whoever can write a watched directory runs pods as root: the agent
-// watches only directories no one but root can change, refuses berth's
+// watches only directories no one but root can change (berth run -f
+// applies another one once, saying why it is not watched), refuses berth's
 // own annotations in manifests (a pod's berth.dev/watch-dir used to make a
 // restarted agent watch any directory), and after a restart does not
 // watch again a directory that others can now write.
@@ -111,10 +112,21 @@ func watchedDirectoryMustBeRootOnly(t *testing.T, n *node) {
 	if err := os.Chmod(open, 0o777); err != nil {
 		t.Fatal(err)
 	}
-	writeFile(t, filepath.Join(open, "a.yaml"), dirPod("a", "one"))
-	if _, errOut, err := n.berth("run", "-d", "-f", open); err == nil || !strings.Contains(errOut, "writable by group or others") {
-		t.Errorf("run -f of a world-writable directory: %v, %q; want a refusal", err, errOut)
+	writeFile(t, filepath.Join(open, "o.yaml"), dirPod("o", "one"))
+	if _, errOut, err := n.berth("run", "-d", "-f", open); err != nil || !strings.Contains(errOut, "applied once, not watched") || !strings.Contains(errOut, "writable by group or others") {
+		t.Errorf("run -f of a world-writable directory: %v, %q; want it applied once, saying why it is not watched", err, errOut)
 	}
+	n.waitPod("o", "o of the directory applied once runs", running("app"))
+	writeFile(t, filepath.Join(open, "p.yaml"), dirPod("p", "two"))
+	time.Sleep(1500 * time.Millisecond) // three rescans, were it watched
+	if _, err := n.client.DescribePod(context.Background(), "default", "p"); err == nil {
+		t.Error("a pod dropped into the directory applied once runs")
+	}
+	if err := os.Remove(filepath.Join(open, "p.yaml")); err != nil {
+		t.Fatal(err)
+	}
+	n.must("delete", "-f", open)
+	waitGone(t, n, "o")
 	annotated := strings.Replace(dirPod("x", "one"), "metadata: {name: x}", "metadata: {name: x, annotations: {berth.dev/watch-dir: "+open+"}}", 1)
 	if _, errOut, err := n.berth("apply", "-f", n.write("x.yaml", annotated)); err == nil ||
 		!strings.Contains(errOut, "metadata.annotations[berth.dev/watch-dir]: Invalid value") {
