@@ -73,3 +73,52 @@ func jobCondition(j *batchv1.Job, t batchv1.JobConditionType) string {
 	}
 	return ""
 }
+
+const successPolicyJob = `apiVersion: batch/v1
+kind: Job
+metadata: {name: leader}
+spec:
+  completionMode: Indexed
+  completions: 3
+  parallelism: 3
+  successPolicy:
+    rules:
+    - succeededIndexes: "0"
+  template:
+    spec:
+      restartPolicy: Never
+      terminationGracePeriodSeconds: 1
+      containers:
+      - name: work
+        image: busybox
+        imagePullPolicy: IfNotPresent
+        command: [sh, -c, 'if [ "$JOB_COMPLETION_INDEX" = 0 ]; then sleep 2; echo done; exit 0; fi; exec sleep 3600']
+`
+
+// An Indexed Job whose successPolicy asks for index 0 only: once it
+// succeeded the Job gets SuccessCriteriaMet (SuccessPolicy), the sleeping
+// pods of indexes 1 and 2 are terminated, and it is Complete.
+func TestJobSuccessPolicy(t *testing.T) {
+	onEachRuntime(t, jobSuccessPolicy)
+}
+
+func jobSuccessPolicy(t *testing.T, n *node) {
+	out, errOut, err := n.berth("run", "-f", n.write("leader.yaml", successPolicyJob))
+	if err != nil || !strings.Contains(out, `job "leader" completed`) {
+		t.Fatalf("run -f: %q %q %v", out, errOut, err)
+	}
+	job := n.waitJob("leader", "complete", func(j *batchv1.Job) bool { return j.Status.CompletionTime != nil })
+	if jobCondition(job, batchv1.JobSuccessCriteriaMet) != "SuccessPolicy" || jobCondition(job, batchv1.JobComplete) != "SuccessPolicy" ||
+		jobCondition(job, batchv1.JobFailed) != "" || job.Status.CompletedIndexes != "0" || job.Status.Active != 0 {
+		t.Fatalf("status %+v", job.Status)
+	}
+	for name, p := range n.jobPods("leader") {
+		index := p.Annotations[batchv1.JobCompletionIndexAnnotation]
+		if (index == "0") != (p.Status.Phase == v1.PodSucceeded) || p.Status.Phase == v1.PodRunning || p.Status.Phase == v1.PodPending {
+			t.Errorf("pod %s of index %s: %s (want index 0 Succeeded, the others terminated)", name, index, p.Status.Phase)
+		}
+	}
+	if out := n.must("describe", "job", "leader"); !strings.Contains(out, "Matched rules at index 0") {
+		t.Errorf("describe job leader:\n%s", out)
+	}
+}

@@ -278,9 +278,13 @@ func deadlineOf(job *batchv1.Job, st *batchv1.JobStatus) time.Time {
 	return st.StartTime.Add(time.Duration(*job.Spec.ActiveDeadlineSeconds) * time.Second)
 }
 
-// jobSucceeded says why the Job succeeded, or "": every index (Indexed),
-// completions pods, or, without completions, one pod succeeded.
+// jobSucceeded says why the Job succeeded, or "": a successPolicy rule is
+// met, or every index (Indexed), completions pods, or, without
+// completions, one pod succeeded.
 func jobSucceeded(job *batchv1.Job, c jobCounts) (string, string) {
+	if message, met := matchSuccessPolicy(job, c.succeededIndexes); met {
+		return JobReasonSuccessPolicy, message
+	}
 	var done bool
 	switch {
 	case job.Spec.Completions == nil:
