@@ -1,6 +1,7 @@
 package manifest
 
 import (
+	"errors"
 	"fmt"
 	"strconv"
 	"strings"
@@ -144,14 +145,14 @@ func parseIndexInterval(interval string, completions int32) (int32, int32, error
 	}
 	bounds := make([]int32, len(parts))
 	for i, part := range parts {
-		n, err := strconv.Atoi(part)
-		if err != nil {
+		n, err := strconv.ParseInt(part, 10, 32)
+		if err != nil && !errors.Is(err, strconv.ErrRange) {
 			return 0, 0, fmt.Errorf("cannot convert string to integer for index: %q", part)
 		}
-		if n >= int(completions) {
+		if err != nil || n >= int64(completions) {
 			return 0, 0, fmt.Errorf("too large index: %q", part)
 		}
-		bounds[i] = int32(n) // below completions, an int32
+		bounds[i] = int32(n)
 	}
 	if len(bounds) == 1 {
 		return bounds[0], bounds[0], nil
