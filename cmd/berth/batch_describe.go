@@ -37,6 +37,12 @@ func describeJob(d describer, detail agentapi.WorkloadDetail) {
 	d.line(0, "Completion Mode", "%s", optional(j.Spec.CompletionMode))
 	d.line(0, "Suspend", "%s", optional(j.Spec.Suspend))
 	d.line(0, "Backoff Limit", "%s", optional(j.Spec.BackoffLimit))
+	if j.Spec.BackoffLimitPerIndex != nil {
+		d.line(0, "Backoff Limit Per Index", "%d", *j.Spec.BackoffLimitPerIndex)
+	}
+	if j.Spec.MaxFailedIndexes != nil {
+		d.line(0, "Max Failed Indexes", "%d", *j.Spec.MaxFailedIndexes)
+	}
 	if j.Spec.TTLSecondsAfterFinished != nil {
 		d.line(0, "TTL Seconds After Finished", "%d", *j.Spec.TTLSecondsAfterFinished)
 	}
@@ -57,6 +63,9 @@ func describeJob(d describer, detail agentapi.WorkloadDetail) {
 	d.line(0, "Pods Statuses", "%d Active (%d Ready) / %d Succeeded / %d Failed", j.Status.Active, ready, j.Status.Succeeded, j.Status.Failed)
 	if j.Spec.CompletionMode != nil && *j.Spec.CompletionMode == "Indexed" {
 		d.line(0, "Completed Indexes", "%s", orNone(j.Status.CompletedIndexes))
+	}
+	if j.Status.FailedIndexes != nil {
+		d.line(0, "Failed Indexes", "%s", orNone(*j.Status.FailedIndexes))
 	}
 	describeTemplate(d, &j.Spec.Template)
 	if len(j.Status.Conditions) > 0 {

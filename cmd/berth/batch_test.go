@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"regexp"
 	"testing"
+	"text/tabwriter"
 	"time"
 
 	batchv1 "k8s.io/api/batch/v1"
@@ -52,5 +53,22 @@ func TestJobFromCronJob(t *testing.T) {
 	if j.Name != "now" || j.Namespace != "ns" || j.Annotations[instantiateAnnotation] != "manual" || j.Labels["a"] != "b" ||
 		j.OwnerReferences[0].UID != "c1" || j.OwnerReferences[0].Kind != "CronJob" || !*j.OwnerReferences[0].Controller {
 		t.Fatalf("job %+v", j.ObjectMeta)
+	}
+}
+
+func TestDescribeJobPerIndex(t *testing.T) {
+	job := &batchv1.Job{ObjectMeta: metav1.ObjectMeta{Name: "idx"}, Spec: batchv1.JobSpec{
+		Completions: ptr.To(int32(4)), CompletionMode: ptr.To(batchv1.IndexedCompletion), BackoffLimitPerIndex: ptr.To(int32(1)), MaxFailedIndexes: ptr.To(int32(2)),
+	}, Status: batchv1.JobStatus{CompletedIndexes: "0,2", FailedIndexes: ptr.To("1,3")}}
+	var out bytes.Buffer
+	d := describer{tw: tabwriter.NewWriter(&out, 0, 8, 2, ' ', 0)}
+	describeJob(d, agentapi.WorkloadDetail{Job: job})
+	if err := d.tw.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{`(?m)^Backoff Limit Per Index: +1$`, `(?m)^Max Failed Indexes: +2$`, `(?m)^Completed Indexes: +0,2$`, `(?m)^Failed Indexes: +1,3$`} {
+		if !regexp.MustCompile(want).MatchString(out.String()) {
+			t.Errorf("no %s in\n%s", want, out.String())
+		}
 	}
 }

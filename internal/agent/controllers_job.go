@@ -49,7 +49,8 @@ func (a *Agent) syncJobLocked(o *workloadObj, owned []ownedPod) {
 		}
 	}
 	for _, index := range act.Create {
-		name := a.createJobPodLocked(o, index)
+		failures, perIndex := act.IndexFailures[index]
+		name := a.createJobPodLocked(o, index, failures, perIndex)
 		o.events.record(agentapi.EventNormal, "SuccessfulCreate", "", "Created pod: "+name)
 	}
 	recordWorkloadEvents(o, act.Events)
@@ -129,6 +130,8 @@ func recordWorkloadEvents(o *workloadObj, events []workload.Event) {
 // jobPodView is what the job controller sees of a pod.
 func jobPodView(pod *v1.Pod) workload.JobPod {
 	p := workload.JobPod{Pod: controllerView(pod), UID: string(pod.UID), Index: workload.JobPodIndex(pod)}
+	failures := workload.JobPodIndexFailures(pod)
+	p.IndexFailures, p.IndexIgnoredFailures = failures.Failed, failures.Ignored
 	var finished time.Time
 	for _, list := range [][]v1.ContainerStatus{pod.Status.ContainerStatuses, pod.Status.InitContainerStatuses} {
 		for _, s := range list {
@@ -161,10 +164,13 @@ func latest(a, b time.Time) time.Time {
 	return a
 }
 
-// createJobPodLocked makes a pod of the Job (of a completion index, or -1)
-// and returns its name.
-func (a *Agent) createJobPodLocked(o *workloadObj, index int) string {
+// createJobPodLocked makes a pod of the Job (of a completion index, or -1,
+// with its index's failure counts when perIndex) and returns its name.
+func (a *Agent) createJobPodLocked(o *workloadObj, index int, failures workload.IndexFailureCount, perIndex bool) string {
 	pod := workload.NewJobPod(o.job, index)
+	if perIndex {
+		workload.SetJobPodIndexFailures(pod, failures)
+	}
 	for a.current[pod.Namespace+"/"+pod.Name] != "" {
 		pod.Name = workload.JobPodName(o.job.Name, index)
 	}

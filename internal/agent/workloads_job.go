@@ -43,7 +43,8 @@ func (a *Agent) applyJobsLocked(b *manifest.Bundle) ([]agentapi.ApplyResult, err
 }
 
 // jobUpdateProblemsLocked refuses what the API server refuses in a Job's
-// update: a changed template, completions or completionMode.
+// update: a changed template, completions, completionMode,
+// backoffLimitPerIndex or successPolicy.
 func (a *Agent) jobUpdateProblemsLocked(b *manifest.Bundle) []manifest.Problem {
 	var problems []manifest.Problem
 	for _, j := range b.Jobs {
@@ -61,6 +62,8 @@ func (a *Agent) jobUpdateProblemsLocked(b *manifest.Bundle) []manifest.Problem {
 			{spec.Child("template"), &cur.job.Spec.Template, &in.Spec.Template},
 			{spec.Child("completions"), cur.job.Spec.Completions, in.Spec.Completions},
 			{spec.Child("completionMode"), cur.job.Spec.CompletionMode, in.Spec.CompletionMode},
+			{spec.Child("backoffLimitPerIndex"), cur.job.Spec.BackoffLimitPerIndex, in.Spec.BackoffLimitPerIndex},
+			{spec.Child("successPolicy"), cur.job.Spec.SuccessPolicy, in.Spec.SuccessPolicy},
 		} {
 			if !apiequality.Semantic.DeepEqual(f.cur, f.new) {
 				problems = append(problems, manifest.Problem{Source: j.Source, Object: object, Err: field.Invalid(f.path, "", "field is immutable")})

@@ -186,3 +186,46 @@ func TestCronJobRunIsNotRepeatedAfterACrash(t *testing.T) {
 		return len(second.ListPods("").Items) == 0 && len(files) == 0
 	})
 }
+
+const perIndexJob = `
+apiVersion: batch/v1
+kind: Job
+metadata: {name: perindex}
+spec:
+  completionMode: Indexed
+  completions: 2
+  backoffLimitPerIndex: 1
+  maxFailedIndexes: 1
+  template:
+    spec:
+      restartPolicy: Never
+      containers:
+      - {name: work, image: busybox:1, command: [sleep, "1000"]}
+`
+
+// A Job with backoffLimitPerIndex: its pods carry the index failure count
+// annotation and its status an empty failedIndexes; backoffLimitPerIndex
+// and successPolicy cannot change on a re-apply, maxFailedIndexes can.
+func TestPerIndexJobPodsAndImmutableFields(t *testing.T) {
+	a := startTestAgent(t, criclienttest.New())
+	a.apply(t, perIndexJob)
+	waitFor(t, "the first pod", func() bool { return len(a.jobPods("perindex")) == 1 })
+	for name, p := range a.jobPods("perindex") {
+		if p.Annotations[batchv1.JobIndexFailureCountAnnotation] != "0" || p.Annotations[batchv1.JobCompletionIndexAnnotation] != "0" {
+			t.Fatalf("pod %s annotations %v", name, p.Annotations)
+		}
+	}
+	waitFor(t, "failedIndexes set", func() bool { f := a.job(t, "perindex").Status.FailedIndexes; return f != nil && *f == "" })
+	for _, tc := range []struct{ from, to, field string }{
+		{"backoffLimitPerIndex: 1", "backoffLimitPerIndex: 2", "spec.backoffLimitPerIndex"},
+		{"maxFailedIndexes: 1", "maxFailedIndexes: 1\n  successPolicy: {rules: [{succeededCount: 1}]}", "spec.successPolicy"},
+	} {
+		_, err := a.Apply(context.Background(), agentapi.ApplyRequest{Bundle: bundle(t, strings.Replace(perIndexJob, tc.from, tc.to, 1))})
+		if err == nil || !strings.Contains(err.Error(), "Job default/perindex: "+tc.field+": Invalid value") || !strings.Contains(err.Error(), "field is immutable") {
+			t.Errorf("%s changed: %v", tc.field, err)
+		}
+	}
+	if _, err := a.Apply(context.Background(), agentapi.ApplyRequest{Bundle: bundle(t, strings.Replace(perIndexJob, "maxFailedIndexes: 1", "maxFailedIndexes: 2", 1))}); err != nil {
+		t.Errorf("maxFailedIndexes changed: %v", err)
+	}
+}

@@ -31,8 +31,8 @@
 // or CronJob (Bundle.Jobs, Bundle.CronJobs; job.go, validate_job.go: the
 // API server's batch/v1 defaults and checks, the template's restartPolicy
 // OnFailure or Never, the schedule and timeZone as package workload parses
-// them; successPolicy, backoffLimitPerIndex and a manual selector are
-// refused, naming the field), or a v1 Service (Bundle.Services; service.go:
+// them; validate_jobindex.go: backoffLimitPerIndex, maxFailedIndexes and
+// successPolicy; a manual selector is refused, naming the field), or a v1 Service (Bundle.Services; service.go:
 // the API server's defaults and checks), or a v1 List of
 // them. Objects of the cluster kinds berth does not apply on one node
 // (skipped.go's skipKinds, one table: Namespace, ServiceAccount, RBAC,

@@ -15,8 +15,7 @@ const (
 
 // validatePodFailurePolicy checks a Job's podFailurePolicy as the API
 // server does: restartPolicy Never, at most 20 rules, each with a known
-// action (FailIndex needs backoffLimitPerIndex, which berth does not do)
-// and exactly one of onExitCodes (In or NotIn, 1 to 255 values, sorted,
+// action (FailIndex needs backoffLimitPerIndex) and exactly one of onExitCodes (In or NotIn, 1 to 255 values, sorted,
 // unique, no 0 with In) and onPodConditions.
 func validatePodFailurePolicy(spec *batchv1.JobSpec, path *field.Path) field.ErrorList {
 	policy := spec.PodFailurePolicy
@@ -32,15 +31,15 @@ func validatePodFailurePolicy(spec *batchv1.JobSpec, path *field.Path) field.Err
 		errs = append(errs, field.TooMany(rules, len(policy.Rules), maxPodFailurePolicyRules))
 	}
 	for i := range policy.Rules {
-		errs = append(errs, validatePodFailurePolicyRule(&policy.Rules[i], rules.Index(i))...)
+		errs = append(errs, validatePodFailurePolicyRule(spec, &policy.Rules[i], rules.Index(i))...)
 	}
 	return errs
 }
 
-func validatePodFailurePolicyRule(rule *batchv1.PodFailurePolicyRule, path *field.Path) field.ErrorList {
+func validatePodFailurePolicyRule(spec *batchv1.JobSpec, rule *batchv1.PodFailurePolicyRule, path *field.Path) field.ErrorList {
 	errs := validateEnum(path.Child("action"), rule.Action, batchv1.PodFailurePolicyActionFailJob, batchv1.PodFailurePolicyActionIgnore, batchv1.PodFailurePolicyActionCount, batchv1.PodFailurePolicyActionFailIndex)
-	if rule.Action == batchv1.PodFailurePolicyActionFailIndex {
-		errs = append(errs, field.Forbidden(path.Child("action"), "FailIndex needs backoffLimitPerIndex, which berth does not implement"))
+	if rule.Action == batchv1.PodFailurePolicyActionFailIndex && spec.BackoffLimitPerIndex == nil {
+		errs = append(errs, field.Invalid(path.Child("action"), rule.Action, "requires the backoffLimitPerIndex to be set"))
 	}
 	switch {
 	case (rule.OnExitCodes == nil) == (len(rule.OnPodConditions) == 0):

@@ -56,8 +56,8 @@ func maxLength(name string, limit int, path *field.Path) field.ErrorList {
 }
 
 // validateJobSpec checks a Job's spec as the API server does; what berth
-// does not implement (successPolicy, backoffLimitPerIndex,
-// a manual selector, managedBy) is refused, naming the field.
+// does not implement (a manual selector, managedBy) is refused, naming the
+// field.
 func validateJobSpec(spec *batchv1.JobSpec, path *field.Path) field.ErrorList {
 	var errs field.ErrorList
 	for _, f := range []struct {
@@ -72,6 +72,8 @@ func validateJobSpec(spec *batchv1.JobSpec, path *field.Path) field.ErrorList {
 		errs = append(errs, nonNegative(*spec.ActiveDeadlineSeconds, path.Child("activeDeadlineSeconds"))...)
 	}
 	errs = append(errs, validateCompletionMode(spec, path)...)
+	errs = append(errs, validateBackoffLimitPerIndex(spec, path)...)
+	errs = append(errs, validateSuccessPolicy(spec, path)...)
 	errs = append(errs, unsupportedJobFields(spec, path)...)
 	errs = append(errs, validatePodFailurePolicy(spec, path)...)
 	tpl := path.Child("template")
@@ -111,9 +113,6 @@ func unsupportedJobFields(spec *batchv1.JobSpec, path *field.Path) field.ErrorLi
 			errs = append(errs, field.Forbidden(path.Child(name), why))
 		}
 	}
-	forbid(spec.SuccessPolicy != nil, "successPolicy", "berth does not implement success policies")
-	forbid(spec.BackoffLimitPerIndex != nil, "backoffLimitPerIndex", "berth does not implement per-index backoff limits")
-	forbid(spec.MaxFailedIndexes != nil, "maxFailedIndexes", "berth does not implement per-index backoff limits")
 	forbid(spec.ManualSelector != nil && *spec.ManualSelector, "manualSelector", "berth generates the Job's selector")
 	forbid(spec.ManagedBy != nil, "managedBy", "berth's job controller manages every Job")
 	if spec.Selector != nil && (spec.ManualSelector == nil || !*spec.ManualSelector) {

@@ -33,7 +33,11 @@
 // failure back-off (10 s doubling to 6 min); backoffLimit counts failed
 // pods (restartPolicy Never) or the running pods' container restarts
 // (OnFailure), as a podFailurePolicy says (job_failurepolicy.go: FailJob,
-// Ignore, Count on exit codes or pod conditions); each pod is counted
+// Ignore, Count, FailIndex on exit codes or pod conditions);
+// backoffLimitPerIndex counts failures per index (job_index.go: the
+// job-index-failure-count annotations, per-index back-off, failedIndexes,
+// maxFailedIndexes); a successPolicy completes an Indexed Job early
+// (job_success.go); each pod is counted
 // once (the agent keeps the counted UIDs); the FailureTarget /
 // SuccessCriteriaMet conditions come
 // first, Failed / Complete once no pod runs. CronJobs (cronjob.go,

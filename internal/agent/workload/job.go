@@ -38,6 +38,10 @@ type JobPod struct {
 	Counted bool
 	// Index is the pod's completion index (Indexed jobs), else -1.
 	Index int
+	// IndexFailures and IndexIgnoredFailures are its index's failures
+	// before it, counted and ignored by the podFailurePolicy, from its
+	// job-index-failure-count annotations (backoffLimitPerIndex).
+	IndexFailures, IndexIgnoredFailures int32
 	// Restarts is the sum of its containers' (init and regular) restart
 	// counts, which the controller counts for restartPolicy OnFailure.
 	Restarts int32
@@ -75,6 +79,9 @@ type JobActions struct {
 	// Create lists the pods to make: their completion indexes (Indexed),
 	// else -1 for each pod.
 	Create []int
+	// IndexFailures are the job-index-failure-count annotations of the
+	// pods to make of a Job with backoffLimitPerIndex, by index.
+	IndexFailures map[int]IndexFailureCount
 	// Delete names active pods to delete (excess, suspended, or the Job
 	// failed).
 	Delete []string
@@ -96,7 +103,11 @@ type jobCounts struct {
 	activePods                                    []JobPod
 	succeededIndexes                              map[int]bool
 	activeIndexes                                 map[int]bool
-	counted                                       []string
+	// failedIndexes are the indexes past backoffLimitPerIndex or failed
+	// by a FailIndex rule; terminatingIndexes those of terminating pods.
+	failedIndexes      map[int]bool
+	terminatingIndexes map[int]bool
+	counted            []string
 	// failJob is the message of a podFailurePolicy FailJob rule a newly
 	// failed pod matched.
 	failJob string
@@ -105,7 +116,11 @@ type jobCounts struct {
 // countJobPods adds the pods not counted yet to the Job's succeeded and
 // failed counts and completed indexes, and sorts the others.
 func countJobPods(job *batchv1.Job, pods []JobPod) jobCounts {
-	c := jobCounts{succeededIndexes: parseIndexes(job.Status.CompletedIndexes, completions(job)), activeIndexes: map[int]bool{}}
+	c := jobCounts{succeededIndexes: parseIndexes(job.Status.CompletedIndexes, completions(job)), activeIndexes: map[int]bool{},
+		failedIndexes: map[int]bool{}, terminatingIndexes: map[int]bool{}}
+	if job.Status.FailedIndexes != nil {
+		c.failedIndexes = parseIndexes(*job.Status.FailedIndexes, completions(job))
+	}
 	c.succeeded, c.failed = job.Status.Succeeded, job.Status.Failed
 	suspended := job.Spec.Suspend != nil && *job.Spec.Suspend
 	for _, p := range pods {
@@ -120,6 +135,7 @@ func countJobPods(job *batchv1.Job, pods []JobPod) jobCounts {
 		case p.failed():
 		case p.terminating():
 			c.terminating++
+			c.terminatingIndexes[p.Index] = true
 		case !p.Deleting:
 			c.active++
 			c.activePods = append(c.activePods, p)
@@ -149,6 +165,9 @@ func (c *jobCounts) count(job *batchv1.Job, p JobPod, succeeded bool) {
 	if !verdict.ignore {
 		c.failed++
 	}
+	if indexFailed(job, p, verdict) {
+		c.failedIndexes[p.Index] = true
+	}
 }
 
 // ReconcileJob compares the pods a Job owns with its completions and
@@ -167,6 +186,10 @@ func ReconcileJob(job *batchv1.Job, pods []JobPod, now time.Time) JobActions {
 	if indexed(job) {
 		st.CompletedIndexes = formatIndexes(c.succeededIndexes, completions(job))
 	}
+	if perIndexBackoff(job) {
+		failed := formatIndexes(c.failedIndexes, completions(job))
+		st.FailedIndexes = &failed
+	}
 	a.Status, a.Counted = *st, c.counted
 	if finishedCondition(st) != nil {
 		a.Expired, a.Requeue = ttlExpired(job, st, now)
@@ -177,11 +200,14 @@ func ReconcileJob(job *batchv1.Job, pods []JobPod, now time.Time) JobActions {
 		return a
 	}
 	resumeJob(&a, now)
+	if met := findCondition(&a.Status, batchv1.JobSuccessCriteriaMet); met != nil && met.Status == v1.ConditionTrue {
+		return completeJob(&a, c, met.Reason, met.Message, now) // decided: pods ended since are not failures
+	}
 	if reason, message := jobFailure(job, &a.Status, c, now); reason != "" {
 		return failJob(&a, c, reason, message, now)
 	}
-	if jobSucceeded(job, c) {
-		return completeJob(&a, c, now)
+	if reason, message := jobSucceeded(job, c); reason != "" {
+		return completeJob(&a, c, reason, message, now)
 	}
 	a.Requeue = deadlineOf(job, &a.Status)
 	scaleJob(job, &a, c, pods, now)
@@ -225,7 +251,7 @@ func jobFailure(job *batchv1.Job, st *batchv1.JobStatus, c jobCounts, now time.T
 	if d := deadlineOf(job, st); !d.IsZero() && !now.Before(d) {
 		return JobReasonDeadlineExceeded, msgDeadline
 	}
-	return "", ""
+	return failedIndexesFailure(job, c)
 }
 
 // pastBackoffLimitOnFailure counts, as the controller does, the container
@@ -252,17 +278,26 @@ func deadlineOf(job *batchv1.Job, st *batchv1.JobStatus) time.Time {
 	return st.StartTime.Add(time.Duration(*job.Spec.ActiveDeadlineSeconds) * time.Second)
 }
 
-// jobSucceeded says whether the Job's completions are reached: every
-// index (Indexed), completions pods, or, without completions, one pod
-// succeeded.
-func jobSucceeded(job *batchv1.Job, c jobCounts) bool {
+// jobSucceeded says why the Job succeeded, or "": a successPolicy rule is
+// met, or every index (Indexed), completions pods, or, without
+// completions, one pod succeeded.
+func jobSucceeded(job *batchv1.Job, c jobCounts) (string, string) {
+	if message, met := matchSuccessPolicy(job, c.succeededIndexes); met {
+		return JobReasonSuccessPolicy, message
+	}
+	var done bool
 	switch {
 	case job.Spec.Completions == nil:
-		return c.succeeded > 0 && c.active == 0 // the others finish first
+		done = c.succeeded > 0 && c.active == 0 // the others finish first
 	case indexed(job):
-		return len(c.succeededIndexes) >= completions(job)
+		done = len(c.succeededIndexes) >= completions(job)
+	default:
+		done = int(c.succeeded) >= completions(job)
 	}
-	return int(c.succeeded) >= completions(job)
+	if done {
+		return JobReasonCompletionsReached, msgCompletions
+	}
+	return "", ""
 }
 
 // JobPodName is a new name for a pod of the Job: "<job>-<5 characters>",

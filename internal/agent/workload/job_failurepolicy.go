@@ -18,11 +18,12 @@ type ContainerExit struct {
 }
 
 // failurePolicyVerdict is what a Job's podFailurePolicy says of a failed
-// pod: count it (no rule matched, or Count), ignore it, or fail the Job
-// with a message.
+// pod: count it (no rule matched, or Count), ignore it, fail its index
+// (FailIndex, counted too) or fail the Job with a message.
 type failurePolicyVerdict struct {
-	ignore  bool
-	failJob string
+	ignore    bool
+	failIndex bool
+	failJob   string
 }
 
 // matchPodFailurePolicy applies the Job's rules, in order, to a failed
@@ -57,6 +58,8 @@ func matchPodFailurePolicy(job *batchv1.Job, p JobPod) failurePolicyVerdict {
 			return failurePolicyVerdict{ignore: true}
 		case batchv1.PodFailurePolicyActionFailJob:
 			return failurePolicyVerdict{failJob: what}
+		case batchv1.PodFailurePolicyActionFailIndex:
+			return failurePolicyVerdict{failIndex: true}
 		}
 		return failurePolicyVerdict{}
 	}

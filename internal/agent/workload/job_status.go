@@ -50,15 +50,16 @@ func failJob(a *JobActions, c jobCounts, reason, message string, now time.Time) 
 }
 
 // completeJob marks the Job's SuccessCriteriaMet, deletes pods still
-// running (an Indexed Job's extra ones) and, once none is left, marks it
-// Complete with its completion time.
-func completeJob(a *JobActions, c jobCounts, now time.Time) JobActions {
-	setJobCondition(&a.Status, batchv1.JobSuccessCriteriaMet, v1.ConditionTrue, JobReasonCompletionsReached, msgCompletions, now)
+// running (an Indexed Job's extra ones, those a successPolicy leaves)
+// and, once none is left, marks it Complete, for the same reason, with its
+// completion time.
+func completeJob(a *JobActions, c jobCounts, reason, message string, now time.Time) JobActions {
+	setJobCondition(&a.Status, batchv1.JobSuccessCriteriaMet, v1.ConditionTrue, reason, message, now)
 	for _, p := range c.activePods {
 		a.Delete = append(a.Delete, p.Name)
 	}
 	if c.active == 0 && c.terminating == 0 {
-		setJobCondition(&a.Status, batchv1.JobComplete, v1.ConditionTrue, JobReasonCompletionsReached, msgCompletions, now)
+		setJobCondition(&a.Status, batchv1.JobComplete, v1.ConditionTrue, reason, message, now)
 		t := metav1.NewTime(now)
 		a.Status.CompletionTime = &t
 		a.Events = append(a.Events, Event{Reason: "Completed", Message: "Job completed"})
@@ -92,7 +93,7 @@ func scaleJob(job *batchv1.Job, a *JobActions, c jobCounts, pods []JobPod, now t
 	if missing <= 0 {
 		return
 	}
-	if until := backoffUntil(pods); now.Before(until) {
+	if until := backoffUntil(pods); !perIndexBackoff(job) && now.Before(until) {
 		a.Requeue = earliest(a.Requeue, until)
 		return
 	}
@@ -102,11 +103,7 @@ func scaleJob(job *batchv1.Job, a *JobActions, c jobCounts, pods []JobPod, now t
 		}
 		return
 	}
-	for i := 0; i < completions(job) && len(a.Create) < missing; i++ {
-		if !c.succeededIndexes[i] && !c.activeIndexes[i] {
-			a.Create = append(a.Create, i)
-		}
-	}
+	createIndexes(job, a, c, pods, missing, now)
 }
 
 // backoffUntil is when the next pod may be made: the last failure plus
@@ -132,11 +129,17 @@ func backoffUntil(pods []JobPod) time.Time {
 	if failures == 0 {
 		return time.Time{}
 	}
+	return last.Add(backoffDelay(failures))
+}
+
+// backoffDelay is the wait after the given number of failures: 10 s,
+// doubled for each one after the first, at most 6 minutes.
+func backoffDelay(failures int) time.Duration {
 	delay := JobBackoffBase
 	for i := 1; i < failures && delay < JobBackoffMax; i++ {
 		delay *= 2
 	}
-	return last.Add(min(delay, JobBackoffMax))
+	return min(delay, JobBackoffMax)
 }
 
 // ttlExpired says whether a finished Job's ttlSecondsAfterFinished has
@@ -201,7 +204,8 @@ func setJobCondition(st *batchv1.JobStatus, t batchv1.JobConditionType, status v
 }
 
 // formatIndexes renders a set of indexes below n as the controller's
-// completedIndexes: "0-2,4".
+// completedIndexes and failedIndexes: "0-2,4,6,7" (a run of two is
+// written as two indexes).
 func formatIndexes(set map[int]bool, n int) string {
 	var parts []string
 	for i := 0; i < n; i++ {
@@ -212,9 +216,12 @@ func formatIndexes(set map[int]bool, n int) string {
 		for j+1 < n && set[j+1] {
 			j++
 		}
-		if j == i {
+		switch j {
+		case i:
 			parts = append(parts, strconv.Itoa(i))
-		} else {
+		case i + 1:
+			parts = append(parts, strconv.Itoa(i), strconv.Itoa(j))
+		default:
 			parts = append(parts, strconv.Itoa(i)+"-"+strconv.Itoa(j))
 		}
 		i = j

@@ -238,7 +238,7 @@ func TestReconcileJobTTL(t *testing.T) {
 
 func TestFormatIndexes(t *testing.T) {
 	set := map[int]bool{0: true, 1: true, 2: true, 4: true, 6: true, 7: true, 9: true}
-	if got := formatIndexes(set, 9); got != "0-2,4,6-7" {
+	if got := formatIndexes(set, 9); got != "0-2,4,6,7" {
 		t.Fatalf("got %q", got)
 	}
 }
