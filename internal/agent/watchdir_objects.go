@@ -72,12 +72,14 @@ func (a *Agent) objectDirsLocked(dirs map[string]bool) {
 	}
 }
 
-// pruneDirLocked deletes the workloads, Services and claims that came
-// from dir and are no longer in b, each as 'berth delete' deletes it
-// (a Deployment with its ReplicaSets and pods...). Objects of files in
-// keep (files with problems) stay; so do all the claims while a file has
-// problems, as the claims' store does not name their files (a claim
-// deleted by mistake may take its data with it).
+// pruneDirLocked deletes the workloads and Services that came from dir
+// and are no longer in b, each as 'berth delete' deletes it (a Deployment
+// with its ReplicaSets and pods...). Objects of files in keep (files with
+// problems) stay. Claims are never deleted by a scan: a claim deleted by
+// mistake takes its data with it, and a scan can see a directory
+// half-written (a checkout under way, a file rewritten in place) or
+// empty (a mount not yet there); a claim whose manifest is gone is
+// logged and kept until 'berth delete pvc' or 'berth delete -f DIR'.
 func (a *Agent) pruneDirLocked(dir string, b *manifest.Bundle, keep []string) []agentapi.ApplyResult {
 	wanted := map[string]bool{}
 	for _, w := range b.Workloads() {
@@ -88,7 +90,8 @@ func (a *Agent) pruneDirLocked(dir string, b *manifest.Bundle, keep []string) []
 		switch {
 		case wanted[o.kind+" "+manifest.ObjectKey(o.namespace, o.name)], o.source != "" && slices.Contains(keep, o.source):
 			continue
-		case o.kind == agentapi.KindPersistentVolumeClaim && len(keep) > 0:
+		case o.kind == agentapi.KindPersistentVolumeClaim:
+			a.log.Warn("watched directory: a claim's manifest is gone; the claim and its data are kept: delete it with 'berth delete pvc'", "dir", dir, "claim", o.namespace+"/"+o.name)
 			continue
 		}
 		resp, err := a.deleteDirObjectLocked(o)

@@ -147,7 +147,8 @@ func rollWatchedDeployment(t *testing.T, a *testAgent, dir string) {
 }
 
 // pruneWatchedObjects: a file that fails validation keeps its objects; a
-// removed file deletes them; the watch's end deletes the rest.
+// removed file deletes its workloads and Services but never its claim;
+// the watch's end deletes the rest.
 func pruneWatchedObjects(t *testing.T, a *testAgent, dir string) {
 	t.Helper()
 	writeDirFile(t, dir, "web.yaml", "apiVersion: apps/v1\nkind: Deployment\nmetadata: {name: web}\nspec: {replicas: -1}\n")
@@ -160,17 +161,20 @@ func pruneWatchedObjects(t *testing.T, a *testAgent, dir string) {
 	}
 
 	writeDirFile(t, dir, "web.yaml", "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: left}\n")
-	waitFor(t, "the Deployment, Service and claim deleted", func() bool { return len(a.dirObjects(dir)) == 0 })
+	waitFor(t, "the Deployment and Service deleted, the claim kept", func() bool {
+		got := a.dirObjects(dir)
+		return len(got) == 1 && got[0] == "PersistentVolumeClaim data"
+	})
 	waitFor(t, "the web pods gone", func() bool { return len(a.ownedPods("ReplicaSet")) == 0 })
 	if _, err := a.DescribeWorkload(agentapi.ResourceService, "default", "web"); !errors.Is(err, errdefs.ErrNotFound) {
 		t.Errorf("Service after its file went: %v; want not found", err)
 	}
 
 	writeDirFile(t, dir, "web.yaml", dirWebYAML("busybox:1"))
-	waitFor(t, "web back", func() bool { return len(a.dirObjects(dir)) == 2 })
+	waitFor(t, "web back", func() bool { return len(a.dirObjects(dir)) == 3 })
 	resp2, err := a.Unwatch(context.Background(), dir)
-	if err != nil || len(resp2.Deleted) != 2 {
-		t.Fatalf("unwatch: %+v %v; want the Deployment and Service deleted", resp2, err)
+	if err != nil || len(resp2.Deleted) != 3 {
+		t.Fatalf("unwatch: %+v %v; want the Deployment, Service and claim deleted", resp2, err)
 	}
 	waitFor(t, "everything gone", func() bool { return len(a.ListPods("").Items) == 0 && len(a.dirObjects("")) == 0 })
 }

@@ -44,9 +44,8 @@ func setPVCSpecDefaults(spec *v1.PersistentVolumeClaimSpec) {
 func (b *Bundle) claimProblems() []Problem {
 	var problems []Problem
 	for _, c := range b.PersistentVolumeClaims {
-		errs := validateObjectMeta(&c.ObjectMeta, field.NewPath("metadata"))
+		errs := validateClaimMeta(&c.ObjectMeta)
 		errs = append(errs, validatePVCSpec(&c.Spec, field.NewPath("spec"))...)
-		errs = append(errs, validateReclaimAnnotation(c.Annotations, field.NewPath("metadata", "annotations"))...)
 		problems = append(problems, fieldProblems(c.Source, objectName(kindPersistentVolumeClaim, &c.ObjectMeta), errs)...)
 	}
 	return problems
@@ -94,6 +93,16 @@ func validatePVCSpec(spec *v1.PersistentVolumeClaimSpec, path *field.Path) field
 		errs = append(errs, field.Forbidden(path.Child("volumeName"), "berth provisions every claim itself; binding to a named volume is not supported"))
 	}
 	return errs
+}
+
+// validateClaimMeta checks a claim's metadata as any object's, but for
+// berth's reclaim-policy annotation: a key of berth's own that a claim's
+// manifest may set (checked by validateReclaimAnnotation).
+func validateClaimMeta(meta *metav1.ObjectMeta) field.ErrorList {
+	others := meta.DeepCopy()
+	delete(others.Annotations, ReclaimPolicyAnnotation)
+	errs := validateObjectMeta(others, field.NewPath("metadata"))
+	return append(errs, validateReclaimAnnotation(meta.Annotations, field.NewPath("metadata", "annotations"))...)
 }
 
 // validateReclaimAnnotation checks berth's reclaim-policy annotation.

@@ -114,3 +114,18 @@ func TestExampleStatefulSetIsValid(t *testing.T) {
 		t.Fatalf("examples/statefulset.yaml: %v", err)
 	}
 }
+
+// A claim may set berth's reclaim-policy annotation (Delete or Retain),
+// though berth.dev/ keys are otherwise refused; a claim template too.
+func TestClaimReclaimPolicyAnnotationIsAccepted(t *testing.T) {
+	for _, policy := range []string{"Retain", "Delete"} {
+		doc := strings.Replace(pvcYAML, "  name: scratch\n", "  name: scratch\n  annotations: {berth.dev/reclaim-policy: "+policy+"}\n", 1)
+		if err := decodeString(t, doc, "db.yaml").Validate(); err != nil {
+			t.Errorf("a claim with reclaim policy %s: %v", policy, err)
+		}
+	}
+	doc := strings.Replace(pvcYAML, "  name: scratch\n", "  name: scratch\n  annotations: {berth.dev/watch-dir: /tmp}\n", 1)
+	if err := decodeString(t, doc, "db.yaml").Validate(); err == nil || !strings.Contains(err.Error(), "metadata.annotations[berth.dev/watch-dir]: Invalid value") {
+		t.Errorf("a claim with another berth.dev/ key: %v; want it refused", err)
+	}
+}
