@@ -150,6 +150,7 @@ func (l *logFollower) follow() error {
 	}
 	next, err := l.nextFile()
 	if next == nil || err != nil {
+		l.settled = -1 // nothing to move to (the log may be gone for good)
 		return err
 	}
 	if err := l.copyCurrent(); err != nil { // the old file's last records

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"os"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -294,4 +295,25 @@ func TestLogsFollowMovesOnToAnEmptyNewLog(t *testing.T) {
 	l.rotate(t) // the last lines are in a rotated file; the log is empty
 	followSettled(t, f)
 	checkLines(t, out.String(), 0, 9)
+}
+
+// The log goes (its container removed) while the follower waits for the
+// old file to settle: it stops waiting, so that a follow of a container
+// no longer running ends.
+func TestLogsFollowStopsWaitingForAGoneLog(t *testing.T) {
+	l := newRotatingLog(t, 10)
+	l.write(t, 5)
+	var out bytes.Buffer
+	f := openRead(t, l, newLogCopier(&out, logFilter{tail: -1}))
+	l.rotate(t)
+	l.write(t, 1)
+	if err := f.follow(); err != nil || !f.switching() {
+		t.Fatalf("follow: %v, switching %v; want it waiting for the old file to settle", err, f.switching())
+	}
+	if err := os.Remove(l.path); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.follow(); err != nil || f.switching() {
+		t.Errorf("follow with the log gone: %v, switching %v; want it no longer waiting", err, f.switching())
+	}
 }

@@ -18,8 +18,8 @@
 //     fails, the rename is undone and the next round tries again;
 //  4. in the background, the rotated files still plain but the newest are
 //     gzip-compressed (to "<log>.<stamp>.tmp", renamed to
-//     "<log>.<stamp>.gz", then the plain one removed), one compression per
-//     log at a time.
+//     "<log>.<stamp>.gz", then the plain one removed), newer first, one
+//     compression per log and Policy.Workers in all at a time.
 //
 // So the newest rotated file is always plain (a reader that had the log
 // open still reads it), the older ones compressed once the compression

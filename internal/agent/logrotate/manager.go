@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"sync"
 
 	"k8s.io/utils/clock"
@@ -40,7 +41,8 @@ type Manager struct {
 	// when a later rotation asked it to look again once done.
 	compressing  map[string]bool
 	compressions sync.WaitGroup
-	listed       func() // tests: called once a compression has listed the files
+	slots        chan struct{} // Policy.Workers compressions at once
+	listed       func()        // tests: called once a compression has listed the files
 }
 
 // New checks cfg (its Policy with defaults filled) and returns a Manager.
@@ -58,7 +60,7 @@ func New(cfg Config) (*Manager, error) {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
-	return &Manager{cfg: cfg, compressing: map[string]bool{}}, nil
+	return &Manager{cfg: cfg, compressing: map[string]bool{}, slots: make(chan struct{}, cfg.Policy.Workers)}, nil
 }
 
 // Run rotates the logs every Policy.Interval until ctx ends; it returns
@@ -219,7 +221,7 @@ func (m *Manager) compressLater(ctx context.Context, logPath string) {
 	go func() {
 		defer m.compressions.Done()
 		for again := true; again; {
-			if err := m.compressRotated(ctx, logPath); err != nil {
+			if err := m.compressRotated(ctx, logPath); err != nil && ctx.Err() == nil {
 				m.cfg.Logger.Warn("container log compression", "log", logPath, "error", err)
 			}
 			m.mu.Lock()
@@ -240,8 +242,16 @@ func (m *Manager) isCompressing(logPath string) bool {
 	return busy
 }
 
-// compressRotated compresses the log's plain rotated files but the newest.
+// compressRotated compresses the log's plain rotated files but the
+// newest, newer first (a round removes the oldest first), while one of
+// the Policy.Workers slots is its.
 func (m *Manager) compressRotated(ctx context.Context, logPath string) error {
+	select {
+	case m.slots <- struct{}{}:
+		defer func() { <-m.slots }()
+	case <-ctx.Done():
+		return ctx.Err()
+	}
 	dir, base, err := openLogOf(m.cfg.Root, logPath)
 	if err != nil {
 		return err
@@ -255,7 +265,7 @@ func (m *Manager) compressRotated(ctx context.Context, logPath string) error {
 	if m.listed != nil {
 		m.listed()
 	}
-	for _, r := range rots[:max(len(rots)-1, 0)] {
+	for _, r := range slices.Backward(rots[:max(len(rots)-1, 0)]) {
 		if r.plain && !r.gz {
 			if err := dir.compress(ctx, base+"."+r.stamp); err != nil {
 				return err

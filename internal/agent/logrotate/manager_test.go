@@ -576,6 +576,54 @@ func TestCompressionLooksAgainAfterARotation(t *testing.T) {
 	}
 }
 
+// Compressions of different logs share Policy.Workers slots: with one,
+// the second log's waits until the first's is done.
+func TestCompressionsShareTheWorkers(t *testing.T) {
+	root := t.TempDir()
+	rts := map[string]*fakeRuntime{}
+	var containers []Container
+	for _, id := range []string{"c1", "c2"} {
+		path := filepath.Join(root, "ns_"+id+"_uid", "app", "0.log")
+		rts[id] = newFakeRuntime(t, path)
+		containers = append(containers, Container{ID: id, LogPath: path})
+	}
+	clock := clocktesting.NewFakeClock(t0)
+	m, err := New(Config{
+		Root: root, Policy: Policy{MaxSize: 100, MaxFiles: 5, Workers: 1}, Clock: clock,
+		Reopen:     func(ctx context.Context, id string) error { return rts[id].Reopen(ctx, "c1") },
+		Containers: func(context.Context) ([]Container, error) { return containers, nil },
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var mu sync.Mutex
+	running, most, compressions := 0, 0, 0
+	m.listed = func() {
+		mu.Lock()
+		running++
+		compressions++
+		most = max(most, running)
+		mu.Unlock()
+		time.Sleep(20 * time.Millisecond) // a compression under way
+		mu.Lock()
+		running--
+		mu.Unlock()
+	}
+	for round := range 3 {
+		clock.SetTime(t0.Add(time.Duration(round) * time.Minute))
+		for _, c := range containers {
+			rts[c.ID].write(10)
+			if err := m.Rotate(context.Background(), c); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	m.WaitCompressed()
+	if most != 1 || compressions < 2 {
+		t.Errorf("up to %d of %d compressions at once; want 1 (Workers)", most, compressions)
+	}
+}
+
 // A rotated file removed while it is compressed (a round found it beyond
 // the files kept) leaves no compressed copy and no temporary file; one
 // still there is compressed.
