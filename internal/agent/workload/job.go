@@ -195,14 +195,15 @@ func ReconcileJob(job *batchv1.Job, pods []JobPod, now time.Time) JobActions {
 		a.Expired, a.Requeue = ttlExpired(job, st, now)
 		return a
 	}
+	if met := findCondition(&a.Status, batchv1.JobSuccessCriteriaMet); met != nil && met.Status == v1.ConditionTrue {
+		// Decided, suspended since or not: pods ended since are not failures.
+		return completeJob(&a, c, met.Reason, met.Message, now)
+	}
 	if job.Spec.Suspend != nil && *job.Spec.Suspend {
 		suspendJob(&a, c, now)
 		return a
 	}
 	resumeJob(&a, now)
-	if met := findCondition(&a.Status, batchv1.JobSuccessCriteriaMet); met != nil && met.Status == v1.ConditionTrue {
-		return completeJob(&a, c, met.Reason, met.Message, now) // decided: pods ended since are not failures
-	}
 	if reason, message := jobFailure(job, &a.Status, c, now); reason != "" {
 		return failJob(&a, c, reason, message, now)
 	}

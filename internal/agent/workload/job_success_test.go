@@ -92,3 +92,17 @@ func TestSuccessPolicyTerminatesTheRestThenCompletes(t *testing.T) {
 		t.Fatalf("Complete message %q", c.Message)
 	}
 }
+
+// A Job suspended after its success criteria were met still completes
+// once its pods are gone (upstream decides success before suspension).
+func TestSuccessCriteriaMetCompletesASuspendedJob(t *testing.T) {
+	job := successJob(2, batchv1.SuccessPolicyRule{SucceededIndexes: ptr.To("0")})
+	pods := []JobPod{indexPod("a", v1.PodSucceeded, 0, 0, 0), indexPod("b", v1.PodRunning, 1, 0, 0)}
+	job.Status = ReconcileJob(job, pods, jobNow).Status
+	job.Spec.Suspend = ptr.To(true)
+	pods[1] = indexPod("b", v1.PodFailed, 1, 0, 0)
+	got := ReconcileJob(job, pods, jobNow.Add(time.Second))
+	if jobCond(got.Status, batchv1.JobComplete) != JobReasonSuccessPolicy {
+		t.Fatalf("suspended after SuccessCriteriaMet: %+v; want Complete (SuccessPolicy)", got.Status.Conditions)
+	}
+}
