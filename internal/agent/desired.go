@@ -395,7 +395,7 @@ func (a *Agent) DescribePod(namespace, name string) (agentapi.PodDetail, error) 
 	w := a.workers[a.current[namespace+"/"+name]]
 	if w == nil {
 		for _, other := range a.workers {
-			if p := other.desired.pod; p.Namespace == namespace && p.Name == name {
+			if other.key == namespace+"/"+name { // key is fixed, desired is w.mu's
 				w = other
 			}
 		}

@@ -31,6 +31,12 @@ func (f *fakeSignals) Observe(context.Context) (eviction.Observations, error) {
 	return f.obs, nil
 }
 
+func (f *fakeSignals) get() eviction.Observations {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.obs
+}
+
 func (f *fakeSignals) set(obs eviction.Observations) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
@@ -115,6 +121,8 @@ func (r *countingReclaimer) count() int {
 func startPressureAgent(t *testing.T, rt *criclienttest.Runtime, signals *fakeSignals, reclaim *countingReclaimer, memory map[string]uint64) *testAgent {
 	t.Helper()
 	dir := t.TempDir()
+	want := signals.get()
+	signals.set(plenty()) // for the loop's own first pass, see below
 	a, vols := newTestAgentWith(t, rt, dir, clock.RealClock{}, func(cfg *Config) {
 		cfg.Eviction = eviction.Config{Thresholds: eviction.Defaults()}
 		cfg.Observer = signals
@@ -122,7 +130,17 @@ func startPressureAgent(t *testing.T, rt *criclienttest.Runtime, signals *fakeSi
 		cfg.Reclaimer = reclaim
 		cfg.HousekeepingPeriod = time.Hour // the test runs the passes
 	})
-	return runTestAgent(t, a, vols)
+	ta := runTestAgent(t, a, vols)
+	// The housekeeping loop passes once at its start, then each hour: the
+	// test's pressure must not meet that first pass, which would come
+	// when it comes (under load, after the test's pods run, evicting one).
+	select {
+	case <-ta.pressure.measured:
+	case <-time.After(time.Minute):
+		t.Fatal("the housekeeping loop did not pass once in a minute")
+	}
+	signals.set(want)
+	return ta
 }
 
 const bestEffortPod = `
