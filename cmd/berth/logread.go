@@ -130,31 +130,46 @@ func (r *recordRing) lines() [][]byte {
 	return append(append([][]byte{}, r.buf[r.start:]...), r.buf[:r.start]...)
 }
 
-// readRecords hands every complete record line r holds now to add; the
-// unfinished one at the end stays in pending for the next call.
+// readRecords hands every complete record line r holds now to add (the
+// line is add's only until it returns); the unfinished one at the end
+// stays in pending for the next call.
 func readRecords(r *bufio.Reader, pending *[]byte, add func([]byte)) error {
-	for {
-		chunk, err := r.ReadBytes('\n')
-		*pending = append(*pending, chunk...)
-		if errors.Is(err, io.EOF) {
-			return nil
+	_, err := readRecordsUpTo(r, pending, add, 0)
+	return err
+}
+
+// readRecordsUpTo is readRecords that stops once it has read limit bytes
+// or more (0: no limit) and says so with more.
+func readRecordsUpTo(r *bufio.Reader, pending *[]byte, add func([]byte), limit int) (more bool, err error) {
+	for read := 0; limit <= 0 || read < limit; {
+		chunk, err := r.ReadSlice('\n')
+		read += len(chunk)
+		switch {
+		case errors.Is(err, bufio.ErrBufferFull) || errors.Is(err, io.EOF):
+			*pending = append(*pending, chunk...)
+			if errors.Is(err, io.EOF) {
+				return false, nil
+			}
+		case err != nil:
+			return false, err
+		case len(*pending) == 0:
+			add(chunk[:len(chunk)-1])
+		default:
+			*pending = append(*pending, chunk...)
+			add((*pending)[:len(*pending)-1])
+			*pending = (*pending)[:0]
 		}
-		if err != nil {
-			return err
-		}
-		add((*pending)[:len(*pending)-1])
-		*pending = (*pending)[:0]
 	}
+	return true, nil
 }
 
 // write prints one record (see emit); a damaged record is skipped, as
 // kubelet does.
 func (c *logCopier) write(line []byte) {
-	recs, err := crilog.ReadRecords(bytes.NewReader(append(line, '\n')))
-	if err != nil || len(recs) != 1 {
+	rec, err := crilog.ParseRecord(line)
+	if err != nil {
 		return
 	}
-	rec := recs[0]
 	if !c.f.since.IsZero() && rec.Time.Before(c.f.since) {
 		return
 	}

@@ -144,3 +144,18 @@ func TestMatchingPods(t *testing.T) {
 		}
 	}
 }
+
+// Records longer than the reader's buffer are read whole (gathered in
+// pending), and the short ones between them are not mixed up with them.
+func TestReadRecordsLongerThanTheBuffer(t *testing.T) {
+	long := strings.Repeat("x", 100)
+	log := testLog + "shed\n2026-11-24T12:00:01Z stdout F " + long + "\n2026-11-24T12:00:02Z stdout F six\n"
+	var out bytes.Buffer
+	var pending []byte
+	c := newLogCopier(&out, logFilter{tail: -1})
+	err := readRecords(bufio.NewReaderSize(strings.NewReader(log), 16), &pending, c.add)
+	c.flush()
+	if want := "one\ntwo\nthree\nfive\nunfinished\n" + long + "\nsix\n"; err != nil || out.String() != want {
+		t.Errorf("copy: %q, %v; want %q", out.String(), err, want)
+	}
+}

@@ -180,6 +180,7 @@ func TestReadRecordsRejectsGarbage(t *testing.T) {
 		"2024-05-06T07:08:09Z stdout X x\n",
 		"2024-05-06T07:08:09Z stdout F unterminated",
 		"2024-05-06T07:08:09Z\n",
+		"2024-05-06T07:08:09Z stdout\n",
 	} {
 		if _, err := ReadRecords(bytes.NewReader([]byte(in))); err == nil {
 			t.Errorf("%q: no error", in)

@@ -26,7 +26,7 @@ func ReadRecords(r io.Reader) ([]Record, error) {
 			if line[len(line)-1] != '\n' {
 				return records, fmt.Errorf("container log: line %d: unterminated record", n)
 			}
-			rec, perr := parseRecord(line[:len(line)-1])
+			rec, perr := ParseRecord(line[:len(line)-1])
 			if perr != nil {
 				return records, fmt.Errorf("container log: line %d: %w", n, perr)
 			}
@@ -41,28 +41,32 @@ func ReadRecords(r io.Reader) ([]Record, error) {
 	}
 }
 
-func parseRecord(line []byte) (Record, error) {
-	fields := bytes.SplitN(line, []byte(" "), 4)
-	if len(fields) < 3 {
+// ParseRecord parses one record line, without its newline. Content is a
+// slice of line.
+func ParseRecord(line []byte) (Record, error) {
+	ts, rest, ok := bytes.Cut(line, []byte(" "))
+	stream, rest2, ok2 := bytes.Cut(rest, []byte(" "))
+	if !ok || !ok2 {
 		return Record{}, fmt.Errorf("record: too few fields")
 	}
-	ts, err := time.Parse(time.RFC3339Nano, string(fields[0]))
+	tag, content, _ := bytes.Cut(rest2, []byte(" "))
+	t, err := time.Parse(time.RFC3339Nano, string(ts))
 	if err != nil {
 		return Record{}, fmt.Errorf("record: timestamp: %w", err)
 	}
-	rec := Record{Time: ts, Stream: Stream(fields[1])}
+	rec := Record{Time: t, Stream: Stream(stream)}
 	if rec.Stream != Stdout && rec.Stream != Stderr {
-		return Record{}, fmt.Errorf("record: stream %q: unknown", fields[1])
+		return Record{}, fmt.Errorf("record: stream %q: unknown", stream)
 	}
-	switch string(fields[2]) {
+	switch string(tag) {
 	case "P":
 		rec.Partial = true
 	case "F":
 	default:
-		return Record{}, fmt.Errorf("record: tag %q: unknown", fields[2])
+		return Record{}, fmt.Errorf("record: tag %q: unknown", tag)
 	}
-	if len(fields) == 4 {
-		rec.Content = fields[3]
+	if len(content) > 0 {
+		rec.Content = content
 	}
 	return rec, nil
 }
