@@ -144,7 +144,7 @@ func (d *logDir) compress(ctx context.Context, name string) error {
 // compressOpen compresses src, the file st describes, opened as name.
 func (d *logDir) compressOpen(ctx context.Context, src io.Reader, st *unix.Stat_t, name string) error {
 	tmp := name + tmpSuffix
-	if err := d.writeGzip(ctx, src, tmp); err != nil {
+	if err := d.writeGzip(ctx, src, tmp, gzipHeader(name, st.Ino)); err != nil {
 		_ = d.remove(tmp) // the error below says what failed
 		return fmt.Errorf("compress %s/%s: %w", d.path, name, err)
 	}
@@ -158,13 +158,15 @@ func (d *logDir) compressOpen(ctx context.Context, src io.Reader, st *unix.Stat_
 	return d.remove(name)
 }
 
-// writeGzip writes src gzip-compressed to a new file name, synced.
-func (d *logDir) writeGzip(ctx context.Context, src io.Reader, name string) error {
+// writeGzip writes src gzip-compressed, with header h, to a new file
+// name, synced.
+func (d *logDir) writeGzip(ctx context.Context, src io.Reader, name string, h gzip.Header) error {
 	dst, err := d.open(name, unix.O_WRONLY|unix.O_CREAT|unix.O_EXCL, 0o640)
 	if err != nil {
 		return err
 	}
 	zw := gzip.NewWriter(dst)
+	zw.Header = h
 	_, err = io.Copy(zw, ctxReader{ctx, src})
 	if err == nil {
 		err = zw.Close()

@@ -662,3 +662,31 @@ func TestCompressLeavesNothingOfAFileRemovedMeanwhile(t *testing.T) {
 		}
 	}
 }
+
+// A compressed file names, in its gzip header, the inode of the plain
+// file it was made from: a reader holding that file open knows the .gz
+// for the same file. A .gz made elsewhere is not known.
+func TestCompressedFileNamesItsSourceInode(t *testing.T) {
+	fx := newFixture(t, Policy{MaxSize: 1000, MaxFiles: 4})
+	fx.rt.write(50)
+	if err := fx.rotateAt(t, 0); err != nil {
+		t.Fatal(err)
+	}
+	plain := fx.log + ".20260301-100000"
+	want, ok := RotatedInode(plain)
+	if !ok {
+		t.Fatalf("no inode for %s", plain)
+	}
+	fx.rt.write(50)
+	if err := fx.rotateAt(t, time.Minute); err != nil {
+		t.Fatal(err)
+	}
+	if got, ok := RotatedInode(plain + ".gz"); !ok || got != want {
+		t.Errorf("inode of %s.gz: %d, %v; want %d", plain, got, ok, want)
+	}
+	foreign := filepath.Join(fx.dir, "0.log.20260301-090000.gz")
+	writeGzip(t, foreign, "2026-01-01T00:00:00Z stdout F x\n")
+	if ino, ok := RotatedInode(foreign); ok {
+		t.Errorf("inode of a .gz made elsewhere: %d; want none", ino)
+	}
+}

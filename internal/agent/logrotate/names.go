@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
+	"strconv"
 	"strings"
 	"time"
 
@@ -175,4 +176,42 @@ func RemoveLog(root, path string) error {
 		}
 	}
 	return errors.Join(errs...)
+}
+
+// gzipHeader is the header of the compressed copy of the rotated file
+// name, inode ino: its name, as gzip does, and the inode in the comment,
+// so that a reader holding the plain file open (berth logs -f) knows the
+// compressed copy for the same file.
+func gzipHeader(name string, ino uint64) gzip.Header {
+	return gzip.Header{Name: name, Comment: fmt.Sprintf("%s%d", inodeComment, ino), OS: 3}
+}
+
+const inodeComment = "berth rotated log, inode "
+
+// RotatedInode is the inode of the file a rotated file is or was: its
+// own, or the one a ".gz" berth compressed records; ok is false when it
+// cannot tell (gone, or compressed by something else).
+func RotatedInode(file string) (ino uint64, ok bool) {
+	if !strings.HasSuffix(file, gzSuffix) {
+		var st unix.Stat_t
+		if err := unix.Stat(file, &st); err != nil {
+			return 0, false
+		}
+		return st.Ino, true
+	}
+	f, err := os.Open(file)
+	if err != nil {
+		return 0, false
+	}
+	defer f.Close()
+	zr, err := gzip.NewReader(f)
+	if err != nil {
+		return 0, false
+	}
+	digits, found := strings.CutPrefix(zr.Header.Comment, inodeComment)
+	if !found {
+		return 0, false
+	}
+	ino, err = strconv.ParseUint(digits, 10, 64)
+	return ino, err == nil
 }
