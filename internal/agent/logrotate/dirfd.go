@@ -144,7 +144,7 @@ func (d *logDir) compress(ctx context.Context, name string) error {
 // compressOpen compresses src, the file st describes, opened as name.
 func (d *logDir) compressOpen(ctx context.Context, src io.Reader, st *unix.Stat_t, name string) error {
 	tmp := name + tmpSuffix
-	if err := d.writeGzip(ctx, src, tmp, gzipHeader(name, st.Ino)); err != nil {
+	if err := d.writeGzip(ctx, src, tmp, gzipHeader(name, st)); err != nil {
 		_ = d.remove(tmp) // the error below says what failed
 		return fmt.Errorf("compress %s/%s: %w", d.path, name, err)
 	}

@@ -663,30 +663,45 @@ func TestCompressLeavesNothingOfAFileRemovedMeanwhile(t *testing.T) {
 	}
 }
 
-// A compressed file names, in its gzip header, the inode of the plain
-// file it was made from: a reader holding that file open knows the .gz
-// for the same file. A .gz made elsewhere is not known.
-func TestCompressedFileNamesItsSourceInode(t *testing.T) {
+// A compressed file names, in its gzip header, the plain file it was
+// made from: a reader holding that file open knows the .gz for the same
+// file, and no other file of that inode. A .gz made elsewhere is not
+// known.
+func TestCompressedFileNamesItsSource(t *testing.T) {
 	fx := newFixture(t, Policy{MaxSize: 1000, MaxFiles: 4})
 	fx.rt.write(50)
 	if err := fx.rotateAt(t, 0); err != nil {
 		t.Fatal(err)
 	}
 	plain := fx.log + ".20260301-100000"
-	want, ok := RotatedInode(plain)
-	if !ok {
-		t.Fatalf("no inode for %s", plain)
+	held, err := os.Open(plain)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer held.Close()
+	st, err := held.Stat()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if src, ok := RotatedSource(plain); !ok || !src.Is(st) {
+		t.Fatalf("source of %s: %+v, %v; want the file itself", plain, src, ok)
 	}
 	fx.rt.write(50)
 	if err := fx.rotateAt(t, time.Minute); err != nil {
 		t.Fatal(err)
 	}
-	if got, ok := RotatedInode(plain + ".gz"); !ok || got != want {
-		t.Errorf("inode of %s.gz: %d, %v; want %d", plain, got, ok, want)
+	src, ok := RotatedSource(plain + ".gz")
+	if !ok || !src.Is(st) {
+		t.Errorf("source of %s.gz: %+v, %v; want the plain file %+v", plain, src, ok, st.Sys())
+	}
+	other := src
+	other.ModTime++ // the inode of the source, reused by a file written at another time
+	if other.Is(st) {
+		t.Errorf("a source of the same inode but another time is taken for the file held")
 	}
 	foreign := filepath.Join(fx.dir, "0.log.20260301-090000.gz")
 	writeGzip(t, foreign, "2026-01-01T00:00:00Z stdout F x\n")
-	if ino, ok := RotatedInode(foreign); ok {
-		t.Errorf("inode of a .gz made elsewhere: %d; want none", ino)
+	if src, ok := RotatedSource(foreign); ok {
+		t.Errorf("source of a .gz made elsewhere: %+v; want none", src)
 	}
 }

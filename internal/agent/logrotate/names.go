@@ -9,8 +9,8 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
-	"strconv"
 	"strings"
+	"syscall"
 	"time"
 
 	"golang.org/x/sys/unix"
@@ -179,39 +179,56 @@ func RemoveLog(root, path string) error {
 }
 
 // gzipHeader is the header of the compressed copy of the rotated file
-// name, inode ino: its name, as gzip does, and the inode in the comment,
-// so that a reader holding the plain file open (berth logs -f) knows the
-// compressed copy for the same file.
-func gzipHeader(name string, ino uint64) gzip.Header {
-	return gzip.Header{Name: name, Comment: fmt.Sprintf("%s%d", inodeComment, ino), OS: 3}
+// name that st describes: its name, as gzip does, and in the comment its
+// inode, size and modification time, so that a reader holding the plain
+// file open (berth logs -f) knows the compressed copy of that file.
+func gzipHeader(name string, st *unix.Stat_t) gzip.Header {
+	comment := fmt.Sprintf(sourceComment, st.Ino, st.Size, st.Mtim.Nano())
+	return gzip.Header{Name: name, Comment: comment, OS: 3}
 }
 
-const inodeComment = "berth rotated log, inode "
+const sourceComment = "berth rotated log: inode %d size %d mtime %d"
 
-// RotatedInode is the inode of the file a rotated file is or was: its
-// own, or the one a ".gz" berth compressed records; ok is false when it
-// cannot tell (gone, or compressed by something else).
-func RotatedInode(file string) (ino uint64, ok bool) {
+// Source identifies the plain file a rotated file is or was compressed
+// from.
+type Source struct {
+	Ino uint64
+	// Size and ModTime (ns) are the source's when it was compressed; zero
+	// for a plain file, which is known by its inode alone.
+	Size, ModTime int64
+}
+
+// Is reports whether st, of a file held open, describes the source. A
+// compressed file's inode alone does not tell: its source is gone, and
+// the number may be another file's now.
+func (s Source) Is(st os.FileInfo) bool {
+	sys, ok := st.Sys().(*syscall.Stat_t)
+	if !ok || sys.Ino != s.Ino {
+		return false
+	}
+	return s.ModTime == 0 || (st.Size() == s.Size && st.ModTime().UnixNano() == s.ModTime)
+}
+
+// RotatedSource is the source of a rotated file: the file itself, or
+// the one a ".gz" berth compressed records; ok is false when it cannot
+// tell (gone, or compressed by something else).
+func RotatedSource(file string) (src Source, ok bool) {
 	if !strings.HasSuffix(file, gzSuffix) {
 		var st unix.Stat_t
 		if err := unix.Stat(file, &st); err != nil {
-			return 0, false
+			return Source{}, false
 		}
-		return st.Ino, true
+		return Source{Ino: st.Ino}, true
 	}
 	f, err := os.Open(file)
 	if err != nil {
-		return 0, false
+		return Source{}, false
 	}
 	defer f.Close()
 	zr, err := gzip.NewReader(f)
 	if err != nil {
-		return 0, false
+		return Source{}, false
 	}
-	digits, found := strings.CutPrefix(zr.Header.Comment, inodeComment)
-	if !found {
-		return 0, false
-	}
-	ino, err = strconv.ParseUint(digits, 10, 64)
-	return ino, err == nil
+	_, err = fmt.Sscanf(zr.Header.Comment, sourceComment, &src.Ino, &src.Size, &src.ModTime)
+	return src, err == nil && src.ModTime != 0
 }
