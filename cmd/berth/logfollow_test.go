@@ -317,3 +317,130 @@ func TestLogsFollowStopsWaitingForAGoneLog(t *testing.T) {
 		t.Errorf("follow with the log gone: %v, switching %v; want it no longer waiting", err, f.switching())
 	}
 }
+
+// An agent slow to say whether the container runs does not hold up the
+// reading: lines written while the check waits are printed, and the
+// follow ends with every line once the answer is no.
+func TestLogsFollowWhileTheAgentIsSlow(t *testing.T) {
+	l := newRotatingLog(t, 10)
+	l.write(t, 5)
+	out := &syncWriter{w: &bytes.Buffer{}}
+	f := openRead(t, l, newLogCopier(out, logFilter{tail: -1}))
+	release := make(chan struct{})
+	var asked atomic.Int32
+	running := func() (bool, error) {
+		if asked.Add(1) == 1 {
+			return true, nil
+		}
+		<-release // the agent answers no more
+		return false, nil
+	}
+	done := make(chan error, 1)
+	go func() { done <- f.followUntil(context.Background(), time.Millisecond, running) }()
+	printed := func() string {
+		out.mu.Lock()
+		defer out.mu.Unlock()
+		return out.w.(*bytes.Buffer).String()
+	}
+	for asked.Load() < 2 {
+		time.Sleep(time.Millisecond)
+	}
+	l.write(t, 5)
+	l.rotate(t)
+	l.write(t, 5)
+	for deadline := time.Now().Add(10 * time.Second); !strings.Contains(printed(), "line 14\n"); {
+		if time.Now().After(deadline) {
+			t.Fatalf("lines written while the agent was asked were not printed: %q", printed())
+		}
+		time.Sleep(time.Millisecond)
+	}
+	l.write(t, 1)
+	close(release)
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	checkLines(t, printed(), 0, 15)
+}
+
+// A follower that saw each new file but is slow to read keeps every file
+// it saw open: rotation compresses and removes them meanwhile (only one
+// rotated file kept here), and it still reads every line once, from its
+// descriptors, and holds no file beyond the last.
+func TestLogsFollowKeepsTheFilesItSaw(t *testing.T) {
+	l := newRotatingLog(t, 2)
+	l.write(t, 5)
+	var out bytes.Buffer
+	f := openRead(t, l, newLogCopier(&out, logFilter{tail: -1}))
+	for range 4 {
+		l.write(t, 100)
+		l.rotate(t)
+		if err := f.holdPath(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	l.write(t, 7)
+	if files, _ := logrotate.RotatedFiles(l.path); len(files) != 1 {
+		t.Fatalf("rotated files %v; want one (the others removed)", files)
+	}
+	for i := 0; i == 0 || f.switching(); i++ {
+		if i == 20 {
+			t.Fatalf("the follower is still switching after %d looks", i)
+		}
+		if err := f.follow(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	checkLines(t, out.String(), 0, l.next-1)
+}
+
+// actionWriter runs act before each Write, then keeps what is written.
+type actionWriter struct {
+	bytes.Buffer
+	act func()
+}
+
+func (w *actionWriter) Write(p []byte) (int, error) {
+	w.act()
+	return w.Buffer.Write(p)
+}
+
+// A follower far behind (a current file much larger than lookEvery) looks
+// at the log while it reads that file: the file rotation makes meanwhile
+// is held before it is removed, and its lines are printed.
+func TestLogsFollowLooksWhileItReadsALargeFile(t *testing.T) {
+	l := newRotatingLog(t, 2)
+	f, err := openLogFollower(l.path, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	l.write(t, lookEvery/16) // about twice lookEvery
+	step := 0
+	out := &actionWriter{act: func() {
+		switch {
+		case step == 0: // the follower reads the old file: rotate, write the next
+			l.rotate(t)
+			l.write(t, 10)
+			step++
+		case step == 1 && len(f.next) == 1: // it holds the next: rotate it away
+			l.rotate(t)
+			l.write(t, 10)
+			l.rotate(t)
+			l.write(t, 3)
+			step++
+		}
+	}}
+	f.c = newLogCopier(out, logFilter{tail: -1})
+	for i := 0; i == 0 || f.switching() || f.behind; i++ {
+		if i == 100 {
+			t.Fatal("the follower has not caught up after 100 looks")
+		}
+		if err := f.follow(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if step != 2 {
+		t.Fatalf("the follower never held the next file while it read the old one (step %d)", step)
+	}
+	checkLines(t, out.String(), 0, l.next-1)
+}

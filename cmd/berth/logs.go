@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"slices"
 	"sort"
 	"strings"
@@ -15,6 +16,7 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 
 	"github.com/berth-dev/berth/internal/agent/agentapi"
+	"github.com/berth-dev/berth/internal/config"
 	"github.com/berth-dev/berth/internal/errdefs"
 )
 
@@ -31,6 +33,9 @@ type logsOptions struct {
 	sinceTime      string
 	tail           int
 	maxLogRequests int
+	// log tells of a follow's moves across rotations (debug) and of
+	// lines missing from it (warn).
+	log *slog.Logger
 }
 
 func newLogsCommand(opts *globalOptions) *cobra.Command {
@@ -64,6 +69,9 @@ kubelet does.`,
 				return err
 			}
 			filter.timestamps = o.timestamps
+			if o.log, err = followLogger(cmd, opts); err != nil {
+				return err
+			}
 			client, err := connectAgent(cmd, opts)
 			if err != nil {
 				return err
@@ -249,6 +257,9 @@ func containerNames(pod *v1.Pod) []string {
 func printLog(ctx context.Context, w io.Writer, client *agentapi.Client, detail agentapi.PodDetail, path string, o logsOptions, filter logFilter) error {
 	c := newLogCopier(w, filter)
 	l, err := openLogFollower(path, c)
+	if err == nil {
+		l.log = o.log
+	}
 	if err != nil {
 		return fmt.Errorf("log of container %q in pod %s: %w", o.container, detail.Pod.Name, err)
 	}
@@ -256,7 +267,7 @@ func printLog(ctx context.Context, w io.Writer, client *agentapi.Client, detail 
 	if err := l.copyRotated(); err != nil {
 		return fmt.Errorf("log of container %q in pod %s: %w", o.container, detail.Pod.Name, err)
 	}
-	if err := l.copyCurrent(); err != nil {
+	if err := l.copyToEnd(); err != nil {
 		return err
 	}
 	c.flush()
@@ -299,4 +310,13 @@ func (r *runningCheck) running() (bool, error) {
 	before, _ := findContainerStatus(&r.detail.Pod, r.name)
 	st, ok := findContainerStatus(&now.Pod, r.name)
 	return now.Pod.UID == r.detail.Pod.UID && ok && st.State.Running != nil && st.ContainerID == before.ContainerID, nil
+}
+
+// followLogger writes to stderr at the level of --log-level.
+func followLogger(cmd *cobra.Command, opts *globalOptions) (*slog.Logger, error) {
+	level, err := config.ParseLogLevel(opts.logLevel)
+	if err != nil {
+		return nil, fmt.Errorf("--log-level: %w", err)
+	}
+	return slog.New(slog.NewTextHandler(cmd.ErrOrStderr(), &slog.HandlerOptions{Level: level})), nil
 }

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -111,5 +112,28 @@ func TestLogsFollowRunningCheck(t *testing.T) {
 	silent.unanswered = time.Now().Add(-unansweredLimit)
 	if got, err := silent.running(); got || err == nil || !strings.Contains(err.Error(), `container "c" in pod web`) {
 		t.Errorf("an agent silent for %s: running %v, %v; want an error naming the container", unansweredLimit, got, err)
+	}
+}
+
+// berth logs prints the whole current file, however large (the follower
+// reads it in parts between two looks at the log).
+func TestLogsPrintsALargeLogWhole(t *testing.T) {
+	var log strings.Builder
+	lines := lookEvery/32 + 1000
+	for i := range lines {
+		fmt.Fprintf(&log, "2026-11-24T12:00:00Z stdout F line %d\n", i)
+	}
+	if log.Len() <= lookEvery {
+		t.Fatalf("the log is %d bytes; want more than %d", log.Len(), lookEvery)
+	}
+	d, _ := runningPodWithLog(t, "big", log.String())
+	flags := serveFakeAgent(t, &fakeAgent{details: []agentapi.PodDetail{d}})
+	out, err := runBerth(t, append(flags, "logs", "big")...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := strings.Split(strings.TrimSuffix(out, "\n"), "\n")
+	if len(got) != lines || got[len(got)-1] != fmt.Sprintf("line %d", lines-1) {
+		t.Errorf("%d lines, the last %q; want %d", len(got), got[len(got)-1], lines)
 	}
 }
