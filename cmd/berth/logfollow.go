@@ -71,7 +71,7 @@ const lookEvery = 2 << 20
 // maxHeld bounds the files a follower keeps open ahead of the one it
 // reads: a follower far behind must not keep the disk space of files
 // rotation removed without bound.
-const maxHeld = 8
+const maxHeld = 4
 
 // openLogFollower opens the current log first, then lists the rotated
 // files older than it, so that a file rotated meanwhile is read once,
