@@ -34,7 +34,7 @@ func (f *logsFollower) stacks() string {
 func (n *node) followLogs(pod string) *logsFollower {
 	n.t.Helper()
 	f := &logsFollower{t: n.t, done: make(chan struct{})}
-	cmd := n.berthCmd("logs", "-f", pod)
+	cmd := n.berthCmd("logs", "-f", "--log-level=debug", pod) // its moves across rotations, for a failure
 	cmd.Stdout, cmd.Stderr = &f.out, &f.errOut
 	if err := cmd.Start(); err != nil {
 		n.t.Fatal(err)
@@ -44,6 +44,9 @@ func (n *node) followLogs(pod string) *logsFollower {
 	n.t.Cleanup(func() { _ = cmd.Process.Kill(); <-f.done })
 	return f
 }
+
+// Errors is what it printed on stderr, its last 16 KiB.
+func (f *logsFollower) Errors() string { return f.errOut.tail(16 << 10) }
 
 // String is what it printed so far.
 func (f *logsFollower) String() string { return f.out.String() }

@@ -102,7 +102,9 @@ func logRotation(t *testing.T, n *node) {
 	if len(fl) == 0 {
 		t.Fatalf("berth logs -f printed no line")
 	}
-	checkContiguous(t, "berth logs -f", fl, fl[0], last-1)
+	if !checkContiguous(t, "berth logs -f", fl, fl[0], last-1) {
+		t.Logf("berth logs -f's stderr:\n%s", followed.Errors())
+	}
 }
 
 // waitCompressed waits until the agent's compression, which runs apart
@@ -287,20 +289,23 @@ func parseChatty(s string) (n, last int, ok bool) {
 	return -1, -1, false
 }
 
-// checkContiguous fails unless nums are first, first+1, ..., last.
-func checkContiguous(t *testing.T, what string, nums []int, first, last int) {
+// checkContiguous fails unless nums are first, first+1, ..., last, and
+// reports whether they are.
+func checkContiguous(t *testing.T, what string, nums []int, first, last int) bool {
 	t.Helper()
 	if len(nums) == 0 {
 		t.Errorf("%s: no line; want %d to %d", what, first, last)
-		return
+		return false
 	}
 	for i, n := range nums {
 		if n != first+i {
 			t.Errorf("%s: line %d at position %d, after %d; want %d (lines %d to %d, once each)", what, n, i, nums[max(i-1, 0)], first+i, first, last)
-			return
+			return false
 		}
 	}
 	if got := nums[len(nums)-1]; got != last {
 		t.Errorf("%s: ends at line %d; want %d", what, got, last)
+		return false
 	}
+	return true
 }

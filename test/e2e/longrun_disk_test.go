@@ -243,10 +243,10 @@ func (w *diskWatch) check(t *testing.T, n *node) {
 		w.samples, w.maxUse>>20, budget>>20, w.maxLogs>>10, w.logBound>>10, w.maxCrash, w.minAvail>>20)
 	report := t.Errorf
 	if os.Getenv("BERTH_TEST_RACE") == "1" {
-		// Under the race detector chatty writes 4 s only (the race-built
-		// `berth logs -f` could not follow more): too little for a bound
-		// that holds one interval's writing per kept file to be below
-		// what it wrote, so the bounds are reported, not asserted.
+		// Under the race detector the agent's rounds slip and its gzip is
+		// several times slower: rotated files wait longer, larger and
+		// plain, than the bound's two intervals of writing allow. The
+		// bounds are reported, not asserted; every line is still checked.
 		report = t.Logf
 	}
 	if w.maxUse > budget {
