@@ -57,8 +57,9 @@ type logFollower struct {
 	// copyRotated.
 	before map[string]bool
 	older  []string
-	// log is told of each move to a new file (debug) and of a file
-	// rotation removed before the follower could read it (warn).
+	// log is told of each move to a new file (debug) and of a rotated
+	// file removed between its listing and its reading (warn; a file
+	// removed before any listing of the follower's goes untold).
 	log *slog.Logger
 }
 
@@ -244,7 +245,8 @@ type runAnswer struct {
 // hands each answer over when it is taken: an agent slow to answer (busy,
 // or restarting) must not hold up the reading of a log written at full
 // speed, or rotation removes files before they are read. It stops after
-// a last answer (not running, or an error) or when ctx ends.
+// a last answer (not running, or an error) or when ctx ends (an answer
+// under way then is not awaited).
 func watchRunning(ctx context.Context, interval time.Duration, running func() (bool, error)) <-chan runAnswer {
 	answers := make(chan runAnswer)
 	go func() {

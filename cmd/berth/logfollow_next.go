@@ -90,11 +90,14 @@ func (l *logFollower) watch(ctx context.Context, interval time.Duration) {
 	}
 }
 
-// holdPath opens the file at the log's path and keeps it when it is
-// neither cur nor the last of next (it may be empty yet: the writer may
-// have nothing more to say, and the files before it must still be read).
-// Between the rename and the reopen there is none.
+// holdPath opens the file at the log's path and keeps it when it is new
+// (see hold); between the rename and the reopen there is none. The lock
+// is held from the open on: a look that opened the path before a
+// rotation must not add that file after another look added the newer
+// one.
 func (l *logFollower) holdPath() error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
 	f, err := os.Open(l.path)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil
@@ -102,17 +105,29 @@ func (l *logFollower) holdPath() error {
 	if err != nil {
 		return err
 	}
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	last := l.cur
-	if n := len(l.next); n > 0 {
-		last = l.next[n-1]
-	}
-	st, err := f.Stat()
-	lst, lerr := last.Stat()
-	if err != nil || lerr != nil || os.SameFile(st, lst) || len(l.next) >= maxHeld {
+	if err := l.holdLocked(f); err != nil {
 		f.Close()
-		return errors.Join(err, lerr)
+		return err
+	}
+	return nil
+}
+
+// holdLocked keeps f as the last of next unless it is cur or a file held
+// already, or maxHeld files are held (f is then closed). It may be empty
+// yet: the writer may have nothing more to say, and the files before it
+// must still be read.
+func (l *logFollower) holdLocked(f *os.File) error {
+	st, err := f.Stat()
+	if err != nil {
+		return err
+	}
+	for _, h := range append([]*os.File{l.cur}, l.next...) {
+		if hst, err := h.Stat(); err == nil && os.SameFile(st, hst) {
+			return f.Close()
+		}
+	}
+	if len(l.next) >= maxHeld {
+		return f.Close()
 	}
 	l.next = append(l.next, f)
 	return nil
@@ -125,11 +140,11 @@ func (l *logFollower) holdPath() error {
 // the files older than it: the files not known are newer, and wait for a
 // later move.
 func (l *logFollower) copySkipped() error {
+	cur, held, found := l.heldFiles() // before the listing: see heldFiles
 	files, err := logrotate.RotatedFiles(l.path)
 	if err != nil {
 		return err
 	}
-	cur, held, found := l.heldFiles()
 	var between []string
 	for _, file := range files {
 		if l.before[rotatedKey(file)] {
@@ -141,7 +156,7 @@ func (l *logFollower) copySkipped() error {
 			continue
 		}
 		if ok && slices.ContainsFunc(held, src.Is) {
-			found = true
+			found = found || src.Is(held[0]) // a later file: next[0]'s is gone
 			break
 		}
 		between = append(between, file)
@@ -164,16 +179,19 @@ func (l *logFollower) copySkipped() error {
 	return nil
 }
 
-// heldFiles describe cur and the files of next (nil when they cannot be
-// read), and say whether next[0] is still the file at the log's path
-// (then every rotated file not known is older than it).
+// heldFiles describe cur (nil when it cannot be read) and the files of
+// next (held[0] is next[0]'s; an unreadable one stops the list), and say
+// whether next[0] is still the file at the log's path: then every rotated
+// file not known, listed after this, is older than it.
 func (l *logFollower) heldFiles() (cur os.FileInfo, held []os.FileInfo, atPath bool) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	for _, f := range l.next {
-		if st, err := f.Stat(); err == nil {
-			held = append(held, st)
+		st, err := f.Stat()
+		if err != nil {
+			break
 		}
+		held = append(held, st)
 	}
 	atPath, _ = sameFile(l.next[0], l.path)
 	cur, _ = l.cur.Stat()

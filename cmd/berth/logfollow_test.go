@@ -444,3 +444,82 @@ func TestLogsFollowLooksWhileItReadsALargeFile(t *testing.T) {
 	}
 	checkLines(t, out.String(), 0, l.next-1)
 }
+
+// A file held already is not held again when a look offers it after a
+// newer one (it would be printed again after the newer one).
+func TestLogsFollowHoldsEachFileOnce(t *testing.T) {
+	l := newRotatingLog(t, 10)
+	l.write(t, 5)
+	var out bytes.Buffer
+	f := openRead(t, l, newLogCopier(&out, logFilter{tail: -1}))
+	l.rotate(t)
+	if err := f.holdPath(); err != nil { // B, the new file
+		t.Fatal(err)
+	}
+	again, err := os.Open(l.path) // B again, as a look that opened it before the rotation
+	if err != nil {
+		t.Fatal(err)
+	}
+	l.write(t, 5)
+	l.rotate(t)
+	l.write(t, 5)
+	if err := f.holdPath(); err != nil { // C
+		t.Fatal(err)
+	}
+	f.mu.Lock()
+	err = f.holdLocked(again)
+	f.mu.Unlock()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := f.ahead(); n != 2 {
+		t.Fatalf("%d files held; want B and C, once each", n)
+	}
+	for i := 0; i == 0 || f.switching(); i++ {
+		if i == 20 {
+			t.Fatal("the follower is still switching after 20 looks")
+		}
+		if err := f.follow(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	checkLines(t, out.String(), 0, l.next-1)
+}
+
+// The file next after cur was rotated and removed (the oldest go first),
+// and a file never held lies between it and a later held one: that file
+// is read after the next one, not before.
+func TestLogsFollowKeepsOrderWhenTheNextFileIsGone(t *testing.T) {
+	l := newRotatingLog(t, 3) // two rotated files kept
+	l.write(t, 5)
+	var out bytes.Buffer
+	f := openRead(t, l, newLogCopier(&out, logFilter{tail: -1}))
+	hold := func() {
+		t.Helper()
+		if err := f.holdPath(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	l.rotate(t) // A rotated; B current
+	hold()
+	l.write(t, 5)
+	l.rotate(t) // B rotated; C current, never held
+	l.write(t, 5)
+	l.rotate(t) // C rotated; D current
+	hold()
+	l.write(t, 5)
+	l.rotate(t) // D rotated; E current; A and B's rotated files gone
+	l.write(t, 5)
+	if files, _ := logrotate.RotatedFiles(l.path); len(files) != 2 {
+		t.Fatalf("rotated files %v; want C's and D's", files)
+	}
+	for i := 0; i == 0 || f.switching(); i++ {
+		if i == 20 {
+			t.Fatal("the follower is still switching after 20 looks")
+		}
+		if err := f.follow(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	checkLines(t, out.String(), 0, l.next-1)
+}

@@ -257,7 +257,7 @@ func containerNames(pod *v1.Pod) []string {
 func printLog(ctx context.Context, w io.Writer, client *agentapi.Client, detail agentapi.PodDetail, path string, o logsOptions, filter logFilter) error {
 	c := newLogCopier(w, filter)
 	l, err := openLogFollower(path, c)
-	if err == nil {
+	if err == nil && o.log != nil {
 		l.log = o.log
 	}
 	if err != nil {

@@ -694,6 +694,9 @@ func TestCompressedFileNamesItsSource(t *testing.T) {
 	if !ok || !src.Is(st) {
 		t.Errorf("source of %s.gz: %+v, %v; want the plain file %+v", plain, src, ok, st.Sys())
 	}
+	if src, ok := RotatedSource(plain); !ok || !src.Is(st) { // listed plain, compressed since
+		t.Errorf("source of %s, now compressed: %+v, %v; want the plain file", plain, src, ok)
+	}
 	other := src
 	other.ModTime++ // the inode of the source, reused by a file written at another time
 	if other.Is(st) {

@@ -210,12 +210,17 @@ func (s Source) Is(st os.FileInfo) bool {
 }
 
 // RotatedSource is the source of a rotated file: the file itself, or
-// the one a ".gz" berth compressed records; ok is false when it cannot
-// tell (gone, or compressed by something else).
+// the one a ".gz" berth compressed records (a plain file compressed
+// meanwhile is known by its ".gz", as OpenRotated reads it); ok is false
+// when it cannot tell (gone, or compressed by something else).
 func RotatedSource(file string) (src Source, ok bool) {
 	if !strings.HasSuffix(file, gzSuffix) {
 		var st unix.Stat_t
-		if err := unix.Stat(file, &st); err != nil {
+		err := unix.Stat(file, &st)
+		if errors.Is(err, unix.ENOENT) {
+			return RotatedSource(file + gzSuffix)
+		}
+		if err != nil {
 			return Source{}, false
 		}
 		return Source{Ino: st.Ino}, true
