@@ -242,6 +242,20 @@ func followSettled(t *testing.T, f *logFollower) {
 	}
 }
 
+// followCaughtUp makes the follower look until it has read every file it
+// holds to its end, at most looks times.
+func followCaughtUp(t *testing.T, f *logFollower, looks int) {
+	t.Helper()
+	for i := 0; i == 0 || f.switching() || f.behind; i++ {
+		if i == looks {
+			t.Fatalf("the follower has not caught up after %d looks", looks)
+		}
+		if err := f.follow(); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
 // The old file grows after the new one has its first records
 // (containerd's old writer writes what it held after ReopenContainerLog
 // returned): the follower reads those records before the new file's, and
@@ -382,14 +396,7 @@ func TestLogsFollowKeepsTheFilesItSaw(t *testing.T) {
 	if files, _ := logrotate.RotatedFiles(l.path); len(files) != 1 {
 		t.Fatalf("rotated files %v; want one (the others removed)", files)
 	}
-	for i := 0; i == 0 || f.switching(); i++ {
-		if i == 20 {
-			t.Fatalf("the follower is still switching after %d looks", i)
-		}
-		if err := f.follow(); err != nil {
-			t.Fatal(err)
-		}
-	}
+	followCaughtUp(t, f, 20)
 	checkLines(t, out.String(), 0, l.next-1)
 }
 
@@ -431,14 +438,7 @@ func TestLogsFollowLooksWhileItReadsALargeFile(t *testing.T) {
 		}
 	}}
 	f.c = newLogCopier(out, logFilter{tail: -1})
-	for i := 0; i == 0 || f.switching() || f.behind; i++ {
-		if i == 100 {
-			t.Fatal("the follower has not caught up after 100 looks")
-		}
-		if err := f.follow(); err != nil {
-			t.Fatal(err)
-		}
-	}
+	followCaughtUp(t, f, 100)
 	if step != 2 {
 		t.Fatalf("the follower never held the next file while it read the old one (step %d)", step)
 	}
@@ -475,14 +475,7 @@ func TestLogsFollowHoldsEachFileOnce(t *testing.T) {
 	if n := f.ahead(); n != 2 {
 		t.Fatalf("%d files held; want B and C, once each", n)
 	}
-	for i := 0; i == 0 || f.switching(); i++ {
-		if i == 20 {
-			t.Fatal("the follower is still switching after 20 looks")
-		}
-		if err := f.follow(); err != nil {
-			t.Fatal(err)
-		}
-	}
+	followCaughtUp(t, f, 20)
 	checkLines(t, out.String(), 0, l.next-1)
 }
 
@@ -513,13 +506,6 @@ func TestLogsFollowKeepsOrderWhenTheNextFileIsGone(t *testing.T) {
 	if files, _ := logrotate.RotatedFiles(l.path); len(files) != 2 {
 		t.Fatalf("rotated files %v; want C's and D's", files)
 	}
-	for i := 0; i == 0 || f.switching(); i++ {
-		if i == 20 {
-			t.Fatal("the follower is still switching after 20 looks")
-		}
-		if err := f.follow(); err != nil {
-			t.Fatal(err)
-		}
-	}
+	followCaughtUp(t, f, 20)
 	checkLines(t, out.String(), 0, l.next-1)
 }
