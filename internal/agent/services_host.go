@@ -56,7 +56,7 @@ func newServiceHost(cfg ServicesConfig, link serviceLink, upstream []string, log
 	}
 	return &serviceHost{
 		cfg: cfg, link: link, log: log,
-		proxy: svcproxy.New(log),
+		proxy: svcproxy.New(log, svcproxy.Limits{}),
 		dns:   clusterdns.NewServer(cfg.Domain, upstream, log),
 	}
 }
