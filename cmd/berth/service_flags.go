@@ -7,6 +7,8 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/berth-dev/berth/internal/agent"
+	"github.com/berth-dev/berth/internal/agent/clusterdns"
+	"github.com/berth-dev/berth/internal/agent/svcproxy"
 	"github.com/berth-dev/berth/internal/agent/workload"
 )
 
@@ -15,6 +17,8 @@ import (
 type serviceFlags struct {
 	ipRange, clusterDNS, domain, iface, nodePortAddress string
 	upstream                                            []string
+	proxy                                               svcproxy.Limits
+	dnsMaxForwards                                      int
 }
 
 func (f *serviceFlags) bind(fs *pflag.FlagSet) {
@@ -24,6 +28,19 @@ func (f *serviceFlags) bind(fs *pflag.FlagSet) {
 	fs.StringVar(&f.iface, "service-interface", agent.DefaultServiceInterface, "network interface the agent makes for ClusterIPs and the cluster DNS address (removed with the last Service)")
 	fs.StringVar(&f.nodePortAddress, "nodeport-address", "0.0.0.0", "host address NodePort and LoadBalancer ports listen on")
 	fs.StringSliceVar(&f.upstream, "cluster-dns-upstream", nil, "servers (host or host:port) the cluster DNS forwards other names to (default: the host's resolv.conf's)")
+	f.bindLimits(fs)
+}
+
+// bindLimits binds the flags of the Services' bounds (svcproxy.Limits and
+// the cluster DNS's forwards).
+func (f *serviceFlags) bindLimits(fs *pflag.FlagSet) {
+	fs.IntVar(&f.proxy.MaxConns, "service-max-connections", 0, fmt.Sprintf("TCP connections the service proxy holds at once, all Services together; beyond, a new one is reset (default %d, or a quarter of the descriptor limit when less)", svcproxy.DefaultMaxConns))
+	fs.IntVar(&f.proxy.MaxConnsPerService, "service-max-connections-per-service", svcproxy.DefaultMaxConnsPerService, "TCP connections the service proxy holds at once for one Service, its ports together; beyond, a new one is reset")
+	fs.DurationVar(&f.proxy.TCPIdle, "service-tcp-idle-timeout", svcproxy.DefaultTCPIdle, "a proxied TCP connection with no byte either way this long is closed")
+	fs.DurationVar(&f.proxy.UDPIdle, "service-udp-idle-timeout", svcproxy.DefaultUDPIdle, "a proxied UDP flow with no datagram either way this long ends")
+	fs.IntVar(&f.proxy.UDPMaxFlows, "service-udp-max-flows", svcproxy.DefaultUDPMaxFlows, "UDP flows (client addresses) one Service port holds at once")
+	fs.IntVar(&f.proxy.UDPMaxFlowsPerSource, "service-udp-max-flows-per-source", svcproxy.DefaultUDPMaxFlowsPerSource, "UDP flows one client IP holds at once on one Service port")
+	fs.IntVar(&f.dnsMaxForwards, "cluster-dns-max-concurrent", clusterdns.DefaultMaxForwards, "questions the cluster DNS forwards upstream at once; beyond, one is answered REFUSED")
 }
 
 // config is the agent's Services configuration; errors name the flag.
@@ -42,8 +59,33 @@ func (f *serviceFlags) config() (agent.ServicesConfig, error) {
 	if c.NodePortAddress, err = netip.ParseAddr(f.nodePortAddress); err != nil {
 		return c, fmt.Errorf("--nodeport-address %q: %w", f.nodePortAddress, err)
 	}
+	if err := f.checkLimits(); err != nil {
+		return c, err
+	}
+	c.Proxy, c.DNSMaxForwards = f.proxy, f.dnsMaxForwards
 	if len(f.iface) == 0 || len(f.iface) > 15 {
 		return c, fmt.Errorf("--service-interface %q: want 1 to 15 characters", f.iface)
 	}
 	return c, nil
+}
+
+// checkLimits refuses a negative bound, naming its flag (0 is the default).
+func (f *serviceFlags) checkLimits() error {
+	for _, b := range []struct {
+		flag string
+		v    int64
+	}{
+		{"--service-max-connections", int64(f.proxy.MaxConns)},
+		{"--service-max-connections-per-service", int64(f.proxy.MaxConnsPerService)},
+		{"--service-tcp-idle-timeout", int64(f.proxy.TCPIdle)},
+		{"--service-udp-idle-timeout", int64(f.proxy.UDPIdle)},
+		{"--service-udp-max-flows", int64(f.proxy.UDPMaxFlows)},
+		{"--service-udp-max-flows-per-source", int64(f.proxy.UDPMaxFlowsPerSource)},
+		{"--cluster-dns-max-concurrent", int64(f.dnsMaxForwards)},
+	} {
+		if b.v < 0 {
+			return fmt.Errorf("%s: want 0 (the default) or more", b.flag)
+		}
+	}
+	return nil
 }

@@ -3,6 +3,7 @@ package agent
 import (
 	"net/netip"
 
+	"github.com/berth-dev/berth/internal/agent/svcproxy"
 	"github.com/berth-dev/berth/internal/agent/workload"
 )
 
@@ -28,6 +29,12 @@ type ServicesConfig struct {
 	// NodePortAddress is where NodePorts and LoadBalancer ports listen;
 	// default every address of the host (0.0.0.0).
 	NodePortAddress netip.Addr
+	// Proxy bounds the connections and flows the proxy holds (package
+	// svcproxy; zero fields take its defaults).
+	Proxy svcproxy.Limits
+	// DNSMaxForwards bounds the questions the cluster DNS forwards at
+	// once; default clusterdns.DefaultMaxForwards.
+	DNSMaxForwards int
 }
 
 // Defaults of ServicesConfig.

@@ -121,3 +121,22 @@ func TestProxyRulesAffinity(t *testing.T) {
 		t.Errorf("None: affinity %v", rules[0].Affinity)
 	}
 }
+
+// Every listener of every port of a Service shares its connection cap:
+// the rules carry the Service's key.
+func TestProxyRulesShareTheServiceCap(t *testing.T) {
+	svc := &v1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "web"}, Spec: v1.ServiceSpec{
+		Type: v1.ServiceTypeLoadBalancer, ClusterIP: "10.96.0.1",
+		Ports: []v1.ServicePort{{Name: "http", Port: 80, NodePort: 30080, Protocol: v1.ProtocolTCP},
+			{Name: "dns", Port: 53, NodePort: 30053, Protocol: v1.ProtocolUDP}},
+	}}
+	rules := (&Agent{}).proxyRules(&serviceObj{svc: svc}, nil)
+	if len(rules) != 6 {
+		t.Fatalf("%d rules; want 6 (ClusterIP, NodePort, LoadBalancer per port)", len(rules))
+	}
+	for _, r := range rules {
+		if r.Service != "default/web" {
+			t.Errorf("rule %s: Service %q; want default/web", r.Name, r.Service)
+		}
+	}
+}

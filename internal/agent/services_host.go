@@ -56,8 +56,12 @@ func newServiceHost(cfg ServicesConfig, link serviceLink, upstream []string, log
 	}
 	return &serviceHost{
 		cfg: cfg, link: link, log: log,
-		proxy: svcproxy.New(log),
-		dns:   clusterdns.NewServer(cfg.Domain, upstream, log),
+		proxy: svcproxy.New(log, cfg.Proxy),
+		dns: clusterdns.NewServerWith(cfg.Domain, upstream, log, clusterdns.Options{
+			// never forwarded to: the ClusterIPs and the DNS address
+			Own:         []netip.Prefix{cfg.Range.Prefix, netip.PrefixFrom(cfg.ClusterDNS, cfg.ClusterDNS.BitLen())},
+			MaxForwards: cfg.DNSMaxForwards,
+		}),
 	}
 }
 

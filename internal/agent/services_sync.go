@@ -115,7 +115,8 @@ func (a *Agent) proxyRules(o *serviceObj, ready []workload.Endpoint) []svcproxy.
 		rule := func(listen netip.AddrPort, what string) {
 			rules = append(rules, svcproxy.Rule{Name: fmt.Sprintf("%s %s %d (%s)", o.key(), p.Protocol, p.Port, what),
 				Protocol: string(p.Protocol), Listen: listen, Backends: backends,
-				Affinity: affinity(o.svc), AffinityGroup: fmt.Sprintf("%s %s %d", o.key(), p.Protocol, p.Port)})
+				Affinity: affinity(o.svc), AffinityGroup: fmt.Sprintf("%s %s %d", o.key(), p.Protocol, p.Port),
+				Service: o.key()})
 		}
 		if ip := o.clusterIP(); ip.IsValid() {
 			rule(netip.AddrPortFrom(ip, uint16(p.Port)), "ClusterIP")

@@ -124,6 +124,7 @@ func (c *ctrdNode) agentState() string { return filepath.Join(c.state, "berth") 
 func (c *ctrdNode) agentSocket() string                  { return filepath.Join(c.agentState(), agentapi.SocketName) }
 func (c *ctrdNode) cri() runtimeapi.RuntimeServiceClient { return c.ctrd.rt }
 func (c *ctrdNode) logTail(lines int) string             { return c.agent.LogTail(lines) }
+func (c *ctrdNode) agentPid() int                        { return c.agent.Pid() }
 func (c *ctrdNode) known() (map[string]bool, map[string]bool) {
 	return c.seen.ids, c.seen.podUIDs
 }

@@ -45,6 +45,9 @@ type runtime interface {
 	net() harness.Network
 	// logTail is the end of the agent's log.
 	logTail(lines int) string
+	// agentPid is the process id of the running agent (berth serve, for
+	// berth).
+	agentPid() int
 	// known are the sandbox and container ids and the pod uids seen, for
 	// the leftover checks.
 	known() (ids, podUIDs map[string]bool)
@@ -113,6 +116,7 @@ func (b berthRuntime) stopAgent()                           { b.Stop() }
 func (b berthRuntime) setAgentArgs(args []string)           { b.ServeArgs = args }
 func (b berthRuntime) net() harness.Network                 { return b.Net }
 func (b berthRuntime) logTail(lines int) string             { return b.LogTail(lines) }
+func (b berthRuntime) agentPid() int                        { return b.Pid() }
 func (b berthRuntime) known() (map[string]bool, map[string]bool) {
 	return b.KnownIDs, b.KnownPodUIDs
 }

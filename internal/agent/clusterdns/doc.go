@@ -14,6 +14,16 @@
 // follows it as CoreDNS's kubernetes plugin does (cname.go): a target in
 // the zone from the table, any other through the upstream servers.
 //
+// The server never forwards to itself (guard.go): an upstream among the
+// agent's own addresses (Options.Own: the Service range) or at the
+// address it listens on is never asked; a forwarded question goes out
+// with a random ID of its own and is remembered until its answer, so that
+// one coming back (an upstream that forwards to the cluster DNS) is
+// answered SERVFAIL at once instead of forwarded again; and at most
+// Options.MaxForwards questions are out at once, one beyond answered
+// REFUSED as CoreDNS's forward max_concurrent, which also ends a loop
+// through a resolver that changes IDs.
+//
 // The records are built into an immutable Table (table.go) that the server
 // swaps atomically on each Update, so a query never sees half an update.
 // Packets are parsed and written by github.com/miekg/dns.

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"log/slog"
 	"net"
+	"net/netip"
 	"sync/atomic"
 	"time"
 
@@ -18,18 +19,42 @@ type Server struct {
 	upstream []string // host:port
 	timeout  time.Duration
 	log      *slog.Logger
+	guard    // loops and floods (guard.go)
 }
 
-// NewServer makes a server for zone with an empty table. upstream are the
-// host's name servers (host or host:port); with none, questions outside
-// the zone are refused.
+// Options are a server's guards against loops and floods.
+type Options struct {
+	// Own are the agent's own addresses (the Service range: its
+	// ClusterIPs and the DNS address): an upstream among them is never
+	// asked, whatever its port.
+	Own []netip.Prefix
+	// MaxForwards bounds the questions forwarded upstream at once; one
+	// beyond is answered REFUSED, as CoreDNS's forward max_concurrent.
+	// Default DefaultMaxForwards.
+	MaxForwards int
+}
+
+// NewServer makes a server for zone with an empty table and the default
+// Options. upstream are the host's name servers (host or host:port); with
+// none, questions outside the zone are refused.
 func NewServer(zone string, upstream []string, log *slog.Logger) *Server {
+	return NewServerWith(zone, upstream, log, Options{})
+}
+
+// NewServerWith is NewServer with o's guards.
+func NewServerWith(zone string, upstream []string, log *slog.Logger, o Options) *Server {
 	s := &Server{timeout: 2 * time.Second, log: log}
 	for _, u := range upstream {
 		if _, _, err := net.SplitHostPort(u); err != nil {
 			u = net.JoinHostPort(u, "53")
 		}
 		s.upstream = append(s.upstream, u)
+	}
+	s.guard.init(o)
+	for _, u := range s.upstream {
+		if s.ownStatic(u) {
+			log.Warn("cluster DNS: an upstream server is an address of the agent's own (a loop); it is never asked", "upstream", u)
+		}
 	}
 	s.table.Store(NewTable(zone, nil, nil))
 	return s
@@ -40,7 +65,13 @@ func (s *Server) Update(t *Table) { s.table.Store(t) }
 
 // ServeDNS implements dns.Handler.
 func (s *Server) ServeDNS(w dns.ResponseWriter, req *dns.Msg) {
-	resp := s.answer(req, w.RemoteAddr().Network())
+	var resp *dns.Msg
+	if up, ok := s.cameBack(req); ok {
+		resp = new(dns.Msg).SetRcode(req, dns.RcodeServerFailure)
+		s.warnLoop(up, req)
+	} else {
+		resp = s.answer(req, w.RemoteAddr().Network())
+	}
 	if err := w.WriteMsg(resp); err != nil {
 		s.log.Debug("dns: writing an answer", "error", err)
 	}
@@ -75,29 +106,49 @@ func (s *Server) answer(req *dns.Msg, network string) *dns.Msg {
 	return truncateFor(req, resp, network)
 }
 
-// forward asks the upstream servers in turn; SERVFAIL when none answers.
+// forward asks the upstream servers in turn; SERVFAIL when none answers,
+// REFUSED when too many questions are forwarded already.
 func (s *Server) forward(req *dns.Msg, network string) *dns.Msg {
 	if len(s.upstream) == 0 {
 		return new(dns.Msg).SetRcode(req, dns.RcodeRefused)
 	}
-	if resp := s.exchange(req, network); resp != nil {
-		return resp
+	resp, err := s.exchange(req, network)
+	switch {
+	case errors.Is(err, errBusy):
+		return new(dns.Msg).SetRcode(req, dns.RcodeRefused)
+	case resp == nil:
+		return new(dns.Msg).SetRcode(req, dns.RcodeServerFailure)
 	}
-	return new(dns.Msg).SetRcode(req, dns.RcodeServerFailure)
+	return resp
 }
 
 // exchange returns the first upstream server's answer to req; nil when
-// none answers.
-func (s *Server) exchange(req *dns.Msg, network string) *dns.Msg {
+// none answers, with errBusy when MaxForwards questions are forwarded
+// already. An upstream that is an address of the agent's own is skipped;
+// the question goes with an ID of its own, remembered while it is out,
+// so that it is known if it comes back (cameBack).
+func (s *Server) exchange(req *dns.Msg, network string) (*dns.Msg, error) {
+	select {
+	case s.forwards <- struct{}{}:
+		defer func() { <-s.forwards }()
+	default:
+		return nil, errBusy
+	}
 	c := &dns.Client{Net: network, Timeout: s.timeout}
 	for _, up := range s.upstream {
-		resp, _, err := c.Exchange(req, up)
+		if s.own(up) {
+			continue
+		}
+		m, done := s.out(req, up)
+		resp, _, err := c.Exchange(m, up)
+		done()
 		if err == nil && resp != nil {
-			return resp
+			resp.Id = req.Id
+			return resp, nil
 		}
 		s.log.Debug("dns: upstream did not answer", "upstream", up, "question", req.Question[0].String(), "error", err)
 	}
-	return nil
+	return nil, nil
 }
 
 // truncateFor fits a UDP answer into the client's buffer (512 bytes, or
@@ -140,6 +191,7 @@ func (s *Server) ListenAndServe(ctx context.Context, addr string, ready func(udp
 			return errors.Join(err, udp.Shutdown(), tcp.Shutdown())
 		}
 	}
+	s.listening(pc.LocalAddr(), l.Addr())
 	if ready != nil {
 		ready(pc.LocalAddr(), l.Addr())
 	}

@@ -37,7 +37,7 @@ func withClock(p *Proxy) *fakeClock {
 // robin picks again.
 func TestTCPClientIPAffinity(t *testing.T) {
 	a, b := tcpBackend(t, "a"), tcpBackend(t, "b")
-	p := newProxy(t)
+	p := newProxy(t, Limits{})
 	clock := withClock(p)
 	listen := freePort(t, "TCP")
 	rule := Rule{Name: "r", Protocol: "TCP", Listen: listen, Backends: addrs(a, b), Affinity: 10 * time.Second, AffinityGroup: "default/web TCP 80"}
@@ -66,7 +66,7 @@ func TestTCPClientIPAffinity(t *testing.T) {
 // there when the first comes back. Update drops expired sessions too.
 func TestAffinityEndsWithItsEndpoint(t *testing.T) {
 	a, b := tcpBackend(t, "a"), tcpBackend(t, "b")
-	p := newProxy(t)
+	p := newProxy(t, Limits{})
 	clock := withClock(p)
 	listen := freePort(t, "TCP")
 	rule := Rule{Name: "r", Protocol: "TCP", Listen: listen, Backends: addrs(a, b), Affinity: time.Hour, AffinityGroup: "g"}
@@ -108,7 +108,7 @@ func TestAffinityEndsWithItsEndpoint(t *testing.T) {
 // sessions; an endpoint that refuses moves the session to the next.
 func TestAffinityIsSharedAndSkipsARefusingEndpoint(t *testing.T) {
 	a, b := tcpBackend(t, "a"), tcpBackend(t, "b")
-	p := newProxy(t)
+	p := newProxy(t, Limits{})
 	withClock(p)
 	l1, l2 := freePort(t, "TCP"), freePort(t, "TCP")
 	rules := []Rule{
@@ -137,7 +137,7 @@ func TestAffinityIsSharedAndSkipsARefusingEndpoint(t *testing.T) {
 // UDP: each new flow of a client address goes to its session's endpoint.
 func TestUDPClientIPAffinity(t *testing.T) {
 	a, b := udpBackend(t, "a"), udpBackend(t, "b")
-	p := newProxy(t)
+	p := newProxy(t, Limits{})
 	withClock(p)
 	listen := freePort(t, "UDP")
 	if err := p.Update([]Rule{{Name: "dns", Protocol: "UDP", Listen: listen, Backends: addrs(a, b), Affinity: time.Minute, AffinityGroup: "g"}}); err != nil {

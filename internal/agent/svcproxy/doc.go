@@ -10,8 +10,26 @@
 // filter. Update swaps the endpoints of a port at once (readiness removes
 // an endpoint from the next connection on), opens listeners for new ports
 // and closes those of ports gone; connections already made keep going.
-// A UDP port holds at most DefaultUDPMaxFlows client flows at once; a
-// failed accept of a TCP port is retried with a back-off.
+// A failed accept of a TCP port is retried with a back-off.
+//
+// Limits (limits.go) bound what clients can make the agent hold. The TCP
+// connections proxied at once are capped in all (MaxConns) and per
+// Service (MaxConnsPerService, its ports and listeners together): a
+// connection over a cap is accepted and reset at once, so the accept loop
+// never stops draining (a client learns at once instead of waiting in a
+// full backlog), and the count is released on every path of a connection's
+// end. A proxied connection holds two descriptors, its sockets: the copy
+// goes through a pooled buffer taken only once a side is readable, not
+// io.Copy's splice(2), whose pipes cost two more descriptors per
+// direction (copy.go). A connection with no byte either way for TCPIdle
+// is closed (a half-closed one too); a side's end is passed on as a half
+// close and the other way goes on. A UDP port holds at most UDPMaxFlows
+// flows, UDPMaxFlowsPerSource of one client IP; a new flow evicts one as
+// flows.go says: an address at its cap ends its own least recently active
+// flow; a full table ends its least recently active flow not yet assured
+// (its client spoke again after the endpoint answered), as conntrack's
+// early drop, else the oldest flow of the address holding the most. A
+// flood of spoofed sources thus churns only its own flows.
 //
 // A rule with Affinity (a Service's sessionAffinity ClientIP) sends a
 // client address to the endpoint it last reached, as kube-proxy does,

@@ -24,6 +24,9 @@ type Rule struct {
 	// ClusterIP, NodePort and LoadBalancer listeners) share the sessions.
 	Affinity      time.Duration
 	AffinityGroup string
+	// Service is the Service whose port the rule publishes (namespace/
+	// name): its rules share Limits.MaxConnsPerService. Default Name.
+	Service string
 }
 
 func (r Rule) key() string { return strings.ToUpper(r.Protocol) + " " + r.Listen.String() }
@@ -37,8 +40,8 @@ type listener interface {
 type Proxy struct {
 	log         *slog.Logger
 	dialTimeout time.Duration
-	udpIdle     time.Duration
-	udpMaxFlows int // per UDP port
+	limits      Limits
+	conns       *connCount // the TCP connections held
 
 	now func() time.Time // the clock of session affinity
 
@@ -54,18 +57,24 @@ type port struct {
 	next     atomic.Uint64
 	sessions atomic.Pointer[sessions] // nil: no session affinity
 	l        listener
+	refusals // connections over a limit
 }
 
-// DefaultUDPMaxFlows bounds the client flows of one UDP port: each holds a
-// socket of the agent's for udpIdle after its last datagram, so datagrams
-// from ever new source addresses would otherwise exhaust the agent's file
-// descriptors. A datagram that would open a flow beyond it is dropped.
-const DefaultUDPMaxFlows = 1024
+// service is the key of the rule's per-Service connection limit.
+func (r Rule) service() string {
+	if r.Service != "" {
+		return r.Service
+	}
+	return r.Name
+}
 
-// New makes a proxy with no ports.
-func New(log *slog.Logger) *Proxy {
-	return &Proxy{log: log, dialTimeout: 2 * time.Second, udpIdle: 30 * time.Second, udpMaxFlows: DefaultUDPMaxFlows,
-		now: time.Now, ports: map[string]*port{}, sessions: map[string]*sessions{}}
+// New makes a proxy with no ports; zero fields of limits take their
+// defaults.
+func New(log *slog.Logger, limits Limits) *Proxy {
+	limits = limits.WithDefaults()
+	return &Proxy{log: log, dialTimeout: 2 * time.Second, limits: limits,
+		conns: newConnCount(limits.MaxConns, limits.MaxConnsPerService),
+		now:   time.Now, ports: map[string]*port{}, sessions: map[string]*sessions{}}
 }
 
 // Update makes the published ports those of rules: new ones listen, gone

@@ -2,7 +2,6 @@ package svcproxy
 
 import (
 	"errors"
-	"io"
 	"net"
 	"sync"
 	"time"
@@ -42,7 +41,7 @@ func (p *Proxy) acceptTCP(pt *port, tl *tcpListener) {
 		c, err := tl.l.Accept()
 		if err == nil {
 			delay = 0
-			go p.proxyTCP(pt, c.(*net.TCPConn))
+			p.take(pt, c.(*net.TCPConn))
 			continue
 		}
 		if errors.Is(err, net.ErrClosed) {
@@ -61,6 +60,23 @@ func (p *Proxy) acceptTCP(pt *port, tl *tcpListener) {
 	}
 }
 
+// take proxies an accepted connection, or resets it at once when the
+// total or its Service's limit is reached: accepting and resetting keeps
+// the accept loop draining the kernel's queue, so that the client learns
+// at once instead of waiting in a full backlog, and legitimate clients
+// get in as soon as connections end.
+func (p *Proxy) take(pt *port, c *net.TCPConn) {
+	service := pt.rule.service()
+	if limit := p.conns.acquire(service); limit != "" {
+		p.refuse(pt, c, limit)
+		return
+	}
+	go func() {
+		defer p.conns.release(service)
+		p.proxyTCP(pt, c)
+	}()
+}
+
 // proxyTCP connects the client to the first backend that accepts, its
 // session's first, then in round-robin order; with none, the client's
 // connection is closed.
@@ -74,24 +90,8 @@ func (p *Proxy) proxyTCP(pt *port, client *net.TCPConn) {
 			continue
 		}
 		pt.connected(from, b, p.now())
-		splice(client, c.(*net.TCPConn))
+		splice(client, c.(*net.TCPConn), p.limits.TCPIdle)
 		return
 	}
 	p.log.Debug("service proxy: no endpoint took the connection", "rule", pt.rule.Name, "client", client.RemoteAddr())
-}
-
-// splice copies both ways, passing each side's end of data on as a half
-// close, until both directions are done.
-func splice(a, b *net.TCPConn) {
-	defer b.Close()
-	var wg sync.WaitGroup
-	wg.Add(2)
-	half := func(dst, src *net.TCPConn) {
-		defer wg.Done()
-		_, _ = io.Copy(dst, src) // an error ends this direction as EOF does
-		_ = dst.CloseWrite()     // the peer may already be gone
-	}
-	go half(a, b)
-	go half(b, a)
-	wg.Wait()
 }

@@ -1,6 +1,7 @@
 package svcproxy
 
 import (
+	"container/list"
 	"errors"
 	"net"
 	"net/netip"
@@ -10,21 +11,27 @@ import (
 
 // udpListener relays datagrams: each client address is a flow, bound to
 // one backend while it is active (a connected socket of its own), ended
-// after udpIdle without traffic either way.
+// after UDPIdle without traffic either way. Flows are bounded per port and
+// per client IP (flows.go says which one a new flow evicts).
 type udpListener struct {
 	p    *Proxy
 	pt   *port
 	conn *net.UDPConn
 	wg   sync.WaitGroup
 
-	mu     sync.Mutex
-	flows  map[netip.AddrPort]*udpFlow
-	closed bool // no flow opens any more
+	mu       sync.Mutex
+	flows    map[netip.AddrPort]*udpFlow
+	bySource map[netip.Addr]map[netip.AddrPort]*udpFlow
+	fresh    *list.List // the flows not assured yet, least recently active first
+	closed   bool       // no flow opens any more
 }
 
 type udpFlow struct {
+	client  netip.AddrPort
 	backend *net.UDPConn
-	seen    time.Time
+	seen    time.Time     // the last datagram either way
+	replied bool          // the endpoint answered
+	fresh   *list.Element // in udpListener.fresh; nil once assured
 }
 
 func (p *Proxy) listenUDP(pt *port) (listener, error) {
@@ -33,7 +40,8 @@ func (p *Proxy) listenUDP(pt *port) (listener, error) {
 	if err != nil {
 		return nil, err
 	}
-	ul := &udpListener{p: p, pt: pt, conn: conn, flows: map[netip.AddrPort]*udpFlow{}}
+	ul := &udpListener{p: p, pt: pt, conn: conn, flows: map[netip.AddrPort]*udpFlow{},
+		bySource: map[netip.Addr]map[netip.AddrPort]*udpFlow{}, fresh: list.New()}
 	ul.wg.Add(1)
 	go func() {
 		defer ul.wg.Done()
@@ -47,9 +55,8 @@ func (ul *udpListener) close() error {
 	err := ul.conn.Close()
 	ul.mu.Lock()
 	ul.closed = true
-	for client, f := range ul.flows {
-		_ = f.backend.Close() // its reader then ends
-		delete(ul.flows, client)
+	for _, f := range ul.flows {
+		ul.forget(f) // its reader then ends
 	}
 	ul.mu.Unlock()
 	ul.wg.Wait()
@@ -75,7 +82,8 @@ func (ul *udpListener) relay() {
 	}
 }
 
-// flow returns the client's flow, opening one on the next backend.
+// flow returns the client's flow, opening one on the next backend (which
+// may evict another: see makeRoom).
 func (ul *udpListener) flow(client netip.AddrPort) *udpFlow {
 	ul.mu.Lock()
 	defer ul.mu.Unlock()
@@ -83,24 +91,22 @@ func (ul *udpListener) flow(client netip.AddrPort) *udpFlow {
 		return nil
 	}
 	if f, ok := ul.flows[client]; ok {
-		f.seen = time.Now()
+		ul.heard(f)
 		return f
 	}
-	if len(ul.flows) >= ul.p.udpMaxFlows {
-		return nil // dropped: see DefaultUDPMaxFlows
-	}
+	ul.makeRoom(client.Addr())
 	for _, b := range ul.pt.pick(client.Addr().Unmap(), ul.p.now()) {
 		c, err := net.DialUDP("udp", nil, net.UDPAddrFromAddrPort(b))
 		if err != nil {
 			continue
 		}
 		ul.pt.connected(client.Addr().Unmap(), b, ul.p.now())
-		f := &udpFlow{backend: c, seen: time.Now()}
-		ul.flows[client] = f
+		f := &udpFlow{client: client, backend: c, seen: time.Now()}
+		ul.add(f)
 		ul.wg.Add(1)
 		go func() {
 			defer ul.wg.Done()
-			ul.answer(client, f)
+			ul.answer(f)
 		}()
 		return f
 	}
@@ -108,44 +114,43 @@ func (ul *udpListener) flow(client netip.AddrPort) *udpFlow {
 }
 
 // answer sends the backend's replies to the client until the flow idles.
-func (ul *udpListener) answer(client netip.AddrPort, f *udpFlow) {
-	defer ul.end(client, f)
+func (ul *udpListener) answer(f *udpFlow) {
+	defer ul.end(f)
 	buf := make([]byte, 64<<10)
 	for {
-		_ = f.backend.SetReadDeadline(time.Now().Add(ul.p.udpIdle)) // a closed socket fails the read below
+		_ = f.backend.SetReadDeadline(time.Now().Add(ul.p.limits.UDPIdle)) // a closed socket fails the read below
 		n, err := f.backend.Read(buf)
 		if err != nil {
 			var ne net.Error
-			if errors.As(err, &ne) && ne.Timeout() && ul.active(client, f) {
+			if errors.As(err, &ne) && ne.Timeout() && ul.active(f) {
 				continue
 			}
 			return
 		}
-		ul.touch(f)
-		if _, err := ul.conn.WriteToUDPAddrPort(buf[:n], client); errors.Is(err, net.ErrClosed) {
+		ul.answered(f)
+		if _, err := ul.conn.WriteToUDPAddrPort(buf[:n], f.client); errors.Is(err, net.ErrClosed) {
 			return
 		}
 	}
 }
 
-func (ul *udpListener) touch(f *udpFlow) {
+// answered records a datagram of the endpoint's.
+func (ul *udpListener) answered(f *udpFlow) {
 	ul.mu.Lock()
-	f.seen = time.Now()
+	f.seen, f.replied = time.Now(), true
 	ul.mu.Unlock()
 }
 
 // active reports whether the flow saw traffic within the idle time.
-func (ul *udpListener) active(client netip.AddrPort, f *udpFlow) bool {
+func (ul *udpListener) active(f *udpFlow) bool {
 	ul.mu.Lock()
 	defer ul.mu.Unlock()
-	return ul.flows[client] == f && time.Since(f.seen) < ul.p.udpIdle
+	return ul.flows[f.client] == f && time.Since(f.seen) < ul.p.limits.UDPIdle
 }
 
-func (ul *udpListener) end(client netip.AddrPort, f *udpFlow) {
+func (ul *udpListener) end(f *udpFlow) {
 	ul.mu.Lock()
-	if ul.flows[client] == f {
-		delete(ul.flows, client)
-	}
+	ul.forget(f)
 	ul.mu.Unlock()
-	_ = f.backend.Close() // may be closed already by close
+	_ = f.backend.Close() // may be closed already by forget
 }
