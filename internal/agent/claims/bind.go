@@ -112,6 +112,27 @@ func (s *Store) MarkDeleting(namespace, name string, at time.Time) (Claim, error
 	return c, nil
 }
 
+// SetOwner records owner (a StatefulSet's uid, "" for none) as the
+// claim's: a set adopts the claims a deleted set of its name left.
+func (s *Store) SetOwner(namespace, name, owner string) (Claim, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	c, found, err := s.Get(namespace, name)
+	if err != nil {
+		return c, err
+	}
+	if !found {
+		return c, fmt.Errorf("persistentvolumeclaim %q not found in namespace %q: %w", name, namespace, errdefs.ErrNotFound)
+	}
+	if c.Owner != owner {
+		c.Owner = owner
+		if err := s.save(c); err != nil {
+			return c, err
+		}
+	}
+	return c, nil
+}
+
 func className(pvc *v1.PersistentVolumeClaim) string {
 	if pvc.Spec.StorageClassName != nil {
 		return *pvc.Spec.StorageClassName

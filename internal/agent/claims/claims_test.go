@@ -318,3 +318,31 @@ func TestMarkDeletingAndOwner(t *testing.T) {
 		t.Errorf("released claim's data: %v", err)
 	}
 }
+
+// SetOwner moves a claim to another owner, kept across a reopening, and
+// leaves its data alone; a claim that is not there is not found.
+func TestSetOwner(t *testing.T) {
+	dir := t.TempDir()
+	s := open(t, dir)
+	c, err := s.EnsureOwned(pvc("data-db-0", "o1", "1Mi"), v1.PersistentVolumeReclaimDelete, "old-set")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(s.Path(c), "records"), []byte("kept"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.SetOwner("default", "nope", "new-set"); !errors.Is(err, errdefs.ErrNotFound) {
+		t.Errorf("SetOwner of a claim that is not there: %v; want not found", err)
+	}
+	if c, err = s.SetOwner("default", "data-db-0", "new-set"); err != nil || c.Owner != "new-set" {
+		t.Fatalf("SetOwner: %+v, %v", c, err)
+	}
+	s = open(t, dir)
+	got, found, err := s.Get("default", "data-db-0")
+	if err != nil || !found || got.Owner != "new-set" || got.UID != c.UID || got.Phase != Bound {
+		t.Fatalf("after reopening: %+v, %v, %v; want the new owner, the same bound claim", got, found, err)
+	}
+	if data, err := os.ReadFile(filepath.Join(s.Path(got), "records")); err != nil || string(data) != "kept" {
+		t.Errorf("the claim's data: %q, %v; want it kept", data, err)
+	}
+}
