@@ -146,7 +146,10 @@ type Agent struct {
 	current    map[string]string // "namespace/name" → uid of the pod that name stands for
 	configMaps map[string]*configMapEntry
 	secrets    map[string]*secretEntry
-	watches    map[string]context.CancelFunc // watched directory → stop
+	watches    map[string]*dirWatch // watched directory → its watch
+	// gone holds, by watched directory, what its scans found missing
+	// (watchdir_absent.go): nothing leaves before a later scan confirms it.
+	gone map[string]*dirAbsences
 	// workloads holds the Deployments, ReplicaSets, StatefulSets, DaemonSets, Jobs and CronJobs by uid (saved in
 	// workloadStore before the agent acts on them); workloadNames maps
 	// "Kind namespace/name" to the uid of the object that name stands
@@ -201,7 +204,8 @@ func New(cfg Config) (*Agent, error) {
 		current:        map[string]string{},
 		configMaps:     map[string]*configMapEntry{},
 		secrets:        map[string]*secretEntry{},
-		watches:        map[string]context.CancelFunc{},
+		watches:        map[string]*dirWatch{},
+		gone:           map[string]*dirAbsences{},
 		workloads:      map[string]*workloadObj{},
 		workloadNames:  map[string]string{},
 		workloadStore:  workloadStore,

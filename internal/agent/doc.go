@@ -15,8 +15,10 @@
 //     (watchdir.go, manifest.Watch; only directories no one but root can
 //     change, manifest.CheckTrustedDir; a directory's workloads, Services
 //     and claims are applied as Apply applies them, marked with
-//     berth.dev/watch-dir and deleted when their file goes,
-//     watchdir_objects.go): a pod whose manifest changed has a new
+//     berth.dev/watch-dir and deleted when their file has been gone for
+//     two scans absenceConfirmAfter apart, never by a scan that finds the
+//     directory empty or unreadable, and a StatefulSet so deleted keeps its
+//     claims, watchdir_objects.go, watchdir_absent.go): a pod whose manifest changed has a new
 //     uid (package manifest derives it from the file and the content) and
 //     replaces the old one; a ConfigMap or Secret change reaches the pods'
 //     volumes in place;

@@ -52,11 +52,12 @@ func (a *Agent) startWatchLocked(dir string) {
 		return
 	}
 	ctx, cancel := context.WithCancel(a.life)
-	a.watches[dir] = cancel
+	w := &dirWatch{stop: cancel, recheck: make(chan struct{}, 1)}
+	a.watches[dir] = w
 	a.running.Add(1)
 	go func() {
 		defer a.running.Done()
-		manifest.Watch(ctx, dir, a.cfg.WatchInterval, func(b *manifest.Bundle, err error) {
+		manifest.Watch(ctx, dir, a.cfg.WatchInterval, w.recheck, func(b *manifest.Bundle, err error) {
 			a.onDirChange(ctx, dir, b, err)
 		})
 	}()
@@ -65,13 +66,13 @@ func (a *Agent) startWatchLocked(dir string) {
 
 // onDirChange applies what a watched directory holds now. Pods of files
 // that have problems keep running as they are; an unreadable directory
-// changes nothing.
+// changes nothing (a Warning event says so when objects came from it).
 func (a *Agent) onDirChange(ctx context.Context, dir string, b *manifest.Bundle, err error) {
 	if ctx.Err() != nil {
 		return
 	}
 	if b == nil {
-		a.log.Warn("watched directory unreadable; what came from it is left as it is", "dir", dir, "error", err)
+		a.onDirUnreadable(ctx, dir, err)
 		return
 	}
 	var broken []string
@@ -98,31 +99,56 @@ func (a *Agent) onDirChange(ctx context.Context, dir string, b *manifest.Bundle,
 	}
 }
 
+// onDirUnreadable logs a scan that could not read dir, and records a
+// Warning event when objects came from it: they are left as they are.
+func (a *Agent) onDirUnreadable(ctx context.Context, dir string, err error) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if _, watched := a.watches[dir]; !watched || ctx.Err() != nil {
+		return
+	}
+	delete(a.gone, dir) // what is missing is counted again from a scan that reads it
+	if held := a.heldObjectsLocked(dir); held > 0 {
+		a.dirWarning(dir, reasonWatchedDirectoryUnreadable, fmt.Sprintf(
+			"Watched directory %s cannot be read (%v): nothing of the %d objects that came from it is deleted", dir, err, held))
+		return
+	}
+	a.log.Warn("watched directory unreadable", "dir", dir, "error", err)
+}
+
 // applyDirLocked applies the directory's bundle as 'berth apply -f' does,
 // its workloads, Services and claims marked as the directory's
-// (markFromDir), and deletes what came from the directory but is no
-// longer in it, except what files listed in keep (files with problems)
-// hold. A file whose objects the agent refuses (an immutable field
-// changed) is left out as those are, and named in the error; when
-// applying fails, nothing but pods is deleted.
+// (markFromDir), and deletes what came from the directory but has been
+// missing from it since a scan absenceConfirmAfter ago or more, except
+// what files listed in keep (files with problems) hold. A scan that finds
+// no object while objects came from the directory deletes nothing
+// (refuseEmptyScanLocked). A file whose objects the agent refuses (an
+// immutable field changed) is left out as those are, and named in the
+// error; when applying fails, nothing but pods is deleted.
 func (a *Agent) applyDirLocked(dir string, b *manifest.Bundle, keep []string) ([]agentapi.ApplyResult, error) {
 	markFromDir(b, dir)
+	if a.refuseEmptyScanLocked(dir, b) {
+		return nil, nil
+	}
 	refused := a.checkWorkloadUpdatesLocked(b)
 	if invalid := (*manifest.InvalidError)(nil); errors.As(refused, &invalid) {
 		b = b.Without(invalid.Sources())
 		keep = append(slices.Clone(keep), invalid.Sources()...)
 	}
 	results, err := a.applyObjectsLocked(b, dir)
-	results = append(results, a.prunePodsLocked(dir, b, keep)...)
+	gone := a.beginAbsenceScanLocked(dir)
+	results = append(results, a.prunePodsLocked(dir, b, keep, gone)...)
 	if err == nil {
-		results = append(results, a.pruneDirLocked(dir, b, keep)...)
+		results = append(results, a.pruneDirLocked(dir, b, keep, gone)...)
 	}
+	a.endAbsenceScanLocked(dir, gone)
 	return results, errors.Join(refused, err)
 }
 
-// prunePodsLocked deletes the pods that came from the directory but are
-// no longer in b, except those of files listed in keep.
-func (a *Agent) prunePodsLocked(dir string, b *manifest.Bundle, keep []string) []agentapi.ApplyResult {
+// prunePodsLocked deletes the pods that came from the directory but have
+// been missing from it long enough (gone), except those of files listed
+// in keep.
+func (a *Agent) prunePodsLocked(dir string, b *manifest.Bundle, keep []string, gone *absenceScan) []agentapi.ApplyResult {
 	var results []agentapi.ApplyResult
 	wanted := map[string]bool{}
 	for _, p := range b.Pods {
@@ -131,7 +157,8 @@ func (a *Agent) prunePodsLocked(dir string, b *manifest.Bundle, keep []string) [
 	for key, uid := range a.current {
 		w := a.workers[uid]
 		d := w.snapshot()
-		if d.watchDir != dir || wanted[key] || d.terminating() || slices.Contains(keep, d.source) {
+		if d.watchDir != dir || wanted[key] || d.terminating() || slices.Contains(keep, d.source) ||
+			!gone.confirmed(agentapi.KindPod, d.pod.Namespace, d.pod.Name) {
 			continue
 		}
 		w.beginTermination(nil, "Killing", "its manifest was removed from "+dir)
@@ -153,19 +180,20 @@ func (a *Agent) Unwatch(_ context.Context, dir string) (agentapi.DeleteResponse,
 	}
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	stop, watched := a.watches[dir]
+	w, watched := a.watches[dir]
 	objects := a.dirObjectsLocked(dir)
 	if !watched && !a.hasPodsFromLocked(dir) && len(objects) == 0 {
 		return agentapi.DeleteResponse{}, fmt.Errorf("directory %s is not watched: %w", dir, errdefs.ErrNotFound)
 	}
 	if watched { // else refused at recovery: what came from it still goes
-		stop()
+		w.stop()
 		delete(a.watches, dir)
 	}
+	delete(a.gone, dir)
 	resp := agentapi.DeleteResponse{Pods: []agentapi.ApplyResult{}}
 	var errs []error
 	for _, o := range objects {
-		r, err := a.deleteDirObjectLocked(o)
+		r, err := a.deleteDirObjectLocked(o, false)
 		if err != nil {
 			errs = append(errs, fmt.Errorf("unwatch %s: %s %s/%s: %w", dir, o.kind, o.namespace, o.name, err))
 			continue

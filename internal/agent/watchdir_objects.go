@@ -73,14 +73,15 @@ func (a *Agent) objectDirsLocked(dirs map[string]bool) {
 }
 
 // pruneDirLocked deletes the workloads and Services that came from dir
-// and are no longer in b, each as 'berth delete' deletes it (a Deployment
-// with its ReplicaSets and pods...). Objects of files in keep (files with
-// problems) stay. Claims are never deleted by a scan: a claim deleted by
-// mistake takes its data with it, and a scan can see a directory
-// half-written (a checkout under way, a file rewritten in place) or
-// empty (a mount not yet there); a claim whose manifest is gone is
-// logged and kept until 'berth delete pvc' or 'berth delete -f DIR'.
-func (a *Agent) pruneDirLocked(dir string, b *manifest.Bundle, keep []string) []agentapi.ApplyResult {
+// and have been missing from it long enough (gone), each as 'berth
+// delete' deletes it (a Deployment with its ReplicaSets and pods...) but
+// for a StatefulSet's claims, kept (deleteDirObjectLocked). Objects of
+// files in keep (files with problems) stay. Claims are never deleted by a
+// scan: a claim deleted by mistake takes its data with it, and a scan can
+// see a directory half-written (a checkout under way, a file rewritten in
+// place) or empty (a mount not yet there); a claim whose manifest is gone
+// is logged and kept until 'berth delete pvc' or 'berth delete -f DIR'.
+func (a *Agent) pruneDirLocked(dir string, b *manifest.Bundle, keep []string, gone *absenceScan) []agentapi.ApplyResult {
 	wanted := map[string]bool{}
 	for _, w := range b.Workloads() {
 		wanted[w.Kind+" "+manifest.ObjectKey(w.Meta.Namespace, w.Meta.Name)] = true
@@ -93,8 +94,10 @@ func (a *Agent) pruneDirLocked(dir string, b *manifest.Bundle, keep []string) []
 		case o.kind == agentapi.KindPersistentVolumeClaim:
 			a.log.Warn("watched directory: a claim's manifest is gone; the claim and its data are kept: delete it with 'berth delete pvc'", "dir", dir, "claim", o.namespace+"/"+o.name)
 			continue
+		case !gone.confirmed(o.kind, o.namespace, o.name):
+			continue
 		}
-		resp, err := a.deleteDirObjectLocked(o)
+		resp, err := a.deleteDirObjectLocked(o, true)
 		if err != nil {
 			a.log.Error("watched directory: deleting an object whose manifest was removed", "dir", dir, "object", o.kind+" "+o.namespace+"/"+o.name, "error", err)
 			continue
@@ -104,13 +107,27 @@ func (a *Agent) pruneDirLocked(dir string, b *manifest.Bundle, keep []string) []
 	return results
 }
 
-// deleteDirObjectLocked deletes an object as 'berth delete' does.
-func (a *Agent) deleteDirObjectLocked(o dirObject) (agentapi.DeleteResponse, error) {
+// deleteDirObjectLocked deletes an object as 'berth delete' does, but a
+// StatefulSet deleted by a scan keeps its claims whatever its whenDeleted
+// says (markClaimsKept): a scan may be wrong about a file being gone, a
+// claim's data cannot come back.
+func (a *Agent) deleteDirObjectLocked(o dirObject, byScan bool) (agentapi.DeleteResponse, error) {
 	switch o.kind {
 	case agentapi.KindService:
 		return a.deleteServiceLocked(o.namespace, o.name)
 	case agentapi.KindPersistentVolumeClaim:
 		return a.deleteClaimAPILocked(o.namespace, o.name)
+	}
+	if byScan && o.workload.sts != nil {
+		undo := markClaimsKept(o.workload)
+		resp, err := a.deleteWorkloadLocked(o.workload, nil) // saves the mark with the deletion
+		if err != nil {
+			undo()
+			return resp, err
+		}
+		a.log.Warn("watched directory: a StatefulSet deleted by a scan keeps its claims and their data, whatever whenDeleted says: delete them with 'berth delete pvc'",
+			"dir", o.dir, "statefulset", o.namespace+"/"+o.name)
+		return resp, nil
 	}
 	return a.deleteWorkloadLocked(o.workload, nil)
 }

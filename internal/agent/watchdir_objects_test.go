@@ -214,6 +214,7 @@ func TestRecoveryWatchesADirectoryOfWorkloadsAgain(t *testing.T) {
 	if got := second.dirObjects(dir); !slices.Equal(got, before) {
 		t.Errorf("objects after recovery: %v; want %v", got, before)
 	}
+	writeDirFile(t, dir, "other.yaml", staticPodYAML("other")) // an empty directory deletes nothing
 	if err := os.Remove(filepath.Join(dir, "web.yaml")); err != nil {
 		t.Fatal(err)
 	}

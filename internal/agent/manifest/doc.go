@@ -105,11 +105,12 @@
 //
 // # Watching
 //
-//	func Watch(ctx context.Context, dir string, interval time.Duration, onChange func(*Bundle, error))
+//	func Watch(ctx context.Context, dir string, interval time.Duration, recheck <-chan struct{}, onChange func(*Bundle, error))
 //
 // Watch plays the kubelet's static-pod directory: it calls onChange with the
 // directory's bundle at start and after every change (inotify, debounced,
-// with a periodic rescan as a safety net). A file with any problem (it does
+// with a periodic rescan as a safety net), and when its caller asks
+// (recheck: a scan reported even unchanged). A file with any problem (it does
 // not decode, holds no object — most likely it is being written in place —,
 // duplicates an object of an earlier file, or holds an invalid
 // object, or a pod whose references only an invalid file could satisfy)

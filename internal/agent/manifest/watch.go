@@ -35,7 +35,11 @@ const (
 // it does not exist, or was refused: every scan checks it with
 // CheckTrustedDir first. Watch keeps trying. onChange runs on Watch's goroutine,
 // one call at a time.
-func Watch(ctx context.Context, dir string, interval time.Duration, onChange func(*Bundle, error)) {
+//
+// A receive from recheck (nil: never) scans the directory at once and
+// reports it even when nothing changed: a caller that saw objects go
+// confirms their absence by a later scan of its own timing.
+func Watch(ctx context.Context, dir string, interval time.Duration, recheck <-chan struct{}, onChange func(*Bundle, error)) {
 	if interval <= 0 {
 		interval = defaultRescanInterval
 	}
@@ -66,6 +70,10 @@ func Watch(ctx context.Context, dir string, interval time.Duration, onChange fun
 			scanner.scan(onChange)
 		case <-rescan.C:
 			events.rearm()
+			scanner.scan(onChange)
+		case <-recheck:
+			events.rearm()
+			scanner.reported = false // report even an unchanged directory
 			scanner.scan(onChange)
 		}
 	}

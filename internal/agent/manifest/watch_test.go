@@ -20,12 +20,18 @@ type watchUpdate struct {
 // startWatch runs Watch on dir until the test ends and returns its updates.
 func startWatch(t *testing.T, dir string, interval time.Duration) <-chan watchUpdate {
 	t.Helper()
+	return startWatchRechecked(t, dir, interval, nil)
+}
+
+// startWatchRechecked is startWatch with Watch's recheck channel.
+func startWatchRechecked(t *testing.T, dir string, interval time.Duration, recheck <-chan struct{}) <-chan watchUpdate {
+	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	updates := make(chan watchUpdate, 100)
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		Watch(ctx, dir, interval, func(b *Bundle, err error) { updates <- watchUpdate{b, err} })
+		Watch(ctx, dir, interval, recheck, func(b *Bundle, err error) { updates <- watchUpdate{b, err} })
 	}()
 	t.Cleanup(func() {
 		cancel()
@@ -245,4 +251,24 @@ func TestWatchRefusesAnUntrustedDirectory(t *testing.T) {
 	if u := nextUpdate(t, updates); podNames(u.bundle) != "a" {
 		t.Fatalf("fixed: pods %s, err %v; want a", podNames(u.bundle), u.err)
 	}
+}
+
+// A recheck reports the directory at once even when nothing changed (an
+// ordinary rescan of an unchanged directory reports nothing).
+func TestWatchRecheckReportsAnUnchangedDirectory(t *testing.T) {
+	dir := t.TempDir()
+	writeFile(t, dir, "a.yaml", podYAML("a", "busybox"))
+	recheck := make(chan struct{}, 1)
+	updates := startWatchRechecked(t, dir, 50*time.Millisecond, recheck)
+	if u := nextUpdate(t, updates); podNames(u.bundle) != "a" {
+		t.Fatalf("initial update: pods %s, want a", podNames(u.bundle))
+	}
+	expectNoUpdate(t, updates)
+	for range 2 {
+		recheck <- struct{}{}
+		if u := nextUpdate(t, updates); u.err != nil || podNames(u.bundle) != "a" {
+			t.Fatalf("after a recheck: pods %s, err %v; want a reported again", podNames(u.bundle), u.err)
+		}
+	}
+	expectNoUpdate(t, updates)
 }
