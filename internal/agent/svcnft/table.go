@@ -51,7 +51,14 @@ func Fill(tx *knftables.Transaction, cfg Config, st State) {
 		tx.Add(&knftables.Element{Set: setGuarded, Key: []string{p.String()}})
 	}
 	addPods(tx, st.Pods)
-	for _, r := range st.Redirects {
+	redirects := slices.Clone(st.Redirects)
+	slices.SortFunc(redirects, func(a, b Redirect) int {
+		if c := a.Service.Compare(b.Service); c != 0 {
+			return c
+		}
+		return strings.Compare(a.Protocol, b.Protocol)
+	})
+	for _, r := range redirects {
 		proto, ok := protocols[strings.ToUpper(r.Protocol)]
 		if !ok || !r.Service.Addr().Is4() || !r.Listener.Addr().Is4() {
 			continue
@@ -111,11 +118,18 @@ func fillChains(tx *knftables.Transaction) {
 	}
 }
 
+// addPods adds the IPv4 addresses of pods, sorted and once each (the
+// same set is the same transaction: Sync skips it).
 func addPods(tx *knftables.Transaction, pods []netip.Addr) {
+	var v4 []netip.Addr
 	for _, a := range pods {
 		if a = a.Unmap(); a.Is4() {
-			tx.Add(&knftables.Element{Set: setPods, Key: []string{a.String()}})
+			v4 = append(v4, a)
 		}
+	}
+	slices.SortFunc(v4, netip.Addr.Compare)
+	for _, a := range slices.Compact(v4) {
+		tx.Add(&knftables.Element{Set: setPods, Key: []string{a.String()}})
 	}
 }
 

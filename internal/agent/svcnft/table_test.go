@@ -94,6 +94,33 @@ func TestSyncReplacesWhole(t *testing.T) {
 	if d := fake.Dump(); strings.Contains(d, "10.88.0.5") {
 		t.Errorf("an unchanged table was applied again within Resync:\n%s", d)
 	}
+	// The same pods and redirects in another order, an address twice:
+	// the same table, not applied again either.
+	two := []netip.Addr{netip.MustParseAddr("10.88.0.8"), netip.MustParseAddr("10.88.0.5")}
+	r1 := Redirect{Protocol: "TCP", Service: netip.MustParseAddrPort("10.96.0.1:80"), Listener: netip.MustParseAddrPort("10.96.0.1:40000")}
+	r2 := Redirect{Protocol: "UDP", Service: netip.MustParseAddrPort("10.96.0.1:80"), Listener: netip.MustParseAddrPort("10.96.0.1:40001")}
+	if err := tab.Sync(ctx, State{Pods: two, Redirects: []Redirect{r1, r2}}); err != nil {
+		t.Fatal(err)
+	}
+	tx = fake.NewTransaction()
+	tx.Flush(&knftables.Set{Name: setPods})
+	if err := fake.Run(ctx, tx); err != nil {
+		t.Fatal(err)
+	}
+	if err := tab.Sync(ctx, State{Pods: append([]netip.Addr{two[1]}, two...), Redirects: []Redirect{r2, r1}}); err != nil {
+		t.Fatal(err)
+	}
+	if d := fake.Dump(); strings.Contains(d, "10.88.0.8") {
+		t.Errorf("the same state in another order was applied again:\n%s", d)
+	}
+	if err := tab.Sync(ctx, State{Pods: pod("10.88.0.5")}); err != nil {
+		t.Fatal(err)
+	}
+	tx = fake.NewTransaction()
+	tx.Flush(&knftables.Set{Name: setPods})
+	if err := fake.Run(ctx, tx); err != nil {
+		t.Fatal(err)
+	}
 	now = now.Add(Resync)
 	if err := tab.Sync(ctx, State{Pods: pod("10.88.0.5")}); err != nil {
 		t.Fatal(err)
