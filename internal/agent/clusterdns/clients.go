@@ -10,7 +10,8 @@ import (
 // AllowClients makes the server answer only clients whose address allow
 // accepts (the agent's: the host itself and this node's pods); any other
 // gets REFUSED, recursion included: the server is no open resolver for
-// whoever routes to it. Without it every client is answered.
+// whoever routes to it. Without it every client is answered. Call it
+// before ListenAndServe.
 func (s *Server) AllowClients(allow func(netip.Addr) bool) { s.allow = allow }
 
 // refused is the answer to a client not allowed; nil for one allowed.
