@@ -24,7 +24,7 @@ KUBE_LDFLAGS  = -s -w -X $(KUBE_VERSION_PKG).gitVersion=$(KUBE_FULL) -X $(KUBE_V
 	-X $(KUBE_VERSION_PKG).gitMajor=$(word 1,$(subst ., ,$(KUBE_VERSION))) -X $(KUBE_VERSION_PKG).gitMinor=$(word 2,$(subst ., ,$(KUBE_VERSION)))
 # What berth needs to run; what its tests and benchmarks need on top (a registry to pull from,
 # skopeo for the pull floor, hyperfine).
-RUNTIME_PACKAGES := runc containernetworking-plugins busybox-static iptables iproute2 util-linux
+RUNTIME_PACKAGES := runc containernetworking-plugins busybox-static iptables nftables iproute2 util-linux
 TEST_PACKAGES    := docker-registry skopeo tar gzip hyperfine containerd
 
 .PHONY: help build install install-unit deps runtime-deps image test test-unit test-integration test-e2e fuzz bench vet lint-bin crictl critest critest-bin kube-bin kubelet-bin etcd-bin e2e-bin conformance-deps test-kubelet test-cluster test-conformance-slow clean

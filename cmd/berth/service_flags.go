@@ -3,6 +3,7 @@ package main
 import (
 	"fmt"
 	"net/netip"
+	"regexp"
 
 	"github.com/spf13/pflag"
 
@@ -14,6 +15,9 @@ import (
 
 // serviceFlags are the Services' settings, with kube-apiserver's and
 // kubelet's names, on `berth serve` and `berth agent`.
+// serviceInterfaceName is a link name that is an nft identifier too.
+var serviceInterfaceName = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_.-]{0,14}$`)
+
 type serviceFlags struct {
 	ipRange, clusterDNS, domain, iface, nodePortAddress string
 	upstream                                            []string
@@ -25,7 +29,7 @@ func (f *serviceFlags) bind(fs *pflag.FlagSet) {
 	fs.StringVar(&f.ipRange, "service-cluster-ip-range", workload.DefaultServiceRange.Prefix.String(), "IPv4 CIDR the Services' ClusterIPs come from")
 	fs.StringVar(&f.clusterDNS, "cluster-dns", "", "address of the cluster DNS server the agent runs, in ClusterFirst pods' resolv.conf (default: the range's 10th address, 10.96.0.10)")
 	fs.StringVar(&f.domain, "cluster-domain", agent.DefaultClusterDomain, "the cluster's DNS domain")
-	fs.StringVar(&f.iface, "service-interface", agent.DefaultServiceInterface, "network interface the agent makes for ClusterIPs and the cluster DNS address (removed with the last Service)")
+	fs.StringVar(&f.iface, "service-interface", agent.DefaultServiceInterface, "network interface the agent makes for ClusterIPs and the cluster DNS address, and name of its nftables table (ip NAME) that sends the Services' ports to its listeners (both removed with the last Service)")
 	fs.StringVar(&f.nodePortAddress, "nodeport-address", "0.0.0.0", "host address NodePort and LoadBalancer ports listen on")
 	fs.StringSliceVar(&f.upstream, "cluster-dns-upstream", nil, "servers (host or host:port) the cluster DNS forwards other names to (default: the host's resolv.conf's)")
 	f.bindLimits(fs)
@@ -63,8 +67,8 @@ func (f *serviceFlags) config() (agent.ServicesConfig, error) {
 		return c, err
 	}
 	c.Proxy, c.DNSMaxForwards = f.proxy, f.dnsMaxForwards
-	if len(f.iface) == 0 || len(f.iface) > 15 {
-		return c, fmt.Errorf("--service-interface %q: want 1 to 15 characters", f.iface)
+	if !serviceInterfaceName.MatchString(f.iface) {
+		return c, fmt.Errorf("--service-interface %q: want 1 to 15 characters, letters, digits, '_', '.' or '-', not starting with a digit, '.' or '-' (it names the agent's nftables table too)", f.iface)
 	}
 	return c, nil
 }

@@ -38,3 +38,23 @@ func TestServiceLimitFlags(t *testing.T) {
 		t.Errorf("a negative bound: %v; want an error naming its flag", err)
 	}
 }
+
+// --service-interface names a link and the agent's nftables table: a
+// name nft cannot take is refused, naming the flag.
+func TestServiceInterfaceFlag(t *testing.T) {
+	for name, ok := range map[string]bool{
+		"berth-svc0": true, "bte2esvc-b": true, "svc_0.a": true, "s": true,
+		"": false, "0svc": false, "-svc": false, "svc:0": false, "svc 0": false, "a-name-longer-15": false,
+	} {
+		var f serviceFlags
+		fs := pflag.NewFlagSet("t", pflag.ContinueOnError)
+		f.bind(fs)
+		if err := fs.Parse([]string{"--service-interface=" + name}); err != nil {
+			t.Fatal(err)
+		}
+		_, err := f.config()
+		if ok != (err == nil) || (err != nil && !strings.Contains(err.Error(), "--service-interface")) {
+			t.Errorf("%q: %v; want ok %v", name, err, ok)
+		}
+	}
+}

@@ -11,6 +11,8 @@ import (
 	"sync"
 	"time"
 
+	"sigs.k8s.io/knftables"
+
 	"github.com/berth-dev/berth/internal/agent/agentapi"
 	"github.com/berth-dev/berth/internal/agent/backoff"
 	"github.com/berth-dev/berth/internal/agent/claims"
@@ -168,6 +170,9 @@ type Agent struct {
 	services map[string]*serviceObj
 	svcHost  *serviceHost
 	svcLink  serviceLink // nil: package svcnet's (tests fake it)
+	// svcNft programs the Services' table (svcnft); nil: the nft binary
+	// (tests pass knftables.NewFake).
+	svcNft knftables.Interface
 }
 
 // The agent API (package agentapi) serves an Agent.
@@ -324,6 +329,7 @@ func newSyncDeps(cfg Config, sources *sourcestore.Store, log *slog.Logger) *sync
 		rootDir:       cfg.RootDir,
 		podLogDir:     cfg.PodLogDir,
 		containerGC:   *cfg.GC.Containers,
+		svcPods:       newServicePods(),
 	}
 }
 

@@ -2,7 +2,6 @@ package agent
 
 import (
 	"context"
-	"net/netip"
 	"os"
 	"path/filepath"
 	"slices"
@@ -177,7 +176,7 @@ var kindResources = map[string]string{
 func TestEveryKindSurvivesARestartAndDeletesClean(t *testing.T) {
 	rt := criclienttest.New()
 	dir := t.TempDir()
-	link := &fakeLink{addrs: map[string][]netip.Addr{}}
+	link := newFakeLink()
 	port := freePort(t)
 	first := startServicesAgent(t, rt, dir, link, port)
 	first.apply(t, everyKind)

@@ -54,4 +54,7 @@ type syncDeps struct {
 	// clusterDNS is the cluster DNS new sandboxes get, nil while it
 	// serves no Service (then pods get the host's).
 	clusterDNS atomic.Pointer[podspec.ClusterDNS]
+	// svcPods lets a new sandbox's addresses reach the ClusterIPs and the
+	// DNS before its containers start.
+	svcPods *servicePods
 }

@@ -1,6 +1,7 @@
 package agent
 
 import (
+	"context"
 	"fmt"
 	"net/netip"
 	"slices"
@@ -65,14 +66,34 @@ func (a *Agent) loadServicesLocked() {
 			a.services[o.key()] = o
 		}
 	}
-	if len(a.services) == 0 && a.link().Exists(a.cfg.Services.Interface) {
+	if len(a.services) == 0 {
 		// The last Service went while the agent was stopping.
-		if err := a.link().Remove(a.cfg.Services.Interface); err != nil {
-			a.log.Error("recover: removing the service interface", "error", err)
-		}
+		a.removeServiceLeftoversLocked()
 		return
 	}
 	a.syncServicesLocked()
+}
+
+// removeServiceLeftoversLocked removes the interface and the table a
+// previous agent left without Services.
+func (a *Agent) removeServiceLeftoversLocked() {
+	if a.link().Exists(a.cfg.Services.Interface) {
+		if err := a.link().Remove(a.cfg.Services.Interface); err != nil {
+			a.log.Error("recover: removing the service interface", "error", err)
+		}
+	}
+	table, err := a.newServiceTable()
+	if err != nil {
+		return // no nft: no table either
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), nftTimeout)
+	defer cancel()
+	if ok, err := table.Exists(ctx); err != nil || !ok {
+		return
+	}
+	if err := table.Remove(ctx); err != nil {
+		a.log.Error("recover: removing the Services' nftables table", "error", err)
+	}
 }
 
 // applyServicesLocked creates or updates the bundle's Services: a new one

@@ -21,7 +21,9 @@ type ServicesConfig struct {
 	// Interface is the link the agent owns for the ClusterIPs and the
 	// DNS address (package svcnet); default berth-svc0.
 	Interface string
-	// DNSPort is the DNS server's port; default 53.
+	// DNSPort is the port clients ask the DNS address on (53 in pods'
+	// resolv.conf); the server listens at a port of the kernel's, which
+	// the Services' table sends DNSPort to. Default 53.
 	DNSPort int
 	// Upstream are the servers (host or host:port) names outside the
 	// cluster domain are forwarded to; default the host's resolv.conf's.

@@ -2,9 +2,7 @@ package agent
 
 import (
 	"context"
-	"net"
 	"net/netip"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -41,7 +39,7 @@ spec:
 // web's ClusterIP). Re-applied as a ClusterIP Service it gets an address;
 // back as ExternalName the address is released.
 func TestExternalNameService(t *testing.T) {
-	link := &fakeLink{addrs: map[string][]netip.Addr{}}
+	link := newFakeLink()
 	port := freePort(t)
 	a := startServicesAgent(t, criclienttest.New(), t.TempDir(), link, port)
 	a.apply(t, servicesManifest+"---"+extService)
@@ -56,7 +54,7 @@ func TestExternalNameService(t *testing.T) {
 	if d, err := a.DescribeWorkload(agentapi.ResourceService, "default", "ext"); err != nil || len(d.EndpointSlices) != 0 {
 		t.Errorf("ExternalName EndpointSlices: %+v %v; want none (its selector is ignored)", d.EndpointSlices, err)
 	}
-	server := net.JoinHostPort("127.77.0.10", strconv.Itoa(port))
+	server := link.redirect(t, "UDP", netip.AddrPortFrom(netip.MustParseAddr("127.77.0.10"), uint16(port))).String()
 	m, _, err := (&dns.Client{}).Exchange(new(dns.Msg).SetQuestion("ext.default.svc.cluster.local.", dns.TypeA), server)
 	if err != nil || len(m.Answer) != 2 || m.Answer[0].(*dns.CNAME).Target != "web.default.svc.cluster.local." || m.Answer[1].(*dns.A).A.String() != "127.77.0.1" {
 		t.Errorf("ext A: %v %v; want the CNAME to web and web's ClusterIP", m, err)
@@ -81,7 +79,7 @@ func TestExternalNameService(t *testing.T) {
 
 // externalIPs are accepted but not served: a Warning event says so.
 func TestExternalIPsAreAnEvent(t *testing.T) {
-	a := startServicesAgent(t, criclienttest.New(), t.TempDir(), &fakeLink{addrs: map[string][]netip.Addr{}}, freePort(t))
+	a := startServicesAgent(t, criclienttest.New(), t.TempDir(), newFakeLink(), freePort(t))
 	a.apply(t, strings.Replace(extAsClusterIP, "spec:\n", "spec:\n  externalIPs: [192.0.2.7]\n", 1))
 	d, err := a.DescribeWorkload(agentapi.ResourceService, "default", "ext")
 	if err != nil || len(d.Events) != 1 || d.Events[0].Reason != "ExternalIPsNotServed" || !strings.Contains(d.Events[0].Message, "192.0.2.7") {

@@ -7,11 +7,11 @@ import (
 	"log/slog"
 	"net"
 	"net/netip"
-	"strconv"
 	"time"
 
 	"github.com/berth-dev/berth/internal/agent/clusterdns"
 	"github.com/berth-dev/berth/internal/agent/svcnet"
+	"github.com/berth-dev/berth/internal/agent/svcnft"
 	"github.com/berth-dev/berth/internal/agent/svcproxy"
 )
 
@@ -38,36 +38,47 @@ func (a *Agent) link() serviceLink {
 
 // serviceHost is what the agent runs on the host for its Services while
 // it has any: the service interface with the ClusterIPs and the DNS
-// address, the cluster DNS server, and the proxy's listeners (guarded by
-// the agent's mu).
+// address, the nftables table that sends their Service ports to the
+// agent's listeners and keeps them to this node, the cluster DNS server,
+// and the proxy's listeners (guarded by the agent's mu).
 type serviceHost struct {
 	cfg   ServicesConfig
 	link  serviceLink
+	table *svcnft.Table
+	pods  *servicePods
 	log   *slog.Logger
 	proxy *svcproxy.Proxy
 	dns   *clusterdns.Server
 	stop  context.CancelFunc // the DNS server's; nil when it is not serving
 	done  chan error
+	// dnsUDP and dnsTCP are where the DNS server listens: the DNS
+	// address at ports the kernel chose (the table sends port 53 there).
+	dnsUDP, dnsTCP netip.AddrPort
 }
 
-func newServiceHost(cfg ServicesConfig, link serviceLink, upstream []string, log *slog.Logger) *serviceHost {
+func newServiceHost(cfg ServicesConfig, link serviceLink, table *svcnft.Table, pods *servicePods, upstream []string, log *slog.Logger) *serviceHost {
 	if len(cfg.Upstream) > 0 {
 		upstream = cfg.Upstream
 	}
+	dns := clusterdns.NewServerWith(cfg.Domain, upstream, log, clusterdns.Options{
+		Own:         guardedPrefixes(cfg), // never forwarded to: the ClusterIPs and the DNS address
+		MaxForwards: cfg.DNSMaxForwards,
+	})
+	dns.AllowClients(dnsClientAllowed(pods, guardedPrefixes(cfg)))
 	return &serviceHost{
-		cfg: cfg, link: link, log: log,
+		cfg: cfg, link: link, table: table, pods: pods, log: log,
 		proxy: svcproxy.New(log, cfg.Proxy),
-		dns: clusterdns.NewServerWith(cfg.Domain, upstream, log, clusterdns.Options{
-			// never forwarded to: the ClusterIPs and the DNS address
-			Own:         []netip.Prefix{cfg.Range.Prefix, netip.PrefixFrom(cfg.ClusterDNS, cfg.ClusterDNS.BitLen())},
-			MaxForwards: cfg.DNSMaxForwards,
-		}),
+		dns:   dns,
 	}
 }
 
-// up makes the interface hold addrs (and the DNS address) and the DNS
-// server serve.
-func (h *serviceHost) up(addrs []netip.Addr) error {
+// up programs the table (its filter before any address it guards
+// exists), makes the interface hold addrs (and the DNS address) and the
+// DNS server serve.
+func (h *serviceHost) up(podAddrs []netip.Addr, live map[string]bool, addrs []netip.Addr) error {
+	if err := h.program(podAddrs, live); err != nil {
+		return err
+	}
 	if err := h.link.Sync(h.cfg.Interface, append(addrs, h.cfg.ClusterDNS)); err != nil {
 		return err
 	}
@@ -75,15 +86,19 @@ func (h *serviceHost) up(addrs []netip.Addr) error {
 		return nil
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	addr := net.JoinHostPort(h.cfg.ClusterDNS.String(), strconv.Itoa(h.cfg.DNSPort))
-	ready := make(chan struct{})
+	addr := net.JoinHostPort(h.cfg.ClusterDNS.String(), "0")
+	ready := make(chan [2]net.Addr, 1)
 	done := make(chan error, 1)
-	go func() { done <- h.dns.ListenAndServe(ctx, addr, func(net.Addr, net.Addr) { close(ready) }) }()
+	go func() {
+		done <- h.dns.ListenAndServe(ctx, addr, func(udp, tcp net.Addr) { ready <- [2]net.Addr{udp, tcp} })
+	}()
 	select {
-	case <-ready:
+	case bound := <-ready:
 		h.stop, h.done = cancel, done
-		h.log.Info("cluster DNS serving", "address", addr, "domain", h.cfg.Domain)
-		return nil
+		h.dnsUDP, h.dnsTCP = bound[0].(*net.UDPAddr).AddrPort(), bound[1].(*net.TCPAddr).AddrPort()
+		h.log.Info("cluster DNS serving", "address", netip.AddrPortFrom(h.cfg.ClusterDNS, uint16(h.cfg.DNSPort)),
+			"udp", h.dnsUDP, "tcp", h.dnsTCP, "domain", h.cfg.Domain)
+		return h.program(podAddrs, live)
 	case err := <-done:
 		cancel()
 		return fmt.Errorf("cluster DNS on %s: %w", addr, err)
@@ -93,8 +108,25 @@ func (h *serviceHost) up(addrs []netip.Addr) error {
 	}
 }
 
+// program makes the table send the Service ports to the listeners open
+// now (the proxy's ClusterIP listeners, the DNS server's) and let in the
+// host and the pods.
+func (h *serviceHost) program(podAddrs []netip.Addr, live map[string]bool) error {
+	st := svcnft.State{Pods: podAddrs}
+	if h.stop != nil {
+		dns := netip.AddrPortFrom(h.cfg.ClusterDNS, uint16(h.cfg.DNSPort))
+		st.Redirects = append(st.Redirects,
+			svcnft.Redirect{Protocol: "UDP", Service: dns, Listener: h.dnsUDP},
+			svcnft.Redirect{Protocol: "TCP", Service: dns, Listener: h.dnsTCP})
+	}
+	for _, b := range h.proxy.Bound() {
+		st.Redirects = append(st.Redirects, svcnft.Redirect{Protocol: b.Protocol, Service: b.Listen, Listener: b.Addr})
+	}
+	return h.pods.sync(h.table, st, live)
+}
+
 // close stops the listeners (the proxy's and the DNS server's); the
-// interface stays, for the next agent to adopt.
+// interface and the table stay, for the next agent to adopt.
 func (h *serviceHost) close() error {
 	err := h.proxy.Close()
 	if h.stop != nil {
@@ -105,10 +137,14 @@ func (h *serviceHost) close() error {
 	return err
 }
 
-// down closes the listeners and removes the interface: the agent has no
-// Service left.
+// down closes the listeners and removes the table and the interface: the
+// agent has no Service left.
 func (h *serviceHost) down() error {
 	err := h.close()
+	h.pods.forget()
+	ctx, cancel := context.WithTimeout(context.Background(), nftTimeout)
+	defer cancel()
+	err = errors.Join(err, h.table.Remove(ctx))
 	if h.link.Exists(h.cfg.Interface) {
 		err = errors.Join(err, h.link.Remove(h.cfg.Interface))
 		h.log.Info("service interface removed: no Service left", "interface", h.cfg.Interface)

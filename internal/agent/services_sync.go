@@ -34,18 +34,28 @@ func (a *Agent) syncServicesLocked() {
 		if a.svcHost != nil {
 			if err := a.svcHost.down(); err != nil {
 				a.log.Error("services: removing the host side", "error", err)
+			} else {
+				a.svcHost = nil
 			}
 		}
 		a.deps.clusterDNS.Store(nil)
 		return
 	}
 	if a.svcHost == nil {
-		a.svcHost = newServiceHost(a.cfg.Services, a.link(), a.deps.node.dns.Servers, a.log.With("component", "services"))
+		table, err := a.newServiceTable()
+		if err != nil {
+			a.reportServiceProblems(func(*serviceObj) string { return "FailedToSetUpHost: " + err.Error() })
+			return
+		}
+		a.svcHost = newServiceHost(a.cfg.Services, a.link(), table, a.deps.svcPods, a.deps.node.dns.Servers, a.log.With("component", "services"))
 	}
 	pods := make([]v1.Pod, 0, len(a.workers))
-	for _, w := range a.workers {
+	live := make(map[string]bool, len(a.workers))
+	for uid, w := range a.workers {
 		pods = append(pods, w.view())
+		live[uid] = true
 	}
+	podAddrs := dnsPodAddrs(pods)
 	var dnsServices []clusterdns.Service
 	var rules []svcproxy.Rule
 	var addrs []netip.Addr
@@ -59,7 +69,7 @@ func (a *Agent) syncServicesLocked() {
 		}
 		a.setLoadBalancerStatus(o)
 	}
-	if err := a.svcHost.up(addrs); err != nil {
+	if err := a.svcHost.up(podAddrs, live, addrs); err != nil {
 		a.reportServiceProblems(func(*serviceObj) string { return "FailedToSetUpHost: " + err.Error() })
 		a.deps.clusterDNS.Store(nil)
 		return
@@ -67,6 +77,10 @@ func (a *Agent) syncServicesLocked() {
 	a.deps.clusterDNS.Store(&podspec.ClusterDNS{Servers: []string{a.cfg.Services.ClusterDNS.String()}, Domain: a.cfg.Services.Domain})
 	a.svcHost.dns.Update(clusterdns.NewTable(a.cfg.Services.Domain, dnsServices, dnsPods(pods)))
 	err := a.svcHost.proxy.Update(rules)
+	if perr := a.svcHost.program(podAddrs, live); perr != nil {
+		a.reportServiceProblems(func(*serviceObj) string { return "FailedToSetUpHost: " + perr.Error() })
+		return
+	}
 	a.reportServiceProblems(func(o *serviceObj) string { return proxyProblem(o, err) })
 }
 
@@ -90,6 +104,26 @@ func dnsPods(pods []v1.Pod) []clusterdns.Pod {
 	for _, p := range pods {
 		if a, err := netip.ParseAddr(p.Status.PodIP); err == nil && !p.Spec.HostNetwork {
 			out = append(out, clusterdns.Pod{Namespace: p.Namespace, Addr: a})
+		}
+	}
+	return out
+}
+
+// dnsPodAddrs are the pods' addresses (a hostNetwork pod has the host's:
+// it comes in on lo).
+func dnsPodAddrs(pods []v1.Pod) []netip.Addr {
+	var out []netip.Addr
+	for _, p := range pods {
+		if p.Spec.HostNetwork {
+			continue
+		}
+		for _, ip := range p.Status.PodIPs {
+			if a, err := netip.ParseAddr(ip.IP); err == nil {
+				out = append(out, a)
+			}
+		}
+		if a, err := netip.ParseAddr(p.Status.PodIP); err == nil {
+			out = append(out, a)
 		}
 	}
 	return out
@@ -120,6 +154,7 @@ func (a *Agent) proxyRules(o *serviceObj, ready []workload.Endpoint) []svcproxy.
 		}
 		if ip := o.clusterIP(); ip.IsValid() {
 			rule(netip.AddrPortFrom(ip, uint16(p.Port)), "ClusterIP")
+			rules[len(rules)-1].Redirected = true // reached through the table's DNAT (svcnft)
 		}
 		if p.NodePort != 0 {
 			rule(netip.AddrPortFrom(host, uint16(p.NodePort)), "NodePort")

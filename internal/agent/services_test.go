@@ -13,6 +13,7 @@ import (
 	"github.com/miekg/dns"
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/utils/clock"
+	"sigs.k8s.io/knftables"
 
 	"github.com/berth-dev/berth/internal/agent/agentapi"
 	"github.com/berth-dev/berth/internal/agent/criclient/criclienttest"
@@ -20,10 +21,38 @@ import (
 	"github.com/berth-dev/berth/internal/errdefs"
 )
 
-// fakeLink is the service interface in memory.
+// fakeLink is the service interface in memory, with the Services'
+// nftables table in knftables' fake.
 type fakeLink struct {
 	mu    sync.Mutex
 	addrs map[string][]netip.Addr // by link name; absent: no link
+	nft   *knftables.Fake
+}
+
+func newFakeLink() *fakeLink {
+	return &fakeLink{addrs: map[string][]netip.Addr{}, nft: knftables.NewFake(knftables.IPv4Family, "test-svc")}
+}
+
+// redirect is where the table sends protocol's service (ClusterIP:port,
+// the DNS address:port): the agent's listener.
+func (l *fakeLink) redirect(t *testing.T, protocol string, service netip.AddrPort) netip.AddrPort {
+	t.Helper()
+	elems, err := l.nft.ListElements(context.Background(), "map", "redirects")
+	if err != nil {
+		t.Fatalf("the table's redirects: %v", err)
+	}
+	for _, e := range elems {
+		if len(e.Key) == 3 && len(e.Value) == 2 && e.Key[0] == service.Addr().String() && e.Key[1] == strings.ToLower(protocol) && e.Key[2] == strconv.Itoa(int(service.Port())) {
+			return netip.MustParseAddrPort(net.JoinHostPort(e.Value[0], e.Value[1]))
+		}
+	}
+	t.Fatalf("no redirect of %s %s in the table:\n%s", protocol, service, l.nft.Dump())
+	return netip.AddrPort{}
+}
+
+// tableHas says whether the table exists and holds line.
+func (l *fakeLink) tableHas(line string) bool {
+	return strings.Contains(l.nft.Dump(), line+"\n")
 }
 
 func (l *fakeLink) Sync(name string, addrs []netip.Addr) error {
@@ -92,7 +121,7 @@ func startServicesAgent(t *testing.T, rt *criclienttest.Runtime, dir string, lin
 		r, _ := workload.ParseServiceRange("127.77.0.0/24")
 		c.Services = ServicesConfig{Range: r, Interface: "test-svc", DNSPort: dnsPort, NodePortAddress: netip.MustParseAddr("127.0.0.1")}
 	})
-	a.svcLink = link
+	a.svcLink, a.svcNft = link, link.nft
 	return runTestAgent(t, a, vols)
 }
 
@@ -109,7 +138,7 @@ func freePort(t *testing.T) int {
 func TestServicesAllocateResolveAndGoWithTheLast(t *testing.T) {
 	rt := criclienttest.New()
 	dir := t.TempDir()
-	link := &fakeLink{addrs: map[string][]netip.Addr{}}
+	link := newFakeLink()
 	port := freePort(t)
 	a := startServicesAgent(t, rt, dir, link, port)
 	resp := a.apply(t, servicesManifest)
@@ -130,7 +159,22 @@ func TestServicesAllocateResolveAndGoWithTheLast(t *testing.T) {
 		return err == nil && ip != "" && len(d.EndpointSlices) == 1 && len(d.EndpointSlices[0].Endpoints) == 1 &&
 			*d.EndpointSlices[0].Endpoints[0].Conditions.Ready && *d.EndpointSlices[0].Ports[0].Port == 8080
 	})
-	server := net.JoinHostPort("127.77.0.10", strconv.Itoa(port))
+	// The DNS and web's ClusterIP listen at ports of the kernel's; the
+	// table sends the DNS address:port and web's ClusterIP:18080 there
+	// and lets web-a's address in.
+	server := link.redirect(t, "UDP", netip.AddrPortFrom(netip.MustParseAddr("127.77.0.10"), uint16(port))).String()
+	if tcp := link.redirect(t, "TCP", netip.AddrPortFrom(netip.MustParseAddr("127.77.0.10"), uint16(port))); tcp.Addr().String() != "127.77.0.10" || tcp.Port() == uint16(port) {
+		t.Errorf("DNS over TCP listens on %s; want the DNS address at another port", tcp)
+	}
+	if web := link.redirect(t, "TCP", netip.MustParseAddrPort("127.77.0.1:18080")); web.Addr().String() != "127.77.0.1" || web.Port() == 18080 {
+		t.Errorf("web's ClusterIP listener is %s; want the ClusterIP at another port", web)
+	}
+	waitFor(t, "web-a's address in the table's pods", func() bool { return link.tableHas("add element ip test-svc pods { " + ip + " }") })
+	for _, want := range []string{"add element ip test-svc guarded { 127.77.0.0/24 }", "add rule ip test-svc from-node ip saddr @pods accept"} {
+		if !link.tableHas(want) {
+			t.Errorf("no %q in the table:\n%s", want, link.nft.Dump())
+		}
+	}
 	for name, want := range map[string]string{
 		"web.default.svc.cluster.local.":                                 "127.77.0.1",
 		"web-hl.default.svc.cluster.local.":                              ip,
@@ -159,6 +203,11 @@ func TestServicesAllocateResolveAndGoWithTheLast(t *testing.T) {
 	if list, err := b.ListWorkloads(agentapi.ResourceService, "default"); err != nil || len(list.Services) != 2 || list.Services[0].Spec.ClusterIP != "127.77.0.1" {
 		t.Fatalf("after a restart: %+v %v", list.Services, err)
 	}
+	waitFor(t, "the restarted agent's DNS answers through the table", func() bool {
+		server := link.redirect(t, "UDP", netip.AddrPortFrom(netip.MustParseAddr("127.77.0.10"), uint16(port))).String()
+		m, _, err := (&dns.Client{}).Exchange(new(dns.Msg).SetQuestion("web.default.svc.cluster.local.", dns.TypeA), server)
+		return err == nil && len(m.Answer) == 1
+	})
 	for _, name := range []string{"web", "web-hl"} {
 		if _, err := b.DeleteWorkload(context.Background(), agentapi.ResourceService, "default", name, nil); err != nil {
 			t.Fatal(err)
@@ -167,35 +216,61 @@ func TestServicesAllocateResolveAndGoWithTheLast(t *testing.T) {
 	if link.Exists("test-svc") {
 		t.Errorf("the interface is still there without Services: %v", link.addrs)
 	}
+	if d := link.nft.Dump(); d != "" {
+		t.Errorf("the table is still there without Services:\n%s", d)
+	}
 	if _, err := b.DeleteWorkload(context.Background(), agentapi.ResourceService, "default", "web", nil); !errors.Is(err, errdefs.ErrNotFound) {
 		t.Errorf("deleting a deleted Service: %v", err)
 	}
 }
 
-// A port another program holds is a Warning event on the Service, and
+// A program holding a ClusterIP's port, or a wildcard bind of it, takes
+// nothing from the Service: its listener is at a port of the kernel's. A
+// nodePort another program holds is a Warning event on the Service, and
 // the proxy listens once it is free.
 func TestServicePortTakenIsAnEvent(t *testing.T) {
-	taken, err := net.Listen("tcp", "127.77.0.1:18080")
+	holdClusterPort, err := net.Listen("tcp", "127.77.0.1:18080")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer holdClusterPort.Close()
+	taken, err := net.Listen("tcp", "127.0.0.1:31918")
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer taken.Close()
-	link := &fakeLink{addrs: map[string][]netip.Addr{}}
+	link := newFakeLink()
 	a := startServicesAgent(t, criclienttest.New(), t.TempDir(), link, freePort(t))
-	a.apply(t, servicesManifest)
+	a.apply(t, servicesManifest+`---
+apiVersion: v1
+kind: Service
+metadata: {name: np}
+spec:
+  type: NodePort
+  selector: {app: web}
+  ports: [{port: 18082, targetPort: 8080, nodePort: 31918}]
+`)
 	waitFor(t, "a FailedToListen event", func() bool {
-		d, err := a.DescribeWorkload(agentapi.ResourceService, "default", "web")
-		return err == nil && len(d.Events) == 1 && d.Events[0].Reason == "FailedToListen" && strings.Contains(d.Events[0].Message, "127.77.0.1:18080")
+		d, err := a.DescribeWorkload(agentapi.ResourceService, "default", "np")
+		return err == nil && len(d.Events) == 1 && d.Events[0].Reason == "FailedToListen" && strings.Contains(d.Events[0].Message, "127.0.0.1:31918")
 	})
+	if d, err := a.DescribeWorkload(agentapi.ResourceService, "default", "web"); err != nil || len(d.Events) != 0 {
+		t.Errorf("web's events with its ClusterIP port held by another program: %+v %v; want none", d.Events, err)
+	}
+	if c, err := net.Dial("tcp", link.redirect(t, "TCP", netip.MustParseAddrPort("127.77.0.1:18080")).String()); err != nil {
+		t.Errorf("web's ClusterIP listener: %v", err)
+	} else {
+		c.Close()
+	}
 	taken.Close()
-	waitFor(t, "the proxy listens on the freed port", func() bool {
-		c, err := net.Dial("tcp", "127.77.0.1:18080")
+	waitFor(t, "the proxy listens on the freed nodePort", func() bool {
+		c, err := net.Dial("tcp", "127.0.0.1:31918")
 		if err == nil {
 			c.Close()
 		}
 		return err == nil
 	})
-	for _, name := range []string{"web", "web-hl"} {
+	for _, name := range []string{"web", "web-hl", "np"} {
 		if _, err := a.DeleteWorkload(context.Background(), agentapi.ResourceService, "default", name, nil); err != nil {
 			t.Fatal(err)
 		}
@@ -205,7 +280,7 @@ func TestServicePortTakenIsAnEvent(t *testing.T) {
 // A LoadBalancer Service listens on its nodePort and its port on the
 // host (as k3s's ServiceLB) and reports the node's addresses as ingress.
 func TestLoadBalancerService(t *testing.T) {
-	link := &fakeLink{addrs: map[string][]netip.Addr{}}
+	link := newFakeLink()
 	a := startServicesAgent(t, criclienttest.New(), t.TempDir(), link, freePort(t))
 	a.apply(t, `
 apiVersion: v1
@@ -224,7 +299,7 @@ spec:
 	if s.Spec.Ports[0].NodePort != 31917 || len(s.Status.LoadBalancer.Ingress) != len(a.deps.node.hostIPs) {
 		t.Errorf("nodePort %d, ingress %v; want 31917 and the node's addresses %v", s.Spec.Ports[0].NodePort, s.Status.LoadBalancer.Ingress, a.deps.node.hostIPs)
 	}
-	for _, addr := range []string{"127.0.0.1:18081", "127.0.0.1:31917", "127.77.0.1:18081"} {
+	for _, addr := range []string{"127.0.0.1:18081", "127.0.0.1:31917", link.redirect(t, "TCP", netip.MustParseAddrPort("127.77.0.1:18081")).String()} {
 		c, err := net.Dial("tcp", addr)
 		if err != nil {
 			t.Errorf("nothing listens on %s: %v", addr, err)

@@ -57,7 +57,13 @@ func (w *podWorker) sandbox(ctx context.Context, d desiredPod, obs observation, 
 		w.record(agentapi.EventWarning, "FailedCreatePodSandBox", "", fmt.Sprintf("Failed to get the status of sandbox %s: %v", id, err))
 		return sandboxInfo{}, err
 	}
-	return sandboxFromStatus(id, cfg, status), nil
+	info := sandboxFromStatus(id, cfg, status)
+	if !info.hostNetwork {
+		if err := w.deps.svcPods.sandboxStarted(ctx, w.uid, info.ips); err != nil {
+			w.deps.log.Warn("services: letting the pod's addresses in", "pod", d.key(), "error", err) // the next Services sync does
+		}
+	}
+	return info, nil
 }
 
 func sandboxFromStatus(id string, cfg *runtimeapi.PodSandboxConfig, st *runtimeapi.PodSandboxStatus) sandboxInfo {

@@ -3,7 +3,6 @@ package agent
 import (
 	"context"
 	"errors"
-	"net/netip"
 	"os"
 	"path/filepath"
 	"slices"
@@ -59,7 +58,7 @@ func writeDirFile(t *testing.T, dir, name, content string) {
 // interface) in dir.
 func startDirAgent(t *testing.T, rt *criclienttest.Runtime, dir string) *testAgent {
 	t.Helper()
-	return startServicesAgent(t, rt, dir, &fakeLink{addrs: map[string][]netip.Addr{}}, freePort(t))
+	return startServicesAgent(t, rt, dir, newFakeLink(), freePort(t))
 }
 
 // objects names the workloads, Services and claims of the agent, with

@@ -18,6 +18,7 @@ import (
 	v1 "k8s.io/api/core/v1"
 
 	"github.com/berth-dev/berth/internal/agent/clusterdns"
+	"github.com/berth-dev/berth/test/harness"
 )
 
 // servicesYAML: two web pods (busybox httpd on 8080, named http, ready
@@ -297,11 +298,18 @@ func hostGet(t *testing.T, port int, want string) string {
 	return body
 }
 
+// checkNoInterface checks that the service interface name and the
+// Services' nftables table named after it are gone (removing them, the
+// test's own, when not).
 func checkNoInterface(t *testing.T, name string) {
 	t.Helper()
 	if _, err := net.InterfaceByName(name); err == nil {
 		t.Errorf("the service interface %s is still there", name)
 		_ = exec.Command("ip", "link", "del", name).Run() // the test's own
+	}
+	if harness.NftTableExists("ip", name) {
+		t.Errorf("the Services' nftables table ip %s is still there", name)
+		_ = harness.RemoveNftTable("ip", name) // the test's own
 	}
 }
 

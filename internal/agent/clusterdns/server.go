@@ -19,7 +19,8 @@ type Server struct {
 	upstream []string // host:port
 	timeout  time.Duration
 	log      *slog.Logger
-	guard    // loops and floods (guard.go)
+	guard                          // loops and floods (guard.go)
+	allow    func(netip.Addr) bool // nil: every client (clients.go)
 }
 
 // Options are a server's guards against loops and floods.
@@ -66,7 +67,9 @@ func (s *Server) Update(t *Table) { s.table.Store(t) }
 // ServeDNS implements dns.Handler.
 func (s *Server) ServeDNS(w dns.ResponseWriter, req *dns.Msg) {
 	var resp *dns.Msg
-	if up, ok := s.cameBack(req); ok {
+	if refused := s.refused(w, req); refused != nil { // a client neither the host nor a pod of this node (clients.go)
+		resp = refused
+	} else if up, ok := s.cameBack(req); ok {
 		resp = new(dns.Msg).SetRcode(req, dns.RcodeServerFailure)
 		s.warnLoop(up, req)
 	} else {

@@ -27,6 +27,10 @@ type Rule struct {
 	// Service is the Service whose port the rule publishes (namespace/
 	// name): its rules share Limits.MaxConnsPerService. Default Name.
 	Service string
+	// Redirected: the listener binds Listen's address at a port the
+	// kernel chooses, not at Listen's port (clients reach it through the
+	// agent's DNAT of Listen: see Proxy.Bound).
+	Redirected bool
 }
 
 func (r Rule) key() string { return strings.ToUpper(r.Protocol) + " " + r.Listen.String() }
@@ -34,6 +38,7 @@ func (r Rule) key() string { return strings.ToUpper(r.Protocol) + " " + r.Listen
 // listener is a published port of either protocol.
 type listener interface {
 	close() error
+	addr() netip.AddrPort // where it listens
 }
 
 // Proxy holds the published ports.

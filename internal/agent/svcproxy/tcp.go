@@ -14,7 +14,7 @@ type tcpListener struct {
 }
 
 func (p *Proxy) listenTCP(pt *port) (listener, error) {
-	l, err := net.Listen("tcp", pt.rule.Listen.String())
+	l, err := net.Listen("tcp", pt.rule.bind().String())
 	if err != nil {
 		return nil, err
 	}

@@ -35,7 +35,7 @@ type udpFlow struct {
 }
 
 func (p *Proxy) listenUDP(pt *port) (listener, error) {
-	addr := net.UDPAddrFromAddrPort(pt.rule.Listen)
+	addr := net.UDPAddrFromAddrPort(pt.rule.bind())
 	conn, err := net.ListenUDP("udp", addr)
 	if err != nil {
 		return nil, err

@@ -1,0 +1,162 @@
+package agent
+
+import (
+	"context"
+	"net"
+	"net/netip"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/berth-dev/berth/internal/agent/svcnft"
+)
+
+// nftTimeout bounds one nft run of the Services' table.
+const nftTimeout = 10 * time.Second
+
+// servicePods are this node's pod addresses the Services' table lets in
+// (svcnft): those of the pods' statuses, given at each Services sync, and
+// those of sandboxes just made, added at once by the worker that made
+// them (its status shows them only at the end of its sync, after the
+// containers started: a container's first DNS query must not be
+// dropped). It holds the table while the agent has Services, and the
+// client check of the DNS server.
+type servicePods struct {
+	mu      sync.Mutex
+	started map[string][]netip.Addr // by pod uid, until the worker is gone
+	table   *svcnft.Table           // nil: no Service
+	allowed atomic.Pointer[map[netip.Addr]bool]
+}
+
+func newServicePods() *servicePods {
+	return &servicePods{started: map[string][]netip.Addr{}}
+}
+
+// sandboxStarted records the new sandbox's addresses of pod uid and, while
+// the table exists, adds them to it (a nil p: nothing to do).
+func (p *servicePods) sandboxStarted(ctx context.Context, uid string, ips []string) error {
+	if p == nil {
+		return nil
+	}
+	var addrs []netip.Addr
+	for _, ip := range ips {
+		if a, err := netip.ParseAddr(ip); err == nil {
+			addrs = append(addrs, a.Unmap())
+		}
+	}
+	if len(addrs) == 0 {
+		return nil
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.started[uid] = addrs
+	p.allow(addrs)
+	if p.table == nil {
+		return nil
+	}
+	ctx, cancel := context.WithTimeout(ctx, nftTimeout)
+	defer cancel()
+	return p.table.AddPods(ctx, addrs)
+}
+
+// allow adds addrs to the DNS server's clients (p.mu held).
+func (p *servicePods) allow(addrs []netip.Addr) {
+	next := map[netip.Addr]bool{}
+	if cur := p.allowed.Load(); cur != nil {
+		for a := range *cur {
+			next[a] = true
+		}
+	}
+	for _, a := range addrs {
+		next[a] = true
+	}
+	p.allowed.Store(&next)
+}
+
+// sync programs the table with st, its pods those given (the statuses')
+// and those of sandboxes started by the live workers; the others' are
+// forgotten.
+func (p *servicePods) sync(table *svcnft.Table, st svcnft.State, live map[string]bool) error {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.table = table
+	for uid, addrs := range p.started {
+		if !live[uid] {
+			delete(p.started, uid)
+			continue
+		}
+		st.Pods = append(st.Pods, addrs...)
+	}
+	allowed := map[netip.Addr]bool{}
+	for _, a := range st.Pods {
+		allowed[a.Unmap()] = true
+	}
+	p.allowed.Store(&allowed)
+	ctx, cancel := context.WithTimeout(context.Background(), nftTimeout)
+	defer cancel()
+	return table.Sync(ctx, st)
+}
+
+// forget drops the table (removed with the last Service).
+func (p *servicePods) forget() {
+	p.mu.Lock()
+	p.table = nil
+	p.mu.Unlock()
+}
+
+// isPod says whether a is an address of this node's pods.
+func (p *servicePods) isPod(a netip.Addr) bool {
+	m := p.allowed.Load()
+	return m != nil && (*m)[a.Unmap()]
+}
+
+// dnsClientAllowed is the cluster DNS server's client check: the host
+// itself (a local address: loopback, the host's interfaces', the service
+// interface's) or a pod of this node. The table drops anyone else's
+// packets first; this refuses them again should the table be gone.
+func dnsClientAllowed(pods *servicePods, guarded []netip.Prefix) func(netip.Addr) bool {
+	return func(a netip.Addr) bool {
+		a = a.Unmap()
+		if a.IsLoopback() || pods.isPod(a) {
+			return true
+		}
+		for _, p := range guarded {
+			if p.Contains(a) {
+				return true // the ClusterIPs are the host's; the table lets them in from lo only
+			}
+		}
+		return isLocalAddr(a)
+	}
+}
+
+// isLocalAddr says whether a is an address of one of the host's
+// interfaces.
+func isLocalAddr(a netip.Addr) bool {
+	addrs, err := net.InterfaceAddrs()
+	if err != nil {
+		return false
+	}
+	for _, x := range addrs {
+		if n, ok := x.(*net.IPNet); ok {
+			if b, ok := netip.AddrFromSlice(n.IP); ok && b.Unmap() == a {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// newServiceTable returns the Services' table, named after the service
+// interface, through nft (a.svcNft in tests).
+func (a *Agent) newServiceTable() (*svcnft.Table, error) {
+	cfg := a.cfg.Services
+	tc := svcnft.Config{Guarded: guardedPrefixes(cfg)}
+	if a.svcNft != nil {
+		return svcnft.NewWith(a.svcNft, cfg.Interface, tc, a.deps.clock.Now), nil
+	}
+	return svcnft.New(cfg.Interface, tc, a.deps.clock.Now)
+}
+
+func guardedPrefixes(cfg ServicesConfig) []netip.Prefix {
+	return []netip.Prefix{cfg.Range.Prefix, netip.PrefixFrom(cfg.ClusterDNS, cfg.ClusterDNS.BitLen())}
+}

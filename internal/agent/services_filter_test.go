@@ -1,0 +1,65 @@
+package agent
+
+import (
+	"context"
+	"net/netip"
+	"strings"
+	"testing"
+	"time"
+
+	"sigs.k8s.io/knftables"
+
+	"github.com/berth-dev/berth/internal/agent/svcnft"
+)
+
+// A sandbox's addresses enter the table's pods as soon as the worker made
+// it, stay while its worker lives though no status shows them yet, and go
+// with the worker; the DNS server's client check follows the same set.
+func TestServicePodsFollowSandboxesAndWorkers(t *testing.T) {
+	fake := knftables.NewFake(knftables.IPv4Family, "test-svc")
+	table := svcnft.NewWith(fake, "test-svc", svcnft.Config{Guarded: []netip.Prefix{netip.MustParsePrefix("10.96.0.0/24")}}, time.Now)
+	pods := newServicePods()
+	ctx := context.Background()
+	inSet := func(ip string) bool {
+		return strings.Contains(fake.Dump(), "add element ip test-svc pods { "+ip+" }\n")
+	}
+
+	// Before the first Service: recorded, nothing to program.
+	if err := pods.sandboxStarted(ctx, "uid-a", []string{"10.88.0.5"}); err != nil {
+		t.Fatal(err)
+	}
+	if err := pods.sync(table, svcnft.State{Pods: []netip.Addr{netip.MustParseAddr("10.88.0.9")}}, map[string]bool{"uid-a": true}); err != nil {
+		t.Fatal(err)
+	}
+	if !inSet("10.88.0.5") || !inSet("10.88.0.9") {
+		t.Fatalf("after the first sync:\n%s", fake.Dump())
+	}
+	// A sandbox made between two syncs is in the set at once.
+	if err := pods.sandboxStarted(ctx, "uid-b", []string{"10.88.0.6", "not-an-ip"}); err != nil {
+		t.Fatal(err)
+	}
+	if !inSet("10.88.0.6") || !pods.isPod(netip.MustParseAddr("10.88.0.6")) {
+		t.Errorf("a new sandbox's address is not let in:\n%s", fake.Dump())
+	}
+	// Its worker gone, its address goes at the next sync.
+	if err := pods.sync(table, svcnft.State{}, map[string]bool{"uid-a": true}); err != nil {
+		t.Fatal(err)
+	}
+	if inSet("10.88.0.6") || pods.isPod(netip.MustParseAddr("10.88.0.6")) || !inSet("10.88.0.5") {
+		t.Errorf("after uid-b's worker went:\n%s", fake.Dump())
+	}
+
+	allowed := dnsClientAllowed(pods, []netip.Prefix{netip.MustParsePrefix("10.96.0.0/24")})
+	for addr, want := range map[string]bool{
+		"127.0.0.1": true, "10.88.0.5": true, "::ffff:10.88.0.5": true, "10.96.0.10": true,
+		"10.88.0.6": false, "192.0.2.1": false,
+	} {
+		if got := allowed(netip.MustParseAddr(addr)); got != want {
+			t.Errorf("DNS client %s allowed: %v; want %v", addr, got, want)
+		}
+	}
+	var nilPods *servicePods
+	if err := nilPods.sandboxStarted(ctx, "uid-c", []string{"10.88.0.7"}); err != nil {
+		t.Errorf("without Services: %v", err)
+	}
+}

@@ -1,0 +1,110 @@
+package svcnft
+
+import (
+	"context"
+	"fmt"
+	"net/netip"
+	"sync"
+	"time"
+
+	"sigs.k8s.io/knftables"
+)
+
+// Table is the agent's table "ip <name>" in the kernel.
+type Table struct {
+	name string
+	cfg  Config
+	nft  knftables.Interface
+	now  func() time.Time
+
+	mu      sync.Mutex
+	applied string    // the last transaction Sync ran; "" after a change outside Sync
+	at      time.Time // when
+}
+
+// Resync is how often Sync replaces an unchanged table anyway: a table
+// another program flushed or deleted comes back within it.
+const Resync = time.Minute
+
+// New returns the table name, programmed through nft (the nftables
+// package's binary); an error when nft cannot run.
+func New(name string, cfg Config, now func() time.Time) (*Table, error) {
+	nft, err := knftables.New(knftables.IPv4Family, name)
+	if err != nil {
+		return nil, fmt.Errorf("nftables table ip %s: %w", name, err)
+	}
+	return NewWith(nft, name, cfg, now), nil
+}
+
+// NewWith returns the table programmed through nft (tests pass
+// knftables.NewFake).
+func NewWith(nft knftables.Interface, name string, cfg Config, now func() time.Time) *Table {
+	return &Table{name: name, cfg: cfg, nft: nft, now: now}
+}
+
+// Sync makes the table hold exactly st, in one transaction that deletes
+// and adds it whole; an unchanged state is not applied again within
+// Resync.
+func (t *Table) Sync(ctx context.Context, st State) error {
+	tx := t.nft.NewTransaction()
+	tx.Add(&knftables.Table{})
+	tx.Delete(&knftables.Table{})
+	Fill(tx, t.cfg, st)
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	s := tx.String()
+	if s == t.applied && t.now().Sub(t.at) < Resync {
+		return nil
+	}
+	if err := t.nft.Run(ctx, tx); err != nil {
+		t.applied = ""
+		return fmt.Errorf("nftables table ip %s: %w", t.name, err)
+	}
+	t.applied, t.at = s, t.now()
+	return nil
+}
+
+// AddPods adds addresses of this node's pods to the table's set (a pod
+// that just started reaches the ClusterIPs and the DNS before the next
+// Sync). The table must exist.
+func (t *Table) AddPods(ctx context.Context, addrs []netip.Addr) error {
+	tx := t.nft.NewTransaction()
+	addPods(tx, addrs)
+	if tx.NumOperations() == 0 {
+		return nil
+	}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.applied = "" // the next Sync writes the set whole again
+	if err := t.nft.Run(ctx, tx); err != nil {
+		return fmt.Errorf("nftables table ip %s: adding pod addresses: %w", t.name, err)
+	}
+	return nil
+}
+
+// Exists says whether the table is there.
+func (t *Table) Exists(ctx context.Context) (bool, error) {
+	_, err := t.nft.List(ctx, "chains")
+	switch {
+	case err == nil:
+		return true, nil
+	case knftables.IsNotFound(err):
+		return false, nil
+	default:
+		return false, fmt.Errorf("nftables table ip %s: %w", t.name, err)
+	}
+}
+
+// Remove deletes the table; an absent one is not an error.
+func (t *Table) Remove(ctx context.Context) error {
+	tx := t.nft.NewTransaction()
+	tx.Add(&knftables.Table{})
+	tx.Delete(&knftables.Table{})
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.applied = ""
+	if err := t.nft.Run(ctx, tx); err != nil {
+		return fmt.Errorf("nftables table ip %s: removing: %w", t.name, err)
+	}
+	return nil
+}

@@ -1,0 +1,142 @@
+package svcnft
+
+import (
+	"context"
+	"net/netip"
+	"strings"
+	"testing"
+	"time"
+
+	"sigs.k8s.io/knftables"
+)
+
+var testCfg = Config{Guarded: []netip.Prefix{
+	netip.MustParsePrefix("10.96.0.0/12"), netip.MustParsePrefix("10.96.0.10/32"), // inside: left out
+	netip.MustParsePrefix("192.168.77.10/32"), netip.MustParsePrefix("fd00::/64"), // IPv6: left out
+}}
+
+func TestFillWholeTable(t *testing.T) {
+	fake := knftables.NewFake(knftables.IPv4Family, "berth-svc0")
+	tx := fake.NewTransaction()
+	Fill(tx, testCfg, State{
+		Redirects: []Redirect{
+			{Protocol: "TCP", Service: netip.MustParseAddrPort("10.96.0.1:80"), Listener: netip.MustParseAddrPort("10.96.0.1:41234")},
+			{Protocol: "UDP", Service: netip.MustParseAddrPort("10.96.0.10:53"), Listener: netip.MustParseAddrPort("10.96.0.10:50000")},
+			{Protocol: "SCTP", Service: netip.MustParseAddrPort("10.96.0.1:81"), Listener: netip.MustParseAddrPort("10.96.0.1:41235")},
+		},
+		Pods: []netip.Addr{netip.MustParseAddr("10.88.0.5"), netip.MustParseAddr("::ffff:10.88.0.6"), netip.MustParseAddr("fd00::5")},
+	})
+	if err := fake.Run(context.Background(), tx); err != nil {
+		t.Fatal(err)
+	}
+	dump := fake.Dump()
+	for _, want := range []string{
+		"add element ip berth-svc0 guarded { 10.96.0.0/12 }",
+		"add element ip berth-svc0 guarded { 192.168.77.10/32 }",
+		"add element ip berth-svc0 pods { 10.88.0.5 }",
+		"add element ip berth-svc0 pods { 10.88.0.6 }",
+		"add element ip berth-svc0 redirects { 10.96.0.1 . tcp . 80 : 10.96.0.1 . 41234 }",
+		"add element ip berth-svc0 redirects { 10.96.0.10 . udp . 53 : 10.96.0.10 . 50000 }",
+		"add chain ip berth-svc0 guard { type filter hook prerouting priority -110 ; }",
+		"add rule ip berth-svc0 guard ip daddr @guarded fib daddr type local jump from-node",
+		`add rule ip berth-svc0 from-node iif "lo" accept`,
+		"add rule ip berth-svc0 from-node ip saddr @pods accept",
+		"add rule ip berth-svc0 from-node counter drop",
+		"add chain ip berth-svc0 redirect-pods { type nat hook prerouting priority -100 ; }",
+		"add chain ip berth-svc0 redirect-host { type nat hook output priority -100 ; }",
+		"add rule ip berth-svc0 redirect-host dnat ip to ip daddr . meta l4proto . th dport map @redirects",
+		"add rule ip berth-svc0 redirected-only ct status dnat accept",
+	} {
+		if !strings.Contains(dump, want+"\n") {
+			t.Errorf("no line %q in\n%s", want, dump)
+		}
+	}
+	for _, not := range []string{"10.96.0.10/32", "fd00", "sctp", "41235"} {
+		if strings.Contains(dump, not) {
+			t.Errorf("%q in the table:\n%s", not, dump)
+		}
+	}
+}
+
+// Sync replaces the table whole (a pod or redirect gone is gone), does not
+// run an unchanged one again within Resync, and does after it.
+func TestSyncReplacesWhole(t *testing.T) {
+	fake := knftables.NewFake(knftables.IPv4Family, "berth-svc0")
+	now := time.Unix(1000, 0)
+	tab := NewWith(fake, "berth-svc0", testCfg, func() time.Time { return now })
+	ctx := context.Background()
+	pod := func(s string) []netip.Addr { return []netip.Addr{netip.MustParseAddr(s)} }
+	if err := tab.Sync(ctx, State{Pods: pod("10.88.0.5")}); err != nil {
+		t.Fatal(err)
+	}
+	if err := tab.AddPods(ctx, pod("10.88.0.7")); err != nil {
+		t.Fatal(err)
+	}
+	if d := fake.Dump(); !strings.Contains(d, "10.88.0.5") || !strings.Contains(d, "10.88.0.7") {
+		t.Errorf("after AddPods:\n%s", d)
+	}
+	if err := tab.Sync(ctx, State{Pods: pod("10.88.0.5")}); err != nil {
+		t.Fatal(err)
+	}
+	if d := fake.Dump(); strings.Contains(d, "10.88.0.7") {
+		t.Errorf("a pod gone stays in the set:\n%s", d)
+	}
+	// Another program flushes the set: an unchanged Sync within Resync
+	// leaves it, one after Resync writes it again.
+	tx := fake.NewTransaction()
+	tx.Flush(&knftables.Set{Name: setPods})
+	if err := fake.Run(ctx, tx); err != nil {
+		t.Fatal(err)
+	}
+	if err := tab.Sync(ctx, State{Pods: pod("10.88.0.5")}); err != nil {
+		t.Fatal(err)
+	}
+	if d := fake.Dump(); strings.Contains(d, "10.88.0.5") {
+		t.Errorf("an unchanged table was applied again within Resync:\n%s", d)
+	}
+	// The same pods and redirects in another order, an address twice:
+	// the same table, not applied again either.
+	two := []netip.Addr{netip.MustParseAddr("10.88.0.8"), netip.MustParseAddr("10.88.0.5")}
+	r1 := Redirect{Protocol: "TCP", Service: netip.MustParseAddrPort("10.96.0.1:80"), Listener: netip.MustParseAddrPort("10.96.0.1:40000")}
+	r2 := Redirect{Protocol: "UDP", Service: netip.MustParseAddrPort("10.96.0.1:80"), Listener: netip.MustParseAddrPort("10.96.0.1:40001")}
+	if err := tab.Sync(ctx, State{Pods: two, Redirects: []Redirect{r1, r2}}); err != nil {
+		t.Fatal(err)
+	}
+	tx = fake.NewTransaction()
+	tx.Flush(&knftables.Set{Name: setPods})
+	if err := fake.Run(ctx, tx); err != nil {
+		t.Fatal(err)
+	}
+	if err := tab.Sync(ctx, State{Pods: append([]netip.Addr{two[1]}, two...), Redirects: []Redirect{r2, r1}}); err != nil {
+		t.Fatal(err)
+	}
+	if d := fake.Dump(); strings.Contains(d, "10.88.0.8") {
+		t.Errorf("the same state in another order was applied again:\n%s", d)
+	}
+	if err := tab.Sync(ctx, State{Pods: pod("10.88.0.5")}); err != nil {
+		t.Fatal(err)
+	}
+	tx = fake.NewTransaction()
+	tx.Flush(&knftables.Set{Name: setPods})
+	if err := fake.Run(ctx, tx); err != nil {
+		t.Fatal(err)
+	}
+	now = now.Add(Resync)
+	if err := tab.Sync(ctx, State{Pods: pod("10.88.0.5")}); err != nil {
+		t.Fatal(err)
+	}
+	if d := fake.Dump(); !strings.Contains(d, "10.88.0.5") {
+		t.Errorf("not applied again after Resync:\n%s", d)
+	}
+	if ok, err := tab.Exists(ctx); !ok || err != nil {
+		t.Errorf("Exists: %v %v", ok, err)
+	}
+	for range 2 { // absent: not an error
+		if err := tab.Remove(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if ok, err := tab.Exists(ctx); ok || err != nil {
+		t.Errorf("Exists after Remove: %v %v", ok, err)
+	}
+}
