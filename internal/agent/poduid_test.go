@@ -72,3 +72,40 @@ func TestHandBuiltBundleNamingAnotherPodsUIDIsRefused(t *testing.T) {
 		t.Errorf("pods after the refusals: %d; want a alone, uid %s", len(items), uidA)
 	}
 }
+
+// A pod an older agent ran under its manifest's uid is recovered under
+// that uid after a restart; applying its manifest again replaces it once,
+// under the uid the agent derives, and the new pod is deleted by name.
+func TestPodWithALegacyUIDIsRecoveredThenReplacedOnce(t *testing.T) {
+	rt := criclienttest.New()
+	dir := t.TempDir()
+	first := startTestAgentIn(t, rt, dir)
+	const legacy = "11111111-2222-3333-4444-555555555555"
+	old := bundle(t, fmt.Sprintf(uidPodYAML, "old", ""))
+	old.Pods[0].UID = legacy // as an older agent honoured the manifest's
+	if _, err := first.Apply(context.Background(), agentapi.ApplyRequest{Bundle: old}); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "old runs", func() bool { return first.pod(t, "old").Status.Phase == v1.PodRunning })
+	first.stop()
+
+	second := startTestAgentIn(t, rt, dir)
+	if pod := second.pod(t, "old"); string(pod.UID) != legacy {
+		t.Fatalf("recovered pod uid %s, want %s", pod.UID, legacy)
+	}
+	r := second.apply(t, fmt.Sprintf(uidPodYAML, "old", ", uid: "+legacy)).Pods()[0]
+	if r.UID == legacy || r.Outcome != agentapi.OutcomeConfigured {
+		t.Fatalf("re-apply of the legacy manifest: %+v; want the pod configured (replaced) under a derived uid", r)
+	}
+	waitFor(t, "the replacement runs alone", func() bool {
+		items := second.ListPods("").Items
+		return len(items) == 1 && string(items[0].UID) == r.UID && items[0].Status.Phase == v1.PodRunning
+	})
+	if again := second.apply(t, fmt.Sprintf(uidPodYAML, "old", ", uid: "+legacy)).Pods()[0]; again.Outcome != agentapi.OutcomeUnchanged || again.UID != r.UID {
+		t.Errorf("a second re-apply: %+v; want unchanged, uid %s", again, r.UID)
+	}
+	if _, err := second.Delete(context.Background(), "default", "old", nil); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "the pod is gone", func() bool { return len(second.ListPods("").Items) == 0 })
+}
