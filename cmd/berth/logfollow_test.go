@@ -33,7 +33,7 @@ func newRotatingLog(t *testing.T, maxFiles int) *rotatingLog {
 	t.Helper()
 	root := t.TempDir()
 	path := filepath.Join(root, "ns_pod_uid", "app", "0.log")
-	w, err := crilog.Open(path)
+	w, err := crilog.Open(filepath.Join(root, "ns_pod_uid"), "app/0.log")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -279,7 +279,7 @@ func TestLogsFollowWaitsForTheOldFileToSettle(t *testing.T) {
 	if err := f.follow(); err != nil {
 		t.Fatal(err)
 	}
-	late, err := crilog.Open(files[0]) // the old writer's last lines
+	late, err := crilog.Open(filepath.Dir(files[0]), filepath.Base(files[0])) // the old writer's last lines
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -140,15 +140,19 @@ func newRunPullDisplay(w io.Writer, since time.Time, pods []agentapi.ApplyResult
 // printApplyResult prints one object's line as kubectl apply does
 // ("deployment.apps/web created"). A skipped object's line is followed, on
 // errOut, by a Warning line with the reason, as kubectl prints the API
-// server's warnings.
+// server's warnings; so is any other object's message (a pod's ignored
+// metadata.uid).
 func printApplyResult(out, errOut io.Writer, r agentapi.ApplyResult) {
 	label := objectLabel(r.Kind)
 	if r.APIVersion != "" {
 		label = manifest.ResourceName(r.APIVersion, r.Kind)
 	}
 	fmt.Fprintf(out, "%s/%s %s\n", label, r.Name, r.Outcome)
-	if r.Outcome == agentapi.OutcomeSkipped {
+	switch {
+	case r.Outcome == agentapi.OutcomeSkipped:
 		fmt.Fprintf(errOut, "Warning: %s/%s skipped: %s\n", label, r.Name, r.Message)
+	case r.Message != "":
+		fmt.Fprintf(errOut, "Warning: %s/%s: %s\n", label, r.Name, r.Message)
 	}
 }
 

@@ -12,7 +12,8 @@ import (
 )
 
 // apply prints kubectl's lines, a skipped object's with a Warning on
-// stderr naming it by kubectl's resource name and saying why.
+// stderr naming it by kubectl's resource name and saying why, and any
+// other object's message as a Warning too.
 func TestPrintApplyResult(t *testing.T) {
 	var out, errOut strings.Builder
 	for _, r := range []agentapi.ApplyResult{
@@ -20,11 +21,13 @@ func TestPrintApplyResult(t *testing.T) {
 		{APIVersion: "networking.k8s.io/v1", Kind: "Ingress", Namespace: "shop", Name: "web", Outcome: agentapi.OutcomeSkipped, Message: "no ingress controller"},
 		{Kind: agentapi.KindDeployment, Namespace: "shop", Name: "web", Outcome: agentapi.OutcomeCreated},
 		{Kind: agentapi.KindService, Namespace: "shop", Name: "web", Outcome: agentapi.OutcomeUnchanged},
+		{Kind: agentapi.KindPod, Namespace: "shop", Name: "b", Outcome: agentapi.OutcomeCreated, Message: `metadata.uid "x" ignored`},
 	} {
 		printApplyResult(&out, &errOut, r)
 	}
-	wantOut := "namespace/shop skipped\ningress.networking.k8s.io/web skipped\ndeployment.apps/web created\nservice/web unchanged\n"
-	wantErr := "Warning: namespace/shop skipped: namespaces exist implicitly\nWarning: ingress.networking.k8s.io/web skipped: no ingress controller\n"
+	wantOut := "namespace/shop skipped\ningress.networking.k8s.io/web skipped\ndeployment.apps/web created\nservice/web unchanged\npod/b created\n"
+	wantErr := "Warning: namespace/shop skipped: namespaces exist implicitly\nWarning: ingress.networking.k8s.io/web skipped: no ingress controller\n" +
+		"Warning: pod/b: metadata.uid \"x\" ignored\n"
 	if out.String() != wantOut || errOut.String() != wantErr {
 		t.Errorf("stdout\n%s\nstderr\n%s\nwant\n%s\nand\n%s", out.String(), errOut.String(), wantOut, wantErr)
 	}

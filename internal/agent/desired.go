@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"reflect"
-	"regexp"
 	"sort"
 	"strings"
 	"time"
@@ -101,6 +100,9 @@ func (a *Agent) Apply(_ context.Context, req agentapi.ApplyRequest) (agentapi.Ap
 // the cluster DNS), claims before the pods that mount them, then pods
 // (from watchDir, "" for none) and workloads.
 func (a *Agent) applyObjectsLocked(b *manifest.Bundle, watchDir string) ([]agentapi.ApplyResult, error) {
+	if err := a.checkPodIdentitiesLocked(b); err != nil {
+		return nil, err
+	}
 	services, err := a.applyServicesLocked(b)
 	if err != nil {
 		return services, err
@@ -114,21 +116,6 @@ func (a *Agent) applyObjectsLocked(b *manifest.Bundle, watchDir string) ([]agent
 	a.saveTemplateSourcesLocked()
 	a.wakeControllers()
 	return append(append(claims, results...), workloads...), err
-}
-
-// uidPattern is what a pod uid may look like: it names directories.
-var uidPattern = regexp.MustCompile(`^[a-z0-9]([a-z0-9-]{0,62}[a-z0-9])?$`)
-
-// checkUIDs refuses pod uids a client set that are not usable as names
-// (manifest gives pods without one a hex digest).
-func checkUIDs(b *manifest.Bundle) error {
-	for _, p := range b.Pods {
-		if !uidPattern.MatchString(string(p.UID)) {
-			return fmt.Errorf("%s: Pod %s/%s: metadata.uid %q: want lower-case letters, digits and '-' (at most 64): %w",
-				p.Source, p.Namespace, p.Name, p.UID, errdefs.ErrInvalidArgument)
-		}
-	}
-	return nil
 }
 
 // Ready refuses reads of the API until Run has recovered the pods, and
@@ -191,7 +178,8 @@ func sourceResult(kind, namespace, name string, existed, same bool) agentapi.App
 func (a *Agent) applyPodLocked(p *manifest.Pod, watchDir string) agentapi.ApplyResult {
 	pod := p.Pod.DeepCopy()
 	key := pod.Namespace + "/" + pod.Name
-	result := agentapi.ApplyResult{Kind: agentapi.KindPod, Namespace: pod.Namespace, Name: pod.Name, UID: string(pod.UID), Outcome: agentapi.OutcomeCreated}
+	result := agentapi.ApplyResult{Kind: agentapi.KindPod, Namespace: pod.Namespace, Name: pod.Name, UID: string(pod.UID), Outcome: agentapi.OutcomeCreated,
+		Message: ignoredUIDMessage(p)}
 	if w := a.workers[string(pod.UID)]; w != nil {
 		// The same pod, as applied before; maybe being deleted.
 		a.current[key] = w.uid

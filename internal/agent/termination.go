@@ -9,6 +9,7 @@ import (
 
 	v1 "k8s.io/api/core/v1"
 
+	"github.com/berth-dev/berth/internal/agent/logrotate"
 	"github.com/berth-dev/berth/internal/agent/podspec"
 	"github.com/berth-dev/berth/internal/crilog"
 )
@@ -35,7 +36,14 @@ func (deps *syncDeps) terminationMessage(uid string, meta podspec.ContainerMeta,
 	if !filepath.IsAbs(logPath) {
 		logPath = filepath.Join(podspec.PodLogDirectory(deps.podLogDir, meta.Namespace, meta.PodRef.Name, uid), logPath)
 	}
-	return logTail(logPath, fallbackLogLines, maxFallbackMessage)
+	// Beneath the log root, no symlink followed: the log's directory is
+	// writable by whatever container has it mounted.
+	f, err := logrotate.OpenLog(deps.podLogDir, logPath)
+	if err != nil {
+		return ""
+	}
+	defer f.Close()
+	return logTail(f, fallbackLogLines, maxFallbackMessage)
 }
 
 // readHead reads up to limit bytes of a file; "" when it cannot.
@@ -51,12 +59,7 @@ func readHead(path string, limit int64) string {
 
 // logTail is the content of the last lines of a CRI log, at most limit
 // bytes (the end kept).
-func logTail(path string, lines int, limit int) string {
-	f, err := os.Open(path)
-	if err != nil {
-		return ""
-	}
-	defer f.Close()
+func logTail(f *os.File, lines int, limit int) string {
 	info, err := f.Stat()
 	if err != nil {
 		return ""

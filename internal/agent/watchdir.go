@@ -93,6 +93,9 @@ func (a *Agent) onDirChange(ctx context.Context, dir string, b *manifest.Bundle,
 		a.log.Warn("watched directory: objects left as they are", "dir", dir, "error", err)
 	}
 	for _, r := range results {
+		if r.Message != "" && (r.Outcome == agentapi.OutcomeCreated || r.Outcome == agentapi.OutcomeConfigured) {
+			a.log.Warn("watched directory: "+r.Kind+": "+r.Message, "dir", dir, "object", r.Namespace+"/"+r.Name)
+		}
 		if r.Outcome != agentapi.OutcomeUnchanged && r.Outcome != agentapi.OutcomeSkipped {
 			a.log.Info("watched directory: "+r.Kind+" "+r.Outcome, "dir", dir, "object", r.Namespace+"/"+r.Name, "uid", r.UID)
 		}

@@ -13,8 +13,9 @@ import (
 
 func openTemp(t *testing.T) (*Writer, string) {
 	t.Helper()
-	path := filepath.Join(t.TempDir(), "pods", "c", "0.log")
-	w, err := Open(path)
+	dir := filepath.Join(t.TempDir(), "pods")
+	path := filepath.Join(dir, "c", "0.log")
+	w, err := Open(dir, "c/0.log")
 	if err != nil {
 		t.Fatal(err)
 	}

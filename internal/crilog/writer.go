@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"path/filepath"
 	"sync"
 	"time"
 )
@@ -28,55 +27,85 @@ const MaxContent = 16 * 1024
 const readBufferSize = 4096
 
 // Writer appends records to one CRI log file. It is safe for concurrent
-// use: every record is written whole with one write.
+// use: every record is written whole with one write. It holds the pod's log
+// directory and opens the log beneath it, never following a symlink
+// (open.go), on Open and on every Reopen.
 type Writer struct {
-	mu     sync.Mutex
-	path   string
-	file   *os.File
-	record []byte
-	now    func() time.Time
+	mu      sync.Mutex
+	dir     *os.File // the pod's log directory; nil: output is discarded
+	rel     string   // the log's path beneath dir
+	path    string   // for messages
+	file    *os.File
+	created bool // Open made the file
+	record  []byte
+	now     func() time.Time
 }
 
-// Open opens (creating it and its parent directories) the log at path for
-// appending.
-func Open(path string) (*Writer, error) {
-	if path == "" {
-		return nil, fmt.Errorf("container log: path: empty")
+// Open opens the log rel (relative: kubelet's <container>/<n>.log) beneath
+// the pod's log directory dir (absolute: kubelet's
+// /var/log/pods/<ns>_<name>_<uid>) for appending, creating what is
+// missing (directories 0700, the log 0640). dir is trusted but for its
+// last component, which must not be a symlink; beneath it nothing is
+// followed: a symlink, a FIFO or device, or a hard link where the log or
+// a directory above it should be makes Open fail, saying so.
+func Open(dir, rel string) (*Writer, error) {
+	if err := checkRel(rel); err != nil {
+		return nil, err
 	}
-	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
-		return nil, fmt.Errorf("container log %s: parent directory: %w", path, err)
-	}
-	f, err := openLog(path)
+	d, err := openDir(dir)
 	if err != nil {
 		return nil, err
 	}
-	return &Writer{path: path, file: f, now: time.Now}, nil
-}
-
-func openLog(path string) (*os.File, error) {
-	f, err := os.OpenFile(path, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o640)
+	f, created, err := openBeneath(d, rel)
 	if err != nil {
-		return nil, fmt.Errorf("container log %s: %w", path, err)
+		d.Close()
+		return nil, err
 	}
-	return f, nil
+	return &Writer{dir: d, rel: rel, path: describe(d, rel), file: f, created: created, now: time.Now}, nil
 }
 
-// Reopen closes the current file and opens path again, for log rotation:
-// records written after it returns go to the new file. A closed Writer
-// stays closed.
+// Discard returns a Writer that drops every record: CRI allows containers
+// without a log.
+func Discard() (*Writer, error) {
+	f, err := os.OpenFile(os.DevNull, os.O_WRONLY, 0)
+	if err != nil {
+		return nil, fmt.Errorf("container log: %w", err)
+	}
+	return &Writer{path: os.DevNull, file: f, now: time.Now}, nil
+}
+
+// Reopen opens the log again beneath the directory Open opened, for log
+// rotation: records written after it returns go to the new file. When
+// the open fails (a symlink planted at the log's path), the Writer keeps
+// the file it has. A closed Writer stays closed.
 func (w *Writer) Reopen() error {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	if w.file == nil {
 		return fmt.Errorf("container log %s: closed", w.path)
 	}
-	f, err := openLog(w.path)
+	if w.dir == nil {
+		return nil // discarding: nothing to reopen
+	}
+	f, _, err := openBeneath(w.dir, w.rel)
 	if err != nil {
 		return err
 	}
 	w.file.Close()
 	w.file = f
 	return nil
+}
+
+// Abandon closes the Writer and removes the log if Open created it and it
+// is still that file: the container it was for was never made.
+func (w *Writer) Abandon() error {
+	w.mu.Lock()
+	var err error
+	if w.created && w.dir != nil && w.file != nil {
+		err = removeBeneath(w.dir, w.rel, w.file)
+	}
+	w.mu.Unlock()
+	return errors.Join(err, w.Close())
 }
 
 // Close closes the file; later records are dropped.
@@ -88,6 +117,10 @@ func (w *Writer) Close() error {
 	}
 	err := w.file.Close()
 	w.file = nil
+	if w.dir != nil {
+		err = errors.Join(err, w.dir.Close())
+		w.dir = nil
+	}
 	return err
 }
 

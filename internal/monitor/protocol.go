@@ -30,12 +30,20 @@ const (
 
 // CreateRequest asks the monitor to create a container with runc create.
 type CreateRequest struct {
-	ID        string `json:"id"`
-	Bundle    string `json:"bundle"`
-	LogPath   string `json:"logPath"`
-	Stdin     bool   `json:"stdin,omitempty"`
-	StdinOnce bool   `json:"stdinOnce,omitempty"`
-	Terminal  bool   `json:"terminal,omitempty"`
+	ID     string `json:"id"`
+	Bundle string `json:"bundle"`
+	// LogDirectory (the sandbox's log_directory, absolute) and LogRelPath
+	// (the container's log_path beneath it) name the log; the monitor
+	// opens it beneath the directory without following symlinks. LogPath
+	// is the two joined, for monitors that predate them (an older
+	// monitor still running a pod); a monitor reads it only when
+	// LogDirectory is empty. All empty: no log.
+	LogPath      string `json:"logPath"`
+	LogDirectory string `json:"logDirectory,omitempty"`
+	LogRelPath   string `json:"logRelPath,omitempty"`
+	Stdin        bool   `json:"stdin,omitempty"`
+	StdinOnce    bool   `json:"stdinOnce,omitempty"`
+	Terminal     bool   `json:"terminal,omitempty"`
 	// CgroupPath is the container's cgroup (as in the OCI spec), used to
 	// tell whether the kernel OOM-killed something in it.
 	CgroupPath string `json:"cgroupPath,omitempty"`

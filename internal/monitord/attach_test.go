@@ -67,7 +67,7 @@ func serveFake(t *testing.T, stdinOnce bool) (*monitor.Client, *fakeContainer) {
 	}
 	f := &fakeContainer{stdinR: streams.runcIn, out: streams.runcOut, errOut: streams.runcErr,
 		logPath: filepath.Join(dir, "c.log")}
-	logw, err := crilog.Open(f.logPath)
+	logw, err := crilog.Open(dir, "c.log")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -2,9 +2,7 @@ package monitord
 
 import (
 	"context"
-	"errors"
 	"fmt"
-	"io/fs"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -52,9 +50,6 @@ func (s *Server) create(ctx context.Context, r monitor.CreateRequest) (int, erro
 	if r.Bundle == "" {
 		return 0, fmt.Errorf("container %s: bundle is required: %w", r.ID, errdefs.ErrInvalidArgument)
 	}
-	if r.LogPath == "" {
-		r.LogPath = os.DevNull // CRI allows containers without a log: their output is discarded
-	}
 	if err := s.reserve(r.ID); err != nil {
 		return 0, err
 	}
@@ -90,16 +85,14 @@ func (s *Server) release(id string) {
 // the init pid from the reaper and starts copying output. Every step is
 // undone when a later one fails.
 func (s *Server) runcCreate(ctx context.Context, r monitor.CreateRequest) (_ *container, err error) {
-	_, statErr := os.Stat(r.LogPath)
-	logw, err := crilog.Open(r.LogPath)
+	logw, err := openLog(r)
 	if err != nil {
 		return nil, err
 	}
 	defer func() {
 		if err != nil {
-			logw.Close()
-			if errors.Is(statErr, fs.ErrNotExist) {
-				os.Remove(r.LogPath)
+			if aerr := logw.Abandon(); aerr != nil {
+				s.log.Printf("pod %s: container %s: %v", s.cfg.Pod, r.ID, aerr)
 			}
 		}
 	}()
@@ -131,6 +124,25 @@ func (s *Server) runcCreate(ctx context.Context, r monitor.CreateRequest) (_ *co
 	c.copied = c.copyOutput()
 	go s.watch(c, exited)
 	return c, nil
+}
+
+// openLog opens the container's log beneath the pod's log directory
+// (crilog.Open: no symlink followed). A request from a daemon that
+// predates LogDirectory names only LogPath: its directory is then the
+// trusted part. No log at all: output is discarded, as CRI allows.
+func openLog(r monitor.CreateRequest) (*crilog.Writer, error) {
+	dir, rel := r.LogDirectory, r.LogRelPath
+	if dir == "" && r.LogPath != "" {
+		dir, rel = filepath.Dir(r.LogPath), filepath.Base(r.LogPath)
+	}
+	if dir == "" {
+		return crilog.Discard()
+	}
+	w, err := crilog.Open(dir, rel)
+	if err != nil {
+		return nil, fmt.Errorf("container %s: %w", r.ID, err)
+	}
+	return w, nil
 }
 
 func openStdio(r monitor.CreateRequest) (*stdio, error) {

@@ -222,6 +222,7 @@ func (e *env) create(t *testing.T, id string, o bundleOpts) (logPath string, pid
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	pid, err := e.client.Create(ctx, monitor.CreateRequest{ID: id, Bundle: bundle, LogPath: logPath,
+		LogDirectory: filepath.Join(e.dir, "logs"), LogRelPath: id + "/0.log",
 		Terminal: o.terminal, CgroupPath: cgroup})
 	if err != nil {
 		t.Fatal(err)

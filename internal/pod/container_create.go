@@ -70,7 +70,7 @@ func (s *Service) CreateContainer(ctx context.Context, sandboxID string, cfg *ru
 		return "", fmt.Errorf("container %s: %w", rec.ID, err)
 	}
 	bundled := time.Now()
-	pid, err := s.runcCreate(ctx, &rec, sb.MonitorSocket, &rb)
+	pid, err := s.runcCreate(ctx, &rec, &sb, &rb)
 	if err != nil {
 		return "", err
 	}
@@ -87,8 +87,9 @@ func (s *Service) CreateContainer(ctx context.Context, sandboxID string, cfg *ru
 }
 
 // runcCreate asks the pod's monitor to `runc create` the container (step 5).
-func (s *Service) runcCreate(ctx context.Context, rec *Container, monitorSocket string, rb *rollback) (int, error) {
+func (s *Service) runcCreate(ctx context.Context, rec *Container, sb *Sandbox, rb *rollback) (int, error) {
 	defer s.phase(opCreateContainer, "runc_create")()
+	monitorSocket := sb.MonitorSocket
 	// Registered before the call: the monitor may finish runc create even
 	// when this request gives up waiting for it.
 	rb.add("delete runc container", func(ctx context.Context) error {
@@ -100,6 +101,7 @@ func (s *Service) runcCreate(ctx context.Context, rec *Container, monitorSocket 
 	cfg := rec.Config
 	pid, err := s.calls.Create(ctx, monitorSocket, monitor.CreateRequest{
 		ID: rec.ID, Bundle: rec.Bundle, LogPath: rec.LogPath,
+		LogDirectory: logDirectory(rec, sb), LogRelPath: logRelPath(rec, sb),
 		Stdin: cfg.GetStdin(), StdinOnce: cfg.GetStdinOnce(), Terminal: cfg.GetTty(),
 		CgroupPath: rec.CgroupPath, SystemdCgroup: cgrouppath.IsSystemd(rec.CgroupPath),
 	})
@@ -131,6 +133,23 @@ func (s *Service) newContainerRecord(cfg *runtimeapi.ContainerConfig, sb *Sandbo
 		rec.LogPath = filepath.Join(dir, lp)
 	}
 	return rec
+}
+
+// logDirectory and logRelPath split the container's log into the
+// sandbox's log directory and the container's path beneath it (the
+// monitor opens the second beneath the first); both "" when it has none.
+func logDirectory(rec *Container, sb *Sandbox) string {
+	if rec.LogPath == "" {
+		return ""
+	}
+	return sb.Config.GetLogDirectory()
+}
+
+func logRelPath(rec *Container, sb *Sandbox) string {
+	if rec.LogPath == "" {
+		return ""
+	}
+	return filepath.Clean(rec.Config.GetLogPath())
 }
 
 // prepareBundle mounts the rootfs and writes the OCI spec (steps 3 and 4).

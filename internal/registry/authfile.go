@@ -6,13 +6,13 @@ import (
 	"io"
 	"io/fs"
 	"os"
-	"syscall"
 
 	"github.com/google/go-containerregistry/pkg/authn"
 	"github.com/google/go-containerregistry/pkg/name"
 
 	"github.com/berth-dev/berth/internal/dockerauth"
 	"github.com/berth-dev/berth/internal/errdefs"
+	"github.com/berth-dev/berth/internal/trusted"
 )
 
 // maxAuthFileSize bounds the node-wide credentials file read into memory.
@@ -43,7 +43,8 @@ func readAuthFile(path string) (*dockerauth.Keyring, error) {
 		return nil, fmt.Errorf("registry auth_file %s: %v: %w", path, err, errdefs.ErrFailedPrecondition)
 	}
 	defer f.Close()
-	if err := checkAuthFileOwner(f); err != nil {
+	// Whoever can write it chooses where berth sends credentials.
+	if err := trusted.CheckFile(f); err != nil {
 		return nil, fmt.Errorf("registry auth_file %s: %v; refused: %w", path, err, errdefs.ErrFailedPrecondition)
 	}
 	data, err := io.ReadAll(io.LimitReader(f, maxAuthFileSize+1))
@@ -60,29 +61,6 @@ func readAuthFile(path string) (*dockerauth.Keyring, error) {
 	var k dockerauth.Keyring
 	k.Add(creds)
 	return &k, nil
-}
-
-// checkAuthFileOwner wants a regular file owned by root that no one else
-// may write: whoever can write it chooses where berth sends credentials.
-func checkAuthFileOwner(f *os.File) error {
-	info, err := f.Stat()
-	if err != nil {
-		return err
-	}
-	if !info.Mode().IsRegular() {
-		return fmt.Errorf("not a regular file (%s)", info.Mode().Type())
-	}
-	if st, ok := info.Sys().(*syscall.Stat_t); !ok || st.Uid != 0 {
-		uid := -1
-		if ok {
-			uid = int(st.Uid)
-		}
-		return fmt.Errorf("owned by uid %d, want root (0)", uid)
-	}
-	if info.Mode().Perm()&0o022 != 0 {
-		return fmt.Errorf("mode %04o is writable by group or others, want at most 0644 (chmod go-w)", info.Mode().Perm())
-	}
-	return nil
 }
 
 // authFileAuthenticator picks the entry of the credentials file for an

@@ -73,7 +73,9 @@ type ApplyResult struct {
 	Outcome   string `json:"outcome"`
 	// APIVersion and Message are set for a skipped object: its group
 	// names it as kubectl does (ingress.networking.k8s.io/web), Message
-	// says why berth does not apply it.
+	// says why berth does not apply it. Message is also a warning about
+	// an applied object (a pod's metadata.uid ignored), which the CLI
+	// prints as kubectl prints the API server's warnings.
 	APIVersion string `json:"apiVersion,omitempty"`
 	Message    string `json:"message,omitempty"`
 }

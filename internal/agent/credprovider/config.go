@@ -1,9 +1,8 @@
 package credprovider
 
 import (
-	"errors"
 	"fmt"
-	"io/fs"
+	"io"
 	"net/url"
 	"os"
 	"path/filepath"
@@ -11,6 +10,8 @@ import (
 
 	kubeletconfig "k8s.io/kubelet/config/v1"
 	"sigs.k8s.io/yaml"
+
+	"github.com/berth-dev/berth/internal/trusted"
 )
 
 // The versions berth speaks.
@@ -81,12 +82,8 @@ func newPlugin(p kubeletconfig.CredentialProvider, binDir string) (*plugin, erro
 		return nil, fmt.Errorf("name %q: tokenAttributes: service account tokens are not supported by berth's agent", p.Name)
 	}
 	path := filepath.Join(binDir, p.Name)
-	info, err := os.Stat(path)
-	if err != nil {
-		return nil, fmt.Errorf("name %q: executable: %w", p.Name, err)
-	}
-	if !info.Mode().IsRegular() || info.Mode().Perm()&0o111 == 0 {
-		return nil, fmt.Errorf("name %q: %s is not an executable file", p.Name, path)
+	if err := checkExecutable(path); err != nil {
+		return nil, fmt.Errorf("name %q: %w", p.Name, err)
 	}
 	env := make([]string, 0, len(p.Env))
 	for _, e := range p.Env {
@@ -102,20 +99,70 @@ func newPlugin(p kubeletconfig.CredentialProvider, binDir string) (*plugin, erro
 	}, nil
 }
 
+// readBounded reads the config file, checked on its descriptor as the
+// registry auth_file is (trusted.CheckFile): whoever can write it chooses
+// which programs the agent runs as root.
 func readBounded(path string) ([]byte, error) {
-	info, err := os.Stat(path)
-	if errors.Is(err, fs.ErrNotExist) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, fmt.Errorf("credential provider config: %w", err)
+	}
+	defer f.Close()
+	if err := trusted.CheckFile(f); err != nil {
+		return nil, fmt.Errorf("credential provider config %s: %w; refused", path, err)
+	}
+	data, err := io.ReadAll(io.LimitReader(f, maxConfigSize+1))
+	if err != nil {
 		return nil, fmt.Errorf("credential provider config %s: %w", path, err)
 	}
-	if err != nil {
-		return nil, fmt.Errorf("credential provider config: %w", err)
-	}
-	if info.Size() > maxConfigSize {
+	if len(data) > maxConfigSize {
 		return nil, fmt.Errorf("credential provider config %s: larger than %d bytes", path, maxConfigSize)
 	}
-	data, err := os.ReadFile(path)
-	if err != nil {
-		return nil, fmt.Errorf("credential provider config: %w", err)
-	}
 	return data, nil
+}
+
+// checkBinDir checks the plugins' directory: whoever can write it can
+// put any program under a plugin's name.
+func checkBinDir(dir string) error {
+	info, err := os.Stat(dir)
+	if err != nil {
+		return fmt.Errorf("credential provider bin dir: %w", err)
+	}
+	if !info.IsDir() {
+		return fmt.Errorf("credential provider bin dir %s: not a directory", dir)
+	}
+	if err := trusted.CheckOwner(info); err != nil {
+		return fmt.Errorf("credential provider bin dir %s: %w; refused", dir, err)
+	}
+	return nil
+}
+
+// checkExecutable checks a plugin before it is loaded and before each
+// run: an executable regular file under the trusted rule, and, when path
+// is a symlink, the directory of the file it leads to too.
+func checkExecutable(path string) error {
+	real, err := filepath.EvalSymlinks(path)
+	if err != nil {
+		return fmt.Errorf("executable: %w", err)
+	}
+	info, err := os.Stat(real)
+	if err != nil {
+		return fmt.Errorf("executable: %w", err)
+	}
+	if !info.Mode().IsRegular() || info.Mode().Perm()&0o111 == 0 {
+		return fmt.Errorf("%s is not an executable file", path)
+	}
+	if err := trusted.CheckOwner(info); err != nil {
+		return fmt.Errorf("executable %s: %w; refused", real, err)
+	}
+	if real != path {
+		dir, err := os.Stat(filepath.Dir(real))
+		if err != nil {
+			return fmt.Errorf("executable %s: %w", real, err)
+		}
+		if err := trusted.CheckOwner(dir); err != nil {
+			return fmt.Errorf("executable %s: its directory %w; refused", real, err)
+		}
+	}
+	return nil
 }

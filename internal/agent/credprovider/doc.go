@@ -21,5 +21,14 @@
 //   - A plugin that fails, times out (1 minute) or answers nonsense gives
 //     no credentials; the failure is logged with the provider's name and
 //     the image, never the plugin's answer.
+//   - The config file, the bin dir and each plugin are held to the
+//     registry auth_file's rule (package trusted: owned by root or the
+//     agent's user, not writable by group or others), at Load and, for
+//     the plugin, before each run: whoever can write them chooses what
+//     the agent runs as root.
+//   - A plugin runs in a process group of its own, killed at the timeout
+//     and after the plugin exits; Wait gives a child that holds the
+//     plugin's output one second (WaitDelay), so nothing it leaves
+//     behind hangs the pull.
 //   - Matching is package dockerauth's (kubelet's).
 package credprovider

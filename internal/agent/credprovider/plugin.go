@@ -12,6 +12,7 @@ import (
 	"os/exec"
 	"strings"
 	"sync"
+	"syscall"
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -39,6 +40,9 @@ type Providers struct {
 func Load(configPath, binDir string, log *slog.Logger) (*Providers, error) {
 	if binDir == "" {
 		return nil, errors.New("credential providers: --image-credential-provider-bin-dir is required with --image-credential-provider-config")
+	}
+	if err := checkBinDir(binDir); err != nil {
+		return nil, err
 	}
 	plugins, err := readConfig(configPath, binDir)
 	if err != nil {
@@ -163,24 +167,60 @@ func (pl *plugin) run(ctx context.Context, repo string) (*credentialv1.Credentia
 	if err != nil {
 		return nil, err
 	}
+	if err := checkExecutable(pl.path); err != nil {
+		return nil, err
+	}
 	ctx, cancel := context.WithTimeout(ctx, execTimeout)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, pl.path, pl.args...)
-	cmd.Env = append(os.Environ(), pl.env...)
-	cmd.Stdin = bytes.NewReader(req)
 	var stdout, stderr limitedBuffer
 	stdout.limit, stderr.limit = maxResponseSize, 512
-	cmd.Stdout, cmd.Stderr = &stdout, &stderr
-	if err := cmd.Run(); err != nil {
-		if ctx.Err() != nil {
-			return nil, fmt.Errorf("%s: no answer within %s", pl.path, execTimeout)
-		}
+	err = runGroup(pl.command(ctx, req, &stdout, &stderr))
+	switch {
+	case ctx.Err() != nil:
+		return nil, fmt.Errorf("%s: no answer within %s", pl.path, execTimeout)
+	case errors.Is(err, exec.ErrWaitDelay):
+		// It answered and exited; what it left running held its output
+		// and was killed: the answer is what it wrote.
+	case err != nil:
 		return nil, fmt.Errorf("%s: %v: %s", pl.path, err, strings.TrimSpace(stderr.String()))
 	}
 	if stdout.over {
 		return nil, fmt.Errorf("%s: answer larger than %d bytes", pl.path, maxResponseSize)
 	}
 	return pl.decode(stdout.Bytes())
+}
+
+// command is one run of the plugin, in a process group of its own.
+func (pl *plugin) command(ctx context.Context, req []byte, stdout, stderr io.Writer) *exec.Cmd {
+	cmd := exec.CommandContext(ctx, pl.path, pl.args...)
+	cmd.Env = append(os.Environ(), pl.env...)
+	cmd.Stdin = bytes.NewReader(req)
+	cmd.Stdout, cmd.Stderr = stdout, stderr
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	cmd.Cancel = func() error { return killGroup(cmd) }
+	// A child that holds stdout or stderr open past the plugin's exit (or
+	// the timeout's kill) does not hold Wait longer than this.
+	cmd.WaitDelay = waitDelay
+	return cmd
+}
+
+// waitDelay bounds the wait for a plugin's output once it has exited.
+var waitDelay = time.Second
+
+// runGroup runs cmd and then kills what is left of its process group:
+// a plugin that leaves a child running (a shell script that backgrounds
+// something) neither hangs the pull nor leaves it behind.
+func runGroup(cmd *exec.Cmd) error {
+	if err := cmd.Start(); err != nil {
+		return err
+	}
+	err := cmd.Wait()
+	_ = killGroup(cmd) // ESRCH once nothing is left
+	return err
+}
+
+func killGroup(cmd *exec.Cmd) error {
+	return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
 }
 
 // decode checks the answer as kubelet does: its kind and apiVersion, a

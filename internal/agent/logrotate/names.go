@@ -152,6 +152,28 @@ func (g gzipFile) Close() error {
 	return g.f.Close()
 }
 
+// OpenLog opens the log at path (absolute, beneath root) for reading, on
+// a descriptor of its directory opened beneath root without following
+// symlinks: what a container that can write the log directory planted
+// there (a link to a host file, a FIFO) is refused, never read.
+func OpenLog(root, path string) (*os.File, error) {
+	dir, base, err := openLogOf(root, path)
+	if err != nil {
+		return nil, err
+	}
+	defer dir.Close()
+	f, err := dir.open(base, unix.O_RDONLY|unix.O_NONBLOCK, 0)
+	if err != nil {
+		return nil, err
+	}
+	var st unix.Stat_t
+	if err := unix.Fstat(int(f.Fd()), &st); err != nil || st.Mode&unix.S_IFMT != unix.S_IFREG {
+		f.Close()
+		return nil, fmt.Errorf("%s: not a regular file: left alone", path)
+	}
+	return f, nil
+}
+
 // RemoveLog removes the log at path (absolute, beneath root) and its
 // rotated files, when its container goes, on a descriptor of its
 // directory opened beneath root without following symlinks. A directory

@@ -14,6 +14,10 @@ type Pod struct {
 	*v1.Pod
 	// Source is the file the pod came from, or "-" for stdin.
 	Source string `json:"source"`
+	// IgnoredUID is the metadata.uid the manifest gave, when it differs
+	// from the pod's: pod uids are the agent's (doc.go), so a given one
+	// is ignored, as the API server ignores it on create.
+	IgnoredUID string `json:"ignoredUID,omitempty"`
 }
 
 // Bundle is a set of Pods with the ConfigMaps and Secrets they may refer to.

@@ -187,9 +187,11 @@ func decodeTyped(b *Bundle, data []byte, source, object string, into any) []Prob
 		}
 		return problems
 	}
+	given := ""
 	switch o := into.(type) {
 	case *v1.Pod:
 		o.Status = v1.PodStatus{}
+		given, o.UID = string(o.UID), "" // a manifest's uid is ignored: the pod's is derived
 		setPodDefaults(o, source)
 	case *v1.ConfigMap:
 		setConfigMapDefaults(o)
@@ -220,7 +222,11 @@ func decodeTyped(b *Bundle, data []byte, source, object string, into any) []Prob
 		o.Status = batchv1.CronJobStatus{}
 		setCronJobDefaults(o)
 	}
-	return problemsOf(b.Merge(singleObject(into, source)), source)
+	single := singleObject(into, source)
+	if len(single.Pods) == 1 && given != "" && given != string(single.Pods[0].UID) {
+		single.Pods[0].IgnoredUID = given
+	}
+	return problemsOf(b.Merge(single), source)
 }
 
 // unmarshalStrict decodes like the API server with strict field validation:

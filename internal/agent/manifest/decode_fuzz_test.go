@@ -70,6 +70,12 @@ func FuzzDecode(f *testing.F) {
 				// an unpaused Deployment leaves out
 				d.KeepPaused = i < len(b.Deployments) && b.Deployments[i].KeepPaused
 			}
+			for i, p := range decoded.Pods {
+				// the uid the text gave, which encoding replaces with the derived one
+				if i < len(b.Pods) {
+					p.IgnoredUID = b.Pods[i].IgnoredUID
+				}
+			}
 			if !equality.Semantic.DeepEqual(b, decoded) {
 				t.Fatalf("re-encoded bundle decodes differently:\n%s\nto\n%s", encoded, encodeBundle(t, decoded, asJSON))
 			}
@@ -100,7 +106,7 @@ func cloneBundle(b *Bundle) *Bundle {
 	c := &Bundle{}
 	c.ensureMaps()
 	for _, p := range b.Pods {
-		c.Pods = append(c.Pods, &Pod{Pod: p.DeepCopy(), Source: p.Source})
+		c.Pods = append(c.Pods, &Pod{Pod: p.DeepCopy(), Source: p.Source, IgnoredUID: p.IgnoredUID})
 	}
 	for key, cm := range b.ConfigMaps {
 		c.ConfigMaps[key], c.ConfigMapSources[key] = cm.DeepCopy(), b.ConfigMapSources[key]

@@ -9,7 +9,8 @@ import (
 )
 
 // SetDefaults applies the API server's defaults to every object of b, and
-// gives pods without a UID their deterministic one. Decode already does
+// gives pods without a UID their deterministic one (Decode gives every pod
+// its own, ignoring a manifest's). Decode already does
 // this; SetDefaults is for bundles built by hand and is idempotent. Map keys
 // are not recomputed: build bundles with a namespace, or through Merge.
 func (b *Bundle) SetDefaults() {

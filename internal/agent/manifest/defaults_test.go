@@ -2,6 +2,7 @@ package manifest
 
 import (
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -166,10 +167,30 @@ spec:
       periodSeconds: 3
 `
 	pod := onlyPod(t, decodeString(t, manifests, "explicit.yaml"))
-	if pod.Namespace != "team" || pod.UID != "11111111-2222-3333-4444-555555555555" || pod.Spec.RestartPolicy != v1.RestartPolicyNever ||
+	if pod.Namespace != "team" || pod.Spec.RestartPolicy != v1.RestartPolicyNever ||
 		*pod.Spec.TerminationGracePeriodSeconds != 5 || pod.Spec.Containers[0].ImagePullPolicy != v1.PullNever ||
 		pod.Spec.Containers[0].LivenessProbe.PeriodSeconds != 3 {
 		t.Errorf("explicit values were overwritten: %+v", pod)
+	}
+}
+
+// A manifest's metadata.uid is ignored, as the API server ignores it on
+// create: the pod gets the uid it would have without one, and the given
+// one is kept aside for apply's warning.
+func TestManifestUIDIsIgnored(t *testing.T) {
+	const pod = "apiVersion: v1\nkind: Pod\nmetadata:\n  name: b\n%sspec:\n  containers: [{name: app, image: busybox}]\n"
+	given := decodeString(t, fmt.Sprintf(pod, "  uid: 11111111-2222-3333-4444-555555555555\n"), "b.yaml")
+	plain := decodeString(t, fmt.Sprintf(pod, ""), "b.yaml")
+	if g, p := given.Pods[0], plain.Pods[0]; g.UID != p.UID || g.IgnoredUID != "11111111-2222-3333-4444-555555555555" || p.IgnoredUID != "" {
+		t.Errorf("pod with a uid: uid %q (ignored %q); without: uid %q (ignored %q); want the same derived uid, the given one ignored",
+			g.UID, g.IgnoredUID, p.UID, p.IgnoredUID)
+	}
+	same := decodeString(t, fmt.Sprintf(pod, "  uid: "+string(plain.Pods[0].UID)+"\n"), "b.yaml")
+	if same.Pods[0].IgnoredUID != "" {
+		t.Errorf("a manifest giving the derived uid itself: ignored %q, want no warning", same.Pods[0].IgnoredUID)
+	}
+	if traversal := decodeString(t, fmt.Sprintf(pod, "  uid: ../../etc\n"), "b.yaml"); traversal.Pods[0].UID != plain.Pods[0].UID {
+		t.Errorf("a uid that is a path: uid %q, want the derived %q", traversal.Pods[0].UID, plain.Pods[0].UID)
 	}
 }
 

@@ -74,9 +74,14 @@
 // with hostNetwork, hostPort = containerPort. Quantities are rounded up to
 // milli units. A Secret gets type Opaque, a ConfigMap a non-nil data map.
 //
-// A Pod without metadata.uid gets a deterministic one, as the kubelet gives
-// static pods: the first 16 bytes of SHA-256 over the pod's absolute source
-// path and its defaulted JSON (uid and status left out), as 32 hex digits.
+// Every decoded Pod gets a deterministic uid, as the kubelet gives static
+// pods one without a uid: the first 16 bytes of SHA-256 over the pod's
+// absolute source path and its defaulted JSON (uid and status left out), as
+// 32 hex digits. A metadata.uid in the manifest is ignored, as the API
+// server ignores it on create (Pod.IgnoredUID keeps it for apply's
+// warning): a pod's identity is its namespace/name, and its uid is the
+// agent's, so no manifest can name another pod's. SetDefaults, for bundles
+// built by hand, gives one only to a pod that has none.
 // Loading the same file again gives the same UID; any change to the pod
 // (spec, labels, annotations, name) or to the file's location gives a new
 // one, which tells the agent to replace the pod. Spelling out a default

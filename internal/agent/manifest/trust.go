@@ -7,6 +7,8 @@ import (
 	"os"
 	"path/filepath"
 	"syscall"
+
+	"github.com/berth-dev/berth/internal/trusted"
 )
 
 // CheckTrustedDir checks that a directory the agent is to watch can be
@@ -52,23 +54,21 @@ func checkTrustedComponent(path string, last bool) error {
 	if !info.IsDir() {
 		return fmt.Errorf("%s is not a directory", path)
 	}
-	st, ok := info.Sys().(*syscall.Stat_t)
-	if !ok {
-		return fmt.Errorf("%s: no owner information", path)
+	err = trusted.CheckOwner(info)
+	if err != nil && !last && info.Mode()&fs.ModeSticky != 0 && trusted.CheckOwner(withoutWrite{info}) == nil {
+		return nil // a sticky directory above, owned by root: /tmp
 	}
-	trustedOwner := st.Uid == 0 || int(st.Uid) == os.Geteuid()
-	if !trustedOwner {
-		return fmt.Errorf("%s is owned by uid %d, not root: anyone who can change it decides which pods run as root", path, st.Uid)
+	if err != nil {
+		return fmt.Errorf("%s %w: whoever can change it decides which pods run as root", path, err)
 	}
-	perm := info.Mode().Perm()
-	if perm&0o022 == 0 {
-		return nil
-	}
-	if !last && info.Mode()&fs.ModeSticky != 0 {
-		return nil
-	}
-	return fmt.Errorf("%s has mode %04o: writable by group or others, who would decide which pods run as root (chmod go-w)", path, perm)
+	return nil
 }
+
+// withoutWrite is info with the group and others' write bits cleared: a
+// sticky directory is held to the owner part of the rule only.
+type withoutWrite struct{ fs.FileInfo }
+
+func (w withoutWrite) Mode() fs.FileMode { return w.FileInfo.Mode() &^ 0o022 }
 
 // readTrustedFile reads a manifest file of a watched directory: through a
 // symbolic link only to a directory CheckTrustedDir accepts, and only a
@@ -89,18 +89,8 @@ func readTrustedFile(path string) ([]byte, error) {
 		return nil, err
 	}
 	defer f.Close()
-	info, err := f.Stat()
-	if err != nil {
-		return nil, err
-	}
-	st, ok := info.Sys().(*syscall.Stat_t)
-	switch {
-	case !info.Mode().IsRegular():
-		return nil, fmt.Errorf("%s is not a regular file", real)
-	case !ok || (st.Uid != 0 && int(st.Uid) != os.Geteuid()):
-		return nil, fmt.Errorf("%s is not owned by root: its owner decides which pods run as root", real)
-	case info.Mode().Perm()&0o022 != 0:
-		return nil, fmt.Errorf("%s has mode %04o: writable by group or others, who would decide which pods run as root (chmod go-w)", real, info.Mode().Perm())
+	if err := trusted.CheckFile(f); err != nil {
+		return nil, fmt.Errorf("%s %w: whoever can change it decides which pods run as root", real, err)
 	}
 	return io.ReadAll(f)
 }

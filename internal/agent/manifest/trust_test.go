@@ -90,7 +90,7 @@ func TestCheckTrustedDirOwner(t *testing.T) {
 	if err := os.Chown(dir, 65534, 65534); err != nil {
 		t.Fatal(err)
 	}
-	if err := CheckTrustedDir(dir); err == nil || !strings.Contains(err.Error(), "owned by uid 65534, not root") {
+	if err := CheckTrustedDir(dir); err == nil || !strings.Contains(err.Error(), "owned by uid 65534, want root") {
 		t.Errorf("got %v", err)
 	}
 }

@@ -4,12 +4,18 @@ import (
 	"os"
 	"strconv"
 
+	"golang.org/x/sys/unix"
 	v1 "k8s.io/api/core/v1"
 )
 
 // emptyDirMode is the mode of an emptyDir, as the kubelet sets it: any
 // container user may write.
 const emptyDirMode = 0o777
+
+// emptyDirTmpfsFlags: a memory-backed emptyDir's tmpfs honours no setuid
+// bit and no device node a container puts there (the kubelet mounts it
+// without flags; runc keeps them on the container's bind mount).
+const emptyDirTmpfsFlags = unix.MS_NOSUID | unix.MS_NODEV
 
 // setupEmptyDir makes the directory, with a tmpfs on it for medium Memory
 // (sized by sizeLimit when set, else the tmpfs default). With an fsGroup the
@@ -25,7 +31,7 @@ func setupEmptyDir(dir string, src *v1.EmptyDirVolumeSource, fsGroup *int64) err
 		if src.SizeLimit != nil && src.SizeLimit.Value() > 0 {
 			size = strconv.FormatInt(src.SizeLimit.Value(), 10)
 		}
-		if err := ensureTmpfs(dir, "mode=0777", size, 0); err != nil {
+		if err := ensureTmpfs(dir, "mode=0777", size, emptyDirTmpfsFlags); err != nil {
 			return err
 		}
 	default:

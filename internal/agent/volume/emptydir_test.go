@@ -50,6 +50,13 @@ func TestEmptyDirMemory(t *testing.T) {
 		if got := modeOf(t, paths[name]); got != 0o777 {
 			t.Errorf("%s: mode %v, want 0777", name, got)
 		}
+		var fs unix.Statfs_t
+		if err := unix.Statfs(paths[name], &fs); err != nil {
+			t.Fatal(err)
+		}
+		if fs.Flags&unix.ST_NOSUID == 0 || fs.Flags&unix.ST_NODEV == 0 {
+			t.Errorf("%s: tmpfs mount flags %#x, want nosuid and nodev", name, fs.Flags)
+		}
 	}
 	var st unix.Statfs_t
 	if err := unix.Statfs(paths["sized"], &st); err != nil {
