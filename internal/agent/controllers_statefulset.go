@@ -13,7 +13,6 @@ import (
 	"github.com/berth-dev/berth/internal/agent/agentapi"
 	"github.com/berth-dev/berth/internal/agent/manifest"
 	"github.com/berth-dev/berth/internal/agent/workload"
-	"github.com/berth-dev/berth/internal/agent/workloadstore"
 )
 
 // syncStatefulSetLocked takes a StatefulSet one step towards its replicas
@@ -83,100 +82,6 @@ func (a *Agent) createStatefulSetPodLocked(o *workloadObj, c workload.PodToCreat
 	pod.UID = newUID()
 	a.applyPodLocked(&manifest.Pod{Pod: pod, Source: o.source}, "")
 	o.events.record(agentapi.EventNormal, "SuccessfulCreate", "", fmt.Sprintf("create Pod %s in StatefulSet %s successful", name, set.Name))
-}
-
-// ensureSetClaimLocked makes a claim of the set's unless one of that name
-// exists: it is used as it is, and adopted when the set that made it is
-// gone (a set of this name deleted before, its claims kept), as the
-// controller adopts it; a claim being deleted makes the pod wait.
-func (a *Agent) ensureSetClaimLocked(o *workloadObj, pvc *v1.PersistentVolumeClaim, podName string) error {
-	cur, found, err := a.claims.store.Get(pvc.Namespace, pvc.Name)
-	switch {
-	case err != nil:
-		return err
-	case found && cur.Deleting != nil:
-		return fmt.Errorf("persistentvolumeclaim %q is being deleted", pvc.Name)
-	case found && cur.Owner != "" && cur.Owner != o.uid() && a.workloads[cur.Owner] == nil:
-		if _, err := a.claims.store.SetOwner(pvc.Namespace, pvc.Name, o.uid()); err != nil {
-			return err
-		}
-		a.log.Info("workload: a StatefulSet adopts the claim a deleted set left", "statefulset", o.sts.Namespace+"/"+o.sts.Name, "claim", pvc.Name)
-		return nil
-	case found:
-		return nil
-	}
-	pvc.UID = newUID()
-	if _, err := a.claims.store.EnsureOwned(pvc, reclaimPolicy(pvc), o.uid()); err != nil {
-		return err
-	}
-	o.events.record(agentapi.EventNormal, "SuccessfulCreate", "", fmt.Sprintf("create Claim %s Pod %s in StatefulSet %s success", pvc.Name, podName, o.sts.Name))
-	return nil
-}
-
-// ownedClaimsLocked names the claims the set made.
-func (a *Agent) ownedClaimsLocked(o *workloadObj) []string {
-	list, err := a.claims.store.List()
-	if err != nil {
-		a.log.Error("claims: list", "error", err)
-	}
-	var out []string
-	for _, c := range list {
-		if c.Owner == o.uid() && c.Deleting == nil {
-			out = append(out, c.Name)
-		}
-	}
-	return out
-}
-
-// annotationClaimsKept marks a StatefulSet deleted by a watched
-// directory's scan, saved with its deletion: its claims outlive it
-// whatever whenDeleted says. Only 'berth delete', 'delete -f' and the end
-// of the watch release them.
-const annotationClaimsKept = "berth.dev/claims-kept"
-
-// markClaimsKept marks a set annotationClaimsKept (saved with the
-// deletion that follows); the returned func takes the mark back.
-func markClaimsKept(o *workloadObj) (undo func()) {
-	m := o.meta()
-	if m.Annotations == nil {
-		m.Annotations = map[string]string{}
-	}
-	m.Annotations[annotationClaimsKept] = "true"
-	return func() { delete(m.Annotations, annotationClaimsKept) }
-}
-
-// finishStatefulSetDeletionLocked forgets a deleted set once its pods are
-// gone. Its claims go to the live set of its name, if it was applied again
-// meanwhile (it adopts them rather than racing their deletion); else they
-// are deleted if whenDeleted is Delete and a scan did not delete the set.
-func (a *Agent) finishStatefulSetDeletionLocked(o *workloadObj, owned []ownedPod) {
-	if len(owned) > 0 {
-		return
-	}
-	set := o.sts
-	heir := a.liveWorkloadLocked(workloadstore.KindStatefulSet, set.Namespace, set.Name)
-	release := false
-	if rp := set.Spec.PersistentVolumeClaimRetentionPolicy; rp != nil && rp.WhenDeleted == appsv1.DeletePersistentVolumeClaimRetentionPolicyType {
-		release = heir == nil && set.Annotations[annotationClaimsKept] == ""
-		if heir == nil && !release {
-			a.log.Warn("workload: a StatefulSet deleted by its watched directory's scan keeps its claims, whatever whenDeleted says",
-				"statefulset", set.Namespace+"/"+set.Name, "claims", a.ownedClaimsLocked(o))
-		}
-	}
-	for _, name := range a.ownedClaimsLocked(o) {
-		var err error
-		switch {
-		case heir != nil:
-			_, err = a.claims.store.SetOwner(set.Namespace, name, heir.uid())
-		case release:
-			_, err = a.deleteClaimLocked(set.Namespace, name)
-		}
-		if err != nil {
-			a.log.Error("workload: statefulset claim", "claim", set.Namespace+"/"+name, "error", err)
-			return
-		}
-	}
-	a.forgetWorkloadLocked(o)
 }
 
 // revisionPatch is a ControllerRevision's data, as the controller writes

@@ -18,7 +18,8 @@
 //     berth.dev/watch-dir and deleted when their file has been gone for
 //     two scans absenceConfirmAfter apart, never by a scan that finds the
 //     directory empty or unreadable, and a StatefulSet so deleted keeps its
-//     claims, watchdir_objects.go, watchdir_absent.go): a pod whose manifest changed has a new
+//     claims until the directory's objects are deleted, watchdir_objects.go,
+//     watchdir_absent.go, controllers_statefulset_claims.go): a pod whose manifest changed has a new
 //     uid (package manifest derives it from the file and the content) and
 //     replaces the old one; a ConfigMap or Secret change reaches the pods'
 //     volumes in place;
@@ -115,10 +116,11 @@
 //     NodeTaints; package nodefit) on GET /v1/node, and admission of every
 //     new pod against them after the eviction manager's (admitLocked): a
 //     pod that does not fit is rejected as kubelet rejects one;
-//   - StatefulSets and claims (controllers_statefulset.go,
+//   - StatefulSets and claims (controllers_statefulset*.go,
 //     statefulsets_api.go, pvcs.go): a StatefulSet's pass makes the claims
 //     of an ordinal (package claims, under <root>/claims) before its pod
-//     "<set>-<ordinal>", and records a ControllerRevision per template in
+//     "<set>-<ordinal>", adopting by name those a set of its name left
+//     that its pods use, and records a ControllerRevision per template in
 //     the set's record; the claimSet is the volume manager's ClaimResolver
 //     (FailedMount until a claim exists, ReadWriteOncePod), keeps which
 //     pods mounted which claim until their teardown, and releases a

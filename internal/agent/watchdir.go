@@ -141,7 +141,7 @@ func (a *Agent) applyDirLocked(dir string, b *manifest.Bundle, keep []string) ([
 	results, err := a.applyObjectsLocked(b, dir)
 	gone := a.beginAbsenceScanLocked(dir)
 	results = append(results, a.prunePodsLocked(dir, b, keep, gone)...)
-	if err == nil {
+	if err == nil { // else workloads are not noted missing: their wait restarts at each scan, so nothing is deleted (safe)
 		results = append(results, a.pruneDirLocked(dir, b, keep, gone)...)
 	}
 	a.endAbsenceScanLocked(dir, gone)
@@ -172,7 +172,8 @@ func (a *Agent) prunePodsLocked(dir string, b *manifest.Bundle, keep []string, g
 
 // Unwatch stops watching a directory and deletes the pods, workloads,
 // Services and claims that came from it (a workload's pods are in the
-// response's pods too).
+// response's pods too). The claims of StatefulSets a scan of it deleted
+// and kept go as those sets' whenDeleted says (releaseKeptLocked).
 func (a *Agent) Unwatch(_ context.Context, dir string) (agentapi.DeleteResponse, error) {
 	if err := a.checkReady(); err != nil {
 		return agentapi.DeleteResponse{}, err
@@ -184,8 +185,8 @@ func (a *Agent) Unwatch(_ context.Context, dir string) (agentapi.DeleteResponse,
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	w, watched := a.watches[dir]
-	objects := a.dirObjectsLocked(dir)
-	if !watched && !a.hasPodsFromLocked(dir) && len(objects) == 0 {
+	objects, kept := a.dirObjectsLocked(dir), a.keptByScanLocked(dir)
+	if !watched && !a.hasPodsFromLocked(dir) && len(objects)+len(kept.sets)+len(kept.claims) == 0 {
 		return agentapi.DeleteResponse{}, fmt.Errorf("directory %s is not watched: %w", dir, errdefs.ErrNotFound)
 	}
 	if watched { // else refused at recovery: what came from it still goes
@@ -204,6 +205,11 @@ func (a *Agent) Unwatch(_ context.Context, dir string) (agentapi.DeleteResponse,
 		resp.Deleted = append(resp.Deleted, r.Deleted...)
 		resp.Pods = append(resp.Pods, r.Pods...)
 	}
+	released, err := a.releaseKeptLocked(kept) // claims a scan kept after deleting their set
+	if err != nil {
+		errs = append(errs, fmt.Errorf("unwatch %s: %w", dir, err))
+	}
+	resp.Deleted = append(resp.Deleted, released...)
 	for _, w := range a.workers {
 		d := w.snapshot()
 		if d.watchDir != dir {

@@ -196,28 +196,35 @@ func (a *testAgent) nodeWarning(reason, dir string) bool {
 	return false
 }
 
-// A multi-document file read half written (cut after a document, or in
-// the middle of one) keeps the objects of its missing documents; the
-// file written whole keeps them as they were.
+// A multi-document file read half written keeps the objects of its
+// missing documents: the file parses, with fewer objects (cut at a
+// document's end, before or after its "---", or inside the leading
+// comment of the next one, as helm's "# Source:" line), so only the
+// two-scan rule keeps them. The file written whole keeps them as they
+// were.
 func TestWatchedDirectoryHalfWrittenFileDeletesNothing(t *testing.T) {
 	clk := clocktesting.NewFakeClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
 	a := startDirAgentOnClock(t, criclienttest.New(), t.TempDir(), clk)
 	dir := manifestDir(t)
 	setUID, podUID := watchedSet(t, a, dir)
-	whole := staticPodYAML("static") + "---\n" + keptStatefulSet
+	first := staticPodYAML("static")
+	whole := first + "---\n# Source: db/templates/statefulset.yaml\n" + keptStatefulSet
 	if err := os.Remove(filepath.Join(dir, "db.yaml")); err != nil {
 		t.Fatal(err)
 	}
 	writeDirFile(t, dir, "static.yaml", whole)
 	a.rescanned(t, dir, "marker0")
-	cut := strings.Index(keptStatefulSet, "  template:")
 	for i, half := range []string{
-		staticPodYAML("static") + "---\n",                         // cut after the first document
-		staticPodYAML("static") + "---\n" + keptStatefulSet[:cut], // cut inside the second
+		first,                                 // cut at the first document's end
+		first + "---\n",                       // cut after its separator
+		whole[:len(first)+len("---\n# Sour")], // cut inside the second document's comment
 	} {
 		writeDirFile(t, dir, "static.yaml", half)
 		a.rescanned(t, dir, "marker-half"+string(rune('a'+i)))
 		a.survived(t, "a file half written", setUID, podUID)
+		if a.missing(dir) != 1 { // else the case does not test the two-scan rule
+			t.Fatalf("half %d (...%q): %d objects noted missing; want the set (the file parses, without it)", i, half[max(0, len(half)-20):], a.missing(dir))
+		}
 		writeDirFile(t, dir, "static.yaml", whole)
 		waitFor(t, "the whole file read", func() bool { return a.missing(dir) == 0 })
 		clk.Step(2 * absenceConfirmAfter)

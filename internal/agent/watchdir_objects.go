@@ -125,7 +125,7 @@ func (a *Agent) deleteDirObjectLocked(o dirObject, byScan bool) (agentapi.Delete
 			undo()
 			return resp, err
 		}
-		a.log.Warn("watched directory: a StatefulSet deleted by a scan keeps its claims and their data, whatever whenDeleted says: delete them with 'berth delete pvc'",
+		a.log.Warn("watched directory: a StatefulSet deleted by a scan keeps its claims and their data, whatever whenDeleted says: 'berth delete -f' of the directory releases them as whenDeleted says, 'berth delete pvc' one by one",
 			"dir", o.dir, "statefulset", o.namespace+"/"+o.name)
 		return resp, nil
 	}

@@ -51,23 +51,43 @@ func watchedStatefulSetSurvives(t *testing.T, n *node) {
 		_, err := n.client.DescribeWorkload(context.Background(), agentapi.ResourceStatefulSet, "default", "db")
 		return err != nil || strings.Contains(tail, "deleted if still gone") && strings.Contains(tail, "StatefulSet default/db")
 	})
+	missed := time.Now() // at or after the scan that missed db
 	if err := os.Rename(file+".away", file); err != nil {
 		t.Fatal(err)
 	}
-	time.Sleep(absenceGap + 2*time.Second) // the agent's recheck, and more scans, come and go
+	// A scan the gap after the one that missed db could delete it (the
+	// agent's recheck is one); a scan that applies a pod written once the
+	// gap is over is the sign that one ran.
+	n.scanAfter(missed.Add(absenceGap), filepath.Join(dir, "marker1.yaml"), "marker1")
 	n.checkSetSurvived("db.yaml renamed away and back", before)
 
 	n.rt.stopAgent()
 	unmount := mountEmptyOver(t, dir)
 	n.startAgent()
-	time.Sleep(absenceGap + 2*time.Second) // its first scan, and the recheck a deletion would wait for
+	waitFor(t, "a WatchedDirectoryEmpty event naming "+dir, func() bool { return n.nodeWarnings("WatchedDirectoryEmpty", dir) >= 1 })
+	first := time.Now() // after the agent's first scan
+	// A second scan of the directory still empty (a file of comments
+	// only: no object), the gap after the first, where a recheck would
+	// delete; its own WatchedDirectoryEmpty event is the sign that it ran.
+	time.Sleep(time.Until(first.Add(absenceGap)))
+	writeFile(t, filepath.Join(dir, "comments.yaml"), "# nothing here yet\n")
+	waitFor(t, "a second WatchedDirectoryEmpty event naming "+dir+", the gap after the first", func() bool {
+		return n.nodeWarnings("WatchedDirectoryEmpty", dir) >= 2
+	})
 	n.checkSetSurvived("the agent started on an empty directory", before)
-	waitFor(t, "a WatchedDirectoryEmpty event naming "+dir, func() bool { return n.nodeWarning("WatchedDirectoryEmpty", dir) })
 	unmount()
-	writeFile(t, filepath.Join(dir, "marker.yaml"), dirPod("marker", "x"))
-	n.waitPod("marker", "the directory read again", running("app"))
-	time.Sleep(absenceGap + 2*time.Second)
+	writeFile(t, filepath.Join(dir, "marker2.yaml"), dirPod("marker2", "x"))
+	n.waitPod("marker2", "the directory read again", running("app")) // a scan that finds the files back
 	n.checkSetSurvived("the files back", before)
+}
+
+// scanAfter waits until at, then writes a pod into file and waits for it
+// to run: a scan of the directory began after at.
+func (n *node) scanAfter(at time.Time, file, pod string) {
+	n.t.Helper()
+	time.Sleep(time.Until(at))
+	writeFile(n.t, file, dirPod(pod, "x"))
+	n.waitPod(pod, "a scan after "+at.Format(time.RFC3339Nano), running("app"))
 }
 
 // checkSetSurvived fails unless db-0 is the pod before was, running, and
@@ -84,19 +104,20 @@ func (n *node) checkSetSurvived(when string, before v1.Pod) {
 	n.waitExec("db-0", "db", "its claim's data", func(out string) bool { return out == "db-0 start\n" }, "cat", "/data/log")
 }
 
-// nodeWarning reports whether the node has a Warning event of reason
-// whose message names dir.
-func (n *node) nodeWarning(reason, dir string) bool {
+// nodeWarnings counts the node's Warning events of reason whose message
+// names dir, repeats included.
+func (n *node) nodeWarnings(reason, dir string) int {
 	detail, err := n.client.Node(context.Background())
 	if err != nil {
-		return false
+		return 0
 	}
+	count := 0
 	for _, e := range detail.Events {
 		if e.Type == agentapi.EventWarning && e.Reason == reason && strings.Contains(e.Message, dir) {
-			return true
+			count += e.Count
 		}
 	}
-	return false
+	return count
 }
 
 // mountEmptyOver mounts an empty tmpfs (root's, mode 0755: a directory

@@ -133,6 +133,40 @@ func (s *Store) SetOwner(namespace, name, owner string) (Claim, error) {
 	return c, nil
 }
 
+// Annotate sets the claim's annotations of annotations: a value sets
+// one, "" removes it. The agent marks with it a claim kept after the set
+// that made it.
+func (s *Store) Annotate(namespace, name string, annotations map[string]string) (Claim, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	c, found, err := s.Get(namespace, name)
+	if err != nil {
+		return c, err
+	}
+	if !found {
+		return c, fmt.Errorf("persistentvolumeclaim %q not found in namespace %q: %w", name, namespace, errdefs.ErrNotFound)
+	}
+	next := maps.Clone(c.Annotations)
+	for k, v := range annotations {
+		if v == "" {
+			delete(next, k)
+			continue
+		}
+		if next == nil {
+			next = map[string]string{}
+		}
+		next[k] = v
+	}
+	if maps.Equal(next, c.Annotations) {
+		return c, nil
+	}
+	if len(next) == 0 {
+		next = nil
+	}
+	c.Annotations = next
+	return c, s.save(c)
+}
+
 func className(pvc *v1.PersistentVolumeClaim) string {
 	if pvc.Spec.StorageClassName != nil {
 		return *pvc.Spec.StorageClassName

@@ -346,3 +346,28 @@ func TestSetOwner(t *testing.T) {
 		t.Errorf("the claim's data: %q, %v; want it kept", data, err)
 	}
 }
+
+// Annotate sets and removes annotations of a claim's record, kept across
+// a reopening, and leaves the others alone.
+func TestAnnotate(t *testing.T) {
+	dir := t.TempDir()
+	s := open(t, dir)
+	claim := pvc("data-db-0", "o1", "1Mi")
+	claim.Annotations = map[string]string{"mine": "x"}
+	if _, err := s.EnsureOwned(claim, v1.PersistentVolumeReclaimDelete, "old-set"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Annotate("default", "nope", map[string]string{"a": "b"}); !errors.Is(err, errdefs.ErrNotFound) {
+		t.Errorf("Annotate of a claim that is not there: %v; want not found", err)
+	}
+	if _, err := s.Annotate("default", "data-db-0", map[string]string{"mark": "/dir"}); err != nil {
+		t.Fatal(err)
+	}
+	got, _, err := open(t, dir).Get("default", "data-db-0")
+	if err != nil || got.Annotations["mark"] != "/dir" || got.Annotations["mine"] != "x" || got.Owner != "old-set" {
+		t.Fatalf("after reopening: %+v, %v; want the mark added to the claim's own annotation", got, err)
+	}
+	if got, err = s.Annotate("default", "data-db-0", map[string]string{"mark": "", "mine": ""}); err != nil || got.Annotations != nil {
+		t.Fatalf("both removed: %+v, %v; want no annotations", got.Annotations, err)
+	}
+}

@@ -2,7 +2,6 @@ package workload
 
 import (
 	"sort"
-	"strings"
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
@@ -125,15 +124,10 @@ func (a *StatefulSetActions) scaleDown(set *appsv1.StatefulSet, in StatefulSetIn
 	if rp == nil || rp.WhenScaled != appsv1.DeletePersistentVolumeClaimRetentionPolicyType {
 		return
 	}
-	start, replicas := statefulSetOrdinals(set)
 	for _, name := range in.Claims {
-		for _, t := range set.Spec.VolumeClaimTemplates {
-			podName, found := strings.CutPrefix(name, t.Name+"-")
-			ord, ok := StatefulSetOrdinal(set, podName)
-			if _, hasPod := byOrdinal[ord]; found && ok && !hasPod && (ord < start || ord >= start+replicas) {
-				a.DeleteClaims = append(a.DeleteClaims, name)
-				break
-			}
+		ord, ok := ClaimOrdinal(set, name)
+		if _, hasPod := byOrdinal[ord]; ok && !hasPod && !StatefulSetUsesClaim(set, name) {
+			a.DeleteClaims = append(a.DeleteClaims, name)
 		}
 	}
 }

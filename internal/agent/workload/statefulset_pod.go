@@ -41,6 +41,29 @@ func ClaimName(templateName string, set *appsv1.StatefulSet, ordinal int) string
 	return templateName + "-" + StatefulSetPodName(set, ordinal)
 }
 
+// ClaimOrdinal reads the ordinal from the name of a claim the set's pods
+// would use ("<template>-<set>-<ordinal>" of one of its claim templates);
+// ok is false for any other name.
+func ClaimOrdinal(set *appsv1.StatefulSet, claim string) (ordinal int, ok bool) {
+	for _, t := range set.Spec.VolumeClaimTemplates {
+		if podName, found := strings.CutPrefix(claim, t.Name+"-"); found {
+			if ord, ok := StatefulSetOrdinal(set, podName); ok {
+				return ord, true
+			}
+		}
+	}
+	return 0, false
+}
+
+// StatefulSetUsesClaim says whether a pod the set wants (an ordinal in
+// [start, start+replicas)) uses the claim of that name: the controller
+// finds a pod's claims by name, whatever made them.
+func StatefulSetUsesClaim(set *appsv1.StatefulSet, claim string) bool {
+	ord, ok := ClaimOrdinal(set, claim)
+	start, replicas := statefulSetOrdinals(set)
+	return ok && ord >= start && ord < start+replicas
+}
+
 // RevisionName is the name of the set's ControllerRevision of a template:
 // "<set>-<hash>", the value of the pods' controller-revision-hash label.
 func RevisionName(set *appsv1.StatefulSet, template *v1.PodTemplateSpec) string {

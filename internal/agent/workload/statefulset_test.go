@@ -154,3 +154,21 @@ func TestNewStatefulSetPod(t *testing.T) {
 		}
 	}
 }
+
+// A set uses the claims "<template>-<set>-<ordinal>" of its templates and
+// ordinals in [start, start+replicas), and no other.
+func TestStatefulSetUsesClaim(t *testing.T) {
+	set := testSet(2, func(s *appsv1.StatefulSet) {
+		s.Spec.Ordinals = &appsv1.StatefulSetOrdinals{Start: 1}
+		s.Spec.VolumeClaimTemplates = append(s.Spec.VolumeClaimTemplates, v1.PersistentVolumeClaim{ObjectMeta: metav1.ObjectMeta{Name: "logs"}})
+	})
+	for name, want := range map[string]bool{
+		"data-db-1": true, "data-db-2": true, "logs-db-1": true, "logs-db-2": true,
+		"data-db-0": false, "data-db-3": false, // ordinals out of range
+		"cache-db-1": false, "data-dbx-1": false, "data-db-01": false, "data-db": false, "db-1": false,
+	} {
+		if got := StatefulSetUsesClaim(set, name); got != want {
+			t.Errorf("StatefulSetUsesClaim(%q) = %v; want %v", name, got, want)
+		}
+	}
+}
