@@ -2,8 +2,8 @@ package clusterdns
 
 import (
 	"context"
+	"crypto/rand"
 	"fmt"
-	"math/rand/v2"
 	"strings"
 	"sync"
 	"time"
@@ -25,7 +25,8 @@ const probeTries = 5
 // listens, it asks each upstream a question no one else asks
 // (HINFO <random>.<random>.berth-loop-probe.); an upstream whose probe
 // comes back to the server loops, through resolvers that keep the ID or
-// not, and is never asked again (a Warning names it). A loop that forms
+// not, and is never asked again while the server runs (a Warning names
+// it). A loop that forms
 // later costs one forward per question (forward.go).
 type loop struct {
 	mu      sync.Mutex
@@ -46,7 +47,10 @@ func (s *Server) probeLoops(ctx context.Context) {
 // probe asks up the probe question until it answers, it loops, ctx ends
 // or probeTries questions went unanswered, a second apart.
 func (s *Server) probe(ctx context.Context, up string) {
-	name := fmt.Sprintf("%d.%d.%s", rand.Uint32(), rand.Uint32(), probeZone)
+	// Unguessable (crypto/rand): a client that sent the name would make
+	// the server stop asking the upstream.
+	r := strings.ToLower(rand.Text())
+	name := fmt.Sprintf("%s.%s.%s", r[:13], r[13:], probeZone)
 	s.loop.mu.Lock()
 	if s.loop.probes == nil {
 		s.loop.probes, s.loop.looping = map[string]string{}, map[string]bool{}
