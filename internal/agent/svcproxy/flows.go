@@ -41,8 +41,9 @@ const assureAfter = 2 * time.Second
 func freshShare(maxFlows int) int { return max(maxFlows/8, 2) }
 
 // makeRoom ends a flow when a new one of src would pass the port's
-// limits. It reports false when the total (Limits.MaxConns) is reached
-// and the port has no flow to end.
+// limits, and takes the new flow's place in the total (Limits.MaxConns;
+// forget gives it back). It reports false when the total is reached and
+// the port has no flow to end.
 func (ul *udpListener) makeRoom(src netip.Addr) bool {
 	lim := ul.p.limits
 	if mine := ul.bySource[src]; len(mine) >= lim.UDPMaxFlowsPerSource {
