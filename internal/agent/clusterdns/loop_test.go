@@ -16,22 +16,30 @@ import (
 
 // rewritingRelay is a forwarding resolver that gives each question a new
 // ID, as dnsmasq, systemd-resolved and unbound do: the names loops says
-// it forwards to target, the others it answers itself (192.0.2.53). It
-// counts the questions it forwarded, by name.
+// it forwards to its target (once set), the others it answers itself
+// (192.0.2.53). It counts the questions it forwarded, by name.
 type rewritingRelay struct {
-	addr string
-	mu   sync.Mutex
-	sent map[string]int
+	addr   string
+	target string
+	ready  chan struct{} // closed once target is set
+	mu     sync.Mutex
+	sent   map[string]int
 }
 
-func newRewritingRelay(t *testing.T, target string, loops func(name string) bool) *rewritingRelay {
+// forwardTo sets the relay's target.
+func (r *rewritingRelay) forwardTo(target string) {
+	r.target = target
+	close(r.ready)
+}
+
+func newRewritingRelay(t *testing.T, loops func(name string) bool) *rewritingRelay {
 	t.Helper()
 	pc, err := net.ListenPacket("udp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { pc.Close() })
-	r := &rewritingRelay{addr: pc.LocalAddr().String(), sent: map[string]int{}}
+	r := &rewritingRelay{addr: pc.LocalAddr().String(), ready: make(chan struct{}), sent: map[string]int{}}
 	go func() {
 		buf := make([]byte, 65535)
 		for {
@@ -43,15 +51,16 @@ func newRewritingRelay(t *testing.T, target string, loops func(name string) bool
 			if m.Unpack(buf[:n]) != nil || len(m.Question) != 1 {
 				continue
 			}
-			go r.handle(pc, from, m, target, loops(m.Question[0].Name))
+			go r.handle(pc, from, m, loops(m.Question[0].Name))
 		}
 	}()
 	return r
 }
 
-func (r *rewritingRelay) handle(pc net.PacketConn, from net.Addr, m *dns.Msg, target string, loop bool) {
+func (r *rewritingRelay) handle(pc net.PacketConn, from net.Addr, m *dns.Msg, loop bool) {
 	resp := new(dns.Msg).SetReply(m)
 	if loop {
+		<-r.ready
 		r.mu.Lock()
 		r.sent[m.Question[0].Name]++
 		r.mu.Unlock()
@@ -59,7 +68,7 @@ func (r *rewritingRelay) handle(pc net.PacketConn, from net.Addr, m *dns.Msg, ta
 		m.Id = dns.Id()
 		c := &dns.Client{Net: "udp", Timeout: 10 * time.Second}
 		var err error
-		if resp, _, err = c.Exchange(m, target); err != nil {
+		if resp, _, err = c.Exchange(m, r.target); err != nil {
 			return
 		}
 		resp.Id = id
@@ -108,11 +117,11 @@ func (l *logBuffer) String() string {
 // asked again, a Warning names it, and a question is answered SERVFAIL
 // at once instead of going round until a cap.
 func TestServerFindsAnUpstreamThatLoops(t *testing.T) {
-	addr := fmt.Sprintf("127.0.0.1:%d", freeUDPPort(t))
-	relay := newRewritingRelay(t, addr, func(string) bool { return true })
+	relay := newRewritingRelay(t, func(string) bool { return true })
 	var logs logBuffer
 	s := NewServer("cluster.local", []string{relay.addr}, slog.New(slog.NewTextHandler(&logs, nil)))
-	serveOn(t, s, addr)
+	addr := serveBoth(t, s)
+	relay.forwardTo(addr)
 	for deadline := time.Now().Add(5 * time.Second); !s.loops(relay.addr); time.Sleep(5 * time.Millisecond) {
 		if time.Now().After(deadline) {
 			t.Fatal("the looping upstream was not found")
@@ -137,11 +146,11 @@ func TestServerFindsAnUpstreamThatLoops(t *testing.T) {
 // question that comes back joins the forward it came from. Other
 // questions are forwarded meanwhile.
 func TestServerLoopCostsOneForward(t *testing.T) {
-	addr := fmt.Sprintf("127.0.0.1:%d", freeUDPPort(t))
-	relay := newRewritingRelay(t, addr, func(name string) bool { return strings.HasSuffix(name, ".loop.example.") })
+	relay := newRewritingRelay(t, func(name string) bool { return strings.HasSuffix(name, ".loop.example.") })
 	s := NewServerWith("cluster.local", []string{relay.addr}, slog.Default(), Options{MaxForwards: 4})
 	s.timeout = time.Second
-	serveOn(t, s, addr)
+	addr := serveBoth(t, s)
+	relay.forwardTo(addr)
 	const looping = "q.loop.example."
 	done := make(chan *dns.Msg, 1)
 	go func() {
