@@ -38,9 +38,12 @@ func (f *serviceFlags) bind(fs *pflag.FlagSet) {
 // bindLimits binds the flags of the Services' bounds (svcproxy.Limits and
 // the cluster DNS's forwards).
 func (f *serviceFlags) bindLimits(fs *pflag.FlagSet) {
-	fs.IntVar(&f.proxy.MaxConns, "service-max-connections", 0, fmt.Sprintf("TCP connections the service proxy holds at once, all Services together; beyond, a new one is reset (default %d, or a quarter of the descriptor limit when less)", svcproxy.DefaultMaxConns))
+	fs.IntVar(&f.proxy.MaxConns, "service-max-connections", 0, fmt.Sprintf("TCP connections and UDP flows the service proxy holds at once, all Services together; beyond, a new connection is reset and a new flow ends one of its port's or is dropped (default %d, or a quarter of the descriptor limit when less)", svcproxy.DefaultMaxConns))
 	fs.IntVar(&f.proxy.MaxConnsPerService, "service-max-connections-per-service", svcproxy.DefaultMaxConnsPerService, "TCP connections the service proxy holds at once for one Service, its ports together; beyond, a new one is reset")
+	fs.IntVar(&f.proxy.MaxConnsPerSource, "service-max-connections-per-source", svcproxy.DefaultMaxConnsPerSource, "TCP connections the service proxy holds at once from one client IP to one Service (at most the per-Service bound); beyond, a new one is reset")
 	fs.DurationVar(&f.proxy.TCPIdle, "service-tcp-idle-timeout", svcproxy.DefaultTCPIdle, "a proxied TCP connection with no byte either way this long is closed")
+	fs.DurationVar(&f.proxy.TCPFirstByte, "service-tcp-first-byte-timeout", svcproxy.DefaultTCPFirstByte, "a proxied TCP connection on which no byte went either way this long after it was made is closed (at most the idle timeout)")
+	fs.DurationVar(&f.proxy.TCPHalfClosed, "service-tcp-half-closed-timeout", svcproxy.DefaultTCPHalfClosed, "a proxied TCP connection one side of which has ended, with no byte this long, is closed (at most the idle timeout)")
 	fs.DurationVar(&f.proxy.UDPIdle, "service-udp-idle-timeout", svcproxy.DefaultUDPIdle, "a proxied UDP flow with no datagram either way this long ends")
 	fs.IntVar(&f.proxy.UDPMaxFlows, "service-udp-max-flows", svcproxy.DefaultUDPMaxFlows, "UDP flows (client addresses) one Service port holds at once")
 	fs.IntVar(&f.proxy.UDPMaxFlowsPerSource, "service-udp-max-flows-per-source", svcproxy.DefaultUDPMaxFlowsPerSource, "UDP flows one client IP holds at once on one Service port")
@@ -81,7 +84,10 @@ func (f *serviceFlags) checkLimits() error {
 	}{
 		{"--service-max-connections", int64(f.proxy.MaxConns)},
 		{"--service-max-connections-per-service", int64(f.proxy.MaxConnsPerService)},
+		{"--service-max-connections-per-source", int64(f.proxy.MaxConnsPerSource)},
 		{"--service-tcp-idle-timeout", int64(f.proxy.TCPIdle)},
+		{"--service-tcp-first-byte-timeout", int64(f.proxy.TCPFirstByte)},
+		{"--service-tcp-half-closed-timeout", int64(f.proxy.TCPHalfClosed)},
 		{"--service-udp-idle-timeout", int64(f.proxy.UDPIdle)},
 		{"--service-udp-max-flows", int64(f.proxy.UDPMaxFlows)},
 		{"--service-udp-max-flows-per-source", int64(f.proxy.UDPMaxFlowsPerSource)},

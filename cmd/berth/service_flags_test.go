@@ -18,7 +18,8 @@ func TestServiceLimitFlags(t *testing.T) {
 		return f, fs.Parse(args)
 	}
 	f, err := parse("--service-max-connections=10", "--service-max-connections-per-service=3",
-		"--service-tcp-idle-timeout=5s", "--service-udp-max-flows-per-source=2", "--cluster-dns-max-concurrent=7")
+		"--service-tcp-idle-timeout=5s", "--service-udp-max-flows-per-source=2", "--cluster-dns-max-concurrent=7",
+		"--service-max-connections-per-source=2", "--service-tcp-first-byte-timeout=3s", "--service-tcp-half-closed-timeout=4s")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -27,15 +28,19 @@ func TestServiceLimitFlags(t *testing.T) {
 		t.Fatal(err)
 	}
 	if l := c.Proxy; l.MaxConns != 10 || l.MaxConnsPerService != 3 || l.TCPIdle != 5*time.Second ||
-		l.UDPMaxFlowsPerSource != 2 || l.UDPMaxFlows != 1024 || c.DNSMaxForwards != 7 {
+		l.UDPMaxFlowsPerSource != 2 || l.UDPMaxFlows != 1024 || c.DNSMaxForwards != 7 ||
+		l.MaxConnsPerSource != 2 || l.TCPFirstByte != 3*time.Second || l.TCPHalfClosed != 4*time.Second {
 		t.Errorf("config %+v, DNS forwards %d", l, c.DNSMaxForwards)
 	}
-	f, err = parse("--service-max-connections-per-service=-1")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := f.config(); err == nil || !strings.Contains(err.Error(), "--service-max-connections-per-service") {
-		t.Errorf("a negative bound: %v; want an error naming its flag", err)
+	for _, arg := range []string{"--service-max-connections-per-service=-1", "--service-max-connections-per-source=-1", "--service-tcp-first-byte-timeout=-1s", "--service-tcp-half-closed-timeout=-1s"} {
+		flag, _, _ := strings.Cut(arg, "=")
+		f, err = parse(arg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := f.config(); err == nil || !strings.Contains(err.Error(), flag) {
+			t.Errorf("a negative %s: %v; want an error naming it", flag, err)
+		}
 	}
 }
 

@@ -14,15 +14,21 @@
 // follows it as CoreDNS's kubernetes plugin does (cname.go): a target in
 // the zone from the table, any other through the upstream servers.
 //
-// The server never forwards to itself (guard.go): an upstream among the
-// agent's own addresses (Options.Own: the Service range) or at the
-// address it listens on is never asked; a forwarded question goes out
-// with a random ID of its own and is remembered until its answer, so that
-// one coming back (an upstream that forwards to the cluster DNS) is
-// answered SERVFAIL at once instead of forwarded again; and at most
-// Options.MaxForwards questions are out at once, one beyond answered
-// REFUSED as CoreDNS's forward max_concurrent, which also ends a loop
-// through a resolver that changes IDs.
+// The server never forwards to itself (guard.go, loop.go): an upstream
+// among the agent's own addresses (Options.Own: the Service range) or at
+// the address it listens on is never asked; once it listens, it asks each
+// upstream a probe question no one else asks (HINFO
+// <random>.<random>.berth-loop-probe., as CoreDNS's loop plugin), and an
+// upstream whose probe comes back to it is never asked again (a Warning
+// names it); a forwarded question goes out with a random ID of its own
+// and is remembered until its answer, so that one coming back (through
+// relays that keep the ID) is answered SERVFAIL at once. Identical
+// questions out at once share one forward (forward.go), so a loop formed
+// later through a resolver that gives each question a new ID costs one
+// forward: the copy that comes back joins the forward it came from, and
+// both end SERVFAIL when it times out. At most Options.MaxForwards
+// questions are out at once, one beyond answered REFUSED as CoreDNS's
+// forward max_concurrent.
 //
 // The records are built into an immutable Table (table.go) that the server
 // swaps atomically on each Update, so a query never sees half an update.

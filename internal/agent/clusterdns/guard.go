@@ -30,8 +30,11 @@ var errBusy = errors.New("too many questions forwarded at once")
 //     upstream that forwards to it, directly or through relays that keep
 //     the ID) is answered SERVFAIL at once instead of forwarded again;
 //   - at most MaxForwards questions are out at once; one beyond is
-//     answered REFUSED (a loop through a resolver that changes IDs ends
-//     there).
+//     answered REFUSED.
+//
+// An upstream that forwards back through resolvers that change IDs is
+// found by loop.go's probe, and identical questions share a forward
+// (forward.go), so such a loop costs one forward.
 type guard struct {
 	forwards chan struct{} // a token per question out
 	ownNets  []netip.Prefix

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/miekg/dns"
+	"golang.org/x/sync/singleflight"
 )
 
 // Server answers the zone's names from its current Table and forwards
@@ -21,6 +22,9 @@ type Server struct {
 	log      *slog.Logger
 	guard                          // loops and floods (guard.go)
 	allow    func(netip.Addr) bool // nil: every client (clients.go)
+	loop                           // upstream servers that forward back (loop.go)
+	flights  singleflight.Group    // identical questions forwarded at once (forward.go)
+	asking   atomic.Int64          // questions in forward
 }
 
 // Options are a server's guards against loops and floods.
@@ -69,6 +73,9 @@ func (s *Server) ServeDNS(w dns.ResponseWriter, req *dns.Msg) {
 	var resp *dns.Msg
 	if refused := s.refused(w, req); refused != nil { // a client neither the host nor a pod of this node (clients.go)
 		resp = refused
+	} else if up, ok := s.probed(req); ok {
+		resp = new(dns.Msg).SetRcode(req, dns.RcodeServerFailure)
+		s.looped(up, req)
 	} else if up, ok := s.cameBack(req); ok {
 		resp = new(dns.Msg).SetRcode(req, dns.RcodeServerFailure)
 		s.warnLoop(up, req)
@@ -107,51 +114,6 @@ func (s *Server) answer(req *dns.Msg, network string) *dns.Msg {
 		resp.Answer = answer
 	}
 	return truncateFor(req, resp, network)
-}
-
-// forward asks the upstream servers in turn; SERVFAIL when none answers,
-// REFUSED when too many questions are forwarded already.
-func (s *Server) forward(req *dns.Msg, network string) *dns.Msg {
-	if len(s.upstream) == 0 {
-		return new(dns.Msg).SetRcode(req, dns.RcodeRefused)
-	}
-	resp, err := s.exchange(req, network)
-	switch {
-	case errors.Is(err, errBusy):
-		return new(dns.Msg).SetRcode(req, dns.RcodeRefused)
-	case resp == nil:
-		return new(dns.Msg).SetRcode(req, dns.RcodeServerFailure)
-	}
-	return resp
-}
-
-// exchange returns the first upstream server's answer to req; nil when
-// none answers, with errBusy when MaxForwards questions are forwarded
-// already. An upstream that is an address of the agent's own is skipped;
-// the question goes with an ID of its own, remembered while it is out,
-// so that it is known if it comes back (cameBack).
-func (s *Server) exchange(req *dns.Msg, network string) (*dns.Msg, error) {
-	select {
-	case s.forwards <- struct{}{}:
-		defer func() { <-s.forwards }()
-	default:
-		return nil, errBusy
-	}
-	c := &dns.Client{Net: network, Timeout: s.timeout}
-	for _, up := range s.upstream {
-		if s.own(up) {
-			continue
-		}
-		m, done := s.out(req, up)
-		resp, _, err := c.Exchange(m, up)
-		done()
-		if err == nil && resp != nil {
-			resp.Id = req.Id
-			return resp, nil
-		}
-		s.log.Debug("dns: upstream did not answer", "upstream", up, "question", req.Question[0].String(), "error", err)
-	}
-	return nil, nil
 }
 
 // truncateFor fits a UDP answer into the client's buffer (512 bytes, or
@@ -195,6 +157,7 @@ func (s *Server) ListenAndServe(ctx context.Context, addr string, ready func(udp
 		}
 	}
 	s.listening(pc.LocalAddr(), l.Addr())
+	go s.probeLoops(ctx)
 	if ready != nil {
 		ready(pc.LocalAddr(), l.Addr())
 	}

@@ -13,23 +13,31 @@
 // A failed accept of a TCP port is retried with a back-off.
 //
 // Limits (limits.go) bound what clients can make the agent hold. The TCP
-// connections proxied at once are capped in all (MaxConns) and per
-// Service (MaxConnsPerService, its ports and listeners together): a
-// connection over a cap is accepted and reset at once, so the accept loop
-// never stops draining (a client learns at once instead of waiting in a
-// full backlog), and the count is released on every path of a connection's
-// end. A proxied connection holds two descriptors, its sockets: the copy
-// goes through a pooled buffer taken only once a side is readable, not
-// io.Copy's splice(2), whose pipes cost two more descriptors per
-// direction (copy.go). A connection with no byte either way for TCPIdle
-// is closed (a half-closed one too); a side's end is passed on as a half
-// close and the other way goes on. A UDP port holds at most UDPMaxFlows
-// flows, UDPMaxFlowsPerSource of one client IP; a new flow evicts one as
-// flows.go says: an address at its cap ends its own least recently active
-// flow; a full table ends its least recently active flow not yet assured
-// (its client spoke again after the endpoint answered), as conntrack's
-// early drop, else the oldest flow of the address holding the most. A
-// flood of spoofed sources thus churns only its own flows.
+// connections and UDP flows proxied at once are capped in all (MaxConns);
+// the TCP connections of a Service (its ports and listeners together) in
+// MaxConnsPerService, those of one client address to a Service in
+// MaxConnsPerSource: a connection over a cap is accepted and reset at
+// once, so the accept loop never stops draining (a client learns at once
+// instead of waiting in a full backlog), and the count is released on
+// every path of a connection's end. A proxied connection holds two
+// descriptors, its sockets: the copy goes through a pooled buffer taken
+// only once a side is readable, not io.Copy's splice(2), whose pipes cost
+// two more descriptors per direction (copy.go). A connection is closed
+// when no byte went either way for TCPFirstByte since it was made, for
+// TCPIdle since the last, or for TCPHalfClosed once a side has ended (a
+// side's end is passed on as a half close and the other way goes on).
+//
+// A UDP port holds at most UDPMaxFlows flows, UDPMaxFlowsPerSource of one
+// client IP; each flow holds its socket and a goroutine, and a buffer
+// only while a datagram of its endpoint's is passed on. A new flow evicts
+// one as flows.go says: an address at its cap ends its own least recently
+// active flow; a full table ends its least recently active flow not yet
+// assured (its client spoke again after the endpoint answered, and 2 s
+// after the flow began: conntrack's UDP stream), as conntrack's early
+// drop, once those hold an eighth of the table, else its least recently
+// active flow. A flood of spoofed sources thus churns only its own flows,
+// and clients that talk keep theirs. At MaxConns, a port ends one of its
+// own flows for a new one, and one without flows drops the datagram.
 //
 // A rule with Affinity (a Service's sessionAffinity ClientIP) sends a
 // client address to the endpoint it last reached, as kube-proxy does,

@@ -2,6 +2,7 @@ package svcproxy
 
 import (
 	"net"
+	"net/netip"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -13,17 +14,31 @@ import (
 // runtime's API) a bounded number of file descriptors and goroutines.
 // A zero field takes its default.
 type Limits struct {
-	// MaxConns bounds the TCP connections proxied at once, every port
-	// together (each holds two descriptors: the client's and the
-	// endpoint's). Default DefaultMaxConns, or a quarter of the process's
+	// MaxConns bounds the TCP connections and UDP flows proxied at once,
+	// every port together (a connection holds two descriptors, the
+	// client's and the endpoint's; a flow one, its socket to the
+	// endpoint). Default DefaultMaxConns, or a quarter of the process's
 	// descriptor limit when that is less.
 	MaxConns int
-	// MaxConnsPerService bounds those of one Service (Rule.Service), its
-	// ports and listeners together; default DefaultMaxConnsPerService.
+	// MaxConnsPerService bounds the TCP connections of one Service
+	// (Rule.Service), its ports and listeners together; default
+	// DefaultMaxConnsPerService.
 	MaxConnsPerService int
+	// MaxConnsPerSource bounds those of one client address (IP) to one
+	// Service; default DefaultMaxConnsPerSource, at most
+	// MaxConnsPerService.
+	MaxConnsPerSource int
 	// TCPIdle closes a proxied connection after this long without a byte
-	// either way (a half-closed one too); default DefaultTCPIdle.
+	// either way; default DefaultTCPIdle.
 	TCPIdle time.Duration
+	// TCPFirstByte closes a proxied connection on which no byte went
+	// either way this long after it was made; default
+	// DefaultTCPFirstByte, at most TCPIdle.
+	TCPFirstByte time.Duration
+	// TCPHalfClosed closes a connection one side of which has ended after
+	// this long without a byte; default DefaultTCPHalfClosed, at most
+	// TCPIdle.
+	TCPHalfClosed time.Duration
 	// UDPIdle ends a UDP flow after this long without a datagram either
 	// way; default DefaultUDPIdle.
 	UDPIdle time.Duration
@@ -37,13 +52,25 @@ type Limits struct {
 
 // Defaults of Limits.
 const (
-	// DefaultMaxConns is the total TCP connection cap (32768 descriptors).
+	// DefaultMaxConns is the total cap of TCP connections and UDP flows
+	// (at most 32768 descriptors).
 	DefaultMaxConns = 16384
 	// DefaultMaxConnsPerService is Envoy's default circuit breaker
 	// (max_connections) of a cluster.
 	DefaultMaxConnsPerService = 1024
+	// DefaultMaxConnsPerSource is an eighth of DefaultMaxConnsPerService,
+	// as UDP's share of one client address: eight addresses at least
+	// are needed to take all of a Service's connections.
+	DefaultMaxConnsPerSource = 128
 	// DefaultTCPIdle is Envoy's tcp_proxy default idle_timeout.
 	DefaultTCPIdle = time.Hour
+	// DefaultTCPFirstByte is nginx's client_header_timeout: a client that
+	// connects and says nothing (and an endpoint that greets nobody) holds
+	// its place a minute, not TCPIdle.
+	DefaultTCPFirstByte = time.Minute
+	// DefaultTCPHalfClosed is conntrack's FIN_WAIT timeout
+	// (nf_conntrack_tcp_timeout_fin_wait).
+	DefaultTCPHalfClosed = 2 * time.Minute
 	// DefaultUDPIdle is conntrack's timeout of an unreplied UDP flow.
 	DefaultUDPIdle = 30 * time.Second
 	// DefaultUDPMaxFlows bounds the flows of one UDP port: each holds a
@@ -56,25 +83,29 @@ const (
 
 // WithDefaults fills the zero fields.
 func (l Limits) WithDefaults() Limits {
-	if l.MaxConns <= 0 {
-		l.MaxConns = defaultMaxConns()
+	orDefault := func(v *int, d int) {
+		if *v <= 0 {
+			*v = d
+		}
 	}
-	if l.MaxConnsPerService <= 0 {
-		l.MaxConnsPerService = DefaultMaxConnsPerService
+	orDefaultTime := func(v *time.Duration, d time.Duration) {
+		if *v <= 0 {
+			*v = d
+		}
 	}
-	if l.TCPIdle <= 0 {
-		l.TCPIdle = DefaultTCPIdle
-	}
-	if l.UDPIdle <= 0 {
-		l.UDPIdle = DefaultUDPIdle
-	}
-	if l.UDPMaxFlows <= 0 {
-		l.UDPMaxFlows = DefaultUDPMaxFlows
-	}
-	if l.UDPMaxFlowsPerSource <= 0 {
-		l.UDPMaxFlowsPerSource = DefaultUDPMaxFlowsPerSource
-	}
+	orDefault(&l.MaxConns, defaultMaxConns())
+	orDefault(&l.MaxConnsPerService, DefaultMaxConnsPerService)
+	orDefault(&l.MaxConnsPerSource, DefaultMaxConnsPerSource)
+	orDefault(&l.UDPMaxFlows, DefaultUDPMaxFlows)
+	orDefault(&l.UDPMaxFlowsPerSource, DefaultUDPMaxFlowsPerSource)
+	orDefaultTime(&l.TCPIdle, DefaultTCPIdle)
+	orDefaultTime(&l.TCPFirstByte, DefaultTCPFirstByte)
+	orDefaultTime(&l.TCPHalfClosed, DefaultTCPHalfClosed)
+	orDefaultTime(&l.UDPIdle, DefaultUDPIdle)
+	l.MaxConnsPerSource = min(l.MaxConnsPerSource, l.MaxConnsPerService)
 	l.UDPMaxFlowsPerSource = min(l.UDPMaxFlowsPerSource, l.UDPMaxFlows)
+	l.TCPFirstByte = min(l.TCPFirstByte, l.TCPIdle)
+	l.TCPHalfClosed = min(l.TCPHalfClosed, l.TCPIdle)
 	return l
 }
 
@@ -89,56 +120,95 @@ func defaultMaxConns() int {
 	return max(int(r.Cur/4), 1)
 }
 
-// connCount counts the proxied TCP connections, in all and by Service.
+// connCount counts the proxied TCP connections, in all, by Service and
+// by Service and client address, and the UDP flows in the total.
 type connCount struct {
-	mu        sync.Mutex
-	max, per  int
-	total     int
-	byService map[string]int
+	mu             sync.Mutex
+	max, per, perS int
+	total          int
+	byService      map[string]int
+	bySource       map[serviceSource]int
 }
 
-func newConnCount(max, per int) *connCount {
-	return &connCount{max: max, per: per, byService: map[string]int{}}
+type serviceSource struct {
+	service string
+	source  netip.Addr
 }
 
-// acquire takes a connection of service; "" when it may, else the limit
-// it would pass.
-func (c *connCount) acquire(service string) string {
+func newConnCount(l Limits) *connCount {
+	return &connCount{max: l.MaxConns, per: l.MaxConnsPerService, perS: l.MaxConnsPerSource,
+		byService: map[string]int{}, bySource: map[serviceSource]int{}}
+}
+
+// acquire takes a connection of service from source; "" when it may,
+// else the limit it would pass.
+func (c *connCount) acquire(service string, source netip.Addr) string {
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	key := serviceSource{service, source}
 	switch {
 	case c.total >= c.max:
 		return "total"
 	case c.byService[service] >= c.per:
 		return "per-Service"
+	case c.bySource[key] >= c.perS:
+		return "per-source"
 	}
 	c.total++
 	c.byService[service]++
+	c.bySource[key]++
 	return ""
 }
 
 // release gives back a connection acquire took.
-func (c *connCount) release(service string) {
+func (c *connCount) release(service string, source netip.Addr) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.total--
 	if c.byService[service]--; c.byService[service] <= 0 {
 		delete(c.byService, service)
 	}
+	key := serviceSource{service, source}
+	if c.bySource[key]--; c.bySource[key] <= 0 {
+		delete(c.bySource, key)
+	}
 }
 
-// held returns the connections held: in all and of service.
+// acquireFlow takes a UDP flow's place in the total; false when none is
+// left.
+func (c *connCount) acquireFlow() bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.total >= c.max {
+		return false
+	}
+	c.total++
+	return true
+}
+
+// releaseFlow gives back a place acquireFlow took.
+func (c *connCount) releaseFlow() {
+	c.mu.Lock()
+	c.total--
+	c.mu.Unlock()
+}
+
+// held returns the connections and flows held in all, and the
+// connections of service.
 func (c *connCount) held(service string) (total, ofService int) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	return c.total, c.byService[service]
 }
 
-// refuse closes a connection over a limit at once, with a reset, and
-// warns at most once a minute per port, saying how many it refused.
+// refuse closes a connection over a limit at once, with a reset (c nil:
+// a UDP flow the total left no room for, its datagram dropped), and warns
+// at most once a minute per port, saying how many it refused.
 func (p *Proxy) refuse(pt *port, c *net.TCPConn, limit string) {
-	_ = c.SetLinger(0) // a reset: the client learns now, and no TIME_WAIT is left here
-	_ = c.Close()
+	if c != nil {
+		_ = c.SetLinger(0) // a reset: the client learns now, and no TIME_WAIT is left here
+		_ = c.Close()
+	}
 	n := pt.refused.Add(1)
 	now := time.Now().UnixNano()
 	last := pt.warned.Load()
@@ -146,13 +216,20 @@ func (p *Proxy) refuse(pt *port, c *net.TCPConn, limit string) {
 		return
 	}
 	pt.refused.Store(0)
-	p.log.Warn("service proxy: connection limit reached; resetting new connections",
+	what := "resetting new connections"
+	if c == nil {
+		what = "dropping new UDP flows"
+	}
+	p.log.Warn("service proxy: connection limit reached; "+what,
 		"rule", pt.rule.Name, "limit", limit, "max", p.limitOf(limit), "refused", n)
 }
 
 func (p *Proxy) limitOf(limit string) int {
-	if limit == "total" {
+	switch limit {
+	case "total":
 		return p.limits.MaxConns
+	case "per-source":
+		return p.limits.MaxConnsPerSource
 	}
 	return p.limits.MaxConnsPerService
 }

@@ -224,3 +224,123 @@ func TestTCPConnectionHoldsTwoDescriptors(t *testing.T) {
 		t.Errorf("%d connections opened %d descriptors; want at most %d (4 each, 2 of them the proxy's)", n, got, 4*n)
 	}
 }
+
+// dialEchoFrom is dialEcho from the source address src.
+func dialEchoFrom(t *testing.T, src string, addr netip.AddrPort) bool {
+	t.Helper()
+	d := net.Dialer{Timeout: 5 * time.Second, LocalAddr: &net.TCPAddr{IP: net.ParseIP(src)}}
+	c, err := d.Dial("tcp", addr.String())
+	if err != nil {
+		return false
+	}
+	t.Cleanup(func() { c.Close() })
+	_ = c.SetDeadline(time.Now().Add(5 * time.Second))
+	if _, err := io.WriteString(c, "ping\n"); err != nil {
+		return false
+	}
+	line, err := bufio.NewReader(c).ReadString('\n')
+	_ = c.SetDeadline(time.Time{})
+	return err == nil && line == "ping\n"
+}
+
+// One client address holds at most MaxConnsPerSource connections of a
+// Service: another address, or another Service, still gets in.
+func TestTCPPerSourceLimit(t *testing.T) {
+	echo := echoBackend(t)
+	p := newProxy(t, Limits{MaxConnsPerService: 4, MaxConnsPerSource: 2})
+	a, b := freePort(t, "TCP"), freePort(t, "TCP")
+	if err := p.Update([]Rule{
+		{Name: "ns/a:one", Service: "ns/a", Protocol: "TCP", Listen: a, Backends: []netip.AddrPort{echo}},
+		{Name: "ns/b:one", Service: "ns/b", Protocol: "TCP", Listen: b, Backends: []netip.AddrPort{echo}},
+	}); err != nil {
+		t.Fatal(err)
+	}
+	for i := range 2 {
+		if !dialEchoFrom(t, "127.0.0.1", a) {
+			t.Fatalf("connection %d of 127.0.0.1 was not proxied", i+1)
+		}
+	}
+	if dialEchoFrom(t, "127.0.0.1", a) {
+		t.Error("a third connection of 127.0.0.1 to ns/a was proxied; want it reset (2 per source)")
+	}
+	if !dialEchoFrom(t, "127.0.0.2", a) {
+		t.Error("another address's connection to ns/a was not proxied")
+	}
+	if !dialEchoFrom(t, "127.0.0.1", b) {
+		t.Error("127.0.0.1's connection to another Service was not proxied")
+	}
+	if got := New(nil, Limits{MaxConnsPerService: 64}).limits.MaxConnsPerSource; got != 64 {
+		t.Errorf("per-source limit with 64 per Service: %d; want 64 (at most the per-Service)", got)
+	}
+}
+
+// A connection on which no byte goes either way is closed after
+// TCPFirstByte; one that talked keeps TCPIdle.
+func TestTCPFirstByteTimeout(t *testing.T) {
+	echo := echoBackend(t)
+	p := newProxy(t, Limits{TCPFirstByte: 300 * time.Millisecond})
+	listen := freePort(t, "TCP")
+	if err := p.Update([]Rule{{Name: "r", Protocol: "TCP", Listen: listen, Backends: []netip.AddrPort{echo}}}); err != nil {
+		t.Fatal(err)
+	}
+	talker, ok := dialEcho(t, listen)
+	if !ok {
+		t.Fatal("not proxied")
+	}
+	silent, err := net.DialTCP("tcp", nil, net.TCPAddrFromAddrPort(listen))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer silent.Close()
+	waitHeld(t, p, 2)
+	waitHeld(t, p, 1) // the silent one, made after the talker, is closed
+	_ = talker.SetDeadline(time.Now().Add(5 * time.Second))
+	if _, err := io.WriteString(talker, "again\n"); err != nil {
+		t.Fatal(err)
+	}
+	if line, err := bufio.NewReader(talker).ReadString('\n'); err != nil || line != "again\n" {
+		t.Errorf("the connection that talked: %q, %v; want it kept", line, err)
+	}
+	_ = silent.SetReadDeadline(time.Now().Add(5 * time.Second))
+	if n, err := silent.Read(make([]byte, 1)); err == nil {
+		t.Errorf("the silent connection read %d bytes; want it closed", n)
+	}
+}
+
+// A half-closed connection is closed after TCPHalfClosed without a byte,
+// not TCPIdle.
+func TestTCPHalfClosedTimeout(t *testing.T) {
+	l, err := net.Listen("tcp", "127.0.0.1:0") // reads, never answers nor closes
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	go func() {
+		for {
+			c, err := l.Accept()
+			if err != nil {
+				return
+			}
+			t.Cleanup(func() { c.Close() })
+			go func() { _, _ = io.Copy(io.Discard, c) }()
+		}
+	}()
+	p := newProxy(t, Limits{TCPHalfClosed: 300 * time.Millisecond})
+	listen := freePort(t, "TCP")
+	if err := p.Update([]Rule{{Name: "r", Protocol: "TCP", Listen: listen,
+		Backends: []netip.AddrPort{l.Addr().(*net.TCPAddr).AddrPort()}}}); err != nil {
+		t.Fatal(err)
+	}
+	c, err := net.DialTCP("tcp", nil, net.TCPAddrFromAddrPort(listen))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	if _, err := io.WriteString(c, "request"); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.CloseWrite(); err != nil {
+		t.Fatal(err)
+	}
+	waitHeld(t, p, 0)
+}

@@ -78,7 +78,7 @@ func (r Rule) service() string {
 func New(log *slog.Logger, limits Limits) *Proxy {
 	limits = limits.WithDefaults()
 	return &Proxy{log: log, dialTimeout: 2 * time.Second, limits: limits,
-		conns: newConnCount(limits.MaxConns, limits.MaxConnsPerService),
+		conns: newConnCount(limits),
 		now:   time.Now, ports: map[string]*port{}, sessions: map[string]*sessions{}}
 }
 

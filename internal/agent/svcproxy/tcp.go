@@ -3,6 +3,7 @@ package svcproxy
 import (
 	"errors"
 	"net"
+	"net/netip"
 	"sync"
 	"time"
 )
@@ -61,28 +62,28 @@ func (p *Proxy) acceptTCP(pt *port, tl *tcpListener) {
 }
 
 // take proxies an accepted connection, or resets it at once when the
-// total or its Service's limit is reached: accepting and resetting keeps
-// the accept loop draining the kernel's queue, so that the client learns
-// at once instead of waiting in a full backlog, and legitimate clients
-// get in as soon as connections end.
+// total, its Service's or its client address's limit is reached:
+// accepting and resetting keeps the accept loop draining the kernel's
+// queue, so that the client learns at once instead of waiting in a full
+// backlog, and legitimate clients get in as soon as connections end.
 func (p *Proxy) take(pt *port, c *net.TCPConn) {
 	service := pt.rule.service()
-	if limit := p.conns.acquire(service); limit != "" {
+	from := sourceOf(c)
+	if limit := p.conns.acquire(service, from); limit != "" {
 		p.refuse(pt, c, limit)
 		return
 	}
 	go func() {
-		defer p.conns.release(service)
-		p.proxyTCP(pt, c)
+		defer p.conns.release(service, from)
+		p.proxyTCP(pt, c, from)
 	}()
 }
 
 // proxyTCP connects the client to the first backend that accepts, its
 // session's first, then in round-robin order; with none, the client's
 // connection is closed.
-func (p *Proxy) proxyTCP(pt *port, client *net.TCPConn) {
+func (p *Proxy) proxyTCP(pt *port, client *net.TCPConn, from netip.Addr) {
 	defer client.Close()
-	from := client.RemoteAddr().(*net.TCPAddr).AddrPort().Addr().Unmap()
 	for _, b := range pt.pick(from, p.now()) {
 		c, err := net.DialTimeout("tcp", b.String(), p.dialTimeout)
 		if err != nil {
@@ -90,8 +91,16 @@ func (p *Proxy) proxyTCP(pt *port, client *net.TCPConn) {
 			continue
 		}
 		pt.connected(from, b, p.now())
-		splice(client, c.(*net.TCPConn), p.limits.TCPIdle)
+		splice(client, c.(*net.TCPConn), p.limits)
 		return
 	}
 	p.log.Debug("service proxy: no endpoint took the connection", "rule", pt.rule.Name, "client", client.RemoteAddr())
+}
+
+// sourceOf is the client address of c; the zero Addr when unknown.
+func sourceOf(c *net.TCPConn) netip.Addr {
+	if a, ok := c.RemoteAddr().(*net.TCPAddr); ok && a != nil {
+		return a.AddrPort().Addr().Unmap()
+	}
+	return netip.Addr{}
 }

@@ -22,16 +22,21 @@ type udpListener struct {
 	mu       sync.Mutex
 	flows    map[netip.AddrPort]*udpFlow
 	bySource map[netip.Addr]map[netip.AddrPort]*udpFlow
-	fresh    *list.List // the flows not assured yet, least recently active first
+	fresh    *list.List // the flows not assured, least recently active first
+	assured  *list.List // the assured flows, least recently active first
+	seq      uint64     // counts activity: a flow's seq orders it by recency
 	closed   bool       // no flow opens any more
 }
 
 type udpFlow struct {
 	client  netip.AddrPort
 	backend *net.UDPConn
+	began   time.Time     // on the proxy's clock (Proxy.now)
 	seen    time.Time     // the last datagram either way
+	seq     uint64        // udpListener.seq at the last datagram either way
 	replied bool          // the endpoint answered
-	fresh   *list.Element // in udpListener.fresh; nil once assured
+	assured bool          // see flows.go
+	elem    *list.Element // in udpListener.fresh or .assured
 }
 
 func (p *Proxy) listenUDP(pt *port) (listener, error) {
@@ -41,7 +46,7 @@ func (p *Proxy) listenUDP(pt *port) (listener, error) {
 		return nil, err
 	}
 	ul := &udpListener{p: p, pt: pt, conn: conn, flows: map[netip.AddrPort]*udpFlow{},
-		bySource: map[netip.Addr]map[netip.AddrPort]*udpFlow{}, fresh: list.New()}
+		bySource: map[netip.Addr]map[netip.AddrPort]*udpFlow{}, fresh: list.New(), assured: list.New()}
 	ul.wg.Add(1)
 	go func() {
 		defer ul.wg.Done()
@@ -94,14 +99,21 @@ func (ul *udpListener) flow(client netip.AddrPort) *udpFlow {
 		ul.heard(f)
 		return f
 	}
-	ul.makeRoom(client.Addr())
-	for _, b := range ul.pt.pick(client.Addr().Unmap(), ul.p.now()) {
+	backends := ul.pt.pick(client.Addr().Unmap(), ul.p.now())
+	if len(backends) == 0 {
+		return nil
+	}
+	if !ul.makeRoom(client.Addr()) {
+		ul.p.refuse(ul.pt, nil, "total")
+		return nil
+	}
+	for _, b := range backends {
 		c, err := net.DialUDP("udp", nil, net.UDPAddrFromAddrPort(b))
 		if err != nil {
 			continue
 		}
 		ul.pt.connected(client.Addr().Unmap(), b, ul.p.now())
-		f := &udpFlow{client: client, backend: c, seen: time.Now()}
+		f := &udpFlow{client: client, backend: c}
 		ul.add(f)
 		ul.wg.Add(1)
 		go func() {
@@ -110,42 +122,52 @@ func (ul *udpListener) flow(client netip.AddrPort) *udpFlow {
 		}()
 		return f
 	}
+	ul.p.conns.releaseFlow() // no endpoint took it
 	return nil
 }
+
+// udpBufs are the buffers of the endpoints' datagrams: a flow takes one
+// only once its socket is readable, for one read and its write, so an
+// idle flow holds none.
+var udpBufs = sync.Pool{New: func() any { b := make([]byte, 64<<10); return &b }}
 
 // answer sends the backend's replies to the client until the flow idles.
 func (ul *udpListener) answer(f *udpFlow) {
 	defer ul.end(f)
-	buf := make([]byte, 64<<10)
-	for {
-		_ = f.backend.SetReadDeadline(time.Now().Add(ul.p.limits.UDPIdle)) // a closed socket fails the read below
-		n, err := f.backend.Read(buf)
-		if err != nil {
-			var ne net.Error
-			if errors.As(err, &ne) && ne.Timeout() && ul.active(f) {
-				continue
-			}
-			return
+	rc, err := f.backend.SyscallConn()
+	for err == nil {
+		_ = f.backend.SetReadDeadline(time.Now().Add(ul.p.limits.UDPIdle)) // a closed socket fails the wait below
+		if err = waitReadable(rc); err == nil {
+			err = ul.pass(f)
 		}
-		ul.answered(f)
-		if _, err := ul.conn.WriteToUDPAddrPort(buf[:n], f.client); errors.Is(err, net.ErrClosed) {
-			return
+		var ne net.Error
+		if errors.As(err, &ne) && ne.Timeout() && ul.active(f) {
+			err = nil
 		}
 	}
 }
 
-// answered records a datagram of the endpoint's.
-func (ul *udpListener) answered(f *udpFlow) {
-	ul.mu.Lock()
-	f.seen, f.replied = time.Now(), true
-	ul.mu.Unlock()
+// pass reads a datagram of the endpoint's and sends it to the client.
+func (ul *udpListener) pass(f *udpFlow) error {
+	bp := udpBufs.Get().(*[]byte)
+	defer udpBufs.Put(bp)
+	n, err := f.backend.Read(*bp)
+	if err != nil {
+		return err // closed, or refused (ICMP): the client's next datagram opens a flow anew
+	}
+	ul.answered(f)
+	_, err = ul.conn.WriteToUDPAddrPort((*bp)[:n], f.client)
+	if errors.Is(err, net.ErrClosed) {
+		return err
+	}
+	return nil
 }
 
 // active reports whether the flow saw traffic within the idle time.
 func (ul *udpListener) active(f *udpFlow) bool {
 	ul.mu.Lock()
 	defer ul.mu.Unlock()
-	return ul.flows[f.client] == f && time.Since(f.seen) < ul.p.limits.UDPIdle
+	return ul.flows[f.client] == f && ul.p.now().Sub(f.seen) < ul.p.limits.UDPIdle
 }
 
 func (ul *udpListener) end(f *udpFlow) {
