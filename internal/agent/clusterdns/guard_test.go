@@ -55,11 +55,22 @@ func relay(t *testing.T, target string) string {
 // back is answered SERVFAIL at once, which ends the loop; the goroutines
 // stay few.
 func TestServerLoopIsAnsweredServfail(t *testing.T) {
-	port := freeUDPPort(t)
-	addr := fmt.Sprintf("127.0.0.1:%d", port)
-	s := NewServer("cluster.local", []string{relay(t, addr)}, slog.Default())
-	s.timeout = 10 * time.Second // an answer in time comes from the loop's detection
-	serveOn(t, s, addr)
+	// The relay must know the server's address before the server serves:
+	// a port free for UDP may be taken for TCP meanwhile, so try another.
+	var addr string
+	for try := 0; addr == ""; try++ {
+		if try == 10 {
+			t.Fatal("no port free for UDP and TCP")
+		}
+		a := fmt.Sprintf("127.0.0.1:%d", freeUDPPort(t))
+		s := NewServer("cluster.local", []string{relay(t, a)}, slog.Default())
+		s.timeout = 10 * time.Second // an answer in time comes from the loop's detection
+		if err := tryServeOn(t, s, a); err != nil {
+			t.Logf("%s: %v; another port", a, err)
+			continue
+		}
+		addr = a
+	}
 	before := runtime.NumGoroutine()
 	var wg sync.WaitGroup
 	for i := range 20 {
@@ -163,6 +174,15 @@ func freeUDPPort(t *testing.T) int {
 // serveOn serves s on addr until the test ends.
 func serveOn(t *testing.T, s *Server, addr string) {
 	t.Helper()
+	if err := tryServeOn(t, s, addr); err != nil {
+		t.Fatalf("serving on %s: %v", addr, err)
+	}
+}
+
+// tryServeOn serves s on addr until the test ends, or returns why it
+// could not listen.
+func tryServeOn(t *testing.T, s *Server, addr string) error {
+	t.Helper()
 	ready := make(chan struct{})
 	done := make(chan error, 1)
 	ctx, stop := context.WithCancel(context.Background())
@@ -170,7 +190,8 @@ func serveOn(t *testing.T, s *Server, addr string) {
 	select {
 	case <-ready:
 	case err := <-done:
-		t.Fatalf("serving on %s: %v", addr, err)
+		stop()
+		return err
 	}
 	t.Cleanup(func() {
 		stop()
@@ -178,4 +199,5 @@ func serveOn(t *testing.T, s *Server, addr string) {
 			t.Errorf("ListenAndServe after stop: %v", err)
 		}
 	})
+	return nil
 }
