@@ -171,14 +171,6 @@ func freeUDPPort(t *testing.T) int {
 	return pc.LocalAddr().(*net.UDPAddr).Port
 }
 
-// serveOn serves s on addr until the test ends.
-func serveOn(t *testing.T, s *Server, addr string) {
-	t.Helper()
-	if err := tryServeOn(t, s, addr); err != nil {
-		t.Fatalf("serving on %s: %v", addr, err)
-	}
-}
-
 // tryServeOn serves s on addr until the test ends, or returns why it
 // could not listen.
 func tryServeOn(t *testing.T, s *Server, addr string) error {
