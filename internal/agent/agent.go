@@ -59,6 +59,9 @@ type Config struct {
 	// pods are admitted against them (package nodefit).
 	NodeLabels map[string]string
 	NodeTaints []v1.Taint
+	// MaxPods is how many pods the node runs at once (kubelet's
+	// --max-pods, its pods capacity); default nodefit.DefaultMaxPods.
+	MaxPods int
 	// Backoff tunes the crash and image pull back-off (default: kubelet's
 	// 10 s doubling to 300 s, reset after 10 min without a crash).
 	Backoff backoff.Config
@@ -304,6 +307,9 @@ func (cfg Config) withDefaults() Config {
 	if cfg.HousekeepingPeriod <= 0 {
 		cfg.HousekeepingPeriod = DefaultHousekeepingPeriod
 	}
+	if cfg.MaxPods <= 0 {
+		cfg.MaxPods = nodefit.DefaultMaxPods
+	}
 	if cfg.Observer == nil {
 		cfg.Observer = hostObserver(cfg)
 	}
@@ -456,4 +462,5 @@ func (a *Agent) forget(w *podWorker) {
 	now := a.deps.clock.Now()
 	a.deps.crashBackoff.GC(now, notThisPod)
 	a.deps.pullBackoff.GC(now, notThisPod)
+	a.wakeControllers() // its room may let a waiting pod be scheduled
 }
