@@ -163,6 +163,10 @@ type Agent struct {
 	workloadNames  map[string]string
 	workloadStore  *workloadstore.Store
 	controllerWake chan struct{}
+	// controllerPass is held by a controller pass from its start to its
+	// last pod made, the agent's lock being released between batches:
+	// one pass runs at a time (taken before mu, never under it).
+	controllerPass sync.Mutex
 	// daemonBackoff holds back the deletion of a DaemonSet's failed pod
 	// (keyed by the DaemonSet's uid), as the daemon set controller's
 	// failedPodsBackoff does.

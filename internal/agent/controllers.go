@@ -58,13 +58,27 @@ type ownedPod struct {
 }
 
 // reconcileWorkloads runs each Deployment's and CronJob's controller,
-// then each ReplicaSet's, StatefulSet's, DaemonSet's and Job's, once.
+// then each ReplicaSet's, StatefulSet's, DaemonSet's and Job's, once;
+// the pods the ReplicaSets ask for are made after, in slow-start
+// batches, the agent's lock released between batches (replicaset.go).
+// One pass runs at a time.
 func (a *Agent) reconcileWorkloads() {
+	a.controllerPass.Lock()
+	defer a.controllerPass.Unlock()
+	for _, c := range a.reconcileWorkloadsLocked() {
+		a.createReplicas(c)
+	}
+}
+
+// reconcileWorkloadsLocked is the pass under the agent's lock; it
+// returns the ReplicaSets' pods still to make.
+func (a *Agent) reconcileWorkloadsLocked() []replicaCreation {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	if a.stopping {
-		return
+		return nil
 	}
+	var creations []replicaCreation
 	for _, o := range a.sortedWorkloadsLocked() {
 		if o.d != nil {
 			a.syncDeploymentLocked(o)
@@ -77,7 +91,9 @@ func (a *Agent) reconcileWorkloads() {
 	pods := a.ownedPodsLocked()
 	for _, o := range a.sortedWorkloadsLocked() {
 		if o.rs != nil {
-			a.syncReplicaSetLocked(o, pods[o.uid()])
+			if c := a.syncReplicaSetLocked(o, pods[o.uid()]); c.count > 0 {
+				creations = append(creations, c)
+			}
 		}
 		if o.ds != nil {
 			a.syncDaemonSetLocked(o, pods[o.uid()])
@@ -90,6 +106,7 @@ func (a *Agent) reconcileWorkloads() {
 		}
 	}
 	a.syncClaimsLocked()
+	return creations
 }
 
 func (a *Agent) sortedWorkloadsLocked() []*workloadObj {
@@ -166,9 +183,9 @@ func (a *Agent) forgetWorkloadLocked(o *workloadObj) {
 	delete(a.workloads, o.uid())
 }
 
-// syncReplicaSetLocked makes or deletes the ReplicaSet's pods and
-// updates its status.
-func (a *Agent) syncReplicaSetLocked(o *workloadObj, owned []ownedPod) {
+// syncReplicaSetLocked deletes the ReplicaSet's extra pods and updates
+// its status; the pods it lacks are returned, to be made after the pass.
+func (a *Agent) syncReplicaSetLocked(o *workloadObj, owned []ownedPod) replicaCreation {
 	rs := o.rs
 	pods := make([]workload.Pod, len(owned))
 	for i := range owned {
@@ -183,13 +200,9 @@ func (a *Agent) syncReplicaSetLocked(o *workloadObj, owned []ownedPod) {
 			}
 		}
 	}
-	for range act.Create {
-		name := a.createPodLocked(o, &rs.Spec.Template)
-		o.events.record(agentapi.EventNormal, "SuccessfulCreate", "", "Created pod: "+name)
-	}
 	if rs.DeletionTimestamp != nil && len(owned) == 0 {
 		a.forgetWorkloadLocked(o)
-		return
+		return replicaCreation{}
 	}
 	if !apiequality.Semantic.DeepEqual(rs.Status, act.Status) {
 		rs.Status = act.Status
@@ -197,6 +210,7 @@ func (a *Agent) syncReplicaSetLocked(o *workloadObj, owned []ownedPod) {
 			a.log.Error("workload: save ReplicaSet status", "replicaset", rs.Namespace+"/"+rs.Name, "error", err)
 		}
 	}
+	return replicaCreation{o: o, count: act.Create, replicas: workload.Replicas(rs.Spec.Replicas)}
 }
 
 // controllerView is what a controller sees of a pod.
