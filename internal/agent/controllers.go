@@ -59,26 +59,31 @@ type ownedPod struct {
 
 // reconcileWorkloads runs each Deployment's and CronJob's controller,
 // then each ReplicaSet's, StatefulSet's, DaemonSet's and Job's, once;
-// the pods the ReplicaSets ask for are made after, in slow-start
-// batches, the agent's lock released between batches (replicaset.go).
-// One pass runs at a time.
+// the pods they ask for are made after, in slow-start batches, the
+// agent's lock released between batches (podbatches.go). One pass runs
+// at a time.
 func (a *Agent) reconcileWorkloads() {
 	a.controllerPass.Lock()
 	defer a.controllerPass.Unlock()
 	for _, c := range a.reconcileWorkloadsLocked() {
-		a.createReplicas(c)
+		a.createPods(c)
 	}
 }
 
 // reconcileWorkloadsLocked is the pass under the agent's lock; it
-// returns the ReplicaSets' pods still to make.
-func (a *Agent) reconcileWorkloadsLocked() []replicaCreation {
+// returns the pods still to make.
+func (a *Agent) reconcileWorkloadsLocked() []podCreation {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	if a.stopping {
 		return nil
 	}
-	var creations []replicaCreation
+	var creations []podCreation
+	collect := func(c podCreation) {
+		if len(c.pods) > 0 {
+			creations = append(creations, c)
+		}
+	}
 	for _, o := range a.sortedWorkloadsLocked() {
 		if o.d != nil {
 			a.syncDeploymentLocked(o)
@@ -91,18 +96,16 @@ func (a *Agent) reconcileWorkloadsLocked() []replicaCreation {
 	pods := a.ownedPodsLocked()
 	for _, o := range a.sortedWorkloadsLocked() {
 		if o.rs != nil {
-			if c := a.syncReplicaSetLocked(o, pods[o.uid()]); c.count > 0 {
-				creations = append(creations, c)
-			}
+			collect(a.syncReplicaSetLocked(o, pods[o.uid()]))
 		}
 		if o.ds != nil {
 			a.syncDaemonSetLocked(o, pods[o.uid()])
 		}
 		if o.sts != nil {
-			a.syncStatefulSetLocked(o, pods[o.uid()])
+			collect(a.syncStatefulSetLocked(o, pods[o.uid()]))
 		}
 		if o.job != nil {
-			a.syncJobLocked(o, pods[o.uid()])
+			collect(a.syncJobLocked(o, pods[o.uid()]))
 		}
 	}
 	a.syncClaimsLocked()
@@ -185,7 +188,7 @@ func (a *Agent) forgetWorkloadLocked(o *workloadObj) {
 
 // syncReplicaSetLocked deletes the ReplicaSet's extra pods and updates
 // its status; the pods it lacks are returned, to be made after the pass.
-func (a *Agent) syncReplicaSetLocked(o *workloadObj, owned []ownedPod) replicaCreation {
+func (a *Agent) syncReplicaSetLocked(o *workloadObj, owned []ownedPod) podCreation {
 	rs := o.rs
 	pods := make([]workload.Pod, len(owned))
 	for i := range owned {
@@ -202,7 +205,7 @@ func (a *Agent) syncReplicaSetLocked(o *workloadObj, owned []ownedPod) replicaCr
 	}
 	if rs.DeletionTimestamp != nil && len(owned) == 0 {
 		a.forgetWorkloadLocked(o)
-		return replicaCreation{}
+		return podCreation{}
 	}
 	if !apiequality.Semantic.DeepEqual(rs.Status, act.Status) {
 		rs.Status = act.Status
@@ -210,7 +213,14 @@ func (a *Agent) syncReplicaSetLocked(o *workloadObj, owned []ownedPod) replicaCr
 			a.log.Error("workload: save ReplicaSet status", "replicaset", rs.Namespace+"/"+rs.Name, "error", err)
 		}
 	}
-	return replicaCreation{o: o, count: act.Create, replicas: workload.Replicas(rs.Spec.Replicas)}
+	c := plannedCreation(o)
+	for range act.Create {
+		c.pods = append(c.pods, func() {
+			name := a.createPodLocked(o, &o.rs.Spec.Template)
+			o.events.record(agentapi.EventNormal, "SuccessfulCreate", "", "Created pod: "+name)
+		})
+	}
+	return c
 }
 
 // controllerView is what a controller sees of a pod.

@@ -5,6 +5,10 @@ package workload
 // the rest.
 const BurstReplicas = 500
 
+// MaxPodCreateDeletePerSync is how many pods the job controller creates
+// in one sync at most.
+const MaxPodCreateDeletePerSync = 500
+
 // SlowStartInitialBatchSize is the first batch of the controllers'
 // slowStartBatch.
 const SlowStartInitialBatchSize = 1

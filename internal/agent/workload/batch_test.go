@@ -6,6 +6,9 @@ import (
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
+	batchv1 "k8s.io/api/batch/v1"
+	v1 "k8s.io/api/core/v1"
+	"k8s.io/utils/ptr"
 )
 
 func TestSlowStartBatches(t *testing.T) {
@@ -38,5 +41,18 @@ func TestReplicaSetCreatesAtMostBurstReplicasPerSync(t *testing.T) {
 	}
 	if got := ReconcileReplicaSet(rs, pods, time.Now()).Create; got != 300 {
 		t.Errorf("3000 replicas, 2700 pods: Create %d, want 300", got)
+	}
+}
+
+func TestJobCreatesAtMostMaxPodCreateDeletePerSync(t *testing.T) {
+	job := newJob(nil, 800, v1.RestartPolicyNever)
+	if got := len(ReconcileJob(job, nil, jobNow).Create); got != MaxPodCreateDeletePerSync {
+		t.Errorf("parallelism 800, no pods: %d to create, want %d", got, MaxPodCreateDeletePerSync)
+	}
+	indexed := newJob(ptr.To(int32(800)), 800, v1.RestartPolicyNever)
+	indexed.Spec.CompletionMode = ptr.To(batchv1.IndexedCompletion)
+	got := ReconcileJob(indexed, nil, jobNow).Create
+	if len(got) != MaxPodCreateDeletePerSync || got[0] != 0 || got[len(got)-1] != MaxPodCreateDeletePerSync-1 {
+		t.Errorf("indexed, 800 completions: create %d indexes (%v...), want 0..499", len(got), got[:min(len(got), 3)])
 	}
 }
