@@ -72,6 +72,9 @@ func TestMaxPodsKeepsReplicasPendingAndRefusesBarePods(t *testing.T) {
 		if want := "Pod was rejected: Node didn't have enough resource: pods, requested: 1, used: 8, capacity: 8"; extra.Status.Reason != "OutOfpods" || extra.Status.Message != want {
 			t.Errorf("bare pod: reason %q message %q, want OutOfpods %q", extra.Status.Reason, extra.Status.Message, want)
 		}
+		if out := n.must("get", "pods", "extra"); !regexp.MustCompile(`(?m)^extra +0/1 +OutOfpods +0 `).MatchString(out) {
+			t.Errorf("get pods extra:\n%s", out)
+		}
 		if !n.hasEventSaying("extra", "OutOfpods", "Node didn't have enough resource: pods") {
 			t.Error("no OutOfpods event for the refused pod")
 		}
