@@ -44,5 +44,5 @@ func (w *podWorker) occupies() (nodefit.Resources, bool) {
 	case d.failure == nil && !d.terminating() && w.synced && (w.status.Phase == v1.PodSucceeded || w.status.Phase == v1.PodFailed):
 		return nodefit.Resources{}, false
 	}
-	return nodefit.Requests(d.pod), true
+	return w.requests, true
 }

@@ -104,7 +104,7 @@ func (a *Agent) schedulePendingLocked() {
 		if p.w.bind(d) {
 			p.w.recordBound(d)
 			if admitted {
-				room.Requested.Add(nodefit.Requests(p.pod))
+				room.Requested.Add(p.w.requests)
 			}
 		}
 	}

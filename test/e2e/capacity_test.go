@@ -173,6 +173,7 @@ type responsivenessProbe struct {
 	done    sync.WaitGroup
 	mu      sync.Mutex
 	slowest map[string]time.Duration
+	slow    []string // the calls over 300 ms, for the log
 	errs    []string
 }
 
@@ -201,6 +202,9 @@ func startResponsivenessProbe(n *node) *responsivenessProbe {
 				cancel()
 				p.mu.Lock()
 				p.slowest[name] = max(p.slowest[name], took)
+				if took > 300*time.Millisecond {
+					p.slow = append(p.slow, fmt.Sprintf("%s at %s took %s", name, began.Format("15:04:05.000"), took))
+				}
 				if err != nil && ctx.Err() == nil {
 					p.errs = append(p.errs, name+": "+err.Error())
 				}
@@ -218,6 +222,9 @@ func (p *responsivenessProbe) check(t *testing.T) {
 	t.Helper()
 	p.stop()
 	p.done.Wait()
+	if len(p.slow) > 0 {
+		t.Logf("slow calls: %s", strings.Join(p.slow, "; "))
+	}
 	if len(p.errs) > 0 {
 		t.Errorf("calls failed while the pods were made: %s", strings.Join(p.errs, "; "))
 	}
