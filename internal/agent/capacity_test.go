@@ -213,3 +213,42 @@ func TestFiveHundredReplicasOnAHundredAndTenPods(t *testing.T) {
 		t.Errorf("the runtime holds %d sandboxes, want at most 110", sandboxes)
 	}
 }
+
+// A batch made after its pass finds its owner as planned, or makes
+// nothing: not once the owner was changed (another generation), deleted
+// or replaced.
+func TestPodBatchesStopWhenTheirOwnerChanged(t *testing.T) {
+	rt := criclienttest.New()
+	a := startCapacityAgent(t, rt, 110)
+	a.apply(t, replicaSetOf(0))
+	a.mu.Lock()
+	uid := a.workloadNames[nameKey("ReplicaSet", "default", "web")]
+	o := a.workloads[uid]
+	a.mu.Unlock()
+	made := 0
+	creation := func() podCreation {
+		a.mu.Lock()
+		defer a.mu.Unlock()
+		c := plannedCreation(o)
+		for range 5 {
+			c.pods = append(c.pods, func() { made++ })
+		}
+		return c
+	}
+	if a.createPods(creation()); made != 5 {
+		t.Fatalf("owner as planned: %d of 5 made", made)
+	}
+	stale := creation()
+	a.apply(t, replicaSetOf(2)) // a new generation
+	made = 0
+	if a.createPods(stale); made != 0 {
+		t.Errorf("owner changed since the plan: %d made, want none", made)
+	}
+	stale = creation()
+	if _, err := a.DeleteWorkload(context.Background(), agentapi.ResourceReplicaSet, "default", "web", nil); err != nil {
+		t.Fatal(err)
+	}
+	if a.createPods(stale); made != 0 {
+		t.Errorf("owner deleted since the plan: %d made, want none", made)
+	}
+}
