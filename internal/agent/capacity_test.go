@@ -215,18 +215,21 @@ func TestFiveHundredReplicasOnAHundredAndTenPods(t *testing.T) {
 }
 
 // A batch made after its pass finds its owner as planned, or makes
-// nothing: not once the owner was changed (another generation), deleted
-// or replaced.
+// nothing: not once the owner was replaced (applied again), rescaled in
+// place (another generation, as a Deployment rescales its ReplicaSet) or
+// marked deleted.
 func TestPodBatchesStopWhenTheirOwnerChanged(t *testing.T) {
 	rt := criclienttest.New()
 	a := startCapacityAgent(t, rt, 110)
 	a.apply(t, replicaSetOf(0))
-	a.mu.Lock()
-	uid := a.workloadNames[nameKey("ReplicaSet", "default", "web")]
-	o := a.workloads[uid]
-	a.mu.Unlock()
+	current := func() *workloadObj {
+		a.mu.Lock()
+		defer a.mu.Unlock()
+		return a.workloads[a.workloadNames[nameKey("ReplicaSet", "default", "web")]]
+	}
 	made := 0
-	creation := func() podCreation {
+	plan := func() podCreation {
+		o := current()
 		a.mu.Lock()
 		defer a.mu.Unlock()
 		c := plannedCreation(o)
@@ -235,20 +238,26 @@ func TestPodBatchesStopWhenTheirOwnerChanged(t *testing.T) {
 		}
 		return c
 	}
-	if a.createPods(creation()); made != 5 {
-		t.Fatalf("owner as planned: %d of 5 made", made)
+	try := func(what string, c podCreation, want int) {
+		t.Helper()
+		made = 0
+		if a.createPods(c); made != want {
+			t.Errorf("%s: %d of 5 made, want %d", what, made, want)
+		}
 	}
-	stale := creation()
-	a.apply(t, replicaSetOf(2)) // a new generation
-	made = 0
-	if a.createPods(stale); made != 0 {
-		t.Errorf("owner changed since the plan: %d made, want none", made)
-	}
-	stale = creation()
+	try("owner as planned", plan(), 5)
+	stale := plan()
+	a.apply(t, replicaSetOf(0)+"  minReadySeconds: 1\n")
+	try("owner replaced since the plan", stale, 0)
+	stale = plan()
+	o := current()
+	a.mu.Lock()
+	o.rs.Generation++
+	a.mu.Unlock()
+	try("owner rescaled in place since the plan", stale, 0)
+	stale = plan()
 	if _, err := a.DeleteWorkload(context.Background(), agentapi.ResourceReplicaSet, "default", "web", nil); err != nil {
 		t.Fatal(err)
 	}
-	if a.createPods(stale); made != 0 {
-		t.Errorf("owner deleted since the plan: %d made, want none", made)
-	}
+	try("owner deleted since the plan", stale, 0)
 }
