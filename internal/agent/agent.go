@@ -340,6 +340,7 @@ func newSyncDeps(cfg Config, sources *sourcestore.Store, log *slog.Logger) *sync
 		podLogDir:     cfg.PodLogDir,
 		containerGC:   *cfg.GC.Containers,
 		svcPods:       newServicePods(),
+		sandboxSlots:  make(chan struct{}, sandboxesAtOnce()),
 	}
 }
 

@@ -4,13 +4,16 @@ import (
 	"context"
 	"fmt"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
 	v1 "k8s.io/api/core/v1"
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 	clocktesting "k8s.io/utils/clock/testing"
 
 	"github.com/berth-dev/berth/internal/agent/agentapi"
+	"github.com/berth-dev/berth/internal/agent/criclient"
 	"github.com/berth-dev/berth/internal/agent/criclient/criclienttest"
 	"github.com/berth-dev/berth/internal/agent/podspec"
 )
@@ -260,4 +263,59 @@ func TestPodBatchesStopWhenTheirOwnerChanged(t *testing.T) {
 		t.Fatal(err)
 	}
 	try("owner deleted since the plan", stale, 0)
+}
+
+// heldSandboxes is a runtime whose RunPodSandbox waits for release,
+// counting the calls in flight.
+type heldSandboxes struct {
+	criclient.Runtime
+	release chan struct{}
+
+	mu             sync.Mutex
+	inFlight, most int
+}
+
+func (h *heldSandboxes) RunPodSandbox(ctx context.Context, cfg *runtimeapi.PodSandboxConfig) (string, error) {
+	h.mu.Lock()
+	h.inFlight++
+	h.most = max(h.most, h.inFlight)
+	h.mu.Unlock()
+	defer func() {
+		h.mu.Lock()
+		h.inFlight--
+		h.mu.Unlock()
+	}()
+	select {
+	case <-h.release:
+	case <-ctx.Done(): // the agent stops
+		return "", ctx.Err()
+	}
+	return h.Runtime.RunPodSandbox(ctx, cfg)
+}
+
+func (h *heldSandboxes) counts() (inFlight, most int) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.inFlight, h.most
+}
+
+// Pods admitted together make their sandboxes a few at a time: the
+// others wait their turn and run once a slot frees.
+func TestSandboxesAreMadeAFewAtATime(t *testing.T) {
+	rt := criclienttest.New()
+	held := &heldSandboxes{Runtime: rt, release: make(chan struct{})}
+	clk := clocktesting.NewFakeClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
+	a, vols := newTestAgentWith(t, rt, t.TempDir(), clk, func(*Config) {})
+	a.deps.runtime = held
+	a.deps.sandboxSlots = make(chan struct{}, 3)
+	ta := runTestAgent(t, a, vols)
+	ta.apply(t, replicaSetOf(10))
+	waitFor(t, "3 sandboxes being made", func() bool { n, _ := held.counts(); return n == 3 })
+	for range 10 { // one at a time: each waits for a sandbox to take it
+		held.release <- struct{}{}
+	}
+	waitFor(t, "10 pods run", func() bool { return readyCount(ta.ownedPods("ReplicaSet")) == 10 })
+	if _, most := held.counts(); most != 3 {
+		t.Errorf("%d sandboxes were made at once, want at most 3", most)
+	}
 }
