@@ -116,7 +116,7 @@ func (f *agentFlags) config(cfg config.Config, cri *criclient.CRIClient, log *sl
 	labels, taints, err := f.node.parse()
 	services, serr := f.services.config()
 	return agent.Config{
-		NodeLabels: labels, NodeTaints: taints,
+		NodeLabels: labels, NodeTaints: taints, MaxPods: f.node.maxPods,
 		Runtime: cri, Images: cri,
 		RootDir:   filepath.Join(cfg.RootDir, "agent"),
 		PodLogDir: f.podLogDir, NodeName: f.nodeName,

@@ -6,6 +6,8 @@ import (
 
 	"github.com/spf13/cobra"
 	v1 "k8s.io/api/core/v1"
+
+	"github.com/berth-dev/berth/internal/config"
 )
 
 func TestNodeFlags(t *testing.T) {
@@ -18,9 +20,16 @@ func TestNodeFlags(t *testing.T) {
 		}
 		return &f, f.validate()
 	}
-	f, err := parse("--node-labels=disk=ssd,node.kubernetes.io/pool=a", "--register-with-taints=dedicated=gpu:NoSchedule")
+	f, err := parse()
+	if err != nil || f.node.maxPods != 110 {
+		t.Fatalf("defaults: --max-pods %d, %v; want kubelet's 110", f.node.maxPods, err)
+	}
+	f, err = parse("--node-labels=disk=ssd,node.kubernetes.io/pool=a", "--register-with-taints=dedicated=gpu:NoSchedule", "--max-pods=8")
 	if err != nil {
 		t.Fatal(err)
+	}
+	if cfg, err := f.config(config.Config{RootDir: t.TempDir()}, nil, nil); err != nil || cfg.MaxPods != 8 {
+		t.Errorf("--max-pods=8: Config.MaxPods %d, %v", cfg.MaxPods, err)
 	}
 	labels, taints, err := f.node.parse()
 	if err != nil || labels["disk"] != "ssd" || labels["node.kubernetes.io/pool"] != "a" ||
@@ -32,6 +41,8 @@ func TestNodeFlags(t *testing.T) {
 		{"--node-labels=disk", "--node-labels: \"disk\": want key=value"},
 		{"--register-with-taints=dedicated=gpu", "--register-with-taints: \"dedicated=gpu\""},
 		{"--register-with-taints=k:Sometimes", "effect \"Sometimes\""},
+		{"--max-pods=0", "--max-pods 0: want at least 1"},
+		{"--max-pods=-3", "--max-pods -3: want at least 1"},
 	} {
 		if _, err := parse(tc.arg); err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%s: %v; want %q", tc.arg, err, tc.want)

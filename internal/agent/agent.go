@@ -59,6 +59,9 @@ type Config struct {
 	// pods are admitted against them (package nodefit).
 	NodeLabels map[string]string
 	NodeTaints []v1.Taint
+	// MaxPods is how many pods the node runs at once (kubelet's
+	// --max-pods, its pods capacity); default nodefit.DefaultMaxPods.
+	MaxPods int
 	// Backoff tunes the crash and image pull back-off (default: kubelet's
 	// 10 s doubling to 300 s, reset after 10 min without a crash).
 	Backoff backoff.Config
@@ -160,6 +163,10 @@ type Agent struct {
 	workloadNames  map[string]string
 	workloadStore  *workloadstore.Store
 	controllerWake chan struct{}
+	// controllerPass is held by a controller pass from its start to its
+	// last pod made, the agent's lock being released between batches:
+	// one pass runs at a time (taken before mu, never under it).
+	controllerPass sync.Mutex
 	// daemonBackoff holds back the deletion of a DaemonSet's failed pod
 	// (keyed by the DaemonSet's uid), as the daemon set controller's
 	// failedPodsBackoff does.
@@ -304,6 +311,9 @@ func (cfg Config) withDefaults() Config {
 	if cfg.HousekeepingPeriod <= 0 {
 		cfg.HousekeepingPeriod = DefaultHousekeepingPeriod
 	}
+	if cfg.MaxPods <= 0 {
+		cfg.MaxPods = nodefit.DefaultMaxPods
+	}
 	if cfg.Observer == nil {
 		cfg.Observer = hostObserver(cfg)
 	}
@@ -330,6 +340,7 @@ func newSyncDeps(cfg Config, sources *sourcestore.Store, log *slog.Logger) *sync
 		podLogDir:     cfg.PodLogDir,
 		containerGC:   *cfg.GC.Containers,
 		svcPods:       newServicePods(),
+		sandboxSlots:  make(chan struct{}, sandboxesAtOnce()),
 	}
 }
 
@@ -456,4 +467,5 @@ func (a *Agent) forget(w *podWorker) {
 	now := a.deps.clock.Now()
 	a.deps.crashBackoff.GC(now, notThisPod)
 	a.deps.pullBackoff.GC(now, notThisPod)
+	a.wakeControllers() // its room may let a waiting pod be scheduled
 }

@@ -58,12 +58,31 @@ type ownedPod struct {
 }
 
 // reconcileWorkloads runs each Deployment's and CronJob's controller,
-// then each ReplicaSet's, StatefulSet's, DaemonSet's and Job's, once.
+// then each ReplicaSet's, StatefulSet's, DaemonSet's and Job's, once;
+// the pods they ask for are made after, in slow-start batches, the
+// agent's lock released between batches (podbatches.go). One pass runs
+// at a time.
 func (a *Agent) reconcileWorkloads() {
+	a.controllerPass.Lock()
+	defer a.controllerPass.Unlock()
+	for _, c := range a.reconcileWorkloadsLocked() {
+		a.createPods(c)
+	}
+}
+
+// reconcileWorkloadsLocked is the pass under the agent's lock; it
+// returns the pods still to make.
+func (a *Agent) reconcileWorkloadsLocked() []podCreation {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	if a.stopping {
-		return
+		return nil
+	}
+	var creations []podCreation
+	collect := func(c podCreation) {
+		if len(c.pods) > 0 {
+			creations = append(creations, c)
+		}
 	}
 	for _, o := range a.sortedWorkloadsLocked() {
 		if o.d != nil {
@@ -77,19 +96,20 @@ func (a *Agent) reconcileWorkloads() {
 	pods := a.ownedPodsLocked()
 	for _, o := range a.sortedWorkloadsLocked() {
 		if o.rs != nil {
-			a.syncReplicaSetLocked(o, pods[o.uid()])
+			collect(a.syncReplicaSetLocked(o, pods[o.uid()]))
 		}
 		if o.ds != nil {
 			a.syncDaemonSetLocked(o, pods[o.uid()])
 		}
 		if o.sts != nil {
-			a.syncStatefulSetLocked(o, pods[o.uid()])
+			collect(a.syncStatefulSetLocked(o, pods[o.uid()]))
 		}
 		if o.job != nil {
-			a.syncJobLocked(o, pods[o.uid()])
+			collect(a.syncJobLocked(o, pods[o.uid()]))
 		}
 	}
 	a.syncClaimsLocked()
+	return creations
 }
 
 func (a *Agent) sortedWorkloadsLocked() []*workloadObj {
@@ -166,9 +186,9 @@ func (a *Agent) forgetWorkloadLocked(o *workloadObj) {
 	delete(a.workloads, o.uid())
 }
 
-// syncReplicaSetLocked makes or deletes the ReplicaSet's pods and
-// updates its status.
-func (a *Agent) syncReplicaSetLocked(o *workloadObj, owned []ownedPod) {
+// syncReplicaSetLocked deletes the ReplicaSet's extra pods and updates
+// its status; the pods it lacks are returned, to be made after the pass.
+func (a *Agent) syncReplicaSetLocked(o *workloadObj, owned []ownedPod) podCreation {
 	rs := o.rs
 	pods := make([]workload.Pod, len(owned))
 	for i := range owned {
@@ -183,13 +203,9 @@ func (a *Agent) syncReplicaSetLocked(o *workloadObj, owned []ownedPod) {
 			}
 		}
 	}
-	for range act.Create {
-		name := a.createPodLocked(o, &rs.Spec.Template)
-		o.events.record(agentapi.EventNormal, "SuccessfulCreate", "", "Created pod: "+name)
-	}
 	if rs.DeletionTimestamp != nil && len(owned) == 0 {
 		a.forgetWorkloadLocked(o)
-		return
+		return podCreation{}
 	}
 	if !apiequality.Semantic.DeepEqual(rs.Status, act.Status) {
 		rs.Status = act.Status
@@ -197,6 +213,14 @@ func (a *Agent) syncReplicaSetLocked(o *workloadObj, owned []ownedPod) {
 			a.log.Error("workload: save ReplicaSet status", "replicaset", rs.Namespace+"/"+rs.Name, "error", err)
 		}
 	}
+	c := plannedCreation(o)
+	for range act.Create {
+		c.pods = append(c.pods, func() {
+			name := a.createPodLocked(o, &o.rs.Spec.Template)
+			o.events.record(agentapi.EventNormal, "SuccessfulCreate", "", "Created pod: "+name)
+		})
+	}
+	return c
 }
 
 // controllerView is what a controller sees of a pod.

@@ -15,17 +15,18 @@ import (
 	"github.com/berth-dev/berth/internal/agent/workload"
 )
 
-// syncJobLocked makes or deletes the Job's pods, updates its status and,
+// syncJobLocked deletes the Job's extra pods, returns those it lacks (to
+// be made after the pass), updates its status and,
 // once its ttlSecondsAfterFinished passed, deletes it with its pods. A
 // deleted Job goes once its pods are gone.
-func (a *Agent) syncJobLocked(o *workloadObj, owned []ownedPod) {
+func (a *Agent) syncJobLocked(o *workloadObj, owned []ownedPod) podCreation {
 	job := o.job
 	if job.DeletionTimestamp != nil {
 		a.stopPodsLocked(owned, nil, o)
 		if len(owned) == 0 {
 			a.forgetWorkloadLocked(o)
 		}
-		return
+		return podCreation{}
 	}
 	pods := make([]workload.JobPod, len(owned))
 	for i := range owned {
@@ -35,10 +36,10 @@ func (a *Agent) syncJobLocked(o *workloadObj, owned []ownedPod) {
 	act := workload.ReconcileJob(job, pods, a.deps.clock.Now())
 	if act.Expired {
 		a.expireJobLocked(o, owned)
-		return
+		return podCreation{}
 	}
 	if !a.saveJobStatusLocked(o, act.Status, countedPods(o.counted, act.Counted, pods)) {
-		return
+		return podCreation{}
 	}
 	for _, name := range act.Delete {
 		for _, p := range owned {
@@ -48,12 +49,16 @@ func (a *Agent) syncJobLocked(o *workloadObj, owned []ownedPod) {
 			}
 		}
 	}
+	recordWorkloadEvents(o, act.Events)
+	creation := plannedCreation(o)
 	for _, index := range act.Create {
 		failures, perIndex := act.IndexFailures[index]
-		name := a.createJobPodLocked(o, index, failures, perIndex)
-		o.events.record(agentapi.EventNormal, "SuccessfulCreate", "", "Created pod: "+name)
+		creation.pods = append(creation.pods, func() {
+			name := a.createJobPodLocked(o, index, failures, perIndex)
+			o.events.record(agentapi.EventNormal, "SuccessfulCreate", "", "Created pod: "+name)
+		})
 	}
-	recordWorkloadEvents(o, act.Events)
+	return creation
 }
 
 // saveJobStatusLocked saves a Job's new status with the pods it counts,

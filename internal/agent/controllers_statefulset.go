@@ -16,19 +16,20 @@ import (
 )
 
 // syncStatefulSetLocked takes a StatefulSet one step towards its replicas
-// and template: claims before the pods that use them, pods by ordinal, the
-// claims of ordinals scaled away by whenScaled. A deleted one waits for its
+// and template: claims before the pods that use them, pods by ordinal
+// (returned, to be made after the pass), the claims of ordinals scaled
+// away by whenScaled. A deleted one waits for its
 // pods to go, then deletes its claims if whenDeleted is Delete.
-func (a *Agent) syncStatefulSetLocked(o *workloadObj, owned []ownedPod) {
+func (a *Agent) syncStatefulSetLocked(o *workloadObj, owned []ownedPod) podCreation {
 	set := o.sts
 	if set.DeletionTimestamp != nil {
 		a.finishStatefulSetDeletionLocked(o, owned)
-		return
+		return podCreation{}
 	}
 	update, err := a.ensureRevisionLocked(o)
 	if err != nil {
 		a.log.Error("workload: statefulset revision", "statefulset", set.Namespace+"/"+set.Name, "error", err)
-		return
+		return podCreation{}
 	}
 	pods := make([]workload.StatefulSetPod, len(owned))
 	for i := range owned {
@@ -45,9 +46,6 @@ func (a *Agent) syncStatefulSetLocked(o *workloadObj, owned []ownedPod) {
 			}
 		}
 	}
-	for _, c := range act.Create {
-		a.createStatefulSetPodLocked(o, c)
-	}
 	for _, name := range act.DeleteClaims {
 		if _, err := a.deleteClaimLocked(set.Namespace, name); err != nil {
 			a.log.Error("workload: statefulset claim", "claim", set.Namespace+"/"+name, "error", err)
@@ -59,6 +57,11 @@ func (a *Agent) syncStatefulSetLocked(o *workloadObj, owned []ownedPod) {
 			a.log.Error("workload: save StatefulSet status", "statefulset", set.Namespace+"/"+set.Name, "error", err)
 		}
 	}
+	creation := plannedCreation(o)
+	for _, c := range act.Create {
+		creation.pods = append(creation.pods, func() { a.createStatefulSetPodLocked(o, c) })
+	}
+	return creation
 }
 
 // createStatefulSetPodLocked makes the claims of an ordinal, then its pod

@@ -57,4 +57,6 @@ type syncDeps struct {
 	// svcPods lets a new sandbox's addresses reach the ClusterIPs and the
 	// DNS before its containers start.
 	svcPods *servicePods
+	// sandboxSlots bounds the sandboxes being made at once (start.go).
+	sandboxSlots chan struct{}
 }

@@ -14,6 +14,7 @@ import (
 	"github.com/berth-dev/berth/internal/agent/agentapi"
 	"github.com/berth-dev/berth/internal/agent/eviction"
 	"github.com/berth-dev/berth/internal/agent/manifest"
+	"github.com/berth-dev/berth/internal/agent/nodefit"
 	"github.com/berth-dev/berth/internal/agent/podspec"
 	"github.com/berth-dev/berth/internal/agent/workloadstore"
 	"github.com/berth-dev/berth/internal/errdefs"
@@ -199,27 +200,30 @@ func (a *Agent) applyPodLocked(p *manifest.Pod, watchDir string) agentapi.ApplyR
 	}
 	pod.CreationTimestamp = metav1.NewTime(a.deps.clock.Now())
 	desired := desiredPod{pod: pod, sources: a.sourcesForLocked(pod), source: p.Source, watchDir: watchDir}
-	if fit := a.scheduleLocked(pod); !fit.Admit {
+	room := a.nodeRoomLocked()
+	if fit := a.scheduleLocked(pod, room); !fit.Admit {
 		desired.unscheduled = a.newUnschedulable(fit.Message)
 		w := a.startWorkerLocked(desired)
 		w.record(agentapi.EventWarning, eventFailedScheduling, "", fit.Message)
 		return result
 	}
-	a.bindLocked(&desired)
+	a.bindLocked(&desired, room)
 	w := a.startWorkerLocked(desired)
 	w.recordBound(desired)
 	return result
 }
 
-// bindLocked places the pod on the node and admits it as kubelet does:
-// one it does not admit is rejected (Failed, nothing of it runs).
-func (a *Agent) bindLocked(d *desiredPod) {
-	admitted, reason, message := a.admitLocked(d.pod)
+// bindLocked places the pod on the node and admits it as kubelet does,
+// against the room the node has left: one it does not admit is rejected
+// (Failed, nothing of it runs). It reports whether the pod was admitted.
+func (a *Agent) bindLocked(d *desiredPod, room nodefit.Room) bool {
+	admitted, reason, message := a.admitLocked(d.pod, room)
 	d.pod.Spec.NodeName = a.cfg.NodeName
 	d.unscheduled = nil
 	if !admitted {
 		d.failure = &podFailure{reason: reason, message: eviction.RejectedMessagePrefix + message, rejected: true}
 	}
+	return admitted
 }
 
 // recordBound records the Scheduled event, and the rejection if kubelet's

@@ -112,10 +112,14 @@
 //     CronJob saves the Job of a scheduled time before its own status;
 //     DaemonSets (controllers_daemonset.go) make their one pod on this
 //     node when it fits the node's labels and taints;
-//   - the node (nodestatus.go): its labels and taints (Config.NodeLabels,
-//     NodeTaints; package nodefit) on GET /v1/node, and admission of every
-//     new pod against them after the eviction manager's (admitLocked): a
-//     pod that does not fit is rejected as kubelet rejects one;
+//   - the node (nodestatus.go, capacity.go): its labels, taints and pods
+//     capacity (Config.NodeLabels, NodeTaints, MaxPods; package nodefit)
+//     on GET /v1/node, and admission of every new pod after the eviction
+//     manager's (admitLocked) against the room the admitted pods leave
+//     (nodeRoomLocked), then the labels and taints: a pod that does not
+//     fit is rejected as kubelet rejects one (OutOfpods, ...); the
+//     controllers make their pods in slow-start batches, the agent's lock
+//     released between batches (podbatches.go);
 //   - StatefulSets and claims (controllers_statefulset*.go,
 //     statefulsets_api.go, pvcs.go): a StatefulSet's pass makes the claims
 //     of an ordinal (package claims, under <root>/claims) before its pod

@@ -16,9 +16,6 @@ import (
 	"github.com/berth-dev/berth/internal/agent/nodefit"
 )
 
-// maxPods is kubelet's default --max-pods, the node's pods capacity.
-const maxPods = 110
-
 // fitNode is the node pods are admitted against: its name, labels
 // (kubelet's well-known ones, --node-labels over them) and taints
 // (--register-with-taints only: the conditions' taints, such as
@@ -63,7 +60,7 @@ func (a *Agent) nodeResources() (v1.ResourceList, v1.ResourceList) {
 	capacity := v1.ResourceList{
 		v1.ResourceCPU:    *resource.NewMilliQuantity(alloc.MilliCPU, resource.DecimalSI),
 		v1.ResourceMemory: *resource.NewQuantity(alloc.MemoryBytes, resource.BinarySI),
-		v1.ResourcePods:   *resource.NewQuantity(maxPods, resource.DecimalSI),
+		v1.ResourcePods:   *resource.NewQuantity(int64(a.cfg.MaxPods), resource.DecimalSI),
 	}
 	allocatable := capacity.DeepCopy()
 	m := a.pressure.manager
@@ -131,12 +128,17 @@ func osImage(path string) string {
 }
 
 // admitLocked is kubelet's admission of a new pod: the eviction manager's
-// (no pod of a lower QoS under pressure), then the node's predicates
-// (nodeSelector and required node affinity, spec.nodeName, taints).
-func (a *Agent) admitLocked(pod *v1.Pod) (bool, string, string) {
+// (no pod of a lower QoS under pressure), then the predicates in
+// kubelet's order: the room left on the node (--max-pods, allocatable
+// CPU, memory, ephemeral storage), then the node's nodeSelector and
+// required node affinity, spec.nodeName, taints.
+func (a *Agent) admitLocked(pod *v1.Pod, room nodefit.Room) (bool, string, string) {
 	if ok, reason, message := a.pressure.manager.Admit(pod); !ok {
 		return false, reason, message
 	}
-	r := nodefit.Admit(pod, a.fitNode())
+	r := room.AdmitResources(pod)
+	if r.Admit {
+		r = nodefit.Admit(pod, a.fitNode())
+	}
 	return r.Admit, r.Reason, r.Message
 }

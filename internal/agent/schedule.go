@@ -1,10 +1,13 @@
 package agent
 
 import (
+	"cmp"
+	"slices"
 	"time"
 
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	corev1helpers "k8s.io/component-helpers/scheduling/corev1"
 
 	"github.com/berth-dev/berth/internal/agent/agentapi"
 	"github.com/berth-dev/berth/internal/agent/nodefit"
@@ -57,44 +60,75 @@ func (a *Agent) scheduledByAgentLocked(pod *v1.Pod) bool {
 	return ref != nil && pod.Spec.NodeName == "" && a.workloads[string(ref.UID)] != nil
 }
 
-// scheduleLocked is the scheduler's verdict on a new pod; a pod it does
-// not schedule is admitted here (kubelet's admission follows).
-func (a *Agent) scheduleLocked(pod *v1.Pod) nodefit.Result {
+// scheduleLocked is the scheduler's verdict on a new pod, with the room
+// left on the node; a pod it does not schedule is admitted here
+// (kubelet's admission follows).
+func (a *Agent) scheduleLocked(pod *v1.Pod, room nodefit.Room) nodefit.Result {
 	if !a.scheduledByAgentLocked(pod) {
 		return nodefit.Result{Admit: true}
 	}
-	return nodefit.Schedule(pod, a.schedulerNode())
+	return nodefit.Schedule(pod, a.schedulerNode(), room)
+}
+
+// waitingPod is a pod that waits for the scheduler, and its worker.
+type waitingPod struct {
+	pod *v1.Pod
+	why unschedulable
+	w   *podWorker
 }
 
 // schedulePendingLocked tries the pods that wait for the scheduler again
-// (run with the controllers, and woken when a node condition flips): one
-// that fits now is bound (Scheduled event, kubelet's admission) and runs;
-// one that still does not gets FailedScheduling again only when the
-// reason changed or unschedulableRetryPeriod passed.
+// (run with the controllers, and woken when a node condition flips or a
+// pod's worker ends), in the scheduler's queue order (higher priority,
+// then older, first): one that fits now is bound (Scheduled event,
+// kubelet's admission) and runs, and takes its room; one that still does
+// not gets FailedScheduling again only when the reason changed or
+// unschedulableRetryPeriod passed.
 func (a *Agent) schedulePendingLocked() {
-	var node *v1.Node
+	waiting := a.waitingPodsLocked()
+	if len(waiting) == 0 {
+		return
+	}
+	node, room := a.schedulerNode(), a.nodeRoomLocked()
 	now := a.deps.clock.Now()
-	for _, w := range a.workers {
-		pod, u := w.pending()
-		if pod == nil {
-			continue
-		}
-		if node == nil {
-			node = a.schedulerNode()
-		}
-		if fit := nodefit.Schedule(pod, node); !fit.Admit {
-			if fit.Message != u.message || now.Sub(u.recorded) >= unschedulableRetryPeriod {
-				w.stillUnschedulable(fit.Message, now)
-				w.record(agentapi.EventWarning, eventFailedScheduling, "", fit.Message)
+	for _, p := range waiting {
+		if fit := nodefit.Schedule(p.pod, node, room); !fit.Admit {
+			if fit.Message != p.why.message || now.Sub(p.why.recorded) >= unschedulableRetryPeriod {
+				p.w.stillUnschedulable(fit.Message, now)
+				p.w.record(agentapi.EventWarning, eventFailedScheduling, "", fit.Message)
 			}
 			continue
 		}
-		d := desiredPod{pod: pod}
-		a.bindLocked(&d)
-		if w.bind(d) {
-			w.recordBound(d)
+		d := desiredPod{pod: p.pod}
+		admitted := a.bindLocked(&d, room)
+		if p.w.bind(d) {
+			p.w.recordBound(d)
+			if admitted {
+				room.Requested.Add(p.w.requests)
+			}
 		}
 	}
+}
+
+// waitingPodsLocked lists the pods waiting for the scheduler in its
+// queue's order: priority, then creation, then uid.
+func (a *Agent) waitingPodsLocked() []waitingPod {
+	var out []waitingPod
+	for _, w := range a.workers {
+		if pod, why := w.pending(); pod != nil {
+			out = append(out, waitingPod{pod: pod, why: why, w: w})
+		}
+	}
+	slices.SortFunc(out, func(x, y waitingPod) int {
+		if c := cmp.Compare(corev1helpers.PodPriority(y.pod), corev1helpers.PodPriority(x.pod)); c != 0 {
+			return c
+		}
+		if c := x.pod.CreationTimestamp.Compare(y.pod.CreationTimestamp.Time); c != 0 {
+			return c
+		}
+		return cmp.Compare(x.pod.UID, y.pod.UID)
+	})
+	return out
 }
 
 // pending returns a copy of the pod and why it waits, if it waits for

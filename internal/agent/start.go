@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strconv"
 
 	v1 "k8s.io/api/core/v1"
@@ -47,7 +48,7 @@ func (w *podWorker) sandbox(ctx context.Context, d desiredPod, obs observation, 
 		w.record(agentapi.EventWarning, "FailedCreatePodSandBox", "", err.Error())
 		return sandboxInfo{}, err
 	}
-	id, err := w.deps.runtime.RunPodSandbox(ctx, cfg)
+	id, err := w.runPodSandbox(ctx, cfg)
 	if err != nil {
 		w.record(agentapi.EventWarning, "FailedCreatePodSandBox", "", "Failed to create pod sandbox: "+err.Error())
 		return sandboxInfo{}, err
@@ -64,6 +65,29 @@ func (w *podWorker) sandbox(ctx context.Context, d desiredPod, obs observation, 
 		}
 	}
 	return info, nil
+}
+
+// sandboxesAtOnce is how many sandboxes the workers make at once: twice
+// the CPUs, at least 4. Making a sandbox (its namespaces, its network
+// through CNI, its pause process) is the heaviest CRI call; 110 pods
+// admitted together would otherwise make 110 at once and starve the
+// runtime's other calls (berth serve runs CRI in the agent's process).
+// kubelet bounds none; the pods wait their turn in their own syncs.
+func sandboxesAtOnce() int { return max(4, 2*runtime.NumCPU()) }
+
+// runPodSandbox makes a sandbox in one of the slots, waiting for one
+// (or ctx's end: a deleted pod does not wait its turn); no slots (a
+// syncDeps built without them): no bound.
+func (w *podWorker) runPodSandbox(ctx context.Context, cfg *runtimeapi.PodSandboxConfig) (string, error) {
+	if slots := w.deps.sandboxSlots; slots != nil {
+		select {
+		case slots <- struct{}{}:
+		case <-ctx.Done():
+			return "", ctx.Err()
+		}
+		defer func() { <-slots }()
+	}
+	return w.deps.runtime.RunPodSandbox(ctx, cfg)
 }
 
 func sandboxFromStatus(id string, cfg *runtimeapi.PodSandboxConfig, st *runtimeapi.PodSandboxStatus) sandboxInfo {

@@ -20,6 +20,11 @@ import (
 // latest and whether the pod is gone for good.
 func (w *podWorker) sync(ctx context.Context) (time.Duration, bool) {
 	d := w.snapshot()
+	if d.unscheduled != nil && !d.terminating() {
+		// Waits for the scheduler (schedule.go): nothing of it was ever
+		// made, nothing to look at in the runtime.
+		return idleResync, false
+	}
 	obs, err := w.deps.observe(ctx, w.uid)
 	if err != nil {
 		if ctx.Err() == nil {
@@ -32,9 +37,6 @@ func (w *podWorker) sync(ctx context.Context) (time.Duration, bool) {
 	}
 	if d.failure != nil {
 		return w.syncFailed(ctx, d, obs), false
-	}
-	if d.unscheduled != nil {
-		return idleResync, false // waits for the scheduler (schedule.go)
 	}
 	if err := w.ensureVolumes(ctx, d); err != nil {
 		w.record(agentapi.EventWarning, "FailedMount", "", err.Error())

@@ -8,6 +8,7 @@ import (
 	v1 "k8s.io/api/core/v1"
 
 	"github.com/berth-dev/berth/internal/agent/agentapi"
+	"github.com/berth-dev/berth/internal/agent/nodefit"
 	"github.com/berth-dev/berth/internal/agent/podspec"
 	"github.com/berth-dev/berth/internal/agent/podstatus"
 	"github.com/berth-dev/berth/internal/agent/pulltrack"
@@ -25,6 +26,10 @@ type podWorker struct {
 	events *eventLog
 	pulls  *pulltrack.Pulls // its image pulls, for GET /v1/pulls
 	done   chan struct{}    // closed when the goroutine has returned
+	// requests is what the pod takes of the node once admitted (its
+	// resources are fixed for its uid): counted without recomputing it
+	// for every admission (capacity.go).
+	requests nodefit.Resources
 
 	mu      sync.Mutex
 	desired desiredPod
@@ -63,6 +68,7 @@ func newPodWorker(deps *syncDeps, desired desiredPod) *podWorker {
 		volumesVersion: -1,
 		waiting:        map[string]podstatus.Waiting{},
 		keptIPs:        desired.podIPs,
+		requests:       nodefit.Requests(desired.pod),
 	}
 }
 

@@ -53,10 +53,11 @@ func WithTaints(node *v1.Node, taints []v1.Taint) *v1.Node {
 // to a node yet) on the node, with the default plugins' filters in their
 // order: NodeUnschedulable, TaintToleration (NoSchedule and NoExecute
 // taints, the pod's own tolerations only), NodeAffinity (nodeSelector
-// and required node affinity). A pod that does not fit gets reason
-// Unschedulable and the FitError message its FailedScheduling event and
-// PodScheduled condition carry.
-func Schedule(pod *v1.Pod, node *v1.Node) Result {
+// and required node affinity), NodeResourcesFit (the room left on the
+// node: its pod count, CPU, memory, ephemeral storage). A pod that does
+// not fit gets reason Unschedulable and the FitError message its
+// FailedScheduling event and PodScheduled condition carry.
+func Schedule(pod *v1.Pod, node *v1.Node, room Room) Result {
 	desc := ""
 	switch {
 	case node.Spec.Unschedulable && !tolerates(pod, v1.Taint{Key: v1.TaintNodeUnschedulable, Effect: v1.TaintEffectNoSchedule}):
@@ -69,7 +70,7 @@ func Schedule(pod *v1.Pod, node *v1.Node) Result {
 		}
 	}
 	if desc == "" {
-		return Result{Admit: true}
+		return room.ScheduleResources(pod)
 	}
 	return Result{Reason: ReasonUnschedulable, Message: fmt.Sprintf(fitErrorFormat, desc)}
 }

@@ -7,6 +7,9 @@ import (
 	v1 "k8s.io/api/core/v1"
 )
 
+// roomy is a node with room for any pod.
+var roomy = Room{Allocatable: Resources{Pods: DefaultMaxPods, MilliCPU: 4000, Memory: 8 << 30}}
+
 func TestSchedule(t *testing.T) {
 	pressure := ConditionTaints([]v1.NodeConditionType{v1.NodeMemoryPressure, v1.NodeReady, v1.NodePIDPressure})
 	if len(pressure) != 2 || pressure[0].Key != v1.TaintNodeMemoryPressure || pressure[1].Key != v1.TaintNodePIDPressure ||
@@ -34,14 +37,14 @@ func TestSchedule(t *testing.T) {
 		{"taints before affinity", node, v1.PodSpec{NodeSelector: map[string]string{"disk": "hdd"}}, taints},
 		{"affinity", node, v1.PodSpec{NodeSelector: map[string]string{"disk": "hdd"}, Tolerations: tolerateAll}, affinity},
 	} {
-		got := Schedule(&v1.Pod{Spec: tc.spec}, tc.node)
+		got := Schedule(&v1.Pod{Spec: tc.spec}, tc.node, roomy)
 		if got.Admit != (tc.message == "") || got.Message != tc.message || (!got.Admit && got.Reason != "Unschedulable") {
 			t.Errorf("%s: %+v, want message %q", tc.name, got, tc.message)
 		}
 	}
 	cordoned := base.DeepCopy()
 	cordoned.Spec.Unschedulable = true
-	if got := Schedule(&v1.Pod{}, cordoned); got.Admit || got.Message[:50] != "0/1 nodes are available: 1 node(s) were unschedula" {
+	if got := Schedule(&v1.Pod{}, cordoned, roomy); got.Admit || got.Message[:50] != "0/1 nodes are available: 1 node(s) were unschedula" {
 		t.Errorf("unschedulable node: %+v", got)
 	}
 }

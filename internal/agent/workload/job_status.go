@@ -93,6 +93,7 @@ func scaleJob(job *batchv1.Job, a *JobActions, c jobCounts, pods []JobPod, now t
 	if missing <= 0 {
 		return
 	}
+	missing = min(missing, MaxPodCreateDeletePerSync)
 	if until := backoffUntil(pods); !perIndexBackoff(job) && now.Before(until) {
 		a.Requeue = earliest(a.Requeue, until)
 		return

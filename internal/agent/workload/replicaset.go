@@ -40,7 +40,8 @@ func (p Pod) available(minReadySeconds int32, now time.Time) bool {
 
 // ReplicaSetActions is what a ReplicaSet's reconcile asks for.
 type ReplicaSetActions struct {
-	// Create is how many pods to make from the template.
+	// Create is how many pods to make from the template: at most
+	// BurstReplicas, in SlowStartBatches.
 	Create int
 	// Delete names the pods to delete: finished ones, then those beyond
 	// replicas, the least useful first (as the controller ranks them).
@@ -70,7 +71,7 @@ func ReconcileReplicaSet(rs *appsv1.ReplicaSet, pods []Pod, now time.Time) Repli
 	}
 	switch diff := len(active) - want; {
 	case diff < 0:
-		out.Create = -diff
+		out.Create = min(-diff, BurstReplicas)
 	case diff > 0:
 		rankForDeletion(active)
 		for _, p := range active[:diff] {
