@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"os"
 	"regexp"
 	"strings"
 	"sync"
@@ -216,8 +217,19 @@ func startResponsivenessProbe(n *node) *responsivenessProbe {
 	return p
 }
 
-// check stops the probe and fails the test if a call failed or took a
-// second or more.
+// responsiveBound is how long a probed call may take: the 1 s,
+// or 3 s when berth is built with the race detector (BERTH_TEST_RACE=1),
+// which slows the daemon several times over on CI's two cores. The
+// slowest answers are logged either way.
+func responsiveBound() time.Duration {
+	if os.Getenv("BERTH_TEST_RACE") == "1" {
+		return 3 * time.Second
+	}
+	return time.Second
+}
+
+// check stops the probe and fails the test if a call failed or took
+// responsiveBound or more.
 func (p *responsivenessProbe) check(t *testing.T) {
 	t.Helper()
 	p.stop()
@@ -230,8 +242,8 @@ func (p *responsivenessProbe) check(t *testing.T) {
 	}
 	for name, took := range p.slowest {
 		t.Logf("slowest %s: %s", name, took)
-		if took >= time.Second {
-			t.Errorf("%s took %s, want under 1 s", name, took)
+		if bound := responsiveBound(); took >= bound {
+			t.Errorf("%s took %s, want under %s", name, took, bound)
 		}
 	}
 }
