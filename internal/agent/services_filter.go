@@ -110,23 +110,14 @@ func (p *servicePods) isPod(a netip.Addr) bool {
 	return m != nil && (*m)[a.Unmap()]
 }
 
-// dnsClientAllowed is the cluster DNS server's client check: the host
-// itself (a local address: loopback, the host's interfaces', the service
-// interface's) or a pod of this node. The table drops anyone else's
-// packets first; this refuses them again should the table be gone.
-func dnsClientAllowed(pods *servicePods, guarded []netip.Prefix) func(netip.Addr) bool {
-	return func(a netip.Addr) bool {
-		a = a.Unmap()
-		if a.IsLoopback() || pods.isPod(a) {
-			return true
-		}
-		for _, p := range guarded {
-			if p.Contains(a) {
-				return true // the ClusterIPs are the host's; the table lets them in from lo only
-			}
-		}
-		return isLocalAddr(a)
-	}
+// clientAllowed is the client check of the cluster DNS server and of the
+// proxy's redirected listeners: the host itself (a local address:
+// loopback, the host's interfaces', the service link's) or a pod of this
+// node. The table drops anyone else's packets first; this refuses them
+// again should the table be gone (flushed by another program).
+func (p *servicePods) clientAllowed(a netip.Addr) bool {
+	a = a.Unmap()
+	return a.IsLoopback() || p.isPod(a) || isLocalAddr(a)
 }
 
 // isLocalAddr says whether a is an address of one of the host's
@@ -150,11 +141,10 @@ func isLocalAddr(a netip.Addr) bool {
 // interface, through nft (a.svcNft in tests).
 func (a *Agent) newServiceTable() (*svcnft.Table, error) {
 	cfg := a.cfg.Services
-	tc := svcnft.Config{Guarded: guardedPrefixes(cfg)}
 	if a.svcNft != nil {
-		return svcnft.NewWith(a.svcNft, cfg.Interface, tc, a.deps.clock.Now), nil
+		return svcnft.NewWith(a.svcNft, cfg.Interface, a.deps.clock.Now), nil
 	}
-	return svcnft.New(cfg.Interface, tc, a.deps.clock.Now)
+	return svcnft.New(cfg.Interface, a.deps.clock.Now)
 }
 
 func guardedPrefixes(cfg ServicesConfig) []netip.Prefix {

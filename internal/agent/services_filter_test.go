@@ -17,7 +17,7 @@ import (
 // with the worker; the DNS server's client check follows the same set.
 func TestServicePodsFollowSandboxesAndWorkers(t *testing.T) {
 	fake := knftables.NewFake(knftables.IPv4Family, "test-svc")
-	table := svcnft.NewWith(fake, "test-svc", svcnft.Config{Guarded: []netip.Prefix{netip.MustParsePrefix("10.96.0.0/24")}}, time.Now)
+	table := svcnft.NewWith(fake, "test-svc", time.Now)
 	pods := newServicePods()
 	ctx := context.Background()
 	inSet := func(ip string) bool {
@@ -49,10 +49,10 @@ func TestServicePodsFollowSandboxesAndWorkers(t *testing.T) {
 		t.Errorf("after uid-b's worker went:\n%s", fake.Dump())
 	}
 
-	allowed := dnsClientAllowed(pods, []netip.Prefix{netip.MustParsePrefix("10.96.0.0/24")})
+	allowed := pods.clientAllowed
 	for addr, want := range map[string]bool{
-		"127.0.0.1": true, "10.88.0.5": true, "::ffff:10.88.0.5": true, "10.96.0.10": true,
-		"10.88.0.6": false, "192.0.2.1": false,
+		"127.0.0.1": true, "10.88.0.5": true, "::ffff:10.88.0.5": true,
+		"10.88.0.6": false, "192.0.2.1": false, "10.96.0.10": false, // not a local address here
 	} {
 		if got := allowed(netip.MustParseAddr(addr)); got != want {
 			t.Errorf("DNS client %s allowed: %v; want %v", addr, got, want)

@@ -13,7 +13,6 @@ import (
 // Table is the agent's table "ip <name>" in the kernel.
 type Table struct {
 	name string
-	cfg  Config
 	nft  knftables.Interface
 	now  func() time.Time
 
@@ -28,18 +27,18 @@ const Resync = time.Minute
 
 // New returns the table name, programmed through nft (the nftables
 // package's binary); an error when nft cannot run.
-func New(name string, cfg Config, now func() time.Time) (*Table, error) {
+func New(name string, now func() time.Time) (*Table, error) {
 	nft, err := knftables.New(knftables.IPv4Family, name)
 	if err != nil {
 		return nil, fmt.Errorf("nftables table ip %s: %w", name, err)
 	}
-	return NewWith(nft, name, cfg, now), nil
+	return NewWith(nft, name, now), nil
 }
 
 // NewWith returns the table programmed through nft (tests pass
 // knftables.NewFake).
-func NewWith(nft knftables.Interface, name string, cfg Config, now func() time.Time) *Table {
-	return &Table{name: name, cfg: cfg, nft: nft, now: now}
+func NewWith(nft knftables.Interface, name string, now func() time.Time) *Table {
+	return &Table{name: name, nft: nft, now: now}
 }
 
 // Sync makes the table hold exactly st, in one transaction that deletes
@@ -49,7 +48,7 @@ func (t *Table) Sync(ctx context.Context, st State) error {
 	tx := t.nft.NewTransaction()
 	tx.Add(&knftables.Table{})
 	tx.Delete(&knftables.Table{})
-	Fill(tx, t.cfg, st)
+	Fill(tx, st)
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	s := tx.String()
@@ -69,7 +68,7 @@ func (t *Table) Sync(ctx context.Context, st State) error {
 // Sync). The table must exist.
 func (t *Table) AddPods(ctx context.Context, addrs []netip.Addr) error {
 	tx := t.nft.NewTransaction()
-	addPods(tx, addrs)
+	addAddrs(tx, setPods, addrs)
 	if tx.NumOperations() == 0 {
 		return nil
 	}

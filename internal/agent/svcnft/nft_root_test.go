@@ -60,13 +60,13 @@ func TestTableInTheKernel(t *testing.T) {
 		defer l.Close()
 		go serveHello(l)
 		listener := l.Addr().(*net.TCPAddr).AddrPort()
-		tab, err := New("svcnft-test", Config{Guarded: []netip.Prefix{netip.MustParsePrefix("10.254.254.0/24")}}, time.Now)
+		tab, err := New("svcnft-test", time.Now)
 		if err != nil {
 			t.Error(err)
 			return
 		}
 		service := netip.AddrPortFrom(clusterIP, 80)
-		if err := tab.Sync(ctx, State{Redirects: []Redirect{{Protocol: "TCP", Service: service, Listener: listener}},
+		if err := tab.Sync(ctx, State{Guarded: []netip.Addr{clusterIP}, Redirects: []Redirect{{Protocol: "TCP", Service: service, Listener: listener}},
 			Pods: []netip.Addr{netip.MustParseAddr("10.88.0.5")}}); err != nil {
 			t.Errorf("Sync: %v", err)
 			return

@@ -10,15 +10,16 @@ import (
 	"sigs.k8s.io/knftables"
 )
 
-var testCfg = Config{Guarded: []netip.Prefix{
-	netip.MustParsePrefix("10.96.0.0/12"), netip.MustParsePrefix("10.96.0.10/32"), // inside: left out
-	netip.MustParsePrefix("192.168.77.10/32"), netip.MustParsePrefix("fd00::/64"), // IPv6: left out
-}}
+var testGuarded = []netip.Addr{
+	netip.MustParseAddr("10.96.0.10"), netip.MustParseAddr("10.96.0.1"), netip.MustParseAddr("10.96.0.10"), // twice: once
+	netip.MustParseAddr("fd00::10"), // IPv6: left out
+}
 
 func TestFillWholeTable(t *testing.T) {
 	fake := knftables.NewFake(knftables.IPv4Family, "berth-svc0")
 	tx := fake.NewTransaction()
-	Fill(tx, testCfg, State{
+	Fill(tx, State{
+		Guarded: testGuarded,
 		Redirects: []Redirect{
 			{Protocol: "TCP", Service: netip.MustParseAddrPort("10.96.0.1:80"), Listener: netip.MustParseAddrPort("10.96.0.1:41234")},
 			{Protocol: "UDP", Service: netip.MustParseAddrPort("10.96.0.10:53"), Listener: netip.MustParseAddrPort("10.96.0.10:50000")},
@@ -31,8 +32,9 @@ func TestFillWholeTable(t *testing.T) {
 	}
 	dump := fake.Dump()
 	for _, want := range []string{
-		"add element ip berth-svc0 guarded { 10.96.0.0/12 }",
-		"add element ip berth-svc0 guarded { 192.168.77.10/32 }",
+		"add set ip berth-svc0 guarded { type ipv4_addr ; comment \"the ClusterIPs and the cluster DNS address (the service link's)\" ; }",
+		"add element ip berth-svc0 guarded { 10.96.0.1 }",
+		"add element ip berth-svc0 guarded { 10.96.0.10 }",
 		"add element ip berth-svc0 pods { 10.88.0.5 }",
 		"add element ip berth-svc0 pods { 10.88.0.6 }",
 		"add element ip berth-svc0 redirects { 10.96.0.1 . tcp . 80 : 10.96.0.1 . 41234 }",
@@ -51,7 +53,9 @@ func TestFillWholeTable(t *testing.T) {
 			t.Errorf("no line %q in\n%s", want, dump)
 		}
 	}
-	for _, not := range []string{"10.96.0.10/32", "fd00", "sctp", "41235"} {
+	// Only the service link's addresses are guarded: a host address in
+	// the service range (10.100.0.1 of 10.96.0.0/12) stays reachable.
+	for _, not := range []string{"/12", "/32", "interval", "fd00", "sctp", "41235"} {
 		if strings.Contains(dump, not) {
 			t.Errorf("%q in the table:\n%s", not, dump)
 		}
@@ -63,7 +67,7 @@ func TestFillWholeTable(t *testing.T) {
 func TestSyncReplacesWhole(t *testing.T) {
 	fake := knftables.NewFake(knftables.IPv4Family, "berth-svc0")
 	now := time.Unix(1000, 0)
-	tab := NewWith(fake, "berth-svc0", testCfg, func() time.Time { return now })
+	tab := NewWith(fake, "berth-svc0", func() time.Time { return now })
 	ctx := context.Background()
 	pod := func(s string) []netip.Addr { return []netip.Addr{netip.MustParseAddr(s)} }
 	if err := tab.Sync(ctx, State{Pods: pod("10.88.0.5")}); err != nil {
