@@ -26,10 +26,26 @@ type servicePods struct {
 	started map[string][]netip.Addr // by pod uid, until the worker is gone
 	table   *svcnft.Table           // nil: no Service
 	allowed atomic.Pointer[map[netip.Addr]bool]
+	// recovering: the agent's workers are not recovered yet (its first
+	// Services sync runs before them); the kernel's pods set, which the
+	// previous agent wrote, is kept: the running pods keep reaching the
+	// ClusterIPs and the DNS meanwhile.
+	recovering bool
 }
 
 func newServicePods() *servicePods {
-	return &servicePods{started: map[string][]netip.Addr{}}
+	return &servicePods{started: map[string][]netip.Addr{}, recovering: true}
+}
+
+// workersRecovered ends the recovery: from the next sync on, the pods
+// set holds the workers' pods only.
+func (p *servicePods) workersRecovered() {
+	if p == nil {
+		return
+	}
+	p.mu.Lock()
+	p.recovering = false
+	p.mu.Unlock()
 }
 
 // sandboxStarted records the new sandbox's addresses of pod uid and, while
@@ -87,13 +103,20 @@ func (p *servicePods) sync(table *svcnft.Table, st svcnft.State, live map[string
 		}
 		st.Pods = append(st.Pods, addrs...)
 	}
+	ctx, cancel := context.WithTimeout(context.Background(), nftTimeout)
+	defer cancel()
+	if p.recovering {
+		kept, err := table.Pods(ctx)
+		if err != nil {
+			return err
+		}
+		st.Pods = append(st.Pods, kept...)
+	}
 	allowed := map[netip.Addr]bool{}
 	for _, a := range st.Pods {
 		allowed[a.Unmap()] = true
 	}
 	p.allowed.Store(&allowed)
-	ctx, cancel := context.WithTimeout(context.Background(), nftTimeout)
-	defer cancel()
 	return table.Sync(ctx, st)
 }
 

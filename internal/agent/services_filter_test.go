@@ -19,6 +19,7 @@ func TestServicePodsFollowSandboxesAndWorkers(t *testing.T) {
 	fake := knftables.NewFake(knftables.IPv4Family, "test-svc")
 	table := svcnft.NewWith(fake, "test-svc", time.Now)
 	pods := newServicePods()
+	pods.workersRecovered() // an agent past its start
 	ctx := context.Background()
 	inSet := func(ip string) bool {
 		return strings.Contains(fake.Dump(), "add element ip test-svc pods { "+ip+" }\n")
@@ -62,4 +63,37 @@ func TestServicePodsFollowSandboxesAndWorkers(t *testing.T) {
 	if err := nilPods.sandboxStarted(ctx, "uid-c", []string{"10.88.0.7"}); err != nil {
 		t.Errorf("without Services: %v", err)
 	}
+}
+
+// An agent that starts keeps the pods set its predecessor left in the
+// kernel until its workers are recovered (its first Services sync runs
+// before them): the running pods keep reaching the ClusterIPs and the
+// DNS; afterwards the set is the workers' pods.
+func TestServicePodsKeepTheKernelsSetUntilWorkersRecover(t *testing.T) {
+	fake := knftables.NewFake(knftables.IPv4Family, "test-svc")
+	ctx := context.Background()
+	before := svcnft.NewWith(fake, "test-svc", time.Now) // the previous agent's
+	if err := before.Sync(ctx, svcnft.State{Pods: []netip.Addr{netip.MustParseAddr("10.88.0.5")}}); err != nil {
+		t.Fatal(err)
+	}
+	inSet := func(ip string) bool {
+		return strings.Contains(fake.Dump(), "add element ip test-svc pods { "+ip+" }\n")
+	}
+	pods := newServicePods()
+	table := svcnft.NewWith(fake, "test-svc", time.Now)
+	if err := pods.sync(table, svcnft.State{}, nil); err != nil {
+		t.Fatal(err)
+	}
+	if !inSet("10.88.0.5") || !pods.isPod(netip.MustParseAddr("10.88.0.5")) {
+		t.Errorf("the first sync, before the workers, dropped the running pod:\n%s", fake.Dump())
+	}
+	pods.workersRecovered()
+	if err := pods.sync(table, svcnft.State{Pods: []netip.Addr{netip.MustParseAddr("10.88.0.6")}}, nil); err != nil {
+		t.Fatal(err)
+	}
+	if inSet("10.88.0.5") || !inSet("10.88.0.6") {
+		t.Errorf("after the workers recovered, the set is not theirs:\n%s", fake.Dump())
+	}
+	var none *servicePods
+	none.workersRecovered() // no Services: nothing to do
 }

@@ -81,6 +81,28 @@ func (t *Table) AddPods(ctx context.Context, addrs []netip.Addr) error {
 	return nil
 }
 
+// Pods are the addresses in the kernel's pods set now (none when the
+// table is not there): an agent that starts keeps its predecessor's until
+// its own workers know the pods again.
+func (t *Table) Pods(ctx context.Context) ([]netip.Addr, error) {
+	elems, err := t.nft.ListElements(ctx, "set", setPods)
+	if err != nil {
+		if knftables.IsNotFound(err) {
+			return nil, nil
+		}
+		return nil, fmt.Errorf("nftables table ip %s: listing set %s: %w", t.name, setPods, err)
+	}
+	var out []netip.Addr
+	for _, e := range elems {
+		if len(e.Key) == 1 {
+			if a, err := netip.ParseAddr(e.Key[0]); err == nil {
+				out = append(out, a)
+			}
+		}
+	}
+	return out, nil
+}
+
 // Exists says whether the table is there.
 func (t *Table) Exists(ctx context.Context) (bool, error) {
 	_, err := t.nft.List(ctx, "chains")
