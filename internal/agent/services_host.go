@@ -69,9 +69,11 @@ func newServiceHost(cfg ServicesConfig, link serviceLink, table *svcnft.Table, p
 		MaxForwards: cfg.DNSMaxForwards,
 	})
 	dns.AllowClients(pods.clientAllowed)
+	proxy := svcproxy.New(log, cfg.Proxy)
+	proxy.AllowClients(pods.clientAllowed) // its ClusterIP listeners, should the table be gone
 	return &serviceHost{
 		cfg: cfg, link: link, table: table, pods: pods, log: log,
-		proxy: svcproxy.New(log, cfg.Proxy),
+		proxy: proxy,
 		dns:   dns,
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"net/netip"
+	"slices"
 	"sync"
 	"time"
 
@@ -19,11 +20,18 @@ type Table struct {
 	mu      sync.Mutex
 	applied string    // the last transaction Sync ran; "" after a change outside Sync
 	at      time.Time // when
+	checked time.Time // when Sync last found its chains there
 }
 
-// Resync is how often Sync replaces an unchanged table anyway: a table
-// another program flushed or deleted comes back within it.
+// Resync is how often Sync replaces an unchanged table anyway: a set
+// another program flushed comes back within it.
 const Resync = time.Minute
+
+// Recheck is how often Sync looks whether an unchanged table's chains are
+// all there (one cheap listing): a table another program deleted
+// (`nft flush ruleset`, a restart of the nftables service) comes back
+// within it.
+const Recheck = 5 * time.Second
 
 // New returns the table name, programmed through nft (the nftables
 // package's binary); an error when nft cannot run.
@@ -52,15 +60,35 @@ func (t *Table) Sync(ctx context.Context, st State) error {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	s := tx.String()
-	if s == t.applied && t.now().Sub(t.at) < Resync {
+	if s == t.applied && t.now().Sub(t.at) < Resync && t.intact(ctx) {
 		return nil
 	}
 	if err := t.nft.Run(ctx, tx); err != nil {
 		t.applied = ""
 		return fmt.Errorf("nftables table ip %s: %w", t.name, err)
 	}
-	t.applied, t.at = s, t.now()
+	t.applied, t.at, t.checked = s, t.now(), t.now()
 	return nil
+}
+
+// intact says whether the table applied last is still whole, as far as a
+// listing of its chains every Recheck tells (t.mu held); a table or chain
+// gone, or a failed listing, is not.
+func (t *Table) intact(ctx context.Context) bool {
+	if t.now().Sub(t.checked) < Recheck {
+		return true
+	}
+	have, err := t.nft.List(ctx, "chains")
+	if err != nil {
+		return false
+	}
+	for _, c := range chains {
+		if !slices.Contains(have, c.name) {
+			return false
+		}
+	}
+	t.checked = t.now()
+	return true
 }
 
 // AddPods adds addresses of this node's pods to the table's set (a pod

@@ -144,3 +144,36 @@ func TestSyncReplacesWhole(t *testing.T) {
 		t.Errorf("Exists after Remove: %v %v", ok, err)
 	}
 }
+
+// A table another program deleted (nft flush ruleset) comes back at the
+// first unchanged Sync Recheck after the last look, not only after
+// Resync.
+func TestSyncRestoresADeletedTableWithinRecheck(t *testing.T) {
+	fake := knftables.NewFake(knftables.IPv4Family, "berth-svc0")
+	now := time.Unix(1000, 0)
+	tab := NewWith(fake, "berth-svc0", func() time.Time { return now })
+	ctx := context.Background()
+	st := State{Guarded: []netip.Addr{netip.MustParseAddr("10.96.0.1")}, Pods: []netip.Addr{netip.MustParseAddr("10.88.0.5")}}
+	if err := tab.Sync(ctx, st); err != nil {
+		t.Fatal(err)
+	}
+	tx := fake.NewTransaction()
+	tx.Delete(&knftables.Table{})
+	if err := fake.Run(ctx, tx); err != nil {
+		t.Fatal(err)
+	}
+	now = now.Add(Recheck / 2)
+	if err := tab.Sync(ctx, st); err != nil {
+		t.Fatal(err)
+	}
+	if ok, _ := tab.Exists(ctx); ok {
+		t.Fatal("looked again before Recheck") // one listing per Recheck, not per Sync
+	}
+	now = now.Add(Recheck / 2)
+	if err := tab.Sync(ctx, st); err != nil {
+		t.Fatal(err)
+	}
+	if d := fake.Dump(); !strings.Contains(d, "add element ip berth-svc0 pods { 10.88.0.5 }") || !strings.Contains(d, "add chain ip berth-svc0 guard") {
+		t.Errorf("the deleted table is not back after Recheck:\n%s", d)
+	}
+}
