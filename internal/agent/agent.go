@@ -173,6 +173,8 @@ type Agent struct {
 	// svcNft programs the Services' table (svcnft); nil: the nft binary
 	// (tests pass knftables.NewFake).
 	svcNft knftables.Interface
+	// svcTable holds back a failed making of the Services' table.
+	svcTable tableRetry
 }
 
 // The agent API (package agentapi) serves an Agent.

@@ -2,6 +2,7 @@ package agent
 
 import (
 	"context"
+	"fmt"
 	"net"
 	"net/netip"
 	"sync"
@@ -158,6 +159,40 @@ func isLocalAddr(a netip.Addr) bool {
 		}
 	}
 	return false
+}
+
+// tableRetry holds back the making of the Services' table after it
+// failed (no nft binary, or one older than knftables needs): making it
+// runs nft twice, and the Services sync runs every second under the
+// agent's lock. A failure is retried after serviceTableRetry, doubling up
+// to serviceTableRetryMax; until then the same error is returned (one
+// event and log per Service, as the problem does not change).
+type tableRetry struct {
+	err   error
+	at    time.Time // the next try
+	delay time.Duration
+}
+
+const (
+	serviceTableRetry    = 30 * time.Second
+	serviceTableRetryMax = 5 * time.Minute
+)
+
+// table returns newTable's table, or the last failure while its back-off
+// runs.
+func (r *tableRetry) table(now time.Time, newTable func() (*svcnft.Table, error)) (*svcnft.Table, error) {
+	if r.err != nil && now.Before(r.at) {
+		return nil, r.err
+	}
+	t, err := newTable()
+	if err != nil {
+		r.delay = min(max(2*r.delay, serviceTableRetry), serviceTableRetryMax)
+		r.at = now.Add(r.delay)
+		r.err = fmt.Errorf("%w (the Services need the nft binary, version 1.0.1 or later; retried every %s at most)", err, serviceTableRetryMax)
+		return nil, r.err
+	}
+	r.err, r.delay = nil, 0
+	return t, nil
 }
 
 // newServiceTable returns the Services' table, named after the service

@@ -2,6 +2,7 @@ package agent
 
 import (
 	"context"
+	"errors"
 	"net/netip"
 	"strings"
 	"testing"
@@ -96,4 +97,39 @@ func TestServicePodsKeepTheKernelsSetUntilWorkersRecover(t *testing.T) {
 	}
 	var none *servicePods
 	none.workersRecovered() // no Services: nothing to do
+}
+
+// A failed making of the Services' table (no nft) is not tried again
+// before its back-off: 30 s, doubling up to 5 min; the same error is
+// returned meanwhile; a success ends the back-off.
+func TestServiceTableRetryBacksOff(t *testing.T) {
+	var r tableRetry
+	tries := 0
+	fail := errors.New(`could not find nftables binary: exec: "nft": executable file not found in $PATH`)
+	makeTable := func() (*svcnft.Table, error) { tries++; return nil, fail }
+	now := time.Unix(1000, 0)
+	_, first := r.table(now, makeTable)
+	if !errors.Is(first, fail) || !strings.Contains(first.Error(), "nft binary, version 1.0.1 or later") {
+		t.Fatalf("first failure: %v", first)
+	}
+	for _, step := range []struct {
+		after time.Duration
+		tries int
+	}{
+		{time.Second, 1}, {29 * time.Second, 2}, // 30 s after the first
+		{59 * time.Second, 2}, {time.Second, 3}, // then 60 s
+		{2 * time.Minute, 4}, {4 * time.Minute, 5}, {5 * time.Minute, 6}, {5 * time.Minute, 7}, // 120 s, 240 s, then 5 min at most
+	} {
+		now = now.Add(step.after)
+		_, err := r.table(now, makeTable)
+		if tries != step.tries || err == nil || err.Error() != first.Error() {
+			t.Fatalf("at +%s: %d tries, %v; want %d tries and the same error", step.after, tries, err, step.tries)
+		}
+	}
+	now = now.Add(5 * time.Minute)
+	fake := knftables.NewFake(knftables.IPv4Family, "test-svc")
+	tab, err := r.table(now, func() (*svcnft.Table, error) { return svcnft.NewWith(fake, "test-svc", time.Now), nil })
+	if tab == nil || err != nil || r.err != nil || r.delay != 0 {
+		t.Errorf("a success: %v %v; want the table and the back-off ended", tab, err)
+	}
 }

@@ -42,7 +42,7 @@ func (a *Agent) syncServicesLocked() {
 		return
 	}
 	if a.svcHost == nil {
-		table, err := a.newServiceTable()
+		table, err := a.svcTable.table(a.deps.clock.Now(), a.newServiceTable)
 		if err != nil {
 			a.reportServiceProblems(func(*serviceObj) string { return "FailedToSetUpHost: " + err.Error() })
 			return
