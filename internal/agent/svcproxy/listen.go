@@ -7,9 +7,11 @@ import (
 )
 
 // bind is where the rule's socket binds: Listen, or for a redirected rule
-// Listen's address at port 0 (the kernel picks a free port of its local
-// port range, as for any client socket; never one in
-// ip_local_reserved_ports, so no port a host daemon is configured on).
+// Listen's address at port 0 (the kernel picks a free port of
+// ip_local_port_range, as for any client socket, never one in
+// ip_local_reserved_ports: a host daemon configured on a port of that
+// range competes with client sockets already, unless its port is
+// reserved; docs/agent.md).
 func (r Rule) bind() netip.AddrPort {
 	if r.Redirected {
 		return netip.AddrPortFrom(r.Listen.Addr(), 0)
