@@ -202,7 +202,12 @@ func (a *Agent) newServiceTable() (*svcnft.Table, error) {
 	if a.svcNft != nil {
 		return svcnft.NewWith(a.svcNft, cfg.Interface, a.deps.clock.Now), nil
 	}
-	return svcnft.New(cfg.Interface, a.deps.clock.Now)
+	t, err := svcnft.New(cfg.Interface, a.deps.clock.Now)
+	if err != nil {
+		return nil, err
+	}
+	t.SetConntrack(svcnft.KernelConntrack{}, a.log.With("component", "services"))
+	return t, nil
 }
 
 func guardedPrefixes(cfg ServicesConfig) []netip.Prefix {

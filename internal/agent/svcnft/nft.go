@@ -3,6 +3,7 @@ package svcnft
 import (
 	"context"
 	"fmt"
+	"log/slog"
 	"net/netip"
 	"slices"
 	"sync"
@@ -21,6 +22,9 @@ type Table struct {
 	applied string    // the last transaction Sync ran; "" after a change outside Sync
 	at      time.Time // when
 	checked time.Time // when Sync last found its chains there
+	ct      Conntrack // nil: none cleaned (NewWith)
+	log     *slog.Logger
+	cleaned map[netip.AddrPort]uint16 // UDP Service → the listener port its entries were cleaned for
 }
 
 // Resync is how often Sync replaces an unchanged table anyway: a set
@@ -46,12 +50,13 @@ func New(name string, now func() time.Time) (*Table, error) {
 // NewWith returns the table programmed through nft (tests pass
 // knftables.NewFake).
 func NewWith(nft knftables.Interface, name string, now func() time.Time) *Table {
-	return &Table{name: name, nft: nft, now: now}
+	return &Table{name: name, nft: nft, now: now, log: slog.New(slog.DiscardHandler)}
 }
 
 // Sync makes the table hold exactly st, in one transaction that deletes
 // and adds it whole; an unchanged state is not applied again within
-// Resync.
+// Resync. Then the conntrack entries of a UDP redirect whose listener
+// changed are deleted (Conntrack).
 func (t *Table) Sync(ctx context.Context, st State) error {
 	tx := t.nft.NewTransaction()
 	tx.Add(&knftables.Table{})
@@ -60,14 +65,14 @@ func (t *Table) Sync(ctx context.Context, st State) error {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	s := tx.String()
-	if s == t.applied && t.now().Sub(t.at) < Resync && t.intact(ctx) {
-		return nil
+	if s != t.applied || t.now().Sub(t.at) >= Resync || !t.intact(ctx) {
+		if err := t.nft.Run(ctx, tx); err != nil {
+			t.applied = ""
+			return fmt.Errorf("nftables table ip %s: %w", t.name, err)
+		}
+		t.applied, t.at, t.checked = s, t.now(), t.now()
 	}
-	if err := t.nft.Run(ctx, tx); err != nil {
-		t.applied = ""
-		return fmt.Errorf("nftables table ip %s: %w", t.name, err)
-	}
-	t.applied, t.at, t.checked = s, t.now(), t.now()
+	t.deleteStaleUDP(st.Redirects)
 	return nil
 }
 

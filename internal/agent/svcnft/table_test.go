@@ -2,6 +2,9 @@ package svcnft
 
 import (
 	"context"
+	"errors"
+	"fmt"
+	"log/slog"
 	"net/netip"
 	"strings"
 	"testing"
@@ -176,4 +179,54 @@ func TestSyncRestoresADeletedTableWithinRecheck(t *testing.T) {
 	if d := fake.Dump(); !strings.Contains(d, "add element ip berth-svc0 pods { 10.88.0.5 }") || !strings.Contains(d, "add chain ip berth-svc0 guard") {
 		t.Errorf("the deleted table is not back after Recheck:\n%s", d)
 	}
+}
+
+// fakeConntrack records the cleanings asked for; fail makes them fail.
+type fakeConntrack struct {
+	asked []string
+	fail  bool
+}
+
+func (f *fakeConntrack) DeleteStaleUDP(service netip.AddrPort, listener uint16) (uint, error) {
+	f.asked = append(f.asked, fmt.Sprintf("%s->%d", service, listener))
+	if f.fail {
+		return 0, errors.New("netlink: operation not permitted")
+	}
+	return 1, nil
+}
+
+// Sync cleans the conntrack entries of each UDP redirect once per
+// listener: all at the first Sync (a previous agent's listeners are
+// gone), then those whose listener moved, or that came back; a failure
+// is tried again at the next Sync, even an unchanged one; TCP is left.
+func TestSyncDeletesStaleUDPConntrack(t *testing.T) {
+	fake := knftables.NewFake(knftables.IPv4Family, "berth-svc0")
+	tab := NewWith(fake, "berth-svc0", time.Now)
+	ct := &fakeConntrack{}
+	tab.SetConntrack(ct, slog.New(slog.DiscardHandler))
+	ctx := context.Background()
+	dns, web := netip.MustParseAddrPort("10.96.0.10:53"), netip.MustParseAddrPort("10.96.0.1:5353")
+	red := func(proto string, svc netip.AddrPort, port uint16) Redirect {
+		return Redirect{Protocol: proto, Service: svc, Listener: netip.AddrPortFrom(svc.Addr(), port)}
+	}
+	step := func(want string, rs ...Redirect) {
+		t.Helper()
+		ct.asked = nil
+		if err := tab.Sync(ctx, State{Redirects: rs}); err != nil {
+			t.Fatal(err)
+		}
+		if got := strings.Join(ct.asked, " "); got != want {
+			t.Errorf("cleaned %q; want %q", got, want)
+		}
+	}
+	step("10.96.0.10:53->40000 10.96.0.1:5353->40001", red("UDP", dns, 40000), red("TCP", dns, 40002), red("UDP", web, 40001))
+	step("", red("UDP", dns, 40000), red("TCP", dns, 40002), red("UDP", web, 40001))
+	step("10.96.0.10:53->41000", red("UDP", dns, 41000), red("TCP", dns, 40003), red("UDP", web, 40001))
+	step("", red("UDP", dns, 41000))
+	step("10.96.0.1:5353->40001", red("UDP", dns, 41000), red("UDP", web, 40001)) // web came back
+	ct.fail = true
+	step("10.96.0.10:53->42000", red("UDP", dns, 42000), red("UDP", web, 40001))
+	ct.fail = false
+	step("10.96.0.10:53->42000", red("UDP", dns, 42000), red("UDP", web, 40001))
+	step("", red("UDP", dns, 42000), red("UDP", web, 40001))
 }
