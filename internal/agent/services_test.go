@@ -172,7 +172,7 @@ func TestServicesAllocateResolveAndGoWithTheLast(t *testing.T) {
 	waitFor(t, "web-a's address in the table's pods", func() bool { return link.tableHas("add element ip test-svc pods { " + ip + " }") })
 	// Guarded: exactly the service link's addresses, not the range.
 	for _, want := range []string{"add element ip test-svc guarded { 127.77.0.1 }", "add element ip test-svc guarded { 127.77.0.10 }",
-		"add rule ip test-svc from-node ip saddr @pods accept"} {
+		"add rule ip test-svc from-node ip saddr @pods fib saddr . iif oif exists accept"} {
 		if !link.tableHas(want) {
 			t.Errorf("no %q in the table:\n%s", want, link.nft.Dump())
 		}

@@ -13,10 +13,11 @@
 // before NAT, a packet for a local address in the set "guarded" (exactly
 // the addresses on the service link: the ClusterIPs and the DNS address,
 // never the whole service range, whose other addresses may be the
-// host's) is accepted only from the host itself (it comes in on lo) or from a pod of this node (its source is in
-// the set "pods"; no reverse-path check: with br_netfilter a bridged
-// pod's packet comes in on its bridge port, not the bridge its route
-// names); anything else is dropped. After NAT, a new connection to such an
+// host's) is accepted only from the host itself (it comes in on lo) or
+// from a pod of this node: its source is in the set "pods" and it came in
+// on the interface the route back to it leaves by (a strict reverse-path
+// check; a bridged pod's packet comes in on the bridge, br_netfilter or
+// not); anything else is dropped. After NAT, a new connection to such an
 // address that no redirect translated (another port, a listener's own
 // port) is rejected, as kube-proxy rejects a ClusterIP's unknown ports.
 //

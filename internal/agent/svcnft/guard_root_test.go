@@ -164,3 +164,155 @@ func addrUp(name string, a netip.Addr, bits int) error {
 	}
 	return err
 }
+
+// The reverse-path check in a real kernel: a pod behind a bridge (with
+// br_netfilter's bridge-nf-call-iptables on in the test's namespace)
+// reaches the DNS address; a LAN neighbour sending with that pod's
+// address as its source does not (its datagram never reaches the
+// listener), though the pod's address is in the pods set.
+func TestGuardChecksThePodsPath(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("needs root for a network namespace and nft")
+	}
+	if _, err := exec.LookPath("nft"); err != nil {
+		t.Skip("no nft binary")
+	}
+	nb, stopNb := newNeighbour(t)
+	defer stopNb()
+	pod, stopPod := newNeighbour(t)
+	defer stopPod()
+	inNewNetns(t, func() {
+		ctx := context.Background()
+		dnsAddr, podAddr := netip.MustParseAddr("10.254.254.10"), netip.MustParseAddr("10.88.0.5")
+		if err := setUpLink(dnsAddr); err != nil {
+			t.Errorf("the test namespace's links: %v", err)
+			return
+		}
+		if err := setUpLAN(nb, netip.MustParseAddr("10.254.1.1"), netip.MustParseAddr("10.254.1.2"), dnsAddr); err != nil {
+			t.Errorf("the LAN: %v", err)
+			return
+		}
+		if err := setUpBridgedPod(pod, podAddr); err != nil {
+			t.Errorf("the bridged pod: %v", err)
+			return
+		}
+		if err := nb.addAddr("lan1", podAddr); err != nil { // the forger
+			t.Errorf("the neighbour's forged address: %v", err)
+			return
+		}
+		l, err := net.ListenUDP("udp4", &net.UDPAddr{IP: dnsAddr.AsSlice()})
+		if err != nil {
+			t.Error(err)
+			return
+		}
+		defer l.Close()
+		heard := make(chan string, 16)
+		go func() {
+			b := make([]byte, 100)
+			for {
+				n, from, err := l.ReadFromUDPAddrPort(b)
+				if err != nil {
+					return
+				}
+				heard <- string(b[:n])
+				_, _ = l.WriteToUDPAddrPort(b[:n], from)
+			}
+		}()
+		tab, err := New("svcnft-rp", time.Now)
+		if err != nil {
+			t.Error(err)
+			return
+		}
+		defer func() { _ = tab.Remove(ctx) }()
+		service := netip.AddrPortFrom(dnsAddr, 53)
+		if err := tab.Sync(ctx, State{Guarded: []netip.Addr{dnsAddr}, Pods: []netip.Addr{podAddr},
+			Redirects: []Redirect{{Protocol: "UDP", Service: service, Listener: l.LocalAddr().(*net.UDPAddr).AddrPort()}}}); err != nil {
+			t.Errorf("Sync: %v", err)
+			return
+		}
+		nb.do(func() { sendUDP(t, podAddr, service, "forged") })
+		pod.do(func() { sendUDP(t, podAddr, service, "pod") })
+		select {
+		case got := <-heard:
+			if got != "pod" {
+				t.Errorf("the listener heard %q first; want the pod's datagram only", got)
+			}
+		case <-time.After(2 * time.Second):
+			t.Error("the bridged pod's datagram did not reach the listener")
+		}
+		select {
+		case got := <-heard:
+			t.Errorf("the listener heard %q too; want the forged datagram dropped", got)
+		case <-time.After(300 * time.Millisecond):
+		}
+	})
+}
+
+// sendUDP sends msg from src (port of the kernel's) to dst.
+func sendUDP(t *testing.T, src netip.Addr, dst netip.AddrPort, msg string) {
+	c, err := net.DialUDP("udp4", &net.UDPAddr{IP: src.AsSlice()}, net.UDPAddrFromAddrPort(dst))
+	if err != nil {
+		t.Errorf("from %s: %v", src, err)
+		return
+	}
+	defer c.Close()
+	if _, err := c.Write([]byte(msg)); err != nil {
+		t.Errorf("sending %q: %v", msg, err)
+	}
+}
+
+func (n *neighbour) addAddr(link string, a netip.Addr) (err error) {
+	n.do(func() {
+		var l netlink.Link
+		if l, err = netlink.LinkByName(link); err == nil {
+			err = netlink.AddrAdd(l, &netlink.Addr{IPNet: &net.IPNet{IP: a.AsSlice(), Mask: net.CIDRMask(32, 32)}})
+		}
+	})
+	return err
+}
+
+// setUpBridgedPod puts the pod's namespace behind the bridge pods0
+// (10.88.0.1/24) of the test's namespace, a CNI bridge network, with
+// bridge-nf-call-iptables on in the test's namespace (br_netfilter's
+// setting is per network namespace; the host's is left as it is).
+func setUpBridgedPod(pod *neighbour, a netip.Addr) error {
+	if err := os.WriteFile("/proc/sys/net/bridge/bridge-nf-call-iptables", []byte("1"), 0o644); err != nil && !os.IsNotExist(err) {
+		return fmt.Errorf("bridge-nf-call-iptables: %w", err)
+	}
+	err := netlink.LinkAdd(&netlink.Bridge{LinkAttrs: netlink.LinkAttrs{Name: "pods0"}})
+	if err == nil {
+		err = addrUp("pods0", netip.MustParseAddr("10.88.0.1"), 24)
+	}
+	if err == nil {
+		err = netlink.LinkAdd(&netlink.Veth{LinkAttrs: netlink.LinkAttrs{Name: "pv0"}, PeerName: "eth0", PeerNamespace: netlink.NsFd(pod.fd)})
+	}
+	var port, br netlink.Link
+	if err == nil {
+		port, err = netlink.LinkByName("pv0")
+	}
+	if err == nil {
+		br, err = netlink.LinkByName("pods0")
+	}
+	if err == nil {
+		err = netlink.LinkSetMaster(port, br)
+	}
+	if err == nil {
+		err = netlink.LinkSetUp(port)
+	}
+	if err != nil {
+		return err
+	}
+	pod.do(func() {
+		err = addrUp("eth0", a, 24)
+		if err == nil {
+			err = addrUp("lo", netip.MustParseAddr("127.0.0.1"), 8)
+		}
+		if err == nil {
+			var l netlink.Link
+			if l, err = netlink.LinkByName("eth0"); err == nil {
+				err = netlink.RouteAdd(&netlink.Route{LinkIndex: l.Attrs().Index, Gw: net.IPv4(10, 88, 0, 1)})
+			}
+		}
+	})
+	return err
+}

@@ -83,7 +83,12 @@ var chains = []chain{
 		[]string{"ip daddr @" + setGuarded + " fib daddr type local jump from-node"}},
 	{"from-node", "", "", "", []string{
 		`iif "lo" accept`,
-		"ip saddr @" + setPods + " accept",
+		// Reverse path: the route back to the pod leaves by the interface
+		// the packet came in on (a LAN neighbour forging a pod's address
+		// comes in elsewhere). A bridged pod's packet comes in on the
+		// bridge, br_netfilter or not (it sets the bridge as the input
+		// device; nft_root_test measures it).
+		"ip saddr @" + setPods + " fib saddr . iif oif exists accept",
 		"counter drop"}},
 	{"redirect-pods", knftables.NATType, knftables.PreroutingHook, knftables.DNATPriority,
 		[]string{"dnat ip to ip daddr . meta l4proto . th dport map @" + mapRedirects}},

@@ -45,7 +45,7 @@ func TestFillWholeTable(t *testing.T) {
 		"add chain ip berth-svc0 guard { type filter hook prerouting priority -110 ; }",
 		"add rule ip berth-svc0 guard ip daddr @guarded fib daddr type local jump from-node",
 		`add rule ip berth-svc0 from-node iif "lo" accept`,
-		"add rule ip berth-svc0 from-node ip saddr @pods accept",
+		"add rule ip berth-svc0 from-node ip saddr @pods fib saddr . iif oif exists accept",
 		"add rule ip berth-svc0 from-node counter drop",
 		"add chain ip berth-svc0 redirect-pods { type nat hook prerouting priority -100 ; }",
 		"add chain ip berth-svc0 redirect-host { type nat hook output priority -100 ; }",
