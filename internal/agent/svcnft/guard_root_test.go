@@ -2,7 +2,9 @@ package svcnft
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"io/fs"
 	"net"
 	"net/netip"
 	"os"
@@ -276,7 +278,7 @@ func (n *neighbour) addAddr(link string, a netip.Addr) (err error) {
 // bridge-nf-call-iptables on in the test's namespace (br_netfilter's
 // setting is per network namespace; the host's is left as it is).
 func setUpBridgedPod(pod *neighbour, a netip.Addr) error {
-	if err := os.WriteFile("/proc/sys/net/bridge/bridge-nf-call-iptables", []byte("1"), 0o644); err != nil && !os.IsNotExist(err) {
+	if err := os.WriteFile("/proc/sys/net/bridge/bridge-nf-call-iptables", []byte("1"), 0o644); err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return fmt.Errorf("bridge-nf-call-iptables: %w", err)
 	}
 	err := netlink.LinkAdd(&netlink.Bridge{LinkAttrs: netlink.LinkAttrs{Name: "pods0"}})
