@@ -175,6 +175,9 @@ type Agent struct {
 	svcNft knftables.Interface
 	// svcTable holds back a failed making of the Services' table.
 	svcTable tableRetry
+	// svcLeftovers finds other service interfaces' tables; nil: the
+	// kernel's (none while svcNft is a fake).
+	svcLeftovers leftoverTables
 }
 
 // The agent API (package agentapi) serves an Agent.

@@ -47,6 +47,7 @@ func (a *Agent) syncServicesLocked() {
 			a.reportServiceProblems(func(*serviceObj) string { return "FailedToSetUpHost: " + err.Error() })
 			return
 		}
+		a.removeLeftoverTablesLocked()
 		a.svcHost = newServiceHost(a.cfg.Services, a.link(), table, a.deps.svcPods, a.deps.node.dns.Servers, a.log.With("component", "services"))
 	}
 	pods := make([]v1.Pod, 0, len(a.workers))

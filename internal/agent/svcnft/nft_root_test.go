@@ -238,3 +238,36 @@ func askUDP(c *net.UDPConn, msg string) string {
 	}
 	return ""
 }
+
+// LeftOvers finds a Services table of another name in the kernel, and
+// neither the agent's own nor another program's table.
+func TestLeftOversInTheKernel(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("needs root for a network namespace and nft")
+	}
+	if _, err := exec.LookPath("nft"); err != nil {
+		t.Skip("no nft binary")
+	}
+	inNewNetns(t, func() {
+		ctx := context.Background()
+		for _, name := range []string{"old-svc0", "own-svc0"} {
+			tab, err := New(name, time.Now)
+			if err == nil {
+				err = tab.Sync(ctx, State{Guarded: []netip.Addr{netip.MustParseAddr("10.254.254.1")}})
+			}
+			if err != nil {
+				t.Errorf("table %s: %v", name, err)
+				return
+			}
+		}
+		other := exec.Command("nft", "add table ip other; add set ip other pods { type ipv4_addr ; }; add chain ip other guard")
+		if out, err := other.CombinedOutput(); err != nil {
+			t.Errorf("another program's table: %v: %s", err, out)
+			return
+		}
+		got, err := LeftOvers(ctx, "own-svc0")
+		if err != nil || len(got) != 1 || got[0] != "old-svc0" {
+			t.Errorf("LeftOvers: %v %v; want old-svc0 only", got, err)
+		}
+	})
+}

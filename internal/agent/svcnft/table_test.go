@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net/netip"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -229,4 +230,35 @@ func TestSyncDeletesStaleUDPConntrack(t *testing.T) {
 	ct.fail = false
 	step("10.96.0.10:53->42000", red("UDP", dns, 42000), red("UDP", web, 40001))
 	step("", red("UDP", dns, 42000), red("UDP", web, 40001))
+}
+
+// A Services table is recognised by its objects, exactly: the one Fill
+// writes is; one with an object more or less, or another table's, is not.
+func TestIsServicesTable(t *testing.T) {
+	fake := knftables.NewFake(knftables.IPv4Family, "old-svc0")
+	tx := fake.NewTransaction()
+	Fill(tx, State{Guarded: testGuarded})
+	if err := fake.Run(context.Background(), tx); err != nil {
+		t.Fatal(err)
+	}
+	objs, err := fake.ListAll(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !IsServicesTable(objs) {
+		t.Errorf("Fill's table not recognised: %v", objs)
+	}
+	more := map[string][]string{"table": {"x"}, "set": {"pods", "guarded"}, "map": {"redirects"}, "chain": append(slices.Clone(objs["chain"]), "mine")}
+	less := map[string][]string{"set": {"pods", "guarded"}, "chain": objs["chain"]}
+	other := map[string][]string{"set": {"pods"}, "chain": {"input"}}
+	extraType := map[string][]string{"set": {"pods", "guarded"}, "map": {"redirects"}, "chain": objs["chain"], "flowtable": {"f"}}
+	for name, o := range map[string]map[string][]string{"a chain more": more, "no map": less, "another table": other, "a flowtable": extraType, "empty": {}} {
+		if IsServicesTable(o) {
+			t.Errorf("%s: recognised as a Services table: %v", name, o)
+		}
+	}
+	names, err := tableNames([]byte(`{"nftables": [{"metainfo": {"version": "1.0.6"}}, {"table": {"family": "ip", "name": "x", "handle": 1}}, {"table": {"family": "ip", "name": "berth-svc0", "handle": 2}}]}`))
+	if err != nil || !slices.Equal(names, []string{"x", "berth-svc0"}) {
+		t.Errorf("tableNames: %v %v", names, err)
+	}
 }
