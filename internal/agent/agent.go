@@ -178,6 +178,9 @@ type Agent struct {
 	// svcLeftovers finds other service interfaces' tables; nil: the
 	// kernel's (none while svcNft is a fake).
 	svcLeftovers leftoverTables
+	// svcLeftoverSeen: other service interfaces' tables found without
+	// their link, by name, and when (services_leftover.go).
+	svcLeftoverSeen map[string]time.Time
 }
 
 // The agent API (package agentapi) serves an Agent.

@@ -47,7 +47,7 @@ func (a *Agent) syncServicesLocked() {
 			a.reportServiceProblems(func(*serviceObj) string { return "FailedToSetUpHost: " + err.Error() })
 			return
 		}
-		a.removeLeftoverTablesLocked()
+		a.findLeftoverTablesLocked()
 		a.svcHost = newServiceHost(a.cfg.Services, a.link(), table, a.deps.svcPods, a.deps.node.dns.Servers, a.log.With("component", "services"))
 	}
 	pods := make([]v1.Pod, 0, len(a.workers))
@@ -70,6 +70,7 @@ func (a *Agent) syncServicesLocked() {
 		}
 		a.setLoadBalancerStatus(o)
 	}
+	a.removeLeftoverTablesLocked()
 	if err := a.svcHost.up(podAddrs, live, addrs); err != nil {
 		a.reportServiceProblems(func(*serviceObj) string { return "FailedToSetUpHost: " + err.Error() })
 		a.deps.clusterDNS.Store(nil)

@@ -28,22 +28,32 @@ func LeftOvers(ctx context.Context, own string) ([]string, error) {
 		if name == own {
 			continue
 		}
-		nft, err := knftables.New(knftables.IPv4Family, name)
+		ok, err := HasServicesTable(ctx, name)
 		if err != nil {
-			return found, fmt.Errorf("nftables table ip %s: %w", name, err)
+			return found, err
 		}
-		objs, err := nft.ListAll(ctx)
-		if err != nil {
-			if knftables.IsNotFound(err) {
-				continue // gone meanwhile
-			}
-			return found, fmt.Errorf("nftables table ip %s: %w", name, err)
-		}
-		if IsServicesTable(objs) {
+		if ok {
 			found = append(found, name)
 		}
 	}
 	return found, nil
+}
+
+// HasServicesTable says whether the kernel's table ip name is there and
+// a Services table (IsServicesTable).
+func HasServicesTable(ctx context.Context, name string) (bool, error) {
+	nft, err := knftables.New(knftables.IPv4Family, name)
+	if err != nil {
+		return false, fmt.Errorf("nftables table ip %s: %w", name, err)
+	}
+	objs, err := nft.ListAll(ctx)
+	if err != nil {
+		if knftables.IsNotFound(err) {
+			return false, nil // gone meanwhile
+		}
+		return false, fmt.Errorf("nftables table ip %s: %w", name, err)
+	}
+	return IsServicesTable(objs), nil
 }
 
 // tableNames reads `nft --json list tables ip`.
