@@ -180,6 +180,14 @@ type Agent struct {
 	// svcNft programs the Services' table (svcnft); nil: the nft binary
 	// (tests pass knftables.NewFake).
 	svcNft knftables.Interface
+	// svcTable holds back a failed making of the Services' table.
+	svcTable tableRetry
+	// svcLeftovers finds other service interfaces' tables; nil: the
+	// kernel's (none while svcNft is a fake).
+	svcLeftovers leftoverTables
+	// svcLeftoverSeen: other service interfaces' tables found without
+	// their link, by name, and when (services_leftover.go).
+	svcLeftoverSeen map[string]time.Time
 }
 
 // The agent API (package agentapi) serves an Agent.

@@ -82,7 +82,8 @@ func (a *Agent) recoverPods(ctx context.Context) error {
 	}
 	a.teardownOrphans(ctx, keep)
 	a.watchAgainLocked(dirs)
-	a.syncServicesLocked() // the recovered pods as endpoints
+	a.deps.svcPods.workersRecovered() // the pods set is the workers' again
+	a.syncServicesLocked()            // the recovered pods as endpoints
 	a.ready = true
 	a.log.Info("agent ready", "pods", len(recovered), "watched directories", len(dirs))
 	return nil

@@ -1,7 +1,11 @@
 package agent
 
 import (
+	"fmt"
+	"maps"
+	"net"
 	"net/netip"
+	"slices"
 
 	"github.com/berth-dev/berth/internal/agent/svcproxy"
 	"github.com/berth-dev/berth/internal/agent/workload"
@@ -65,4 +69,58 @@ func (c ServicesConfig) withDefaults() ServicesConfig {
 		c.NodePortAddress = netip.IPv4Unspecified()
 	}
 	return c
+}
+
+// CheckHostAddrs refuses a service range or cluster DNS address that
+// holds an address of one of the host's interfaces (host: addresses by
+// interface name) other than the service link: the Services' table would
+// guard the ClusterIPs, and a ClusterIP handed out equal to the host's
+// address would take it from the host. Errors name the flag.
+func (c ServicesConfig) CheckHostAddrs(host map[string][]netip.Addr) error {
+	c = c.withDefaults()
+	names := slices.Sorted(maps.Keys(host))
+	for _, name := range names {
+		if name == c.Interface {
+			continue
+		}
+		for _, a := range host[name] {
+			a = a.Unmap()
+			var what string
+			switch {
+			case c.Range.Prefix.Contains(a):
+				what = fmt.Sprintf("--service-cluster-ip-range %s holds %s,", c.Range.Prefix, a)
+			case a == c.ClusterDNS:
+				what = fmt.Sprintf("--cluster-dns %s is", a)
+			default:
+				continue
+			}
+			return fmt.Errorf("%s an address of the host's interface %s: choose one outside the host's networks "+
+				"(if %s is the service interface of an agent run with another --service-interface, remove it and its table: "+
+				"ip link delete %s; nft delete table ip %s)", what, name, name, name, name)
+		}
+	}
+	return nil
+}
+
+// HostAddrs are the addresses of the host's interfaces, by name.
+func HostAddrs() (map[string][]netip.Addr, error) {
+	ifaces, err := net.Interfaces()
+	if err != nil {
+		return nil, fmt.Errorf("the host's interfaces: %w", err)
+	}
+	out := map[string][]netip.Addr{}
+	for _, ifc := range ifaces {
+		addrs, err := ifc.Addrs()
+		if err != nil {
+			return nil, fmt.Errorf("the addresses of interface %s: %w", ifc.Name, err)
+		}
+		for _, x := range addrs {
+			if n, ok := x.(*net.IPNet); ok {
+				if a, ok := netip.AddrFromSlice(n.IP); ok {
+					out[ifc.Name] = append(out[ifc.Name], a.Unmap())
+				}
+			}
+		}
+	}
+	return out, nil
 }

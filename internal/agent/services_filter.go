@@ -2,6 +2,7 @@ package agent
 
 import (
 	"context"
+	"fmt"
 	"net"
 	"net/netip"
 	"sync"
@@ -26,10 +27,26 @@ type servicePods struct {
 	started map[string][]netip.Addr // by pod uid, until the worker is gone
 	table   *svcnft.Table           // nil: no Service
 	allowed atomic.Pointer[map[netip.Addr]bool]
+	// recovering: the agent's workers are not recovered yet (its first
+	// Services sync runs before them); the kernel's pods set, which the
+	// previous agent wrote, is kept: the running pods keep reaching the
+	// ClusterIPs and the DNS meanwhile.
+	recovering bool
 }
 
 func newServicePods() *servicePods {
-	return &servicePods{started: map[string][]netip.Addr{}}
+	return &servicePods{started: map[string][]netip.Addr{}, recovering: true}
+}
+
+// workersRecovered ends the recovery: from the next sync on, the pods
+// set holds the workers' pods only.
+func (p *servicePods) workersRecovered() {
+	if p == nil {
+		return
+	}
+	p.mu.Lock()
+	p.recovering = false
+	p.mu.Unlock()
 }
 
 // sandboxStarted records the new sandbox's addresses of pod uid and, while
@@ -87,13 +104,20 @@ func (p *servicePods) sync(table *svcnft.Table, st svcnft.State, live map[string
 		}
 		st.Pods = append(st.Pods, addrs...)
 	}
+	ctx, cancel := context.WithTimeout(context.Background(), nftTimeout)
+	defer cancel()
+	if p.recovering {
+		kept, err := table.Pods(ctx)
+		if err != nil {
+			return err
+		}
+		st.Pods = append(st.Pods, kept...)
+	}
 	allowed := map[netip.Addr]bool{}
 	for _, a := range st.Pods {
 		allowed[a.Unmap()] = true
 	}
 	p.allowed.Store(&allowed)
-	ctx, cancel := context.WithTimeout(context.Background(), nftTimeout)
-	defer cancel()
 	return table.Sync(ctx, st)
 }
 
@@ -110,23 +134,14 @@ func (p *servicePods) isPod(a netip.Addr) bool {
 	return m != nil && (*m)[a.Unmap()]
 }
 
-// dnsClientAllowed is the cluster DNS server's client check: the host
-// itself (a local address: loopback, the host's interfaces', the service
-// interface's) or a pod of this node. The table drops anyone else's
-// packets first; this refuses them again should the table be gone.
-func dnsClientAllowed(pods *servicePods, guarded []netip.Prefix) func(netip.Addr) bool {
-	return func(a netip.Addr) bool {
-		a = a.Unmap()
-		if a.IsLoopback() || pods.isPod(a) {
-			return true
-		}
-		for _, p := range guarded {
-			if p.Contains(a) {
-				return true // the ClusterIPs are the host's; the table lets them in from lo only
-			}
-		}
-		return isLocalAddr(a)
-	}
+// clientAllowed is the client check of the cluster DNS server and of the
+// proxy's redirected listeners: the host itself (a local address:
+// loopback, the host's interfaces', the service link's) or a pod of this
+// node. The table drops anyone else's packets first; this refuses them
+// again should the table be gone (flushed by another program).
+func (p *servicePods) clientAllowed(a netip.Addr) bool {
+	a = a.Unmap()
+	return a.IsLoopback() || p.isPod(a) || isLocalAddr(a)
 }
 
 // isLocalAddr says whether a is an address of one of the host's
@@ -146,15 +161,53 @@ func isLocalAddr(a netip.Addr) bool {
 	return false
 }
 
+// tableRetry holds back the making of the Services' table after it
+// failed (no nft binary, or one older than knftables needs): making it
+// runs nft twice, and the Services sync runs every second under the
+// agent's lock. A failure is retried after serviceTableRetry, doubling up
+// to serviceTableRetryMax; until then the same error is returned (one
+// event and log per Service, as the problem does not change).
+type tableRetry struct {
+	err   error
+	at    time.Time // the next try
+	delay time.Duration
+}
+
+const (
+	serviceTableRetry    = 30 * time.Second
+	serviceTableRetryMax = 5 * time.Minute
+)
+
+// table returns newTable's table, or the last failure while its back-off
+// runs.
+func (r *tableRetry) table(now time.Time, newTable func() (*svcnft.Table, error)) (*svcnft.Table, error) {
+	if r.err != nil && now.Before(r.at) {
+		return nil, r.err
+	}
+	t, err := newTable()
+	if err != nil {
+		r.delay = min(max(2*r.delay, serviceTableRetry), serviceTableRetryMax)
+		r.at = now.Add(r.delay)
+		r.err = fmt.Errorf("%w (the Services need the nft binary, version 1.0.1 or later; retried every %s at most)", err, serviceTableRetryMax)
+		return nil, r.err
+	}
+	r.err, r.delay = nil, 0
+	return t, nil
+}
+
 // newServiceTable returns the Services' table, named after the service
 // interface, through nft (a.svcNft in tests).
 func (a *Agent) newServiceTable() (*svcnft.Table, error) {
 	cfg := a.cfg.Services
-	tc := svcnft.Config{Guarded: guardedPrefixes(cfg)}
 	if a.svcNft != nil {
-		return svcnft.NewWith(a.svcNft, cfg.Interface, tc, a.deps.clock.Now), nil
+		return svcnft.NewWith(a.svcNft, cfg.Interface, a.deps.clock.Now), nil
 	}
-	return svcnft.New(cfg.Interface, tc, a.deps.clock.Now)
+	t, err := svcnft.New(cfg.Interface, a.deps.clock.Now)
+	if err != nil {
+		return nil, err
+	}
+	t.SetConntrack(svcnft.KernelConntrack{}, a.log.With("component", "services"))
+	return t, nil
 }
 
 func guardedPrefixes(cfg ServicesConfig) []netip.Prefix {

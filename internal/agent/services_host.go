@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"net"
 	"net/netip"
+	"slices"
 	"time"
 
 	"github.com/berth-dev/berth/internal/agent/clusterdns"
@@ -54,6 +55,9 @@ type serviceHost struct {
 	// dnsUDP and dnsTCP are where the DNS server listens: the DNS
 	// address at ports the kernel chose (the table sends port 53 there).
 	dnsUDP, dnsTCP netip.AddrPort
+	// addrs are the service link's addresses (the ClusterIPs and the DNS
+	// address): exactly what the table guards.
+	addrs []netip.Addr
 }
 
 func newServiceHost(cfg ServicesConfig, link serviceLink, table *svcnft.Table, pods *servicePods, upstream []string, log *slog.Logger) *serviceHost {
@@ -64,10 +68,12 @@ func newServiceHost(cfg ServicesConfig, link serviceLink, table *svcnft.Table, p
 		Own:         guardedPrefixes(cfg), // never forwarded to: the ClusterIPs and the DNS address
 		MaxForwards: cfg.DNSMaxForwards,
 	})
-	dns.AllowClients(dnsClientAllowed(pods, guardedPrefixes(cfg)))
+	dns.AllowClients(pods.clientAllowed)
+	proxy := svcproxy.New(log, cfg.Proxy)
+	proxy.AllowClients(pods.clientAllowed) // its ClusterIP listeners, should the table be gone
 	return &serviceHost{
 		cfg: cfg, link: link, table: table, pods: pods, log: log,
-		proxy: svcproxy.New(log, cfg.Proxy),
+		proxy: proxy,
 		dns:   dns,
 	}
 }
@@ -76,10 +82,11 @@ func newServiceHost(cfg ServicesConfig, link serviceLink, table *svcnft.Table, p
 // exists), makes the interface hold addrs (and the DNS address) and the
 // DNS server serve.
 func (h *serviceHost) up(podAddrs []netip.Addr, live map[string]bool, addrs []netip.Addr) error {
+	h.addrs = append(slices.Clip(addrs), h.cfg.ClusterDNS)
 	if err := h.program(podAddrs, live); err != nil {
 		return err
 	}
-	if err := h.link.Sync(h.cfg.Interface, append(addrs, h.cfg.ClusterDNS)); err != nil {
+	if err := h.link.Sync(h.cfg.Interface, h.addrs); err != nil {
 		return err
 	}
 	if h.stop != nil {
@@ -112,7 +119,7 @@ func (h *serviceHost) up(podAddrs []netip.Addr, live map[string]bool, addrs []ne
 // now (the proxy's ClusterIP listeners, the DNS server's) and let in the
 // host and the pods.
 func (h *serviceHost) program(podAddrs []netip.Addr, live map[string]bool) error {
-	st := svcnft.State{Pods: podAddrs}
+	st := svcnft.State{Pods: podAddrs, Guarded: h.addrs}
 	if h.stop != nil {
 		dns := netip.AddrPortFrom(h.cfg.ClusterDNS, uint16(h.cfg.DNSPort))
 		st.Redirects = append(st.Redirects,

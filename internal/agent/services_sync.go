@@ -42,11 +42,12 @@ func (a *Agent) syncServicesLocked() {
 		return
 	}
 	if a.svcHost == nil {
-		table, err := a.newServiceTable()
+		table, err := a.svcTable.table(a.deps.clock.Now(), a.newServiceTable)
 		if err != nil {
 			a.reportServiceProblems(func(*serviceObj) string { return "FailedToSetUpHost: " + err.Error() })
 			return
 		}
+		a.findLeftoverTablesLocked()
 		a.svcHost = newServiceHost(a.cfg.Services, a.link(), table, a.deps.svcPods, a.deps.node.dns.Servers, a.log.With("component", "services"))
 	}
 	pods := make([]v1.Pod, 0, len(a.workers))
@@ -69,6 +70,7 @@ func (a *Agent) syncServicesLocked() {
 		}
 		a.setLoadBalancerStatus(o)
 	}
+	a.removeLeftoverTablesLocked()
 	if err := a.svcHost.up(podAddrs, live, addrs); err != nil {
 		a.reportServiceProblems(func(*serviceObj) string { return "FailedToSetUpHost: " + err.Error() })
 		a.deps.clusterDNS.Store(nil)

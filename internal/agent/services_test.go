@@ -170,10 +170,15 @@ func TestServicesAllocateResolveAndGoWithTheLast(t *testing.T) {
 		t.Errorf("web's ClusterIP listener is %s; want the ClusterIP at another port", web)
 	}
 	waitFor(t, "web-a's address in the table's pods", func() bool { return link.tableHas("add element ip test-svc pods { " + ip + " }") })
-	for _, want := range []string{"add element ip test-svc guarded { 127.77.0.0/24 }", "add rule ip test-svc from-node ip saddr @pods accept"} {
+	// Guarded: exactly the service link's addresses, not the range.
+	for _, want := range []string{"add element ip test-svc guarded { 127.77.0.1 }", "add element ip test-svc guarded { 127.77.0.10 }",
+		"add rule ip test-svc from-node ip saddr @pods fib saddr . iif oif exists accept"} {
 		if !link.tableHas(want) {
 			t.Errorf("no %q in the table:\n%s", want, link.nft.Dump())
 		}
+	}
+	if d := link.nft.Dump(); strings.Contains(d, "127.77.0.0/24") {
+		t.Errorf("the service range is guarded whole:\n%s", d)
 	}
 	for name, want := range map[string]string{
 		"web.default.svc.cluster.local.":                                 "127.77.0.1",

@@ -10,17 +10,22 @@
 // host's own processes) DNAT ClusterIP:port/protocol to that listener
 // through the map "redirects", so clients keep using ClusterIP:port.
 // Its filter chains keep the ClusterIPs and the DNS address to this node:
-// before NAT, a packet for a local address in the guarded prefixes (the
-// service range and the DNS address) is accepted only from the host
-// itself (it comes in on lo) or from a pod of this node (its source is in
-// the set "pods"; no reverse-path check: with br_netfilter a bridged
-// pod's packet comes in on its bridge port, not the bridge its route
-// names); anything else is dropped. After NAT, a new connection to such an
+// before NAT, a packet for a local address in the set "guarded" (exactly
+// the addresses on the service link: the ClusterIPs and the DNS address,
+// never the whole service range, whose other addresses may be the
+// host's) is accepted only from the host itself (it comes in on lo) or
+// from a pod of this node: its source is in the set "pods" and it came in
+// on the interface the route back to it leaves by (a strict reverse-path
+// check; a bridged pod's packet comes in on the bridge, br_netfilter or
+// not); anything else is dropped. After NAT, a new connection to such an
 // address that no redirect translated (another port, a listener's own
 // port) is rejected, as kube-proxy rejects a ClusterIP's unknown ports.
 //
 // Fill is pure: it writes the whole table into a transaction. Table.Sync
 // replaces the table whole in one transaction (delete and add), so a
-// crashed agent's next start rebuilds it from its Services; AddPods adds
-// a started pod's addresses at once, between two syncs.
+// crashed agent's next start rebuilds it from its Services; an unchanged
+// table is rewritten after Resync, or at once when a listing every
+// Recheck finds a chain gone. AddPods adds a started pod's addresses at
+// once, between two syncs; Pods reads the kernel's set (a starting agent
+// keeps its predecessor's until its workers run).
 package svcnft

@@ -3,6 +3,7 @@ package svcnft
 import (
 	"context"
 	"errors"
+	"log/slog"
 	"net"
 	"net/netip"
 	"os"
@@ -60,13 +61,13 @@ func TestTableInTheKernel(t *testing.T) {
 		defer l.Close()
 		go serveHello(l)
 		listener := l.Addr().(*net.TCPAddr).AddrPort()
-		tab, err := New("svcnft-test", Config{Guarded: []netip.Prefix{netip.MustParsePrefix("10.254.254.0/24")}}, time.Now)
+		tab, err := New("svcnft-test", time.Now)
 		if err != nil {
 			t.Error(err)
 			return
 		}
 		service := netip.AddrPortFrom(clusterIP, 80)
-		if err := tab.Sync(ctx, State{Redirects: []Redirect{{Protocol: "TCP", Service: service, Listener: listener}},
+		if err := tab.Sync(ctx, State{Guarded: []netip.Addr{clusterIP}, Redirects: []Redirect{{Protocol: "TCP", Service: service, Listener: listener}},
 			Pods: []netip.Addr{netip.MustParseAddr("10.88.0.5")}}); err != nil {
 			t.Errorf("Sync: %v", err)
 			return
@@ -144,4 +145,129 @@ func hello(addr netip.AddrPort) (string, error) {
 	b := make([]byte, 16)
 	n, err := c.Read(b)
 	return string(b[:n]), err
+}
+
+// A UDP client sending from one source port keeps reaching its Service
+// after the listener moved (a new agent, a new port): Sync deletes the
+// conntrack entry that still sends it to the old listener's port.
+func TestSyncMovesUDPClientsToTheNewListener(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("needs root for a network namespace and nft")
+	}
+	if _, err := exec.LookPath("nft"); err != nil {
+		t.Skip("no nft binary")
+	}
+	inNewNetns(t, func() {
+		ctx := context.Background()
+		clusterIP := netip.MustParseAddr("10.254.254.10")
+		if err := setUpLink(clusterIP); err != nil {
+			t.Errorf("the test namespace's links: %v", err)
+			return
+		}
+		tab, err := New("svcnft-ct", time.Now)
+		if err != nil {
+			t.Error(err)
+			return
+		}
+		tab.SetConntrack(KernelConntrack{}, slog.Default())
+		service := netip.AddrPortFrom(clusterIP, 53)
+		serve := func(name string) (*net.UDPConn, error) {
+			l, err := net.ListenUDP("udp4", &net.UDPAddr{IP: clusterIP.AsSlice()})
+			if err != nil {
+				return nil, err
+			}
+			if err := tab.Sync(ctx, State{Guarded: []netip.Addr{clusterIP},
+				Redirects: []Redirect{{Protocol: "UDP", Service: service, Listener: l.LocalAddr().(*net.UDPAddr).AddrPort()}}}); err != nil {
+				l.Close()
+				return nil, err
+			}
+			go func() {
+				b := make([]byte, 100)
+				for {
+					n, from, err := l.ReadFromUDPAddrPort(b)
+					if err != nil {
+						return
+					}
+					_, _ = l.WriteToUDPAddrPort([]byte(name+":"+string(b[:n])), from)
+				}
+			}()
+			return l, nil
+		}
+		first, err := serve("first")
+		if err != nil {
+			t.Errorf("the first listener: %v", err)
+			return
+		}
+		client, err := net.DialUDP("udp4", &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1), Port: 40555}, net.UDPAddrFromAddrPort(service))
+		if err != nil {
+			t.Error(err)
+			return
+		}
+		defer client.Close()
+		if got := askUDP(client, "a"); got != "first:a" {
+			t.Errorf("through %s: %q; want the first listener's", service, got)
+		}
+		first.Close()
+		second, err := serve("second")
+		if err != nil {
+			t.Errorf("the second listener: %v", err)
+			return
+		}
+		defer second.Close()
+		if got := askUDP(client, "b"); got != "second:b" {
+			t.Errorf("the same client after the listener moved: %q; want the second listener's", got)
+		}
+		if err := tab.Remove(ctx); err != nil {
+			t.Errorf("Remove: %v", err)
+		}
+	})
+}
+
+// askUDP sends msg on c and returns the answer, asking again a few times
+// (a refused datagram, ICMP, is an error of the next read); "" for none.
+func askUDP(c *net.UDPConn, msg string) string {
+	b := make([]byte, 100)
+	for range 3 {
+		if _, err := c.Write([]byte(msg)); err != nil {
+			continue
+		}
+		_ = c.SetReadDeadline(time.Now().Add(500 * time.Millisecond))
+		if n, err := c.Read(b); err == nil {
+			return string(b[:n])
+		}
+	}
+	return ""
+}
+
+// LeftOvers finds a Services table of another name in the kernel, and
+// neither the agent's own nor another program's table.
+func TestLeftOversInTheKernel(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("needs root for a network namespace and nft")
+	}
+	if _, err := exec.LookPath("nft"); err != nil {
+		t.Skip("no nft binary")
+	}
+	inNewNetns(t, func() {
+		ctx := context.Background()
+		for _, name := range []string{"old-svc0", "own-svc0"} {
+			tab, err := New(name, time.Now)
+			if err == nil {
+				err = tab.Sync(ctx, State{Guarded: []netip.Addr{netip.MustParseAddr("10.254.254.1")}})
+			}
+			if err != nil {
+				t.Errorf("table %s: %v", name, err)
+				return
+			}
+		}
+		other := exec.Command("nft", "add table ip other; add set ip other pods { type ipv4_addr ; }; add chain ip other guard")
+		if out, err := other.CombinedOutput(); err != nil {
+			t.Errorf("another program's table: %v: %s", err, out)
+			return
+		}
+		got, err := LeftOvers(ctx, "own-svc0")
+		if err != nil || len(got) != 1 || got[0] != "old-svc0" {
+			t.Errorf("LeftOvers: %v %v; want old-svc0 only", got, err)
+		}
+	})
 }

@@ -10,13 +10,6 @@ import (
 	"sigs.k8s.io/knftables"
 )
 
-// Config is what the table guards.
-type Config struct {
-	// Guarded are the prefixes whose local addresses only the host and
-	// this node's pods may reach: the service range and the DNS address.
-	Guarded []netip.Prefix
-}
-
 // Redirect sends a Service port to the agent's listener for it.
 type Redirect struct {
 	Protocol string         // "TCP" or "UDP"
@@ -26,6 +19,11 @@ type Redirect struct {
 
 // State is the table's content.
 type State struct {
+	// Guarded are the addresses only the host and this node's pods may
+	// reach: exactly those the agent puts on its service link (the
+	// ClusterIPs and the DNS address), never a prefix: a host address
+	// that happens to lie in the service range stays the host's.
+	Guarded   []netip.Addr
 	Redirects []Redirect
 	Pods      []netip.Addr // this node's pods' (IPv4) addresses; hostNetwork pods come in on lo
 }
@@ -40,17 +38,15 @@ const (
 // Fill adds to tx the whole table: its sets and map with st's elements
 // and its chains. IPv6 addresses and redirects of other protocols are
 // left out (the table is family ip; only TCP and UDP are proxied).
-func Fill(tx *knftables.Transaction, cfg Config, st State) {
+func Fill(tx *knftables.Transaction, st State) {
 	tx.Add(&knftables.Table{Comment: knftables.PtrTo("berth agent: Services (ClusterIPs and the cluster DNS)")})
 	tx.Add(&knftables.Set{Name: setPods, Type: "ipv4_addr", Comment: knftables.PtrTo("this node's pods")})
-	tx.Add(&knftables.Set{Name: setGuarded, Type: "ipv4_addr", Flags: []knftables.SetFlag{knftables.IntervalFlag},
-		Comment: knftables.PtrTo("the service range and the cluster DNS address")})
+	tx.Add(&knftables.Set{Name: setGuarded, Type: "ipv4_addr",
+		Comment: knftables.PtrTo("the ClusterIPs and the cluster DNS address (the service link's)")})
 	tx.Add(&knftables.Map{Name: mapRedirects, Type: "ipv4_addr . inet_proto . inet_service : ipv4_addr . inet_service",
 		Comment: knftables.PtrTo("Service port to the agent's listener")})
-	for _, p := range guarded(cfg.Guarded) {
-		tx.Add(&knftables.Element{Set: setGuarded, Key: []string{p.String()}})
-	}
-	addPods(tx, st.Pods)
+	addAddrs(tx, setGuarded, st.Guarded)
+	addAddrs(tx, setPods, st.Pods)
 	redirects := slices.Clone(st.Redirects)
 	slices.SortFunc(redirects, func(a, b Redirect) int {
 		if c := a.Service.Compare(b.Service); c != 0 {
@@ -87,7 +83,12 @@ var chains = []chain{
 		[]string{"ip daddr @" + setGuarded + " fib daddr type local jump from-node"}},
 	{"from-node", "", "", "", []string{
 		`iif "lo" accept`,
-		"ip saddr @" + setPods + " accept",
+		// Reverse path: the route back to the pod leaves by the interface
+		// the packet came in on (a LAN neighbour forging a pod's address
+		// comes in elsewhere). A bridged pod's packet comes in on the
+		// bridge, br_netfilter or not (it sets the bridge as the input
+		// device; nft_root_test measures it).
+		"ip saddr @" + setPods + " fib saddr . iif oif exists accept",
 		"counter drop"}},
 	{"redirect-pods", knftables.NATType, knftables.PreroutingHook, knftables.DNATPriority,
 		[]string{"dnat ip to ip daddr . meta l4proto . th dport map @" + mapRedirects}},
@@ -118,39 +119,19 @@ func fillChains(tx *knftables.Transaction) {
 	}
 }
 
-// addPods adds the IPv4 addresses of pods, sorted and once each (the
-// same set is the same transaction: Sync skips it).
-func addPods(tx *knftables.Transaction, pods []netip.Addr) {
+// addAddrs adds to set the IPv4 addresses of addrs, sorted and once each
+// (the same set is the same transaction: Sync skips it).
+func addAddrs(tx *knftables.Transaction, set string, addrs []netip.Addr) {
 	var v4 []netip.Addr
-	for _, a := range pods {
+	for _, a := range addrs {
 		if a = a.Unmap(); a.Is4() {
 			v4 = append(v4, a)
 		}
 	}
 	slices.SortFunc(v4, netip.Addr.Compare)
 	for _, a := range slices.Compact(v4) {
-		tx.Add(&knftables.Element{Set: setPods, Key: []string{a.String()}})
+		tx.Add(&knftables.Element{Set: set, Key: []string{a.String()}})
 	}
-}
-
-// guarded is the IPv4 prefixes, masked, without one inside another (an
-// interval set refuses overlapping elements: the DNS address is usually
-// in the service range).
-func guarded(in []netip.Prefix) []netip.Prefix {
-	var ps []netip.Prefix
-	for _, p := range in {
-		if p.IsValid() && p.Addr().Unmap().Is4() {
-			ps = append(ps, netip.PrefixFrom(p.Addr().Unmap(), p.Bits()).Masked())
-		}
-	}
-	slices.SortFunc(ps, func(a, b netip.Prefix) int { return a.Bits() - b.Bits() })
-	var out []netip.Prefix
-	for _, p := range ps {
-		if !slices.ContainsFunc(out, func(q netip.Prefix) bool { return q.Contains(p.Addr()) }) {
-			out = append(out, p)
-		}
-	}
-	return out
 }
 
 // String names a redirect in logs.

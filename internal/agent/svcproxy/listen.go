@@ -7,9 +7,11 @@ import (
 )
 
 // bind is where the rule's socket binds: Listen, or for a redirected rule
-// Listen's address at port 0 (the kernel picks a free port of its local
-// port range, as for any client socket; never one in
-// ip_local_reserved_ports, so no port a host daemon is configured on).
+// Listen's address at port 0 (the kernel picks a free port of
+// ip_local_port_range, as for any client socket, never one in
+// ip_local_reserved_ports: a host daemon configured on a port of that
+// range competes with client sockets already, unless its port is
+// reserved; docs/agent.md).
 func (r Rule) bind() netip.AddrPort {
 	if r.Redirected {
 		return netip.AddrPortFrom(r.Listen.Addr(), 0)
@@ -23,6 +25,34 @@ func (tl *tcpListener) addr() netip.AddrPort {
 
 func (ul *udpListener) addr() netip.AddrPort {
 	return ul.conn.LocalAddr().(*net.UDPAddr).AddrPort()
+}
+
+// AllowClients makes the listeners of redirected rules serve only clients
+// whose address allow accepts (the agent's: the host itself and this
+// node's pods, as its table lets in); another client's TCP connection is
+// closed at once, its datagram dropped. It is the check behind the table's
+// guard: a listener at ClusterIP:<port of the kernel's> is reachable
+// directly while the table is gone (flushed by another program). Call it
+// before Update.
+func (p *Proxy) AllowClients(allow func(netip.Addr) bool) { p.allow = allow }
+
+// refusesClient says whether the rule's listener refuses client.
+func (p *Proxy) refusesClient(pt *port, client net.Addr) bool {
+	if p.allow == nil || !pt.rule.Redirected {
+		return false
+	}
+	var a netip.Addr
+	switch c := client.(type) {
+	case *net.TCPAddr:
+		a = c.AddrPort().Addr()
+	case *net.UDPAddr:
+		a = c.AddrPort().Addr()
+	}
+	if p.allow(a.Unmap()) {
+		return false
+	}
+	p.log.Debug("service proxy: refused a client that is neither the host nor a pod of this node", "rule", pt.rule.Name, "client", client)
+	return true
 }
 
 // Bound is where the listener of a rule is.

@@ -48,7 +48,8 @@ type Proxy struct {
 	limits      Limits
 	conns       *connCount // the TCP connections held
 
-	now func() time.Time // the clock of session affinity
+	now   func() time.Time      // the clock of session affinity
+	allow func(netip.Addr) bool // the redirected listeners' clients (AllowClients); nil: all
 
 	mu       sync.Mutex
 	ports    map[string]*port

@@ -42,6 +42,10 @@ func (p *Proxy) acceptTCP(pt *port, tl *tcpListener) {
 		c, err := tl.l.Accept()
 		if err == nil {
 			delay = 0
+			if p.refusesClient(pt, c.RemoteAddr()) {
+				c.Close()
+				continue
+			}
 			p.take(pt, c.(*net.TCPConn))
 			continue
 		}

@@ -79,6 +79,9 @@ func (ul *udpListener) relay() {
 			}
 			continue // a transient error (ICMP) of one datagram
 		}
+		if ul.p.refusesClient(ul.pt, net.UDPAddrFromAddrPort(client)) {
+			continue
+		}
 		f := ul.flow(client)
 		if f == nil {
 			continue // no endpoint: dropped, as a port with no endpoints does
