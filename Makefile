@@ -66,7 +66,7 @@ image: ## build a busybox image from busybox-static and import it as docker.io/l
 	$(PREFIX)/bin/berth image import --root $(ROOT_DIR) $(BIN)/busybox-oci.tar
 
 test: vet ## unit (with the fuzz targets' seed corpora), integration and e2e tests (the agent on berth and on containerd), all with the race detector (the root suites skip when not root)
-	BERTH_TEST_RACE=1 $(GO) test -race -count=1 -timeout 40m ./...
+	BERTH_TEST_RACE=1 $(GO) test -race -count=1 -timeout 55m ./...
 
 test-unit: ## unit tests only
 	$(GO) test -count=1 $$($(GO) list ./... | grep -v -e /test/integration -e /test/e2e)
