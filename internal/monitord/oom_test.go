@@ -4,6 +4,7 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
+	"time"
 )
 
 // TestOOMCounterFindsEitherForm: the counter of a container's cgroup is
@@ -41,6 +42,48 @@ func TestOOMCounterFindsEitherForm(t *testing.T) {
 	if c := newOOMCounter("bad/x.slice:berth:c1"); c.file != "" {
 		t.Errorf("invalid systemd path: counter %+v, want none", c)
 	}
+}
+
+// TestOOMCounterKeepsAKillSeenBeforeTheCgroupWent: on v2 a kill announced
+// in memory.events while the cgroup exists is reported even when the file
+// is gone at exit, as it is once systemd has removed a container's scope.
+func TestOOMCounterKeepsAKillSeenBeforeTheCgroupWent(t *testing.T) {
+	saved := cgroupRoot
+	t.Cleanup(func() { cgroupRoot = saved })
+	cgroupRoot = t.TempDir()
+	dir := filepath.Join(cgroupRoot, "kubepods.slice", "berth-c1.scope")
+	mustMkdir(t, dir)
+	file := filepath.Join(dir, "memory.events")
+	writeFile(t, file, "oom 0\noom_kill 0\n")
+	c := newOOMCounter("kubepods.slice:berth:c1")
+	defer c.stop()
+	if c.watch == nil {
+		t.Fatal("no inotify watch on memory.events")
+	}
+	writeFile(t, file, "oom 1\noom_kill 1\n")
+	deadline := time.Now().Add(10 * time.Second)
+	for !c.sawKill() {
+		if time.Now().After(deadline) {
+			t.Fatal("the watch did not see oom_kill 1 within 10s")
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	if err := os.RemoveAll(dir); err != nil {
+		t.Fatal(err)
+	}
+	if !c.killed() {
+		t.Error("a kill seen before the cgroup was removed is not reported")
+	}
+	if other := newOOMCounter("kubepods.slice:berth:c2"); other.killed() {
+		t.Error("a counter whose cgroup never existed reports a kill")
+	}
+}
+
+// sawKill reads what the watch has seen, without reading the file.
+func (c *oomCounter) sawKill() bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.seen > c.baseline
 }
 
 func mustMkdir(t *testing.T, dir string) {
