@@ -26,6 +26,8 @@ if [ -f "$dir/done" ]; then
 	echo "$dir"
 	exit 0
 fi
+# Only the image directory goes to stdout; what the tools print, to stderr.
+exec 3>&1 1>&2
 
 for tool in mmdebstrap mkfs.ext4; do
 	command -v "$tool" >/dev/null || { echo "image.sh: $tool missing: apt-get install mmdebstrap e2fsprogs" >&2; exit 1; }
@@ -86,4 +88,4 @@ cp --sparse=always "$work/disk.ext4" "$dir.tmp/"
 mv "$work/vmlinuz" "$work/initrd.img" "$dir.tmp/"
 find "$cache" -maxdepth 1 -name 'debian12-*' ! -name "debian12-$hash*" -exec rm -rf {} +
 rm -rf "$dir" && mv "$dir.tmp" "$dir" && touch "$dir/done"
-echo "$dir"
+echo "$dir" >&3
