@@ -10,6 +10,8 @@ import (
 	"sync"
 	"time"
 
+	"golang.org/x/sys/unix"
+
 	"github.com/berth-dev/berth/internal/crilog"
 	"github.com/berth-dev/berth/internal/errdefs"
 	"github.com/berth-dev/berth/internal/monitor"
@@ -226,7 +228,7 @@ func (s *Server) watch(c *container, exited <-chan Exit) {
 	finished := time.Now()
 	// Read the OOM count now, before draining output: under the systemd
 	// driver the scope (and its memory.events) may go at any moment.
-	oomKilled := c.oom.killed()
+	oomKilled := c.oom.killed(e.Status.Signaled() && e.Status.Signal() == unix.SIGKILL)
 	c.oom.stop()
 	select {
 	case <-c.copied:

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"os"
+	"path"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -19,15 +20,22 @@ var cgroupRoot = "/sys/fs/cgroup"
 
 // oomCounter reads the kernel's OOM kill count of one container cgroup.
 //
-// On cgroup v2 it also watches memory.events (inotify, as containerd's
-// shim does): the kernel announces every oom_kill there, and under the
-// systemd driver systemd removes the container's scope, and the file with
-// it, as soon as its last process is gone — possibly before the monitor
-// has reaped the init. The highest count seen while the cgroup existed
-// counts as much as the count read at exit.
+// On cgroup v2 the systemd driver's scope, and its memory.events with it,
+// is removed by systemd as soon as its last process is gone — often
+// before the monitor has reaped the init, and before the kernel's
+// (rate-limited) notice of the kill has reached an inotify watch. So on v2
+// the counter also watches memory.events (as containerd's shim does) and
+// keeps the highest count it saw, and it records the parent cgroup's
+// memory.events, whose counts are hierarchical and outlive the scope: when
+// the container's own file is gone at exit and its init died of SIGKILL, a
+// kill counted in the parent since create is taken as this container's.
 type oomCounter struct {
 	file     string // memory.oom_control (v1) or memory.events (v2); "" = unknown
 	baseline uint64
+	// parent is the parent cgroup's memory.events on v2 ("" on v1, or
+	// where the parent is the root, which has none).
+	parent         string
+	parentBaseline uint64
 
 	mu    sync.Mutex
 	seen  uint64   // highest count read since create
@@ -47,6 +55,10 @@ func newOOMCounter(cgroupPath string) *oomCounter {
 		c.file = filepath.Join(cgroupRoot, "memory", rel, "memory.oom_control")
 	} else {
 		c.file = filepath.Join(cgroupRoot, rel, "memory.events")
+		if dir := path.Dir(rel); dir != "/" {
+			c.parent = filepath.Join(cgroupRoot, dir, "memory.events")
+			c.parentBaseline, _ = readOOMKills(c.parent)
+		}
 		c.startWatch()
 	}
 	c.baseline, _ = readOOMKills(c.file) // a missing file counts as 0
@@ -81,28 +93,36 @@ func (c *oomCounter) follow(w *os.File) {
 	}
 }
 
-// update reads the file and keeps the highest count.
-func (c *oomCounter) update() {
+// update reads the file and keeps the highest count; it reports whether
+// the file was there.
+func (c *oomCounter) update() bool {
 	if c.file == "" {
-		return
+		return false
 	}
 	count, err := readOOMKills(c.file)
 	if err != nil {
-		return
+		return false
 	}
 	c.mu.Lock()
 	c.seen = max(c.seen, count)
 	c.mu.Unlock()
+	return true
 }
 
 // killed reports whether the kernel OOM-killed a process in the cgroup
-// since the counter was made: it reads the file once more, then compares
-// the highest count seen with the baseline.
-func (c *oomCounter) killed() bool {
-	c.update()
+// since the counter was made: the highest count seen (the file read once
+// more) against the baseline; with the file gone and the init killed by
+// SIGKILL (sigkill), the parent's count against its baseline.
+func (c *oomCounter) killed(sigkill bool) bool {
+	present := c.update()
 	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.seen > c.baseline
+	seen := c.seen > c.baseline
+	c.mu.Unlock()
+	if seen || present || !sigkill || c.parent == "" {
+		return seen
+	}
+	count, err := readOOMKills(c.parent)
+	return err == nil && count > c.parentBaseline
 }
 
 // stop ends the watch; killed still answers from what was seen.

@@ -30,12 +30,12 @@ func TestOOMCounterFindsEitherForm(t *testing.T) {
 		mustMkdir(t, dir)
 		writeFile(t, filepath.Join(dir, tc.file), "oom_kill_disable 0\noom_kill 2\n")
 		c := newOOMCounter(tc.path)
-		if c.file != filepath.Join(dir, tc.file) || c.baseline != 2 || c.killed() {
-			t.Errorf("%s: counter %+v, killed %v; want %s at 2, not killed", tc.name, c, c.killed(), filepath.Join(dir, tc.file))
+		if c.file != filepath.Join(dir, tc.file) || c.baseline != 2 || c.killed(false) {
+			t.Errorf("%s: counter %+v, killed %v; want %s at 2, not killed", tc.name, c, c.killed(false), filepath.Join(dir, tc.file))
 			continue
 		}
 		writeFile(t, filepath.Join(dir, tc.file), "oom_kill 3\n")
-		if !c.killed() {
+		if !c.killed(false) {
 			t.Errorf("%s: a higher oom_kill is not seen", tc.name)
 		}
 	}
@@ -71,11 +71,57 @@ func TestOOMCounterKeepsAKillSeenBeforeTheCgroupWent(t *testing.T) {
 	if err := os.RemoveAll(dir); err != nil {
 		t.Fatal(err)
 	}
-	if !c.killed() {
+	if !c.killed(false) {
 		t.Error("a kill seen before the cgroup was removed is not reported")
 	}
-	if other := newOOMCounter("kubepods.slice:berth:c2"); other.killed() {
+	if other := newOOMCounter("kubepods.slice:berth:c2"); other.killed(true) {
 		t.Error("a counter whose cgroup never existed reports a kill")
+	}
+}
+
+// TestOOMCounterFallsBackToTheParent: when the container's memory.events
+// is gone at exit before any watch saw the kill (systemd removed the scope
+// first), a kill counted in the parent since create is the container's if
+// its init died of SIGKILL; not otherwise, and not without a new kill.
+func TestOOMCounterFallsBackToTheParent(t *testing.T) {
+	saved := cgroupRoot
+	t.Cleanup(func() { cgroupRoot = saved })
+	for _, tc := range []struct {
+		name          string
+		parentKills   string
+		sigkill, want bool
+	}{
+		{"parent counted a kill, SIGKILL", "oom_kill 3\n", true, true},
+		{"parent counted a kill, exit code", "oom_kill 3\n", false, false},
+		{"parent counted none, SIGKILL", "oom_kill 2\n", true, false},
+	} {
+		cgroupRoot = t.TempDir()
+		pod := filepath.Join(cgroupRoot, "kubepods.slice", "kubepods-pod1.slice")
+		scope := filepath.Join(pod, "berth-c1.scope")
+		mustMkdir(t, scope)
+		writeFile(t, filepath.Join(pod, "memory.events"), "oom_kill 2\n")
+		writeFile(t, filepath.Join(scope, "memory.events"), "oom_kill 0\n")
+		c := newOOMCounter("kubepods-pod1.slice:berth:c1")
+		c.stop() // no watch: the kill reaches neither it nor the file
+		if err := os.RemoveAll(scope); err != nil {
+			t.Fatal(err)
+		}
+		writeFile(t, filepath.Join(pod, "memory.events"), tc.parentKills)
+		if got := c.killed(tc.sigkill); got != tc.want {
+			t.Errorf("%s: killed %v, want %v", tc.name, got, tc.want)
+		}
+	}
+	// The container's own file, when it is there, decides alone.
+	cgroupRoot = t.TempDir()
+	pod := filepath.Join(cgroupRoot, "kubepods.slice", "kubepods-pod1.slice")
+	mustMkdir(t, filepath.Join(pod, "berth-c1.scope"))
+	writeFile(t, filepath.Join(pod, "memory.events"), "oom_kill 0\n")
+	writeFile(t, filepath.Join(pod, "berth-c1.scope", "memory.events"), "oom_kill 0\n")
+	c := newOOMCounter("kubepods-pod1.slice:berth:c1")
+	defer c.stop()
+	writeFile(t, filepath.Join(pod, "memory.events"), "oom_kill 1\n")
+	if c.killed(true) {
+		t.Error("a sibling's kill counted in the parent is taken while the container's own file says none")
 	}
 }
 

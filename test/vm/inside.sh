@@ -118,14 +118,16 @@ cgroup_checks() {
 		log "$d: the container's cgroup on the host: $(cat /proc/"$pid"/cgroup 2>&1)"
 	fi
 	berth apply -f "$pods/oom.yaml" >/dev/null
-	if wait_for 180 pod_terminated oom; then
-		local term
-		term=$(pod_json oom | jq -c '.status.containerStatuses[0].state.terminated | {reason, exitCode}')
-		check "$d: a container past its 32Mi limit ends OOMKilled, 137" '{"reason":"OOMKilled","exitCode":137}' "$term"
-	else
-		fail "$d: pod oom terminates" "$(berth describe pod oom 2>&1 | tail -n 20)"
-	fi
-	delete_pods limits oom
+	local p term
+	for p in oom-a oom-b; do
+		if wait_for 180 pod_terminated $p; then
+			term=$(pod_json $p | jq -c '.status.containerStatuses[0].state.terminated | {reason, exitCode}')
+			check "$d: a container past its 32Mi limit ends OOMKilled, 137 ($p)" '{"reason":"OOMKilled","exitCode":137}' "$term"
+		else
+			fail "$d: pod $p terminates" "$(berth describe pod $p 2>&1 | tail -n 20)"
+		fi
+	done
+	delete_pods limits oom-a oom-b
 }
 
 set_driver() {
