@@ -228,8 +228,11 @@ func (s *Server) watch(c *container, exited <-chan Exit) {
 	finished := time.Now()
 	// Read the OOM count now, before draining output: under the systemd
 	// driver the scope (and its memory.events) may go at any moment.
-	oomKilled := c.oom.killed(e.Status.Signaled() && e.Status.Signal() == unix.SIGKILL)
+	oomKilled, countedIn := c.oom.killed(e.Status.Signaled() && e.Status.Signal() == unix.SIGKILL)
 	c.oom.stop()
+	if oomKilled {
+		s.log.Printf("pod %s: container %s: OOM-killed, counted in %s", s.cfg.Pod, c.id, countedIn)
+	}
 	select {
 	case <-c.copied:
 	case <-time.After(DrainTimeout):

@@ -110,19 +110,26 @@ func (c *oomCounter) update() bool {
 }
 
 // killed reports whether the kernel OOM-killed a process in the cgroup
-// since the counter was made: the highest count seen (the file read once
-// more) against the baseline; with the file gone and the init killed by
-// SIGKILL (sigkill), the parent's count against its baseline.
-func (c *oomCounter) killed(sigkill bool) bool {
+// since the counter was made, and which file counted the kill: the
+// highest count seen (the file read once more) against the baseline; with
+// the file gone and the init killed by SIGKILL (sigkill), the parent's
+// count against its baseline.
+func (c *oomCounter) killed(sigkill bool) (bool, string) {
 	present := c.update()
 	c.mu.Lock()
 	seen := c.seen > c.baseline
 	c.mu.Unlock()
-	if seen || present || !sigkill || c.parent == "" {
-		return seen
+	if seen {
+		return true, c.file
+	}
+	if present || !sigkill || c.parent == "" {
+		return false, ""
 	}
 	count, err := readOOMKills(c.parent)
-	return err == nil && count > c.parentBaseline
+	if err != nil || count <= c.parentBaseline {
+		return false, ""
+	}
+	return true, c.parent + " (the container's cgroup was already removed)"
 }
 
 // stop ends the watch; killed still answers from what was seen.
