@@ -51,7 +51,9 @@ func newOOMCounter(cgroupPath string) *oomCounter {
 		return &oomCounter{}
 	}
 	c := &oomCounter{}
-	if st, err := os.Stat(filepath.Join(cgroupRoot, "memory")); err == nil && st.IsDir() {
+	st, err := os.Stat(filepath.Join(cgroupRoot, "memory"))
+	v1 := err == nil && st.IsDir()
+	if v1 {
 		c.file = filepath.Join(cgroupRoot, "memory", rel, "memory.oom_control")
 	} else {
 		c.file = filepath.Join(cgroupRoot, rel, "memory.events")
@@ -59,10 +61,12 @@ func newOOMCounter(cgroupPath string) *oomCounter {
 			c.parent = filepath.Join(cgroupRoot, dir, "memory.events")
 			c.parentBaseline, _ = readOOMKills(c.parent)
 		}
-		c.startWatch()
 	}
 	c.baseline, _ = readOOMKills(c.file) // a missing file counts as 0
 	c.seen = c.baseline
+	if !v1 {
+		c.startWatch() // after the baseline: the watch updates seen
+	}
 	return c
 }
 
@@ -84,7 +88,7 @@ func (c *oomCounter) startWatch() {
 // follow reads the count after each batch of events until the watch is
 // closed (a removed file sends IN_IGNORED, then nothing more).
 func (c *oomCounter) follow(w *os.File) {
-	buf := make([]byte, 4*(unix.SizeofInotifyEvent+unix.NAME_MAX+1))
+	buf := make([]byte, unix.SizeofInotifyEvent+unix.NAME_MAX+1) // the least a read may ask for
 	for {
 		if _, err := w.Read(buf); err != nil {
 			return

@@ -26,6 +26,14 @@ if [ -f "$dir/done" ]; then
 	echo "$dir"
 	exit 0
 fi
+# One build at a time per cache; another may have finished it meanwhile.
+mkdir -p "$cache"
+exec 9>"$cache/lock"
+flock 9
+if [ -f "$dir/done" ]; then
+	echo "$dir"
+	exit 0
+fi
 # Only the image directory goes to stdout; what the tools print, to stderr.
 exec 3>&1 1>&2
 
@@ -86,6 +94,6 @@ rm -rf --one-file-system "$root"
 rm -rf "$dir.tmp" && mkdir -p "$dir.tmp"
 cp --sparse=always "$work/disk.ext4" "$dir.tmp/"
 mv "$work/vmlinuz" "$work/initrd.img" "$dir.tmp/"
-find "$cache" -maxdepth 1 -name 'debian12-*' ! -name "debian12-$hash*" -exec rm -rf {} +
+find "$cache" -maxdepth 1 -name 'debian12-*' ! -name "debian12-$hash*" -exec rm -rf --one-file-system {} +
 rm -rf "$dir" && mv "$dir.tmp" "$dir" && touch "$dir/done"
 echo "$dir" >&3

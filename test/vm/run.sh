@@ -38,6 +38,7 @@ cleanup() {
 	rm -rf --one-file-system "$tmp"
 }
 trap cleanup EXIT
+trap 'exit 130' INT TERM # run cleanup (qemu, in the background, ignores SIGINT)
 
 share=$tmp/share
 mkdir -p "$share/bin" "$share/results"
