@@ -23,11 +23,11 @@ KUBE_VERSION_PKG := k8s.io/component-base/version
 KUBE_LDFLAGS  = -s -w -X $(KUBE_VERSION_PKG).gitVersion=$(KUBE_FULL) -X $(KUBE_VERSION_PKG).gitTreeState=clean \
 	-X $(KUBE_VERSION_PKG).gitMajor=$(word 1,$(subst ., ,$(KUBE_VERSION))) -X $(KUBE_VERSION_PKG).gitMinor=$(word 2,$(subst ., ,$(KUBE_VERSION)))
 # What berth needs to run; what its tests and benchmarks need on top (a registry to pull from,
-# skopeo for the pull floor, hyperfine).
+# skopeo for the pull floor, hyperfine, qemu and mmdebstrap for make test-vm).
 RUNTIME_PACKAGES := runc containernetworking-plugins busybox-static iptables nftables iproute2 util-linux
-TEST_PACKAGES    := docker-registry skopeo tar gzip hyperfine containerd
+TEST_PACKAGES    := docker-registry skopeo tar gzip hyperfine containerd qemu-system-x86 mmdebstrap
 
-.PHONY: help build install install-unit deps runtime-deps image test test-unit test-integration test-e2e fuzz bench vet lint-bin crictl critest critest-bin kube-bin kubelet-bin etcd-bin e2e-bin conformance-deps test-kubelet test-cluster test-conformance-slow clean
+.PHONY: help build install install-unit deps runtime-deps image test test-unit test-integration test-e2e test-vm fuzz bench vet lint-bin crictl critest critest-bin kube-bin kubelet-bin etcd-bin e2e-bin conformance-deps test-kubelet test-cluster test-conformance-slow clean
 
 help: ## list targets
 	@grep -E '^[a-z0-9-]+:.*## ' $(MAKEFILE_LIST) | sed 's/:.*## /\t/' | sort
@@ -76,6 +76,14 @@ test-integration: ## root integration tests against a live berth serve
 
 test-e2e: ## root end-to-end tests: Pod YAML through the agent, each scenario on berth serve and on containerd (skipped without containerd)
 	$(GO) test -count=1 -timeout 40m -v ./test/e2e/
+
+# A Debian 12 VM (systemd PID 1, cgroup v2 only) under qemu/TCG: its image is
+# built once into bin/vm/ (test/vm/image.sh, rebuilt when the recipe
+# changes), then test/vm/inside.sh runs berth's unit and cgroup checks in it.
+# docs/vm.md. VM_TIMEOUT (1200s) and VM_BOOT_TIMEOUT (300s) bound it.
+test-vm: build ## boot a Debian 12 VM (systemd PID 1, cgroup v2 only; qemu, no KVM) and run berth's unit and cgroup checks in it (root; docs/vm.md)
+	$(GO) run ./test/testimage/cmd/mkimage -o $(BIN)/busybox-oci.tar
+	./test/vm/run.sh
 
 # Native Go fuzz targets, package:FuzzName. `make test` runs their seed
 # corpora (f.Add and testdata/fuzz); `make fuzz` fuzzes each for FUZZTIME,

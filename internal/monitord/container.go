@@ -10,6 +10,8 @@ import (
 	"sync"
 	"time"
 
+	"golang.org/x/sys/unix"
+
 	"github.com/berth-dev/berth/internal/crilog"
 	"github.com/berth-dev/berth/internal/errdefs"
 	"github.com/berth-dev/berth/internal/monitor"
@@ -30,7 +32,7 @@ type container struct {
 	pid     int
 	log     *crilog.Writer
 	stdio   *stdio
-	oom     oomCounter
+	oom     *oomCounter
 	copied  chan struct{} // closed when both streams are drained
 	started bool          // guarded by Server.mu
 	exit    *monitor.ExitRecord
@@ -224,6 +226,13 @@ func (c *container) copyOutput() chan struct{} {
 func (s *Server) watch(c *container, exited <-chan Exit) {
 	e := <-exited
 	finished := time.Now()
+	// Read the OOM count now, before draining output: under the systemd
+	// driver the scope (and its memory.events) may go at any moment.
+	oomKilled, countedIn := c.oom.killed(e.Status.Signaled() && e.Status.Signal() == unix.SIGKILL)
+	c.oom.stop()
+	if oomKilled {
+		s.log.Printf("pod %s: container %s: OOM-killed, counted in %s", s.cfg.Pod, c.id, countedIn)
+	}
 	select {
 	case <-c.copied:
 	case <-time.After(DrainTimeout):
@@ -232,7 +241,7 @@ func (s *Server) watch(c *container, exited <-chan Exit) {
 	c.stdio.closeMonitorSide()
 	<-c.copied
 	c.log.Close()
-	rec := exitRecord(c, e, finished)
+	rec := exitRecord(c, e, finished, oomKilled)
 	if err := monitor.WriteExitFile(s.cfg.ExitDir, rec); err != nil {
 		s.log.Printf("pod %s: container %s: %v", s.cfg.Pod, c.id, err)
 	}
@@ -242,13 +251,13 @@ func (s *Server) watch(c *container, exited <-chan Exit) {
 	s.log.Printf("pod %s: container %s: exited, code %d", s.cfg.Pod, c.id, rec.ExitCode)
 }
 
-func exitRecord(c *container, e Exit, finished time.Time) monitor.ExitRecord {
+func exitRecord(c *container, e Exit, finished time.Time, oomKilled bool) monitor.ExitRecord {
 	rec := monitor.ExitRecord{
 		Version:    monitor.ExitRecordVersion,
 		ID:         c.id,
 		Pid:        c.pid,
 		ExitCode:   int32(e.Status.ExitStatus()),
-		OOMKilled:  c.oom.killed(),
+		OOMKilled:  oomKilled,
 		FinishedAt: finished,
 	}
 	if e.Status.Signaled() {

@@ -9,9 +9,13 @@
 //   - A container's init pid is known only after runc create returns, so a
 //     create subscribes to exits before running runc and claims the pid
 //     afterwards; an init that died in between is not lost.
-//   - On exit, stdio is drained for at most DrainTimeout, the OOM kill count
-//     of the container's cgroup is compared with its value at create, and
-//     the exit file is written before the record is kept for List.
+//   - On exit, the OOM kill count of the container's cgroup is compared
+//     with its value at create (on cgroup v2 the highest count an inotify
+//     watch of memory.events saw counts too, and, when the file is gone
+//     and the init died of SIGKILL, the parent cgroup's count: under the
+//     systemd driver the scope may be gone by then), stdio is drained for
+//     at most DrainTimeout, and the exit file is written before the record
+//     is kept for List.
 //   - Output is read once, by the log copy; attached clients get copies
 //     through a fanout that never blocks (a full client queue drops the
 //     chunk for that client). Only the monitor writes the container's stdin

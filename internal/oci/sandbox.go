@@ -34,6 +34,9 @@ type SandboxInput struct {
 	CgroupParent string
 	// SystemdCgroup builds the cgroupsPath for runc's systemd driver.
 	SystemdCgroup bool
+	// CgroupNamespace gives berth-pause a private cgroup namespace (not in
+	// a privileged pod), as Input.CgroupNamespace does for containers.
+	CgroupNamespace bool
 }
 
 // BuildSandboxSpec builds the spec of berth-pause as the holder of a pod's
@@ -64,6 +67,9 @@ func buildSandboxSpec(in SandboxInput) (*specs.Spec, error) {
 	namespaces, err := sandboxNamespaces(sb, opts)
 	if err != nil {
 		return nil, err
+	}
+	if in.CgroupNamespace && !sb.Config.GetLinux().GetSecurityContext().GetPrivileged() {
+		namespaces = append(namespaces, specs.LinuxNamespace{Type: specs.CgroupNamespace})
 	}
 	sysctls, err := podSysctls(sb.Config, opts)
 	if err != nil {

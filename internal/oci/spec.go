@@ -81,6 +81,10 @@ type Input struct {
 	// TargetPID is the host PID of the container named by
 	// NamespaceOption.target_id; needed only for PID mode TARGET.
 	TargetPID int
+	// CgroupNamespace gives the container a private cgroup namespace (not
+	// a privileged one): set on cgroup v2-only hosts, as containerd and
+	// CRI-O do, so that /sys/fs/cgroup in it is its own cgroup.
+	CgroupNamespace bool
 }
 
 // BuildSpec builds the runtime spec of an application container.
@@ -157,6 +161,9 @@ func containerLinux(in Input, nsOpts *runtimeapi.NamespaceOption) (*specs.Linux,
 	namespaces, err := containerNamespaces(in.Sandbox, nsOpts, in.TargetPID)
 	if err != nil {
 		return nil, err
+	}
+	if in.CgroupNamespace && !cfg.GetLinux().GetSecurityContext().GetPrivileged() {
+		namespaces = append(namespaces, specs.LinuxNamespace{Type: specs.CgroupNamespace})
 	}
 	devices, deviceRules, err := containerDevices(cfg.GetDevices(), cfg.GetLinux().GetSecurityContext().GetPrivileged())
 	if err != nil {

@@ -184,6 +184,9 @@ func (s *Service) prepareBundle(rec *Container, sb *Sandbox, img image.Image, rb
 		OOMScoreAdjMin: s.oomScoreAdjMin,
 		CgroupParent:   sb.Config.GetLinux().GetCgroupParent(),
 		SystemdCgroup:  s.cfg.SystemdCgroup,
+		// A private cgroup namespace on cgroup v2-only hosts; v1 and
+		// hybrid hosts keep the host's, as containerd and CRI-O do.
+		CgroupNamespace: s.cfg.Controllers.Unified,
 	})
 	if err != nil {
 		return fmt.Errorf("spec: %w", err)

@@ -34,6 +34,9 @@ func (s *Service) startPause(ctx context.Context, rec *Sandbox, rb *rollback) er
 		RootfsPath:     rootfs,
 		OOMScoreAdjMin: s.oomScoreAdjMin,
 		SystemdCgroup:  s.cfg.SystemdCgroup,
+		// A private cgroup namespace on cgroup v2-only hosts; v1 and
+		// hybrid hosts keep the host's, as containerd and CRI-O do.
+		CgroupNamespace: s.cfg.Controllers.Unified,
 	})
 	if err != nil {
 		return fmt.Errorf("pod sandbox %s: %w", rec.ID, err)

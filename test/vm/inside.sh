@@ -1,0 +1,159 @@
+#!/bin/bash
+# The checks of make test-vm, run inside the VM (systemd PID 1, cgroup v2
+# only) by its one-shot unit: SHARE holds bin/, busybox-oci.tar,
+# berth.service, pods/ and results/. Each check writes "PASS name" or
+# "FAIL name: why" to results/checks; results/status is pass or fail;
+# results/journal.txt is the journal's tail. Power-off follows (the unit's
+# SuccessAction/FailureAction), whatever happens here.
+set -uo pipefail
+
+share=${1:?usage: inside.sh SHARE}
+res=$share/results
+pods=$share/pods
+exec > >(tee -a "$res/log") 2>&1
+date +%s >"$res/started"
+export PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin
+
+failed=0
+t0=$(date +%s)
+log() { echo "[$(($(date +%s) - t0))s] $*"; }
+pass() { echo "PASS $1" >>"$res/checks"; log "PASS $1"; }
+fail() { echo "FAIL $1: $2" >>"$res/checks"; log "FAIL $1: $2"; failed=1; }
+
+# check NAME WANT GOT: equal strings pass.
+check() {
+	if [ "$2" = "$3" ]; then pass "$1 ($3)"; else fail "$1" "want '$2', got '$3'"; fi
+}
+
+# wait_for SECONDS COMMAND...: polls the command until it succeeds.
+wait_for() {
+	local deadline=$(($(date +%s) + $1))
+	shift
+	until "$@" >/dev/null 2>&1; do
+		[ "$(date +%s)" -lt "$deadline" ] || return 1
+		sleep 1
+	done
+}
+
+pod_json() { berth get pods "$1" -o json 2>/dev/null; }
+pod_running() { [ "$(pod_json "$1" | jq -r '.status.containerStatuses[0].state.running != null')" = true ]; }
+pod_terminated() { [ "$(pod_json "$1" | jq -r '.status.containerStatuses[0].state.terminated != null')" = true ]; }
+pod_gone() { ! berth get pods "$1" >/dev/null 2>&1; }
+container_id() { pod_json "$1" | jq -r '.status.containerStatuses[0].containerID'; }
+host_pid() { pgrep -x -f "sleep $1" | head -n1; }
+
+run_pod() {
+	berth apply -f "$pods/$1.yaml" || return 1
+	wait_for 180 pod_running "$1"
+}
+
+delete_pods() {
+	berth delete pods "$@" --grace-period=1 >/dev/null 2>&1 || true
+	for p in "$@"; do wait_for 120 pod_gone "$p" || fail "delete $p" "still listed after 120s"; done
+}
+
+# host: what kind of machine this is.
+host_checks() {
+	check "systemd is PID 1" systemd "$(cat /proc/1/comm)"
+	check "/sys/fs/cgroup is cgroup2" cgroup2fs "$(stat -f -c %T /sys/fs/cgroup)"
+	log "kernel $(uname -r), runc $(runc --version | head -n1), controllers: $(cat /sys/fs/cgroup/cgroup.controllers)"
+}
+
+# install: binaries and the unit as make install and make install-unit put
+# them (PREFIX=/usr/local), and the test image as make image imports it.
+install_berth() {
+	install -m 0755 "$share/bin/berth" "$share/bin/berth-monitor" "$share/bin/berth-pause" /usr/local/bin/
+	install -d /usr/local/lib/systemd/system
+	sed 's|/usr/local/bin/berth|/usr/local/bin/berth|' "$share/berth.service" >/usr/local/lib/systemd/system/berth.service
+	systemctl daemon-reload && systemctl enable berth.service
+	berth image import --root /var/lib/berth "$share/busybox-oci.tar" >/dev/null
+}
+
+# unit: berth started, reloaded, restarted and stopped by systemd.
+unit_checks() {
+	local t=$(date +%s)
+	if systemctl start berth; then
+		check "systemctl start berth: active (Type=notify)" active "$(systemctl is-active berth)"
+	else
+		fail "systemctl start berth" "$(systemctl status berth --no-pager 2>&1 | tail -n 20)"
+		return 1
+	fi
+	log "berth started in $(($(date +%s) - t))s"
+	systemctl reload berth
+	check "systemctl reload berth: still active" active "$(systemctl is-active berth)"
+	if ! run_pod keep; then
+		fail "pod keep runs" "$(berth describe pod keep 2>&1 | tail -n 20)"
+		return 1
+	fi
+	pass "pod keep runs under the unit"
+	local id pid
+	id=$(container_id keep) pid=$(host_pid 86402)
+	systemctl restart berth
+	check "systemctl restart berth: active" active "$(systemctl is-active berth)"
+	wait_for 60 pod_running keep
+	check "restart keeps the container (id)" "$id" "$(container_id keep)"
+	check "restart keeps the container (pid)" "$pid" "$(host_pid 86402)"
+	systemctl stop berth
+	check "systemctl stop berth: inactive" inactive "$(systemctl is-active berth)"
+	check "stop leaves the pod running (pid)" "$pid" "$(host_pid 86402)"
+	systemctl start berth
+	check "systemctl start berth again: active" active "$(systemctl is-active berth)"
+	wait_for 60 pod_running keep
+	check "start after stop: same container" "$id" "$(container_id keep)"
+	delete_pods keep
+}
+
+# cgroup_checks DRIVER: limits visible in a private cgroup namespace, and
+# an OOM kill reported as such.
+cgroup_checks() {
+	local d=$1
+	if ! run_pod limits; then
+		fail "$d: pod limits runs" "$(berth describe pod limits 2>&1 | tail -n 20)"
+	else
+		check "$d: /sys/fs/cgroup/memory.max in the container" 67108864 "$(berth exec limits -- cat /sys/fs/cgroup/memory.max 2>&1)"
+		check "$d: /sys/fs/cgroup/cpu.max in the container" "50000 100000" "$(berth exec limits -- cat /sys/fs/cgroup/cpu.max 2>&1)"
+		check "$d: /proc/self/cgroup in the container (private cgroup namespace)" "0::/" "$(berth exec limits -- cat /proc/self/cgroup 2>&1)"
+		local pid
+		pid=$(host_pid 86401)
+		log "$d: the container's cgroup on the host: $(cat /proc/"$pid"/cgroup 2>&1)"
+	fi
+	berth apply -f "$pods/oom.yaml" >/dev/null
+	local p term
+	for p in oom-a oom-b; do
+		if wait_for 180 pod_terminated $p; then
+			term=$(pod_json $p | jq -c '.status.containerStatuses[0].state.terminated | {reason, exitCode}')
+			check "$d: a container past its 32Mi limit ends OOMKilled, 137 ($p)" '{"reason":"OOMKilled","exitCode":137}' "$term"
+		else
+			fail "$d: pod $p terminates" "$(berth describe pod $p 2>&1 | tail -n 20)"
+		fi
+	done
+	# Where each kill was counted: the container's memory.events, or its
+	# parent's when systemd had removed the scope first.
+	find /var/lib/berth /run/berth -name monitor.log -exec grep -h "OOM-killed" {} + 2>/dev/null |
+		while read -r line; do log "$d: monitor: $line"; done
+	delete_pods limits oom-a oom-b
+}
+
+set_driver() {
+	mkdir -p /etc/berth
+	echo "cgroup_driver = \"$1\"" >/etc/berth/config.toml
+	systemctl restart berth
+	wait_for 60 systemctl is-active --quiet berth
+	check "berth active with cgroup_driver = $1" active "$(systemctl is-active berth)"
+}
+
+host_checks
+install_berth || fail install "installing berth failed"
+if unit_checks; then
+	log "cgroupfs driver (the default)"
+	cgroup_checks cgroupfs
+	log "systemd driver"
+	set_driver systemd
+	cgroup_checks systemd
+fi
+log "suite done in $(($(date +%s) - t0))s"
+
+journalctl -b --no-pager | tail -n 200 >"$res/journal.txt"
+journalctl -b -u berth --no-pager >"$res/berth.log" 2>&1
+if [ "$failed" = 0 ] && ! grep -q '^FAIL' "$res/checks"; then echo pass >"$res/status"; else echo fail >"$res/status"; fi
+sync
