@@ -64,12 +64,9 @@ func buildSandboxSpec(in SandboxInput) (*specs.Spec, error) {
 	if opts == nil {
 		opts = defaultNamespaceOptions
 	}
-	namespaces, err := sandboxNamespaces(sb, opts)
+	namespaces, err := sandboxNamespacesOf(in, opts)
 	if err != nil {
 		return nil, err
-	}
-	if in.CgroupNamespace && !sb.Config.GetLinux().GetSecurityContext().GetPrivileged() {
-		namespaces = append(namespaces, specs.LinuxNamespace{Type: specs.CgroupNamespace})
 	}
 	sysctls, err := podSysctls(sb.Config, opts)
 	if err != nil {
@@ -120,6 +117,19 @@ func buildSandboxSpec(in SandboxInput) (*specs.Spec, error) {
 			Seccomp:       seccomp,
 		},
 	}, nil
+}
+
+// sandboxNamespacesOf is berth-pause's namespaces: the pod's, and a
+// private cgroup namespace where in asks for one (not in a privileged pod).
+func sandboxNamespacesOf(in SandboxInput, opts *runtimeapi.NamespaceOption) ([]specs.LinuxNamespace, error) {
+	namespaces, err := sandboxNamespaces(in.Sandbox, opts)
+	if err != nil {
+		return nil, err
+	}
+	if in.CgroupNamespace && !in.Sandbox.Config.GetLinux().GetSecurityContext().GetPrivileged() {
+		namespaces = append(namespaces, specs.LinuxNamespace{Type: specs.CgroupNamespace})
+	}
+	return namespaces, nil
 }
 
 // sandboxSeccomp is the pod-level seccomp profile (seccomp, or the legacy
