@@ -93,50 +93,58 @@ func maxQuantity(a, b resource.Quantity) resource.Quantity {
 // MarkDeleting records that the claim was deleted while in use; it stays
 // (Terminating) until Release. A claim already marked keeps its time.
 func (s *Store) MarkDeleting(namespace, name string, at time.Time) (Claim, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	c, found, err := s.Get(namespace, name)
-	if err != nil {
-		return c, err
-	}
-	if !found {
-		return c, fmt.Errorf("persistentvolumeclaim %q not found in namespace %q: %w", name, namespace, errdefs.ErrNotFound)
-	}
-	if c.Deleting == nil {
+	return s.update(namespace, name, func(c *Claim) bool {
+		if c.Deleting != nil {
+			return false
+		}
 		at = at.UTC()
 		c.Deleting = &at
-		if err := s.save(c); err != nil {
-			return c, err
-		}
-	}
-	return c, nil
+		return true
+	})
 }
 
 // SetOwner records owner (a StatefulSet's uid, "" for none) as the
 // claim's: a set adopts the claims a deleted set of its name left.
 func (s *Store) SetOwner(namespace, name, owner string) (Claim, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	c, found, err := s.Get(namespace, name)
-	if err != nil {
-		return c, err
-	}
-	if !found {
-		return c, fmt.Errorf("persistentvolumeclaim %q not found in namespace %q: %w", name, namespace, errdefs.ErrNotFound)
-	}
-	if c.Owner != owner {
-		c.Owner = owner
-		if err := s.save(c); err != nil {
-			return c, err
+	return s.update(namespace, name, func(c *Claim) bool {
+		if c.Owner == owner {
+			return false
 		}
-	}
-	return c, nil
+		c.Owner = owner
+		return true
+	})
 }
 
 // Annotate sets the claim's annotations of annotations: a value sets
 // one, "" removes it. The agent marks with it a claim kept after the set
 // that made it.
 func (s *Store) Annotate(namespace, name string, annotations map[string]string) (Claim, error) {
+	return s.update(namespace, name, func(c *Claim) bool {
+		next := maps.Clone(c.Annotations)
+		for k, v := range annotations {
+			if v == "" {
+				delete(next, k)
+				continue
+			}
+			if next == nil {
+				next = map[string]string{}
+			}
+			next[k] = v
+		}
+		if maps.Equal(next, c.Annotations) {
+			return false
+		}
+		if len(next) == 0 {
+			next = nil
+		}
+		c.Annotations = next
+		return true
+	})
+}
+
+// update changes the stored claim with change, under the store's lock,
+// and saves it when change says it changed; a missing claim is NotFound.
+func (s *Store) update(namespace, name string, change func(*Claim) bool) (Claim, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	c, found, err := s.Get(namespace, name)
@@ -146,24 +154,9 @@ func (s *Store) Annotate(namespace, name string, annotations map[string]string) 
 	if !found {
 		return c, fmt.Errorf("persistentvolumeclaim %q not found in namespace %q: %w", name, namespace, errdefs.ErrNotFound)
 	}
-	next := maps.Clone(c.Annotations)
-	for k, v := range annotations {
-		if v == "" {
-			delete(next, k)
-			continue
-		}
-		if next == nil {
-			next = map[string]string{}
-		}
-		next[k] = v
-	}
-	if maps.Equal(next, c.Annotations) {
+	if !change(&c) {
 		return c, nil
 	}
-	if len(next) == 0 {
-		next = nil
-	}
-	c.Annotations = next
 	return c, s.save(c)
 }
 
