@@ -30,13 +30,18 @@ func openDir(dir string) (*os.File, error) {
 		return nil, fmt.Errorf("container log directory %s: %w", dir, err)
 	}
 	// O_NOFOLLOW without O_DIRECTORY: a symlink is ELOOP (with it, ENOTDIR).
-	fd, err := unix.Open(dir, unix.O_RDONLY|unix.O_NOFOLLOW|unix.O_NONBLOCK|unix.O_CLOEXEC, 0)
+	// O_PATH: whatever is there is not opened (a device's driver never
+	// runs); the descriptor serves the *at calls beneath it.
+	fd, err := unix.Open(dir, unix.O_PATH|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
 	if err != nil {
 		return nil, fmt.Errorf("container log directory %s: %w", dir, linkError(err))
 	}
 	var st unix.Stat_t
 	if err := unix.Fstat(fd, &st); err != nil || st.Mode&unix.S_IFMT != unix.S_IFDIR {
 		unix.Close(fd)
+		if err == nil && st.Mode&unix.S_IFMT == unix.S_IFLNK { // O_PATH|O_NOFOLLOW holds the link itself
+			return nil, fmt.Errorf("container log directory %s: %w", dir, linkError(unix.ELOOP))
+		}
 		return nil, fmt.Errorf("container log directory %s: not a directory (%v)", dir, err)
 	}
 	return os.NewFile(uintptr(fd), dir), nil
@@ -61,20 +66,43 @@ func openBeneath(dir *os.File, rel string) (f *os.File, created bool, err error)
 	}
 	defer unix.Close(parent)
 	name := filepath.Base(rel)
-	flags := uint64(unix.O_WRONLY | unix.O_APPEND | unix.O_NOFOLLOW | unix.O_NONBLOCK | unix.O_CLOEXEC)
+	flags := uint64(unix.O_WRONLY | unix.O_APPEND | unix.O_NOFOLLOW | unix.O_NOCTTY | unix.O_CLOEXEC)
 	fd, err := openat2(parent, name, &unix.OpenHow{Flags: flags | unix.O_CREAT | unix.O_EXCL, Mode: 0o640, Resolve: beneath})
 	created = err == nil
 	if errors.Is(err, unix.EEXIST) {
-		fd, err = openat2(parent, name, &unix.OpenHow{Flags: flags, Resolve: beneath})
+		fd, err = openExisting(parent, name)
 	}
 	if err != nil {
 		return nil, false, fmt.Errorf("container log %s: %w", describe(dir, rel), linkError(err))
 	}
-	if err := checkLogFile(fd); err != nil {
-		unix.Close(fd)
-		return nil, false, fmt.Errorf("container log %s: %w", describe(dir, rel), err)
-	}
 	return os.NewFile(uintptr(fd), describe(dir, rel)), created, nil
+}
+
+// openExisting opens the log name beneath parent for appending only once
+// it is known to be a regular file of one link: it is first opened
+// O_PATH (a device or FIFO planted there is never opened, so no driver
+// runs as root), checked, then opened again through that descriptor, and
+// the open file must be the checked one.
+func openExisting(parent int, name string) (int, error) {
+	pfd, err := openat2(parent, name, &unix.OpenHow{Flags: unix.O_PATH | unix.O_NOFOLLOW | unix.O_CLOEXEC, Resolve: beneath})
+	if err != nil {
+		return -1, err
+	}
+	defer unix.Close(pfd)
+	var checked unix.Stat_t
+	if err := checkLogFile(pfd, &checked); err != nil {
+		return -1, err
+	}
+	fd, err := unix.Open(fmt.Sprintf("/proc/self/fd/%d", pfd), unix.O_WRONLY|unix.O_APPEND|unix.O_NOCTTY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return -1, err
+	}
+	var opened unix.Stat_t
+	if err := unix.Fstat(fd, &opened); err != nil || opened.Dev != checked.Dev || opened.Ino != checked.Ino {
+		unix.Close(fd)
+		return -1, fmt.Errorf("changed while it was opened: refused (%v)", err)
+	}
+	return fd, nil
 }
 
 // parentOf opens the directory holding rel's last component beneath dir,
@@ -104,12 +132,14 @@ func parentOf(dir *os.File, rel string) (int, error) {
 }
 
 // checkLogFile refuses what is not a regular file of one link (a FIFO
-// or device, or a hard link to some other file, planted by a container)
-// and makes the descriptor blocking again.
-func checkLogFile(fd int) error {
-	var st unix.Stat_t
-	if err := unix.Fstat(fd, &st); err != nil {
+// or device, or a hard link to some other file, planted by a container);
+// st is the file's.
+func checkLogFile(fd int, st *unix.Stat_t) error {
+	if err := unix.Fstat(fd, st); err != nil {
 		return err
+	}
+	if st.Mode&unix.S_IFMT == unix.S_IFLNK { // O_PATH|O_NOFOLLOW holds the link itself
+		return linkError(unix.ELOOP)
 	}
 	if st.Mode&unix.S_IFMT != unix.S_IFREG {
 		return fmt.Errorf("not a regular file (mode %#o): refused", st.Mode)
@@ -117,7 +147,7 @@ func checkLogFile(fd int) error {
 	if st.Nlink > 1 {
 		return fmt.Errorf("a regular file with %d links: refused", st.Nlink)
 	}
-	return unix.SetNonblock(fd, false)
+	return nil
 }
 
 // removeBeneath removes rel beneath dir if it is still the file f.

@@ -111,7 +111,14 @@ func TestOpenRefusesWhatIsNotAPlainLog(t *testing.T) {
 	if err := os.Link(victim, filepath.Join(dir, "linked.log")); err != nil {
 		t.Fatal(err)
 	}
-	for _, rel := range []string{"fifo.log", "linked.log", "../escape.log", "/abs.log", "a/../b.log"} {
+	rels := []string{"fifo.log", "linked.log", "../escape.log", "/abs.log", "a/../b.log"}
+	if os.Geteuid() == 0 { // a character device (/dev/null's numbers): refused without being opened
+		if err := unix.Mknod(filepath.Join(dir, "dev.log"), unix.S_IFCHR|0o600, int(unix.Mkdev(1, 3))); err != nil {
+			t.Fatal(err)
+		}
+		rels = append(rels, "dev.log")
+	}
+	for _, rel := range rels {
 		if w, err := Open(dir, rel); err == nil {
 			w.Close()
 			t.Errorf("Open(%q) succeeded; want refused", rel)
