@@ -15,11 +15,15 @@ import (
 // them.
 
 // nodeRoomLocked is the node's allocatable and what the pods it admitted
-// and that have not terminated request together.
-func (a *Agent) nodeRoomLocked() nodefit.Room {
+// and that have not terminated request together, leaving out the pod of
+// uid replaced (one whose new manifest takes its place, one for one).
+func (a *Agent) nodeRoomLocked(replaced string) nodefit.Room {
 	_, allocatable := a.nodeResources()
 	room := nodefit.Room{Allocatable: nodefit.ResourcesOf(allocatable)}
-	for _, w := range a.workers {
+	for uid, w := range a.workers {
+		if uid == replaced {
+			continue
+		}
 		if req, ok := w.occupies(); ok {
 			room.Requested.Add(req)
 		}
@@ -29,8 +33,9 @@ func (a *Agent) nodeRoomLocked() nodefit.Room {
 
 // occupies is what the pod takes of the node, and whether it takes any:
 // a pod bound and admitted counts until it has terminated (a finished
-// pod, Succeeded or Failed, no longer does; one being deleted or evicted
-// counts until its worker has stopped it). A pod waiting for the
+// pod, Succeeded or Failed, no longer does, also while it is deleted,
+// as kubelet's filterOutInactivePods drops it; one being deleted or
+// evicted counts until its worker has stopped it). A pod waiting for the
 // scheduler or rejected at admission never ran and takes nothing.
 func (w *podWorker) occupies() (nodefit.Resources, bool) {
 	w.mu.Lock()
@@ -41,7 +46,7 @@ func (w *podWorker) occupies() (nodefit.Resources, bool) {
 		return nodefit.Resources{}, false
 	case d.failure != nil && (d.failure.rejected || w.failedDone):
 		return nodefit.Resources{}, false
-	case d.failure == nil && !d.terminating() && w.synced && (w.status.Phase == v1.PodSucceeded || w.status.Phase == v1.PodFailed):
+	case d.failure == nil && w.synced && (w.status.Phase == v1.PodSucceeded || w.status.Phase == v1.PodFailed):
 		return nodefit.Resources{}, false
 	}
 	return w.requests, true

@@ -319,3 +319,26 @@ func TestSandboxesAreMadeAFewAtATime(t *testing.T) {
 		t.Errorf("%d sandboxes were made at once, want at most 3", most)
 	}
 }
+
+// A pod whose manifest changed on a full node is replaced, not rejected:
+// the new pod takes the old one's room, one for one (the old one still
+// counted while it terminated, and the new one was refused OutOfpods for
+// good: every later apply found it unchanged).
+func TestChangedPodOnAFullNodeTakesItsOwnRoom(t *testing.T) {
+	rt := criclienttest.New()
+	a := startCapacityAgent(t, rt, 2)
+	a.apply(t, barePod("one", "memory: 1Mi"))
+	a.apply(t, barePod("two", "memory: 1Mi"))
+	for _, name := range []string{"one", "two"} {
+		waitFor(t, name+" runs", func() bool { return a.pod(t, name).Status.Phase == v1.PodRunning })
+	}
+	old := a.pod(t, "two").UID
+	a.apply(t, barePod("two", "memory: 2Mi"))
+	waitFor(t, "the new two runs", func() bool {
+		p := a.pod(t, "two")
+		if p.Status.Phase == v1.PodFailed {
+			t.Fatalf("the new two was refused: %s %s", p.Status.Reason, p.Status.Message)
+		}
+		return p.UID != old && p.Status.Phase == v1.PodRunning
+	})
+}

@@ -194,13 +194,15 @@ func (a *Agent) applyPodLocked(p *manifest.Pod, watchDir string) agentapi.ApplyR
 		}
 		return result
 	}
+	replaced := ""
 	if uid, found := a.current[key]; found {
 		a.workers[uid].beginTermination(nil, "Killing", "the pod's manifest changed: replacing the pod")
 		result.Outcome = agentapi.OutcomeConfigured
+		replaced = uid
 	}
 	pod.CreationTimestamp = metav1.NewTime(a.deps.clock.Now())
 	desired := desiredPod{pod: pod, sources: a.sourcesForLocked(pod), source: p.Source, watchDir: watchDir}
-	room := a.nodeRoomLocked()
+	room := a.nodeRoomLocked(replaced) // the new pod takes the old one's room
 	if fit := a.scheduleLocked(pod, room); !fit.Admit {
 		desired.unscheduled = a.newUnschedulable(fit.Message)
 		w := a.startWorkerLocked(desired)

@@ -89,7 +89,7 @@ func (a *Agent) schedulePendingLocked() {
 	if len(waiting) == 0 {
 		return
 	}
-	node, room := a.schedulerNode(), a.nodeRoomLocked()
+	node, room := a.schedulerNode(), a.nodeRoomLocked("")
 	now := a.deps.clock.Now()
 	for _, p := range waiting {
 		if fit := nodefit.Schedule(p.pod, node, room); !fit.Admit {
