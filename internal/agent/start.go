@@ -49,6 +49,9 @@ func (w *podWorker) sandbox(ctx context.Context, d desiredPod, obs observation, 
 		return sandboxInfo{}, err
 	}
 	id, err := w.runPodSandbox(ctx, cfg)
+	if err != nil && ctx.Err() != nil {
+		return sandboxInfo{}, err // deleted or stopping meanwhile: not a failure of the sandbox
+	}
 	if err != nil {
 		w.record(agentapi.EventWarning, "FailedCreatePodSandBox", "", "Failed to create pod sandbox: "+err.Error())
 		return sandboxInfo{}, err
