@@ -74,6 +74,30 @@ func TestEmptyDirMemory(t *testing.T) {
 	}
 }
 
+// A memory emptyDir an older agent mounted without nosuid and nodev gets
+// them at the next setup.
+func TestEmptyDirMemoryMountedBeforeIsHardened(t *testing.T) {
+	requireRoot(t)
+	m := newManager(t)
+	pod := podWith("u-old",
+		v1.Volume{Name: "old", VolumeSource: v1.VolumeSource{EmptyDir: &v1.EmptyDirVolumeSource{Medium: v1.StorageMediumMemory}}})
+	paths := setup(t, m, pod, podspec.Sources{})
+	if err := unix.Mount("", paths["old"], "", unix.MS_REMOUNT|unix.MS_BIND, ""); err != nil { // as an older agent left it
+		t.Fatal(err)
+	}
+	var fs unix.Statfs_t
+	if err := unix.Statfs(paths["old"], &fs); err != nil || fs.Flags&(unix.ST_NOSUID|unix.ST_NODEV) != 0 {
+		t.Fatalf("the test's remount: flags %#x, %v", fs.Flags, err)
+	}
+	setup(t, m, pod, podspec.Sources{})
+	if err := unix.Statfs(paths["old"], &fs); err != nil {
+		t.Fatal(err)
+	}
+	if fs.Flags&unix.ST_NOSUID == 0 || fs.Flags&unix.ST_NODEV == 0 {
+		t.Errorf("tmpfs mount flags %#x after setup, want nosuid and nodev", fs.Flags)
+	}
+}
+
 func TestEmptyDirFSGroup(t *testing.T) {
 	requireRoot(t)
 	m := newManager(t)

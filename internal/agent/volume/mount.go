@@ -22,20 +22,49 @@ const (
 
 const mountInfoPath = "/proc/self/mountinfo"
 
-// ensureTmpfs mounts a tmpfs on dir unless one is already there.
+// ensureTmpfs mounts a tmpfs on dir unless one is already there; one
+// there without nosuid or nodev that flags ask for (mounted by an older
+// agent) gets them.
 func ensureTmpfs(dir, options, size string, flags uintptr) error {
 	mounted, err := isMountPoint(dir)
 	if err != nil {
 		return err
 	}
 	if mounted {
-		return nil
+		return hardenMount(dir, flags)
 	}
 	if size != "" {
 		options += ",size=" + size
 	}
 	if err := unix.Mount("tmpfs", dir, "tmpfs", flags, options); err != nil {
 		return fmt.Errorf("mount tmpfs on %s: %w", dir, err)
+	}
+	return nil
+}
+
+// hardenMount remounts the mount at dir with nosuid and nodev when flags
+// ask for them and it lacks one (the mount's other flags kept).
+func hardenMount(dir string, flags uintptr) error {
+	want := flags & (unix.MS_NOSUID | unix.MS_NODEV)
+	if want == 0 {
+		return nil
+	}
+	var st unix.Statfs_t
+	if err := unix.Statfs(dir, &st); err != nil {
+		return fmt.Errorf("statfs %s: %w", dir, err)
+	}
+	have := uintptr(0)
+	for _, f := range []struct{ st, ms uintptr }{{unix.ST_NOSUID, unix.MS_NOSUID}, {unix.ST_NODEV, unix.MS_NODEV},
+		{unix.ST_NOEXEC, unix.MS_NOEXEC}, {unix.ST_RDONLY, unix.MS_RDONLY}} {
+		if uintptr(st.Flags)&f.st != 0 {
+			have |= f.ms
+		}
+	}
+	if have&want == want {
+		return nil
+	}
+	if err := unix.Mount("", dir, "", unix.MS_REMOUNT|unix.MS_BIND|have|want, ""); err != nil {
+		return fmt.Errorf("remount %s nosuid,nodev: %w", dir, err)
 	}
 	return nil
 }
