@@ -7,6 +7,7 @@ import (
 	"net/netip"
 	"slices"
 
+	"github.com/berth-dev/berth/internal/agent/svcnet"
 	"github.com/berth-dev/berth/internal/agent/svcproxy"
 	"github.com/berth-dev/berth/internal/agent/workload"
 )
@@ -102,7 +103,11 @@ func (c ServicesConfig) CheckHostAddrs(host map[string][]netip.Addr) error {
 	return nil
 }
 
-// HostAddrs are the addresses of the host's interfaces, by name.
+// HostAddrs are the addresses of the host's interfaces, by name. The
+// service link of another agent (svcnet's alias; one run with another
+// --service-interface, as the tests run one per runtime side by side)
+// holds ClusterIPs, not the host's network: it is left out, and its
+// table guards exactly its own addresses.
 func HostAddrs() (map[string][]netip.Addr, error) {
 	ifaces, err := net.Interfaces()
 	if err != nil {
@@ -110,6 +115,9 @@ func HostAddrs() (map[string][]netip.Addr, error) {
 	}
 	out := map[string][]netip.Addr{}
 	for _, ifc := range ifaces {
+		if svcnet.Exists(ifc.Name) {
+			continue
+		}
 		addrs, err := ifc.Addrs()
 		if err != nil {
 			return nil, fmt.Errorf("the addresses of interface %s: %w", ifc.Name, err)
