@@ -121,17 +121,18 @@ func readBounded(path string) ([]byte, error) {
 	return data, nil
 }
 
-// checkBinDir checks the plugins' directory: whoever can write it can
-// put any program under a plugin's name.
+// providerRisk is what a writer of a plugin's directory could do.
+const providerRisk = "whoever can change it decides what berth runs as root with the pulls' credentials"
+
+// checkBinDir checks the plugins' directory and every one above it (its
+// real path): whoever can write one of them can put any program under a
+// plugin's name.
 func checkBinDir(dir string) error {
-	info, err := os.Stat(dir)
+	real, err := filepath.EvalSymlinks(dir)
 	if err != nil {
 		return fmt.Errorf("credential provider bin dir: %w", err)
 	}
-	if !info.IsDir() {
-		return fmt.Errorf("credential provider bin dir %s: not a directory", dir)
-	}
-	if err := trusted.CheckOwner(info); err != nil {
+	if err := trusted.CheckDirPath(real, providerRisk); err != nil {
 		return fmt.Errorf("credential provider bin dir %s: %w; refused", dir, err)
 	}
 	return nil
@@ -155,14 +156,8 @@ func checkExecutable(path string) error {
 	if err := trusted.CheckOwner(info); err != nil {
 		return fmt.Errorf("executable %s: %w; refused", real, err)
 	}
-	if real != path {
-		dir, err := os.Stat(filepath.Dir(real))
-		if err != nil {
-			return fmt.Errorf("executable %s: %w", real, err)
-		}
-		if err := trusted.CheckOwner(dir); err != nil {
-			return fmt.Errorf("executable %s: its directory %w; refused", real, err)
-		}
+	if err := trusted.CheckDirPath(filepath.Dir(real), providerRisk); err != nil {
+		return fmt.Errorf("executable %s: its directory: %w; refused", real, err)
 	}
 	return nil
 }

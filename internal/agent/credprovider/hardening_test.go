@@ -120,7 +120,22 @@ func TestLoadRefusesFilesOthersMayWrite(t *testing.T) {
 				t.Fatal(err)
 			}
 			return filepath.Join(open, "fake")
-		}, "its directory has mode 0777"},
+		}, "open has mode 0777"},
+		{"bin dir inside a directory others may write", func(t *testing.T, f *fixture) string {
+			// the bin dir itself is root's and 0755, but whoever can write
+			// the directory above can rename it away and put another there
+			above := filepath.Join(f.dir, "shared")
+			if err := os.Mkdir(above, 0o700); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.Rename(filepath.Join(f.dir, "bin"), filepath.Join(above, "bin")); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.Symlink(filepath.Join(above, "bin"), filepath.Join(f.dir, "bin")); err != nil {
+				t.Fatal(err)
+			}
+			return chmod(t, above, 0o777)
+		}, "shared has mode 0777"},
 		{"plugin owned by nobody", func(t *testing.T, f *fixture) string {
 			if os.Geteuid() != 0 {
 				t.Skip("chown needs root")

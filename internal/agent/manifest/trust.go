@@ -3,7 +3,6 @@ package manifest
 import (
 	"fmt"
 	"io"
-	"io/fs"
 	"os"
 	"path/filepath"
 	"syscall"
@@ -25,50 +24,11 @@ func CheckTrustedDir(dir string) error {
 	if !filepath.IsAbs(dir) || filepath.Clean(dir) != dir {
 		return fmt.Errorf("watched directory %q: want an absolute, clean path", dir)
 	}
-	var paths []string // dir, its parent, ..., "/"
-	for p := dir; ; p = filepath.Dir(p) {
-		paths = append(paths, p)
-		if p == "/" {
-			break
-		}
-	}
-	for i := len(paths) - 1; i >= 0; i-- {
-		if err := checkTrustedComponent(paths[i], i == 0); err != nil {
-			return fmt.Errorf("watched directory %s: %w", dir, err)
-		}
+	if err := trusted.CheckDirPath(dir, "whoever can change it decides which pods run as root"); err != nil {
+		return fmt.Errorf("watched directory %s: %w", dir, err)
 	}
 	return nil
 }
-
-// checkTrustedComponent checks one directory of the path; last is the
-// watched directory itself.
-func checkTrustedComponent(path string, last bool) error {
-	info, err := os.Lstat(path)
-	if err != nil {
-		return err
-	}
-	if info.Mode()&fs.ModeSymlink != 0 {
-		target, _ := filepath.EvalSymlinks(path)
-		return fmt.Errorf("%s is a symbolic link (to %s): give the directory's real path", path, target)
-	}
-	if !info.IsDir() {
-		return fmt.Errorf("%s is not a directory", path)
-	}
-	err = trusted.CheckOwner(info)
-	if err != nil && !last && info.Mode()&fs.ModeSticky != 0 && trusted.CheckOwner(withoutWrite{info}) == nil {
-		return nil // a sticky directory above, owned by root: /tmp
-	}
-	if err != nil {
-		return fmt.Errorf("%s %w: whoever can change it decides which pods run as root", path, err)
-	}
-	return nil
-}
-
-// withoutWrite is info with the group and others' write bits cleared: a
-// sticky directory is held to the owner part of the rule only.
-type withoutWrite struct{ fs.FileInfo }
-
-func (w withoutWrite) Mode() fs.FileMode { return w.FileInfo.Mode() &^ 0o022 }
 
 // readTrustedFile reads a manifest file of a watched directory: through a
 // symbolic link only to a directory CheckTrustedDir accepts, and only a
