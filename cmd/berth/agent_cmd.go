@@ -115,9 +115,6 @@ func (f *agentFlags) config(cfg config.Config, cri *criclient.CRIClient, log *sl
 	}
 	labels, taints, err := f.node.parse()
 	services, serr := f.services.config()
-	if serr == nil {
-		serr = checkServicesHost(services)
-	}
 	return agent.Config{
 		NodeLabels: labels, NodeTaints: taints, MaxPods: f.node.maxPods,
 		Runtime: cri, Images: cri,
@@ -253,14 +250,4 @@ func (w watchingImages) WatchPull(ref string, fn func(criclient.PullEvent)) (fun
 	return w.store.WatchPulls(ref, func(p image.PullProgress) {
 		fn(criclient.PullEvent{Layer: p.Layer, State: string(p.State), Done: p.Done, Total: p.Total})
 	})
-}
-
-// checkServicesHost refuses a service range or cluster DNS address that
-// holds one of the host's addresses (agent.ServicesConfig.CheckHostAddrs).
-func checkServicesHost(c agent.ServicesConfig) error {
-	host, err := agent.HostAddrs()
-	if err != nil {
-		return fmt.Errorf("checking --service-cluster-ip-range against %w", err)
-	}
-	return c.CheckHostAddrs(host)
 }

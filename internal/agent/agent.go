@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net/netip"
 	"os"
 	"path/filepath"
 	"strings"
@@ -177,6 +178,9 @@ type Agent struct {
 	services map[string]*serviceObj
 	svcHost  *serviceHost
 	svcLink  serviceLink // nil: package svcnet's (tests fake it)
+	// hostAddrs lists the host's addresses by interface; nil: HostAddrs
+	// (tests give their own).
+	hostAddrs func() (map[string][]netip.Addr, error)
 	// svcNft programs the Services' table (svcnft); nil: the nft binary
 	// (tests pass knftables.NewFake).
 	svcNft knftables.Interface

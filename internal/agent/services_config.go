@@ -95,9 +95,8 @@ func (c ServicesConfig) CheckHostAddrs(host map[string][]netip.Addr) error {
 			default:
 				continue
 			}
-			return fmt.Errorf("%s an address of the host's interface %s: choose one outside the host's networks "+
-				"(if %s is the service interface of an agent run with another --service-interface, remove it and its table: "+
-				"ip link delete %s; nft delete table ip %s)", what, name, name, name, name)
+			return fmt.Errorf("%s an address of the host's interface %s: the Services would take it from the host; "+
+				"choose a range (and --cluster-dns) outside the host's networks", what, name)
 		}
 	}
 	return nil

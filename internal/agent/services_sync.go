@@ -42,6 +42,10 @@ func (a *Agent) syncServicesLocked() {
 		return
 	}
 	if a.svcHost == nil {
+		if err := a.checkServicesHost(); err != nil {
+			a.reportServiceProblems(func(*serviceObj) string { return "FailedToSetUpHost: " + err.Error() })
+			return
+		}
 		table, err := a.svcTable.table(a.deps.clock.Now(), a.newServiceTable)
 		if err != nil {
 			a.reportServiceProblems(func(*serviceObj) string { return "FailedToSetUpHost: " + err.Error() })
@@ -230,4 +234,21 @@ func (a *Agent) reportServiceProblems(problem func(*serviceObj) string) {
 		o.events.record(agentapi.EventWarning, reason, "", message)
 		a.log.Warn("service: "+message, "service", o.key(), "reason", reason)
 	}
+}
+
+// checkServicesHost refuses to set up the Services' host side while the
+// service range or the cluster DNS address holds one of the host's own
+// addresses (ServicesConfig.CheckHostAddrs): the Services then fail
+// closed with a FailedToSetUpHost event naming the flag, and everything
+// else of the agent runs (and the check runs again at the next sync).
+func (a *Agent) checkServicesHost() error {
+	list := a.hostAddrs
+	if list == nil {
+		list = HostAddrs
+	}
+	host, err := list()
+	if err != nil {
+		return fmt.Errorf("checking --service-cluster-ip-range against %w", err)
+	}
+	return a.cfg.Services.CheckHostAddrs(host)
 }

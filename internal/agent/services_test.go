@@ -320,3 +320,30 @@ spec:
 		t.Error("the nodePort still listens after the delete")
 	}
 }
+
+// A service range that holds one of the host's own addresses (a LAN on
+// 10.100.0.0/16 under the default 10.96.0.0/12) leaves the Services
+// without a host side, each with a FailedToSetUpHost event naming the
+// flag; the agent itself runs on (its pods are not refused).
+func TestServiceRangeHoldingAHostAddressFailsClosed(t *testing.T) {
+	link := newFakeLink()
+	a, vols := newTestAgentWith(t, criclienttest.New(), t.TempDir(), clock.RealClock{}, func(c *Config) {
+		r, _ := workload.ParseServiceRange("127.77.0.0/24")
+		c.Services = ServicesConfig{Range: r, Interface: "test-svc", DNSPort: freePort(t), NodePortAddress: netip.MustParseAddr("127.0.0.1")}
+	})
+	a.svcLink, a.svcNft = link, link.nft
+	a.hostAddrs = func() (map[string][]netip.Addr, error) {
+		return map[string][]netip.Addr{"eth1": {netip.MustParseAddr("127.77.0.9")}}, nil
+	}
+	ta := runTestAgent(t, a, vols)
+	ta.apply(t, servicesManifest)
+	waitFor(t, "a FailedToSetUpHost event naming the flag", func() bool {
+		d, err := ta.DescribeWorkload(agentapi.ResourceService, "default", "web")
+		return err == nil && len(d.Events) > 0 && d.Events[0].Reason == "FailedToSetUpHost" &&
+			strings.Contains(d.Events[0].Message, "--service-cluster-ip-range 127.77.0.0/24 holds 127.77.0.9, an address of the host's interface eth1")
+	})
+	if link.Exists("test-svc") {
+		t.Errorf("the service link was made although the range holds a host address")
+	}
+	waitFor(t, "the pods run", func() bool { return ta.pod(t, "web-a").Status.Phase == v1.PodRunning })
+}
