@@ -10,8 +10,6 @@ import (
 	"sync"
 	"time"
 
-	"golang.org/x/sys/unix"
-
 	"github.com/berth-dev/berth/internal/crilog"
 	"github.com/berth-dev/berth/internal/errdefs"
 	"github.com/berth-dev/berth/internal/monitor"
@@ -121,7 +119,7 @@ func (s *Server) runcCreate(ctx context.Context, r monitor.CreateRequest) (_ *co
 		return nil, err
 	}
 	exited := s.reaper.Claim(sub, pid)
-	c := &container{id: r.ID, pid: pid, log: logw, stdio: streams, oom: newOOMCounter(r.CgroupPath),
+	c := &container{id: r.ID, pid: pid, log: logw, stdio: streams, oom: newOOMCounter(r.CgroupPath, s.oomWatch),
 		fan: newFanout(), tty: r.Terminal, stdin: r.Stdin, stdinOnce: r.StdinOnce}
 	c.copied = c.copyOutput()
 	go s.watch(c, exited)
@@ -228,10 +226,10 @@ func (s *Server) watch(c *container, exited <-chan Exit) {
 	finished := time.Now()
 	// Read the OOM count now, before draining output: under the systemd
 	// driver the scope (and its memory.events) may go at any moment.
-	oomKilled, countedIn := c.oom.killed(e.Status.Signaled() && e.Status.Signal() == unix.SIGKILL)
+	oomKilled := c.oom.killed()
 	c.oom.stop()
 	if oomKilled {
-		s.log.Printf("pod %s: container %s: OOM-killed, counted in %s", s.cfg.Pod, c.id, countedIn)
+		s.log.Printf("pod %s: container %s: OOM-killed, counted in %s", s.cfg.Pod, c.id, c.oom.file)
 	}
 	select {
 	case <-c.copied:

@@ -11,11 +11,13 @@
 //     afterwards; an init that died in between is not lost.
 //   - On exit, the OOM kill count of the container's cgroup is compared
 //     with its value at create (on cgroup v2 the highest count an inotify
-//     watch of memory.events saw counts too, and, when the file is gone
-//     and the init died of SIGKILL, the parent cgroup's count: under the
-//     systemd driver the scope may be gone by then), stdio is drained for
-//     at most DrainTimeout, and the exit file is written before the record
-//     is kept for List.
+//     watch of memory.events saw counts too: under the systemd driver the
+//     scope may be gone by then), stdio is drained for at most
+//     DrainTimeout, and the exit file is written before the record is kept
+//     for List.
+//   - The monitor holds at most one inotify instance (instances are few
+//     per uid and shared by every root process): all its containers'
+//     watches are in it, and without it OOM kills are read at exit only.
 //   - Output is read once, by the log copy; attached clients get copies
 //     through a fanout that never blocks (a full client queue drops the
 //     chunk for that client). Only the monitor writes the container's stdin

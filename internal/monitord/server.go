@@ -44,6 +44,7 @@ type Server struct {
 	cfg        Config
 	log        *log.Logger
 	reaper     *Reaper
+	oomWatch   *oomWatcher
 	runc       *runc.Runc
 	mu         sync.Mutex
 	containers map[string]*container
@@ -97,6 +98,7 @@ func newServer(cfg Config) *Server {
 		cfg:        cfg,
 		log:        logger,
 		reaper:     NewReaper(),
+		oomWatch:   newOOMWatcher(logger, cfg.Pod),
 		containers: map[string]*container{},
 		creating:   map[string]bool{},
 		shutdown:   make(chan struct{}),

@@ -2,10 +2,12 @@ package pod
 
 import (
 	"errors"
+	"fmt"
 	"log/slog"
 	"os"
 	"strings"
 	"sync"
+	"time"
 	"unsafe"
 
 	"golang.org/x/sys/unix"
@@ -22,28 +24,104 @@ import (
 // The inotify descriptor is non-blocking and read through an *os.File, so
 // that close wakes the read (the runtime poller) instead of leaving it
 // blocked on a descriptor number that the next open may reuse.
+//
+// Without inotify (the uid's instances or watches used up: they are shared
+// by every root process) the watcher polls the directory every
+// exitPollInterval instead; it says so in the log.
 type exitWatcher struct {
-	file    *os.File
+	file    *os.File // nil while polling
 	once    sync.Once
 	done    chan struct{}
-	stopped chan struct{} // closed when loop returns
+	stopped chan struct{} // closed when loop or poll returns
 	handle  func(id string)
 	log     *slog.Logger
 }
 
+// exitPollInterval is how often the exits directory is listed without inotify.
+const exitPollInterval = 500 * time.Millisecond
+
+// inotifyInit makes an inotify instance; a test replaces it to make one
+// unavailable.
+var inotifyInit = unix.InotifyInit1
+
 func newExitWatcher(dir string, log *slog.Logger, handle func(id string)) (*exitWatcher, error) {
-	fd, err := unix.InotifyInit1(unix.IN_CLOEXEC | unix.IN_NONBLOCK)
+	w := &exitWatcher{done: make(chan struct{}), stopped: make(chan struct{}), handle: handle, log: log}
+	fd, err := inotifyInit(unix.IN_CLOEXEC | unix.IN_NONBLOCK)
 	if err != nil {
-		return nil, err
+		w.startPolling(dir, fmt.Errorf("inotify instance: %w", err))
+		return w, nil
 	}
 	if _, err := unix.InotifyAddWatch(fd, dir, unix.IN_CLOSE_WRITE|unix.IN_MOVED_TO); err != nil {
 		_ = unix.Close(fd) // the watch's error is the one to report
-		return nil, err
+		if !errors.Is(err, unix.ENOSPC) && !errors.Is(err, unix.ENOMEM) {
+			return nil, err
+		}
+		w.startPolling(dir, fmt.Errorf("inotify watch: %w", err))
+		return w, nil
 	}
-	w := &exitWatcher{file: os.NewFile(uintptr(fd), "inotify "+dir), done: make(chan struct{}),
-		stopped: make(chan struct{}), handle: handle, log: log}
+	w.file = os.NewFile(uintptr(fd), "inotify "+dir)
 	go w.loop()
 	return w, nil
+}
+
+// startPolling lists dir now, and then every exitPollInterval hands each
+// exit file that was not there before to the handler.
+func (w *exitWatcher) startPolling(dir string, why error) {
+	w.log.Warn("exit watcher: inotify unavailable; polling the exits directory",
+		"dir", dir, "interval", exitPollInterval, "error", why)
+	seen, _ := exitFileIDs(dir) // as with inotify, files already there are recovery's
+	go w.poll(dir, seen)
+}
+
+func (w *exitWatcher) poll(dir string, seen map[string]bool) {
+	defer close(w.stopped)
+	tick := time.NewTicker(exitPollInterval)
+	defer tick.Stop()
+	failing := false
+	for {
+		select {
+		case <-w.done:
+			return
+		case <-tick.C:
+		}
+		ids, err := exitFileIDs(dir)
+		if err != nil { // kept: an unreadable listing is no deletion
+			if !failing {
+				w.log.Error("exit watcher: listing the exits directory", "dir", dir, "error", err)
+			}
+			failing = true
+			continue
+		}
+		failing = false
+		for id := range ids {
+			if !seen[id] {
+				w.handle(id)
+			}
+		}
+		seen = ids
+	}
+}
+
+// exitFileIDs lists the ids of the exit files in dir.
+func exitFileIDs(dir string) (map[string]bool, error) {
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return nil, err
+	}
+	ids := make(map[string]bool, len(entries))
+	for _, e := range entries {
+		if id, ok := exitFileID(e.Name()); ok {
+			ids[id] = true
+		}
+	}
+	return ids, nil
+}
+
+// exitFileID returns the container id of an exit file's name; temporary
+// files (dot-prefixed) and other names are not exit files.
+func exitFileID(name string) (string, bool) {
+	id, ok := strings.CutSuffix(name, ".json")
+	return id, ok && !strings.HasPrefix(name, ".")
 }
 
 func (w *exitWatcher) loop() {
@@ -75,7 +153,7 @@ func (w *exitWatcher) dispatch(buf []byte) {
 		}
 		name := strings.TrimRight(string(buf[off+unix.SizeofInotifyEvent:end]), "\x00")
 		off = end
-		if id, ok := strings.CutSuffix(name, ".json"); ok && !strings.HasPrefix(name, ".") {
+		if id, ok := exitFileID(name); ok {
 			w.handle(id)
 		}
 	}
@@ -84,7 +162,9 @@ func (w *exitWatcher) dispatch(buf []byte) {
 func (w *exitWatcher) close() {
 	w.once.Do(func() {
 		close(w.done)
-		_ = w.file.Close() // wakes loop's read; nothing was written
+		if w.file != nil {
+			_ = w.file.Close() // wakes loop's read; nothing was written
+		}
 	})
 }
 

@@ -1,9 +1,13 @@
 package pod
 
 import (
+	"bytes"
 	"log/slog"
+	"strings"
 	"testing"
 	"time"
+
+	"golang.org/x/sys/unix"
 
 	"github.com/berth-dev/berth/internal/monitor"
 )
@@ -35,5 +39,52 @@ func TestExitWatcherStopsReadingOnClose(t *testing.T) {
 	case <-w.stopped:
 	case <-time.After(10 * time.Second):
 		t.Fatal("exit watcher still reading 10s after close")
+	}
+}
+
+// TestExitWatcherPollsWithoutInotify: when no inotify instance can be made
+// (the uid's fs.inotify.max_user_instances is used up), the watcher does
+// not fail, so recovery goes on: it polls the exits directory, hands on an
+// exit file written while it polls (not one that was there before: recovery
+// reads those) and says why in the log.
+func TestExitWatcherPollsWithoutInotify(t *testing.T) {
+	saved := inotifyInit
+	t.Cleanup(func() { inotifyInit = saved })
+	inotifyInit = func(int) (int, error) { return -1, unix.EMFILE }
+	dir := t.TempDir()
+	old := testID("a")
+	if err := monitor.WriteExitFile(dir, monitor.ExitRecord{ID: old}); err != nil {
+		t.Fatal(err)
+	}
+	var logs bytes.Buffer
+	seen := make(chan string, 4)
+	w, err := newExitWatcher(dir, slog.New(slog.NewTextHandler(&logs, nil)), func(id string) { seen <- id })
+	if err != nil {
+		t.Fatalf("exit watcher without inotify: %v", err)
+	}
+	defer w.close()
+	if !strings.Contains(logs.String(), "polling the exits directory") || !strings.Contains(logs.String(), "too many open files") {
+		t.Errorf("log %q does not say the watcher polls, and why", logs.String())
+	}
+	id := testID("c")
+	if err := monitor.WriteExitFile(dir, monitor.ExitRecord{ID: id}); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case got := <-seen:
+		if got != id {
+			t.Fatalf("exit of %q, want %q", got, id)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("exit file not seen by polling within 10s")
+	}
+	w.close()
+	select {
+	case <-w.stopped:
+	case <-time.After(10 * time.Second):
+		t.Fatal("exit watcher still polling 10s after close")
+	}
+	if len(seen) != 0 {
+		t.Errorf("exit of %q handed on again", <-seen)
 	}
 }

@@ -127,8 +127,7 @@ cgroup_checks() {
 			fail "$d: pod $p terminates" "$(berth describe pod $p 2>&1 | tail -n 20)"
 		fi
 	done
-	# Where each kill was counted: the container's memory.events, or its
-	# parent's when systemd had removed the scope first.
+	# Where each kill was counted: the container's memory.events.
 	find /var/lib/berth /run/berth -name monitor.log -exec grep -h "OOM-killed" {} + 2>/dev/null |
 		while read -r line; do log "$d: monitor: $line"; done
 	delete_pods limits oom-a oom-b
