@@ -15,6 +15,7 @@ import (
 	"syscall"
 	"time"
 
+	"golang.org/x/sys/unix"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	credentialv1 "k8s.io/kubelet/pkg/apis/credentialprovider/v1"
 
@@ -209,14 +210,30 @@ var waitDelay = time.Second
 
 // runGroup runs cmd and then kills what is left of its process group:
 // a plugin that leaves a child running (a shell script that backgrounds
-// something) neither hangs the pull nor leaves it behind.
+// something) neither hangs the pull nor leaves it behind. The group is
+// killed while the plugin is a zombie, before Wait reaps it: once reaped,
+// its pid (the group's id) may be another process group's leader, and a
+// kill of the group would reach that one (it killed a test's containerd).
 func runGroup(cmd *exec.Cmd) error {
 	if err := cmd.Start(); err != nil {
 		return err
 	}
-	err := cmd.Wait()
-	_ = killGroup(cmd) // ESRCH once nothing is left
-	return err
+	if err := waitExited(cmd.Process.Pid); err == nil {
+		_ = killGroup(cmd) // ESRCH once nothing is left
+	}
+	return cmd.Wait()
+}
+
+// waitExited waits until the process pid has exited without reaping it,
+// so its pid stays its own until Wait.
+func waitExited(pid int) error {
+	for {
+		var info unix.Siginfo
+		err := unix.Waitid(unix.P_PID, pid, &info, unix.WEXITED|unix.WNOWAIT, nil)
+		if !errors.Is(err, unix.EINTR) {
+			return err
+		}
+	}
 }
 
 func killGroup(cmd *exec.Cmd) error {
