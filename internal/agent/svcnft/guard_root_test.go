@@ -8,7 +8,6 @@ import (
 	"net"
 	"net/netip"
 	"os"
-	"os/exec"
 	"runtime"
 	"testing"
 	"time"
@@ -61,12 +60,7 @@ func (n *neighbour) do(fn func()) {
 // neighbour does not reach the ClusterIP (dropped) until its address is
 // in the pods set.
 func TestGuardKeepsTheHostsOtherAddresses(t *testing.T) {
-	if os.Geteuid() != 0 {
-		t.Skip("needs root for a network namespace and nft")
-	}
-	if _, err := exec.LookPath("nft"); err != nil {
-		t.Skip("no nft binary")
-	}
+	requireRootAndNft(t)
 	nb, stop := newNeighbour(t)
 	defer stop()
 	inNewNetns(t, func() {
@@ -173,12 +167,7 @@ func addrUp(name string, a netip.Addr, bits int) error {
 // address as its source does not (its datagram never reaches the
 // listener), though the pod's address is in the pods set.
 func TestGuardChecksThePodsPath(t *testing.T) {
-	if os.Geteuid() != 0 {
-		t.Skip("needs root for a network namespace and nft")
-	}
-	if _, err := exec.LookPath("nft"); err != nil {
-		t.Skip("no nft binary")
-	}
+	requireRootAndNft(t)
 	nb, stopNb := newNeighbour(t)
 	defer stopNb()
 	pod, stopPod := newNeighbour(t)

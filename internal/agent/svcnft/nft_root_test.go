@@ -40,12 +40,7 @@ func inNewNetns(t *testing.T, fn func()) {
 // wildcard bind of port 80 succeeds; another port of the ClusterIP is
 // refused; Sync, Exists and Remove work on the real table.
 func TestTableInTheKernel(t *testing.T) {
-	if os.Geteuid() != 0 {
-		t.Skip("needs root for a network namespace and nft")
-	}
-	if _, err := exec.LookPath("nft"); err != nil {
-		t.Skip("no nft binary")
-	}
+	requireRootAndNft(t)
 	inNewNetns(t, func() {
 		ctx := context.Background()
 		clusterIP := netip.MustParseAddr("10.254.254.1")
@@ -151,12 +146,7 @@ func hello(addr netip.AddrPort) (string, error) {
 // after the listener moved (a new agent, a new port): Sync deletes the
 // conntrack entry that still sends it to the old listener's port.
 func TestSyncMovesUDPClientsToTheNewListener(t *testing.T) {
-	if os.Geteuid() != 0 {
-		t.Skip("needs root for a network namespace and nft")
-	}
-	if _, err := exec.LookPath("nft"); err != nil {
-		t.Skip("no nft binary")
-	}
+	requireRootAndNft(t)
 	inNewNetns(t, func() {
 		ctx := context.Background()
 		clusterIP := netip.MustParseAddr("10.254.254.10")
@@ -242,12 +232,7 @@ func askUDP(c *net.UDPConn, msg string) string {
 // LeftOvers finds a Services table of another name in the kernel, and
 // neither the agent's own nor another program's table.
 func TestLeftOversInTheKernel(t *testing.T) {
-	if os.Geteuid() != 0 {
-		t.Skip("needs root for a network namespace and nft")
-	}
-	if _, err := exec.LookPath("nft"); err != nil {
-		t.Skip("no nft binary")
-	}
+	requireRootAndNft(t)
 	inNewNetns(t, func() {
 		ctx := context.Background()
 		for _, name := range []string{"old-svc0", "own-svc0"} {
@@ -270,4 +255,16 @@ func TestLeftOversInTheKernel(t *testing.T) {
 			t.Errorf("LeftOvers: %v %v; want old-svc0 only", got, err)
 		}
 	})
+}
+
+// requireRootAndNft skips a test that needs a network namespace of its
+// own and the nft binary.
+func requireRootAndNft(t *testing.T) {
+	t.Helper()
+	if os.Geteuid() != 0 {
+		t.Skip("needs root for a network namespace and nft")
+	}
+	if _, err := exec.LookPath("nft"); err != nil {
+		t.Skip("no nft binary")
+	}
 }
