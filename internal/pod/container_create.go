@@ -96,7 +96,7 @@ func (s *Service) runcCreate(ctx context.Context, rec *Container, sb *Sandbox, r
 		fctx, cancel := context.WithTimeout(ctx, 2*time.Second)
 		_ = s.calls.Forget(fctx, monitorSocket, rec.ID)
 		cancel()
-		return s.killAndDelete(ctx, rec.ID, false)
+		return s.killAndDelete(ctx, rec.ID, rec.CgroupPath, false)
 	})
 	cfg := rec.Config
 	pid, err := s.calls.Create(ctx, monitorSocket, monitor.CreateRequest{

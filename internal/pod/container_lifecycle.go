@@ -170,11 +170,11 @@ func (s *Service) removeContainerEntry(ctx context.Context, e *containerEntry) e
 // idempotent so that recovery can finish a half-made or half-removed one.
 func (s *Service) cleanUpContainer(ctx context.Context, rec *Container) error {
 	if rec.FinishedAt.IsZero() { // may still run
-		if err := s.killAndDelete(ctx, rec.ID, false); err != nil {
+		if err := s.killAndDelete(ctx, rec.ID, rec.CgroupPath, false); err != nil {
 			return err
 		}
-	} else if err := s.runtime.Delete(ctx, rec.ID, true); err != nil && !isGone(err) {
-		return fmt.Errorf("runc delete %s: %w", rec.ID, err)
+	} else if err := s.runcDelete(ctx, rec.ID, rec.CgroupPath); err != nil {
+		return err
 	}
 	if sb, err := s.findSandbox(rec.SandboxID); err == nil {
 		fctx, cancel := context.WithTimeout(ctx, 2*time.Second)
@@ -198,15 +198,13 @@ func (s *Service) cleanUpContainer(ctx context.Context, rec *Container) error {
 	return nil
 }
 
-// killAndDelete force-deletes a runc container; a missing one is fine.
-func (s *Service) killAndDelete(ctx context.Context, id string, all bool) error {
+// killAndDelete force-deletes a runc container and what is left of its
+// cgroup (cgroupsPath, "" when unknown); a missing one is fine.
+func (s *Service) killAndDelete(ctx context.Context, id, cgroupsPath string, all bool) error {
 	if err := s.runtime.Kill(ctx, id, syscall.SIGKILL, all); err != nil && !isGone(err) {
 		s.log.Debug("runc kill", "id", id, "error", err)
 	}
-	if err := s.runtime.Delete(ctx, id, true); err != nil && !isGone(err) {
-		return fmt.Errorf("runc delete %s: %w", id, err)
-	}
-	return nil
+	return s.runcDelete(ctx, id, cgroupsPath)
 }
 
 // waitExit waits up to d for the container's exit to be recorded; it

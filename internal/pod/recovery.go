@@ -249,7 +249,7 @@ func (s *Service) removeOrphanDirs(ctx context.Context) {
 			if dir == s.podsDir() {
 				_ = s.host.UnpinNamespaces(filepath.Join(dir, id, "ns"))
 			} else {
-				_ = s.killAndDelete(ctx, id, false)
+				_ = s.killAndDelete(ctx, id, bundleCgroupsPath(filepath.Join(dir, id)), false)
 				_ = s.host.UnmountRootfs(filepath.Join(dir, id, "rootfs"))
 			}
 			_ = os.RemoveAll(filepath.Join(dir, id))

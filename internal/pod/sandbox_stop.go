@@ -162,7 +162,7 @@ func (s *Service) deletePause(ctx context.Context, id string) error {
 	if _, err := os.Stat(bundle); errors.Is(err, os.ErrNotExist) {
 		return nil
 	}
-	if err := s.killAndDelete(ctx, id, true); err != nil {
+	if err := s.killAndDelete(ctx, id, bundleCgroupsPath(bundle), true); err != nil {
 		return fmt.Errorf("berth-pause: %w", err)
 	}
 	if err := os.RemoveAll(bundle); err != nil {

@@ -10,6 +10,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/berth-dev/berth/internal/cgroupstats"
 	"github.com/berth-dev/berth/internal/errdefs"
@@ -69,6 +70,9 @@ type Service struct {
 	host     podHost
 	// cgroupRoot is where cgroup hierarchies are mounted (/sys/fs/cgroup).
 	cgroupRoot string
+	// cgroupRemoveWait bounds how long a deleted container's cgroup may
+	// still hold an exiting task before berth reports it left behind.
+	cgroupRemoveWait time.Duration
 
 	sandboxNames   *store.Registrar
 	containerNames *store.Registrar
@@ -129,21 +133,22 @@ func New(cfg Config) (*Service, error) {
 		cfg.HostResolvConf = "/etc/resolv.conf"
 	}
 	s := &Service{
-		cfg:            cfg,
-		log:            cfg.Logger,
-		runtime:        &runc.Runc{Path: cfg.RuncPath, Root: cfg.RuncRoot, SystemdCgroup: cfg.SystemdCgroup},
-		monitors:       monitorClients{},
-		calls:          monitorClients{},
-		host:           hostOps{},
-		cgroupRoot:     "/sys/fs/cgroup",
-		sandboxNames:   store.NewRegistrar(),
-		containerNames: store.NewRegistrar(),
-		sandboxIDs:     store.NewIDIndex(),
-		containerIDs:   store.NewIDIndex(),
-		sandboxes:      map[string]*sandboxEntry{},
-		containers:     map[string]*containerEntry{},
-		imagesInUse:    map[string]int{},
-		oomScoreAdjMin: ownOOMScoreAdj(),
+		cfg:              cfg,
+		log:              cfg.Logger,
+		runtime:          &runc.Runc{Path: cfg.RuncPath, Root: cfg.RuncRoot, SystemdCgroup: cfg.SystemdCgroup},
+		monitors:         monitorClients{},
+		calls:            monitorClients{},
+		host:             hostOps{},
+		cgroupRoot:       "/sys/fs/cgroup",
+		cgroupRemoveWait: 2 * time.Second,
+		sandboxNames:     store.NewRegistrar(),
+		containerNames:   store.NewRegistrar(),
+		sandboxIDs:       store.NewIDIndex(),
+		containerIDs:     store.NewIDIndex(),
+		sandboxes:        map[string]*sandboxEntry{},
+		containers:       map[string]*containerEntry{},
+		imagesInUse:      map[string]int{},
+		oomScoreAdjMin:   ownOOMScoreAdj(),
 	}
 	for _, dir := range []string{s.sandboxesDir(), s.containersDir(), s.podsDir(), s.bundlesDir(), s.exitsDir(), s.monitorsDir(), cfg.RuncRoot} {
 		if err := store.MkdirPrivate(dir); err != nil {
