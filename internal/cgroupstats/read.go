@@ -28,6 +28,23 @@ type Sample struct {
 	MajorPageFaults    uint64
 	Pids               uint64 // tasks in the cgroup now
 	MemoryInactiveFile uint64 // inactive file pages (reclaimable page cache)
+
+	// Pressure stall information of cgroup v2 (cpu.pressure,
+	// memory.pressure, io.pressure); nil on v1 and where the kernel has no
+	// PSI (CONFIG_PSI off, or booted with psi=0).
+	CPUPressure, MemoryPressure, IOPressure *Pressure
+}
+
+// Pressure is one resource's PSI: how long some, or all, of the cgroup's
+// tasks stalled waiting for it.
+type Pressure struct {
+	Some, Full PressureData
+}
+
+// PressureData is one line of a *.pressure file.
+type PressureData struct {
+	TotalMicros          uint64  // cumulative stall time, µs
+	Avg10, Avg60, Avg300 float64 // share of time stalled (%) over 10 s, 60 s, 300 s
 }
 
 // Reader reads cgroups below a cgroupfs root.
@@ -82,7 +99,7 @@ func (r Reader) readV2(path string) (Sample, error) {
 	if err != nil {
 		return Sample{}, err
 	}
-	st, err := m.StatFiltered(cgroup2.StatCPU | cgroup2.StatMemory | cgroup2.StatPids)
+	st, err := m.StatFiltered(cgroup2.StatCPU | cgroup2.StatMemory | cgroup2.StatPids | cgroup2.StatIO)
 	if err != nil {
 		return Sample{}, notFound(err)
 	}
@@ -103,7 +120,22 @@ func fromV2(st *v2.Metrics) Sample {
 		s.MajorPageFaults = mem.GetPgmajfault()
 	}
 	s.Pids = st.GetPids().GetCurrent()
+	s.CPUPressure = pressure(st.GetCPU().GetPSI())
+	s.MemoryPressure = pressure(st.GetMemory().GetPSI())
+	s.IOPressure = pressure(st.GetIo().GetPSI())
 	return s
+}
+
+// pressure converts the library's PSI; nil when the file was missing or
+// unreadable.
+func pressure(p *v2.PSIStats) *Pressure {
+	if p == nil || p.GetSome() == nil {
+		return nil
+	}
+	data := func(d *v2.PSIData) PressureData {
+		return PressureData{TotalMicros: d.GetTotal(), Avg10: d.GetAvg10(), Avg60: d.GetAvg60(), Avg300: d.GetAvg300()}
+	}
+	return &Pressure{Some: data(p.GetSome()), Full: data(p.GetFull())}
 }
 
 func (r Reader) readV1(path string) (Sample, error) {

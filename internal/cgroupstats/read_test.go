@@ -135,3 +135,33 @@ func TestReadV1Host(t *testing.T) {
 		t.Errorf("working set %d > usage %d", s.MemoryWorkingSet, s.MemoryUsage)
 	}
 }
+
+// PSI comes from the cgroup's *.pressure files; a file the kernel does not
+// offer leaves that resource's pressure nil.
+func TestReadV2Pressure(t *testing.T) {
+	root := t.TempDir()
+	writeFiles(t, filepath.Join(root, "berth/c1"), map[string]string{
+		"cpu.stat":        "usage_usec 1\n",
+		"memory.current":  "1\n",
+		"memory.stat":     "anon 1\n",
+		"cpu.pressure":    "some avg10=1.50 avg60=0.25 avg300=0.05 total=12345\nfull avg10=0.50 avg60=0.10 avg300=0.00 total=678\n",
+		"memory.pressure": "some avg10=0.00 avg60=0.00 avg300=0.00 total=9\nfull avg10=0.00 avg60=0.00 avg300=0.00 total=4\n",
+	})
+	s, err := Reader{Root: root, Unified: true}.Read("/berth/c1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	wantCPU := Pressure{
+		Some: PressureData{TotalMicros: 12345, Avg10: 1.5, Avg60: 0.25, Avg300: 0.05},
+		Full: PressureData{TotalMicros: 678, Avg10: 0.5, Avg60: 0.1},
+	}
+	if s.CPUPressure == nil || *s.CPUPressure != wantCPU {
+		t.Errorf("cpu pressure %+v, want %+v", s.CPUPressure, wantCPU)
+	}
+	if s.MemoryPressure == nil || s.MemoryPressure.Some.TotalMicros != 9 || s.MemoryPressure.Full.TotalMicros != 4 {
+		t.Errorf("memory pressure %+v, want totals 9 and 4", s.MemoryPressure)
+	}
+	if s.IOPressure != nil {
+		t.Errorf("io pressure %+v without io.pressure, want nil", s.IOPressure)
+	}
+}

@@ -29,12 +29,26 @@ func containerStatsCRI(st *pod.ContainerStats) *runtimeapi.ContainerStats {
 	if st.HasUsage {
 		out.Cpu = cpuCRI(&st.Usage, st.NanoCores, st.HasNanoCores)
 		out.Memory = memoryCRI(&st.Usage)
+		if p := st.Usage.IOPressure; p != nil {
+			out.Io = &runtimeapi.IoUsage{Timestamp: st.Usage.Time.UnixNano(), Psi: psiCRI(p)}
+		}
 	}
 	return out
 }
 
+// psiCRI converts a pressure; the CRI counts its total in ns, the kernel in µs.
+func psiCRI(p *cgroupstats.Pressure) *runtimeapi.PsiStats {
+	if p == nil {
+		return nil
+	}
+	data := func(d cgroupstats.PressureData) *runtimeapi.PsiData {
+		return &runtimeapi.PsiData{Total: d.TotalMicros * 1000, Avg10: d.Avg10, Avg60: d.Avg60, Avg300: d.Avg300}
+	}
+	return &runtimeapi.PsiStats{Some: data(p.Some), Full: data(p.Full)}
+}
+
 func cpuCRI(u *cgroupstats.Sample, nanoCores uint64, hasRate bool) *runtimeapi.CpuUsage {
-	cpu := &runtimeapi.CpuUsage{Timestamp: u.Time.UnixNano(), UsageCoreNanoSeconds: u64(u.CPUUsageNanos)}
+	cpu := &runtimeapi.CpuUsage{Timestamp: u.Time.UnixNano(), UsageCoreNanoSeconds: u64(u.CPUUsageNanos), Psi: psiCRI(u.CPUPressure)}
 	if hasRate {
 		cpu.UsageNanoCores = u64(nanoCores)
 	}
@@ -49,6 +63,7 @@ func memoryCRI(u *cgroupstats.Sample) *runtimeapi.MemoryUsage {
 		RssBytes:        u64(u.MemoryRSS),
 		PageFaults:      u64(u.PageFaults),
 		MajorPageFaults: u64(u.MajorPageFaults),
+		Psi:             psiCRI(u.MemoryPressure),
 	}
 }
 

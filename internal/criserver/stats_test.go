@@ -287,3 +287,27 @@ func TestNetworkUsageHasItsDefaultInterface(t *testing.T) {
 		})
 	}
 }
+
+// PSI reaches the CRI with its total in ns (the kernel counts µs); a
+// resource without PSI has none, and a container without io.pressure no Io.
+func TestContainerStatsCarryPSI(t *testing.T) {
+	st := &pod.ContainerStats{HasUsage: true, Usage: cgroupstats.Sample{
+		Time:        time.Unix(10, 0),
+		CPUPressure: &cgroupstats.Pressure{Some: cgroupstats.PressureData{TotalMicros: 1500, Avg10: 2.5}, Full: cgroupstats.PressureData{TotalMicros: 7}},
+		IOPressure:  &cgroupstats.Pressure{Some: cgroupstats.PressureData{TotalMicros: 3}},
+	}}
+	out := containerStatsCRI(st)
+	if got := out.GetCpu().GetPsi(); got.GetSome().GetTotal() != 1_500_000 || got.GetSome().GetAvg10() != 2.5 || got.GetFull().GetTotal() != 7000 {
+		t.Errorf("cpu psi = %v, want some total 1500000 ns avg10 2.5, full total 7000 ns", got)
+	}
+	if out.GetMemory().GetPsi() != nil {
+		t.Errorf("memory psi = %v without memory pressure, want none", out.GetMemory().GetPsi())
+	}
+	if out.GetIo().GetPsi().GetSome().GetTotal() != 3000 || out.GetIo().GetTimestamp() != 10e9 {
+		t.Errorf("io = %v, want some total 3000 ns at 10 s", out.GetIo())
+	}
+	st.Usage.IOPressure = nil
+	if out := containerStatsCRI(st); out.GetIo() != nil {
+		t.Errorf("io = %v without io pressure, want none", out.GetIo())
+	}
+}
