@@ -81,9 +81,9 @@ test-e2e: ## root end-to-end tests: Pod YAML through the agent, each scenario on
 # built once into bin/vm/ (test/vm/image.sh, rebuilt when the recipe
 # changes), then test/vm/inside.sh runs berth's unit and cgroup checks in it.
 # docs/vm.md. VM_TIMEOUT (1200s) and VM_BOOT_TIMEOUT (300s) bound it.
-test-vm: build ## boot a Debian 12 VM (systemd PID 1, cgroup v2 only; qemu, no KVM) and run berth's unit and cgroup checks in it (root; docs/vm.md)
+test-vm: build crictl kubelet-bin ## boot a Debian 12 VM (systemd PID 1, cgroup v2 only; qemu, no KVM) and run berth's unit, cgroup and kubelet (KUBE_VERSION) checks in it (root; docs/vm.md)
 	$(GO) run ./test/testimage/cmd/mkimage -o $(BIN)/busybox-oci.tar
-	./test/vm/run.sh
+	KUBELET=$(abspath $(KUBE_BIN))/kubelet ./test/vm/run.sh
 
 # Native Go fuzz targets, package:FuzzName. `make test` runs their seed
 # corpora (f.Add and testdata/fuzz); `make fuzz` fuzzes each for FUZZTIME,

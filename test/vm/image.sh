@@ -15,11 +15,12 @@ hash=$(sha256sum "$recipe" | cut -c1-16)
 dir=$cache/debian12-$hash
 
 # What the image holds: systemd as PID 1, the kernel, berth's runtime
-# packages (the Makefile's RUNTIME_PACKAGES) and what the checks inside use.
+# packages (the Makefile's RUNTIME_PACKAGES) and what the checks inside use
+# (make: the repository's install-unit target runs as is).
 packages=(
 	linux-image-amd64 systemd-sysv udev dbus kmod
 	runc containernetworking-plugins busybox-static iptables nftables iproute2 util-linux
-	procps e2fsprogs jq
+	procps e2fsprogs jq make
 )
 
 if [ -f "$dir/done" ]; then

@@ -20,6 +20,41 @@ log() { echo "[$(($(date +%s) - t0))s] $*"; }
 pass() { echo "PASS $1" >>"$res/checks"; log "PASS $1"; }
 fail() { echo "FAIL $1: $2" >>"$res/checks"; log "FAIL $1: $2"; failed=1; }
 
+# berth is the CLI with a bound: a call that has not answered in 60 s
+# fails, and the daemon writes its goroutines to the journal (SIGUSR1).
+berth() {
+	timeout 60 /usr/local/bin/berth "$@"
+	local rc=$?
+	if [ "$rc" = 124 ]; then
+		log "berth $* did not answer within 60s: the daemon's goroutines go to results/berth.log"
+		systemctl kill --kill-whom=main -s USR1 berth 2>/dev/null
+	fi
+	return "$rc"
+}
+
+# save_results: the journals and the status, for the host.
+save_results() {
+	journalctl -b --no-pager | tail -n 200 >"$res/journal.txt"
+	journalctl -b -u berth --no-pager >"$res/berth.log" 2>&1
+	journalctl -b -u kubelet --no-pager >"$res/kubelet.log" 2>&1
+	if [ "$failed" = 0 ] && ! grep -q '^FAIL' "$res/checks"; then echo pass >"$res/status"; else echo fail >"$res/status"; fi
+	sync
+}
+
+# watchdog SECONDS: past that much uptime the suite is stuck: the daemon's
+# goroutines and the journals are saved and the VM powers off, well before
+# run.sh's VM_TIMEOUT kills it with nothing saved.
+watchdog() {
+	local up _
+	read -r up _ </proc/uptime
+	sleep "$(($1 > ${up%.*} ? $1 - ${up%.*} : 1))"
+	fail "suite" "still running at ${1}s of uptime: stopped (the goroutines are in results/berth.log)"
+	systemctl kill --kill-whom=main -s USR1 berth 2>/dev/null
+	sleep 2
+	save_results
+	systemctl poweroff --no-block
+}
+
 # check NAME WANT GOT: equal strings pass.
 check() {
 	if [ "$2" = "$3" ]; then pass "$1 ($3)"; else fail "$1" "want '$2', got '$3'"; fi
@@ -59,13 +94,15 @@ host_checks() {
 	log "kernel $(uname -r), runc $(runc --version | head -n1), controllers: $(cat /sys/fs/cgroup/cgroup.controllers)"
 }
 
-# install: binaries and the unit as make install and make install-unit put
-# them (PREFIX=/usr/local), and the test image as make image imports it.
+# install: the binaries as make install puts them (PREFIX=/usr/local), the
+# unit by the repository's own `make install-unit`, the test image as make
+# image imports it.
 install_berth() {
 	install -m 0755 "$share/bin/berth" "$share/bin/berth-monitor" "$share/bin/berth-pause" /usr/local/bin/
-	install -d /usr/local/lib/systemd/system
-	sed 's|/usr/local/bin/berth|/usr/local/bin/berth|' "$share/berth.service" >/usr/local/lib/systemd/system/berth.service
-	systemctl daemon-reload && systemctl enable berth.service
+	local out
+	out=$(make -s -C "$share/repo" install-unit BIN=/tmp/berth-unit 2>&1)
+	log "make install-unit: $out"
+	check "make install-unit enables the unit under systemd" enabled "$(systemctl is-enabled berth 2>&1)"
 	berth image import --root /var/lib/berth "$share/busybox-oci.tar" >/dev/null
 }
 
@@ -79,6 +116,13 @@ unit_checks() {
 		return 1
 	fi
 	log "berth started in $(($(date +%s) - t))s"
+	if journalctl -b -u berth --no-pager | grep -q 'msg="berth ready"'; then
+		pass "the journal carries berth's log (berth ready)"
+	else
+		fail "the journal carries berth's log" "no 'berth ready' in journalctl -u berth"
+	fi
+	systemd-analyze security berth --no-pager >"$res/security.txt" 2>&1
+	log "systemd-analyze security berth: $(tail -n 1 "$res/security.txt")"
 	systemctl reload berth
 	check "systemctl reload berth: still active" active "$(systemctl is-active berth)"
 	if ! run_pod keep; then
@@ -103,6 +147,37 @@ unit_checks() {
 	delete_pods keep
 }
 
+# stats_checks DRIVER ID DIR: the CRI's ContainerStats against the files of
+# the container's cgroup DIR, read right after: memory within 1 MiB of
+# memory.current, CPU time and PSI totals not past what the files say then,
+# PSI present exactly where the kernel offers it.
+stats_checks() {
+	local d=$1 id=$2 dir=$3 st
+	st=$(crictl stats -o json --id "$id" | jq -c '.stats[0]')
+	local mem cur
+	mem=$(jq -r '.memory.usageBytes.value' <<<"$st") cur=$(cat "$dir/memory.current")
+	if [ "$mem" -gt 0 ] && [ $((mem > cur ? mem - cur : cur - mem)) -le 1048576 ]; then
+		pass "$d: ContainerStats memory usage $mem ~ memory.current $cur"
+	else
+		fail "$d: ContainerStats memory usage" "$mem, memory.current $cur"
+	fi
+	local cpu usec
+	cpu=$(jq -r '.cpu.usageCoreNanoSeconds.value' <<<"$st") usec=$(awk '$1 == "usage_usec" {print $2}' "$dir/cpu.stat")
+	if [ "$cpu" -gt 0 ] && [ "$cpu" -le $((usec * 1000)) ]; then
+		pass "$d: ContainerStats CPU $cpu ns <= cpu.stat usage_usec $usec"
+	else
+		fail "$d: ContainerStats CPU" "$cpu ns, cpu.stat usage_usec $usec"
+	fi
+	local r want got
+	for r in cpu memory io; do
+		want=absent got=absent
+		cat "$dir/$r.pressure" >/dev/null 2>&1 && want=present
+		[ "$(jq -r ".$r.psi.Some.Total // .$r.psi.some.total // empty" <<<"$st")" != "" ] && got=present
+		check "$d: ContainerStats $r PSI where $r.pressure is" "$want" "$got"
+	done
+	log "$d: ContainerStats: $st"
+}
+
 # cgroup_checks DRIVER: limits visible in a private cgroup namespace, and
 # an OOM kill reported as such.
 cgroup_checks() {
@@ -113,9 +188,19 @@ cgroup_checks() {
 		check "$d: /sys/fs/cgroup/memory.max in the container" 67108864 "$(berth exec limits -- cat /sys/fs/cgroup/memory.max 2>&1)"
 		check "$d: /sys/fs/cgroup/cpu.max in the container" "50000 100000" "$(berth exec limits -- cat /sys/fs/cgroup/cpu.max 2>&1)"
 		check "$d: /proc/self/cgroup in the container (private cgroup namespace)" "0::/" "$(berth exec limits -- cat /proc/self/cgroup 2>&1)"
-		local pid
+		local pid cid
 		pid=$(host_pid 86401)
 		log "$d: the container's cgroup on the host: $(cat /proc/"$pid"/cgroup 2>&1)"
+		cid=$(container_id limits)
+		local dir
+		dir=/sys/fs/cgroup$(cut -d: -f3 /proc/"$pid"/cgroup)
+		stats_checks "$d" "${cid#*://}" "$dir"
+		local top
+		top=$(berth top pods 2>&1)
+		if grep -q '^limits ' <<<"$top" || grep -q ' limits ' <<<"$top"; then pass "$d: berth top pods lists the pod"; else fail "$d: berth top pods" "$top"; fi
+		log "$d: berth top pods: $top"
+		crictl update --memory 100663296 "${cid#*://}" >/dev/null
+		check "$d: memory.max in the container after crictl update --memory 96Mi" 100663296 "$(berth exec limits -- cat /sys/fs/cgroup/memory.max 2>&1)"
 	fi
 	berth apply -f "$pods/oom.yaml" >/dev/null
 	local p term
@@ -141,6 +226,9 @@ set_driver() {
 	check "berth active with cgroup_driver = $1" active "$(systemctl is-active berth)"
 }
 
+source "$share/kubelet.sh"
+watchdog "$(cat "$share/suite-deadline")" &
+watchdog_pid=$!
 host_checks
 install_berth || fail install "installing berth failed"
 if unit_checks; then
@@ -149,10 +237,9 @@ if unit_checks; then
 	log "systemd driver"
 	set_driver systemd
 	cgroup_checks systemd
+	log "an upstream kubelet, cgroupDriver systemd"
+	kubelet_checks
 fi
 log "suite done in $(($(date +%s) - t0))s"
-
-journalctl -b --no-pager | tail -n 200 >"$res/journal.txt"
-journalctl -b -u berth --no-pager >"$res/berth.log" 2>&1
-if [ "$failed" = 0 ] && ! grep -q '^FAIL' "$res/checks"; then echo pass >"$res/status"; else echo fail >"$res/status"; fi
-sync
+kill "$watchdog_pid" 2>/dev/null
+save_results

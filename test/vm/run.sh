@@ -17,8 +17,9 @@ boot_timeout=${VM_BOOT_TIMEOUT:-300} # seconds until inside.sh starts
 timeout=${VM_TIMEOUT:-1200}          # seconds for the whole VM
 qemu=${QEMU:-qemu-system-x86_64}
 
-for f in berth berth-monitor berth-pause busybox-oci.tar; do
-	[ -f "$bin/$f" ] || { echo "test-vm: $bin/$f missing: make build and the image archive first (make test-vm does both)" >&2; exit 1; }
+kubelet=${KUBELET:-$bin/kube-1.37/kubelet}
+for f in "$bin/berth" "$bin/berth-monitor" "$bin/berth-pause" "$bin/busybox-oci.tar" "$bin/crictl" "$kubelet"; do
+	[ -f "$f" ] || { echo "test-vm: $f missing: make test-vm builds it (build, crictl, kubelet-bin and the image archive)" >&2; exit 1; }
 done
 command -v "$qemu" >/dev/null || { echo "test-vm: $qemu missing: apt-get install qemu-system-x86" >&2; exit 1; }
 
@@ -48,9 +49,18 @@ trap 'exit 130' INT TERM # run cleanup (qemu, in the background, ignores SIGINT)
 
 share=$tmp/share
 mkdir -p "$share/bin" "$share/results"
-cp "$bin/berth" "$bin/berth-monitor" "$bin/berth-pause" "$share/bin/"
-cp "$bin/busybox-oci.tar" "$repo/contrib/systemd/berth.service" "$repo/test/vm/inside.sh" "$share/"
+cp "$bin/berth" "$bin/berth-monitor" "$bin/berth-pause" "$bin/crictl" "$kubelet" "$share/bin/"
+cp "$bin/busybox-oci.tar" "$repo/test/vm/inside.sh" "$repo/test/vm/kubelet.sh" "$share/"
+# What make install-unit reads: the Makefile and the unit.
+mkdir -p "$share/repo/contrib/systemd"
+cp "$repo/Makefile" "$share/repo/"
+cp "$repo/contrib/systemd/berth.service" "$share/repo/contrib/systemd/"
 cp -r "$repo/test/vm/pods" "$share/"
+# The suite's own bound, in the guest's uptime (which starts with qemu):
+# past it inside.sh saves the journals and powers off, so a hang inside
+# still brings its goroutines back; VM_TIMEOUT stays the hard stop.
+echo $((timeout - 120)) >"$share/suite-deadline"
+printf 'runtime-endpoint: unix:///run/berth/berth.sock\ntimeout: 50\n' >"$share/crictl.yaml"
 console=$tmp/console.log
 
 # snapshot=on: the guest's writes go to a temporary file, the cached disk
@@ -98,6 +108,8 @@ t_end=$(now)
 
 echo "--- suite log ---"
 cat "$share/results/log" 2>/dev/null || true
+echo "--- systemd-analyze security berth (docs/vm.md, \"The unit's sandboxing\") ---"
+cat "$share/results/security.txt" 2>/dev/null || true
 echo "--- checks ---"
 cat "$share/results/checks" 2>/dev/null || true
 echo "test-vm: image $((t_image - t_start))s, boot $((t_boot - t_image))s, suite and power-off $((t_end - t_boot))s, total $((t_end - t_start))s"
