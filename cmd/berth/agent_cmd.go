@@ -19,6 +19,7 @@ import (
 	"github.com/berth-dev/berth/internal/agent/credprovider"
 	"github.com/berth-dev/berth/internal/agent/criclient"
 	"github.com/berth-dev/berth/internal/agent/logrotate"
+	"github.com/berth-dev/berth/internal/agent/podcgroup"
 	"github.com/berth-dev/berth/internal/config"
 	"github.com/berth-dev/berth/internal/image"
 	"github.com/berth-dev/berth/internal/store"
@@ -192,6 +193,7 @@ func runAgent(ctx context.Context, cfg config.Config, flags *agentFlags, endpoin
 		return err
 	}
 	agentCfg.RuntimeName, agentCfg.SystemdCgroup = runtimeName, systemd
+	agentCfg.PodCgroups = &podcgroup.Manager{Systemd: systemd}
 	agentCfg.Eviction = evictionCfg
 	// The eviction manager measures with the runtime's stats; node-level
 	// reclaim is the agent's image and container GC (agent.New's default

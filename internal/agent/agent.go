@@ -45,6 +45,10 @@ type Config struct {
 	// SystemdCgroup is the runtime's cgroup driver (CRI RuntimeConfig):
 	// pods' cgroup parents are then systemd slices (podspec.PodSlice).
 	SystemdCgroup bool
+	// PodCgroups makes, sizes and removes the pods' own cgroups, as
+	// kubelet's pod container manager does (package podcgroup); nil: the
+	// agent leaves them to the runtime (tests).
+	PodCgroups PodCgroupManager
 	// RootDir holds the agent's per-pod directories (volumes):
 	// <RootDir>/pods/<uid>/volumes/..., and the pods' ConfigMaps and
 	// Secrets: <RootDir>/sources/<uid>.json (package sourcestore), and the
@@ -348,6 +352,7 @@ func newSyncDeps(cfg Config, sources *sourcestore.Store, log *slog.Logger) *sync
 		node:          readNode(),
 		runtimeName:   cfg.RuntimeName,
 		systemdCgroup: cfg.SystemdCgroup,
+		podCgroups:    cfg.PodCgroups,
 		rootDir:       cfg.RootDir,
 		podLogDir:     cfg.PodLogDir,
 		containerGC:   *cfg.GC.Containers,

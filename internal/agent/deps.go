@@ -47,10 +47,11 @@ type syncDeps struct {
 	credentials  CredentialSource  // node-wide registry credentials; nil: none
 	containerGC  ContainerGCPolicy // what each sync and the periodic collection remove
 
-	runtimeName   string // container IDs in statuses read "<name>://<id>"
-	systemdCgroup bool   // pods' cgroup parents are systemd slices
-	rootDir       string // <rootDir>/pods/<uid>: the pods' agent directories
-	podLogDir     string // the root of the pods' log directories
+	runtimeName   string           // container IDs in statuses read "<name>://<id>"
+	systemdCgroup bool             // pods' cgroup parents are systemd slices
+	podCgroups    PodCgroupManager // nil: none made
+	rootDir       string           // <rootDir>/pods/<uid>: the pods' agent directories
+	podLogDir     string           // the root of the pods' log directories
 	// clusterDNS is the cluster DNS new sandboxes get, nil while it
 	// serves no Service (then pods get the host's).
 	clusterDNS atomic.Pointer[podspec.ClusterDNS]
@@ -59,4 +60,11 @@ type syncDeps struct {
 	svcPods *servicePods
 	// sandboxSlots bounds the sandboxes being made at once (start.go).
 	sandboxSlots chan struct{}
+}
+
+// PodCgroupManager makes a pod's own cgroup, sized for the pod, before its
+// sandbox is made, and removes it once the pod is gone (package podcgroup).
+type PodCgroupManager interface {
+	Ensure(ctx context.Context, pod *v1.Pod) error
+	Remove(ctx context.Context, pod *v1.Pod) error
 }

@@ -1,35 +1,73 @@
 package agent
 
 import (
-	"os"
-	"path/filepath"
+	"context"
+	"errors"
+	"slices"
+	"sync"
 	"testing"
+
+	v1 "k8s.io/api/core/v1"
+
+	"github.com/berth-dev/berth/internal/agent/criclient/criclienttest"
 )
 
-func TestCgroupInUse(t *testing.T) {
-	dir := t.TempDir()
-	if busy, err := cgroupInUse(filepath.Join(dir, "missing")); busy || err != nil {
-		t.Errorf("missing: %v, %v; want not in use", busy, err)
+// fakePodCgroups records the pods whose cgroups were made and removed.
+type fakePodCgroups struct {
+	mu      sync.Mutex
+	calls   []string
+	failing error
+}
+
+func (f *fakePodCgroups) Ensure(_ context.Context, pod *v1.Pod) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.calls = append(f.calls, "ensure "+pod.Name)
+	return f.failing
+}
+
+func (f *fakePodCgroups) Remove(_ context.Context, pod *v1.Pod) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.calls = append(f.calls, "remove "+pod.Name)
+	return nil
+}
+
+const cgroupPod = `
+apiVersion: v1
+kind: Pod
+metadata: {name: web}
+spec:
+  containers:
+  - {name: app, image: busybox, imagePullPolicy: IfNotPresent, command: [sleep, "1000"]}
+`
+
+// The pod's cgroup is made before its sandbox, as kubelet's SyncPod does;
+// when it cannot be made no sandbox is, and the pod says why. The host's
+// cleanup of the pod removes it.
+func TestPodCgroupIsMadeBeforeTheSandbox(t *testing.T) {
+	rt := criclienttest.New()
+	w := newSoloWorker(t, rt, cgroupPod)
+	cgs := &fakePodCgroups{failing: errors.New("no memory controller")}
+	w.deps.podCgroups = cgs
+	if calls, _ := w.syncOnce(t); slices.Contains(calls, "runp web") {
+		t.Errorf("a sandbox was made without its pod cgroup: %v", calls)
 	}
-	if err := os.WriteFile(filepath.Join(dir, "cgroup.procs"), nil, 0o644); err != nil {
+	if n := eventCount(w.events.list(), "FailedCreatePodContainer"); n != 1 {
+		t.Errorf("%d FailedCreatePodContainer events, want 1", n)
+	}
+	cgs.mu.Lock()
+	cgs.failing = nil
+	cgs.mu.Unlock()
+	if calls, _ := w.syncOnce(t); !slices.Contains(calls, "runp web") {
+		t.Errorf("no sandbox once the pod cgroup is made: %v", calls)
+	}
+	if err := w.cleanUpHost(w.desired); err != nil {
 		t.Fatal(err)
 	}
-	if busy, err := cgroupInUse(dir); busy || err != nil {
-		t.Errorf("empty: %v, %v; want not in use", busy, err)
-	}
-	if err := os.WriteFile(filepath.Join(dir, "cgroup.procs"), []byte("42\n"), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	if busy, err := cgroupInUse(dir); !busy || err != nil {
-		t.Errorf("a process: %v, %v; want in use", busy, err)
-	}
-	if err := os.WriteFile(filepath.Join(dir, "cgroup.procs"), nil, 0o644); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.Mkdir(filepath.Join(dir, "berth-c1.scope"), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	if busy, err := cgroupInUse(dir); !busy || err != nil {
-		t.Errorf("a child cgroup: %v, %v; want in use", busy, err)
+	cgs.mu.Lock()
+	defer cgs.mu.Unlock()
+	if want := []string{"ensure web", "ensure web", "remove web"}; !slices.Equal(cgs.calls, want) {
+		t.Errorf("pod cgroup calls %v, want %v", cgs.calls, want)
 	}
 }

@@ -48,6 +48,13 @@ func (w *podWorker) sandbox(ctx context.Context, d desiredPod, obs observation, 
 		w.record(agentapi.EventWarning, "FailedCreatePodSandBox", "", err.Error())
 		return sandboxInfo{}, err
 	}
+	if pc := w.deps.podCgroups; pc != nil {
+		if err := pc.Ensure(ctx, d.pod); err != nil {
+			w.record(agentapi.EventWarning, "FailedCreatePodContainer", "", "unable to ensure pod container exists: "+err.Error())
+			return sandboxInfo{}, err
+		}
+		w.deps.log.Debug("pod cgroup ready", "pod", d.key())
+	}
 	id, err := w.runPodSandbox(ctx, cfg)
 	if err != nil && ctx.Err() != nil {
 		return sandboxInfo{}, err // deleted or stopping meanwhile: not a failure of the sandbox

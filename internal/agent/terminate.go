@@ -99,7 +99,11 @@ func (w *podWorker) cleanUpHost(d desiredPod) error {
 			return fmt.Errorf("pod log directory: %w", err)
 		}
 	}
-	w.removePodCgroup(d.pod)
+	if pc := w.deps.podCgroups; pc != nil {
+		if err := pc.Remove(context.Background(), d.pod); err != nil {
+			w.deps.log.Warn("pod cgroup left behind", "pod", d.key(), "error", err) // the pod is gone either way
+		}
+	}
 	w.mu.Lock()
 	w.volumesVersion, w.volumePaths, w.probed = -1, nil, nil
 	w.mu.Unlock()

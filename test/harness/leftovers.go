@@ -62,8 +62,12 @@ func (d *Daemon) removeAllSandboxes() {
 		d.T.Errorf("cleanup: ListPodSandbox: %v", err)
 		return
 	}
+	var podCgroups []string
 	for _, sb := range list.GetItems() {
 		d.KnownIDs[sb.GetId()] = true
+		if uid := sb.GetMetadata().GetUid(); uid != "" {
+			podCgroups = append(podCgroups, "pod"+uid)
+		}
 		if _, err := d.RT.StopPodSandbox(ctx, &runtimeapi.StopPodSandboxRequest{PodSandboxId: sb.GetId()}); err != nil {
 			d.T.Errorf("cleanup: StopPodSandbox %s: %v", sb.GetId(), err)
 		}
@@ -78,6 +82,12 @@ func (d *Daemon) removeAllSandboxes() {
 	ctrs, err := d.RT.ListContainers(ctx, &runtimeapi.ListContainersRequest{})
 	if err == nil && len(ctrs.GetContainers()) > 0 {
 		d.T.Errorf("cleanup: %d containers still listed after removing every sandbox", len(ctrs.GetContainers()))
+	}
+	// The agent removes a pod's own cgroup when it deletes the pod; the
+	// sandboxes removed here behind its back leave theirs, so the cleanup
+	// removes them (only the ones of these pods, empty ones only).
+	for _, dir := range BerthCgroups(func(name string) bool { return slices.Contains(podCgroups, name) }) {
+		RemoveCgroupTree(dir)
 	}
 }
 

@@ -86,29 +86,24 @@ func checkScopesRemoved(t *testing.T, sd *harness.PrivateSystemd, scopes map[str
 	}
 }
 
-// checkAgentPodSlice runs a pod through the agent: it lands in
-// berth-kubepods-besteffort-pod<uid>.slice, which is stopped (unit
-// inactive, directory gone) once the pod is deleted.
+// checkAgentPodSlice runs a Guaranteed pod through the agent: it lands in
+// berth-kubepods-pod<uid>.slice, which the agent made with the pod's
+// limits before the sandbox, and which is stopped (unit inactive,
+// directory gone) once the pod is deleted.
 func checkAgentPodSlice(t *testing.T, d *daemon, sd *harness.PrivateSystemd) {
 	t.Helper()
-	manifest := filepath.Join(t.TempDir(), "pod.yaml")
-	if err := os.WriteFile(manifest, []byte(`apiVersion: v1
-kind: Pod
-metadata: {name: sliced}
-spec:
-  containers:
-  - {name: app, image: busybox, imagePullPolicy: Never, command: [sleep, "1000"]}
-`), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	d.MustBerth("apply", "-f", manifest)
-	pattern := filepath.Join(sd.Roots["memory"], "berth.slice", "berth-kubepods.slice", "berth-kubepods-besteffort.slice",
-		"berth-kubepods-besteffort-pod*.slice", "berth-*.scope")
+	d.MustBerth("apply", "-f", guaranteedPod(t, "sliced"))
+	pattern := filepath.Join(sd.Roots["memory"], "berth.slice", "berth-kubepods.slice",
+		"berth-kubepods-pod*.slice", "berth-*.scope")
 	var scopes []string
 	if !eventually(60*time.Second, func() bool { scopes, _ = filepath.Glob(pattern); return len(scopes) > 0 }) {
 		t.Fatalf("agent pod: no scope %s after 60s\n%s", pattern, d.LogTail(40))
 	}
 	slice := filepath.Base(filepath.Dir(scopes[0]))
+	if t.Failed() || !checkPodCgroupLimits(t, filepath.Dir(scopes[0]), filepath.Join(sd.Roots["cpu"], strings.TrimPrefix(filepath.Dir(scopes[0]), sd.Roots["memory"]))) {
+		out, _ := sd.Systemctl("show", slice, "-p", "MemoryLimit,CPUShares,CPUQuotaPerSecUSec,ActiveState,Wants")
+		t.Logf("systemctl show %s:\n%s", slice, out)
+	}
 	d.MustBerth("delete", "pod", "sliced", "--grace-period=1") // sleep, PID 1, ignores SIGTERM
 	if !eventually(20*time.Second, func() bool { _, err := os.Stat(filepath.Dir(scopes[0])); return errors.Is(err, fs.ErrNotExist) }) {
 		t.Errorf("agent pod: slice directory %s is left after delete", filepath.Dir(scopes[0]))

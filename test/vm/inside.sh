@@ -181,7 +181,7 @@ stats_checks() {
 # cgroup_checks DRIVER: limits visible in a private cgroup namespace, and
 # an OOM kill reported as such.
 cgroup_checks() {
-	local d=$1
+	local d=$1 pod_cgroup=
 	if ! run_pod limits; then
 		fail "$d: pod limits runs" "$(berth describe pod limits 2>&1 | tail -n 20)"
 	else
@@ -195,6 +195,11 @@ cgroup_checks() {
 		local dir
 		dir=/sys/fs/cgroup$(cut -d: -f3 /proc/"$pid"/cgroup)
 		stats_checks "$d" "${cid#*://}" "$dir"
+		# The pod-level cgroup, as kubelet makes it on v2: a Guaranteed
+		# pod's limits on the pod, below kubepods.
+		pod_cgroup=$(dirname "$dir")
+		check "$d: the pod's cgroup ($pod_cgroup) has the pod's memory.max" 67108864 "$(cat "$pod_cgroup/memory.max" 2>&1)"
+		check "$d: the pod's cgroup has the pod's cpu.max" "50000 100000" "$(cat "$pod_cgroup/cpu.max" 2>&1)"
 		local top
 		top=$(berth top pods 2>&1)
 		if grep -q '^limits ' <<<"$top" || grep -q ' limits ' <<<"$top"; then pass "$d: berth top pods lists the pod"; else fail "$d: berth top pods" "$top"; fi
@@ -216,6 +221,10 @@ cgroup_checks() {
 	find /var/lib/berth /run/berth -name monitor.log -exec grep -h "OOM-killed" {} + 2>/dev/null |
 		while read -r line; do log "$d: monitor: $line"; done
 	delete_pods limits oom-a oom-b
+	if [ -n "${pod_cgroup:-}" ]; then
+		wait_for 60 test ! -d "$pod_cgroup"
+		check "$d: the pod's cgroup is removed with the pod" absent "$([ -d "$pod_cgroup" ] && echo present || echo absent)"
+	fi
 }
 
 set_driver() {

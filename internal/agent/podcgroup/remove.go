@@ -1,4 +1,4 @@
-package agent
+package podcgroup
 
 import (
 	"context"
@@ -17,22 +17,28 @@ import (
 	"github.com/berth-dev/berth/internal/cgrouppath"
 )
 
-// removePodCgroup removes the pod's cgroup once its sandbox is gone, as
-// the kubelet does: under the systemd driver it stops the pod's slice
-// (stopPodSlice), else it removes the pod-level directories (removePodDirs).
-// A failure is logged: the pod is gone either way.
-func (w *podWorker) removePodCgroup(pod *v1.Pod) {
-	if !w.deps.systemdCgroup {
-		removePodDirs(podspec.PodCgroupParent("", pod))
-		return
-	}
-	if err := stopPodSlice(context.Background(), podspec.PodSlice(pod)); err != nil {
-		w.deps.log.Warn("pod cgroup left behind", "pod", pod.Namespace+"/"+pod.Name, "error", err)
-	}
+// Manager makes and removes the pods' cgroups on this host.
+type Manager struct {
+	// Systemd lays pods out as systemd slices (podspec.PodSlice), as the
+	// runtime's systemd cgroup driver expects; else as cgroupfs paths
+	// (podspec.PodCgroupParent below the default base).
+	Systemd bool
 }
 
-// removePodDirs removes the pod-level cgroup directories the runtime made
-// under the pod's cgroupfs parent (runc removes only the containers' own).
+// Remove removes the pod's cgroup once its sandbox is gone, as kubelet
+// does: under the systemd driver it stops the pod's slice (stopPodSlice),
+// else it removes the pod-level directories (removePodDirs). A cgroup that
+// still holds something stays.
+func (m *Manager) Remove(ctx context.Context, pod *v1.Pod) error {
+	if !m.Systemd {
+		removePodDirs(podspec.PodCgroupParent("", pod))
+		return nil
+	}
+	return stopPodSlice(ctx, podspec.PodSlice(pod))
+}
+
+// removePodDirs removes the pod-level cgroup directories under the pod's
+// cgroupfs parent (runc removes only the containers' own).
 // Only empty directories go (rmdir); cgroup v1 has one per controller
 // hierarchy.
 func removePodDirs(parent string) {
