@@ -193,7 +193,7 @@ func runAgent(ctx context.Context, cfg config.Config, flags *agentFlags, endpoin
 		return err
 	}
 	agentCfg.RuntimeName, agentCfg.SystemdCgroup = runtimeName, systemd
-	agentCfg.PodCgroups = &podcgroup.Manager{Systemd: systemd}
+	agentCfg.PodCgroups = &podcgroup.Manager{Systemd: systemd, Log: log}
 	agentCfg.Eviction = evictionCfg
 	// The eviction manager measures with the runtime's stats; node-level
 	// reclaim is the agent's image and container GC (agent.New's default

@@ -50,6 +50,9 @@ func (w *podWorker) sandbox(ctx context.Context, d desiredPod, obs observation, 
 	}
 	if pc := w.deps.podCgroups; pc != nil {
 		if err := pc.Ensure(ctx, d.pod); err != nil {
+			if ctx.Err() != nil {
+				return sandboxInfo{}, err // deleted or stopping meanwhile
+			}
 			w.record(agentapi.EventWarning, "FailedCreatePodContainer", "", "unable to ensure pod container exists: "+err.Error())
 			return sandboxInfo{}, err
 		}

@@ -63,7 +63,10 @@ func TestAgentSizesThePodCgroup(t *testing.T) {
 	rel := filepath.Join("berth", "kubepods", "pod"+pod.Metadata.UID)
 	memoryDir, cpuDir := filepath.Join("/sys/fs/cgroup/memory", rel), filepath.Join("/sys/fs/cgroup/cpu", rel)
 	var children []string
-	if !eventually(60*time.Second, func() bool { children, _ = filepath.Glob(filepath.Join(memoryDir, "*", "cgroup.procs")); return len(children) >= 1 }) {
+	if !eventually(60*time.Second, func() bool {
+		children, _ = filepath.Glob(filepath.Join(memoryDir, "*", "cgroup.procs"))
+		return len(children) >= 1
+	}) {
 		t.Fatalf("no container cgroup below %s after 60s\n%s", memoryDir, d.LogTail(40))
 	}
 	checkPodCgroupLimits(t, memoryDir, cpuDir)

@@ -200,6 +200,12 @@ cgroup_checks() {
 		pod_cgroup=$(dirname "$dir")
 		check "$d: the pod's cgroup ($pod_cgroup) has the pod's memory.max" 67108864 "$(cat "$pod_cgroup/memory.max" 2>&1)"
 		check "$d: the pod's cgroup has the pod's cpu.max" "50000 100000" "$(cat "$pod_cgroup/cpu.max" 2>&1)"
+		check "$d: the pod's cgroup has kubelet's cpu.weight for 500m" 20 "$(cat "$pod_cgroup/cpu.weight" 2>&1)"
+		if [ -f "$pod_cgroup/hugetlb.2MB.max" ]; then
+			check "$d: the pod's cgroup allows no huge pages it did not request" 0 "$(cat "$pod_cgroup/hugetlb.2MB.max")"
+		else
+			log "$d: no hugetlb controller in the pod's cgroup ($(cat "$pod_cgroup/cgroup.controllers"))"
+		fi
 		local top
 		top=$(berth top pods 2>&1)
 		if grep -q '^limits ' <<<"$top" || grep -q ' limits ' <<<"$top"; then pass "$d: berth top pods lists the pod"; else fail "$d: berth top pods" "$top"; fi

@@ -17,24 +17,25 @@ import (
 	"github.com/berth-dev/berth/internal/cgrouppath"
 )
 
-// Manager makes and removes the pods' cgroups on this host.
-type Manager struct {
-	// Systemd lays pods out as systemd slices (podspec.PodSlice), as the
-	// runtime's systemd cgroup driver expects; else as cgroupfs paths
-	// (podspec.PodCgroupParent below the default base).
-	Systemd bool
-}
-
 // Remove removes the pod's cgroup once its sandbox is gone, as kubelet
 // does: under the systemd driver it stops the pod's slice (stopPodSlice),
-// else it removes the pod-level directories (removePodDirs). A cgroup that
-// still holds something stays.
+// else it removes the pod-level directories (removePodDirs). Each QoS
+// class's place is tried: a pod recovered without its containers may
+// read as another class than the one it was made in. A cgroup that still
+// holds something stays.
 func (m *Manager) Remove(ctx context.Context, pod *v1.Pod) error {
-	if !m.Systemd {
-		removePodDirs(podspec.PodCgroupParent("", pod))
-		return nil
+	if !podspec.ValidUID(pod.UID) {
+		return fmt.Errorf("pod cgroup: uid %q: not a path component", pod.UID)
 	}
-	return stopPodSlice(ctx, podspec.PodSlice(pod))
+	var errs []error
+	for _, qos := range []v1.PodQOSClass{v1.PodQOSGuaranteed, v1.PodQOSBurstable, v1.PodQOSBestEffort} {
+		if !m.Systemd {
+			removePodDirs(podspec.PodCgroupParentFor("", pod.UID, qos))
+			continue
+		}
+		errs = append(errs, stopPodSlice(ctx, podspec.PodSliceFor(pod.UID, qos)))
+	}
+	return errors.Join(errs...)
 }
 
 // removePodDirs removes the pod-level cgroup directories under the pod's
@@ -67,10 +68,17 @@ func stopPodSlice(ctx context.Context, slice string) error {
 	if err != nil || dir == "/" {
 		return fmt.Errorf("pod slice %q: %w", slice, err)
 	}
+	found := false
 	for _, tree := range systemdTrees {
+		if _, err := os.Stat(filepath.Join(tree, dir)); err == nil {
+			found = true
+		}
 		if busy, err := cgroupInUse(filepath.Join(tree, dir)); err != nil || busy {
 			return err // in use (nil) or unreadable: left alone
 		}
+	}
+	if !found {
+		return nil // no cgroup: systemd holds no active slice of that name
 	}
 	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()

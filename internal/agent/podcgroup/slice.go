@@ -15,58 +15,56 @@ import (
 )
 
 // ensureSlice starts the pod's slice as a transient unit with the pod's
-// limits, or sets them on it when it exists already (a restart of the
-// agent, a pod made again); systemd writes the cgroup files itself.
-func ensureSlice(ctx context.Context, slice string, cfg podspec.PodCgroupConfig) error {
+// limits (systemd writes the cgroup files itself) and reports whether it
+// made it; a slice that exists already is left as it is, as kubelet's
+// EnsureExists leaves an existing pod cgroup.
+func ensureSlice(ctx context.Context, slice string, cfg podspec.PodCgroupConfig) (bool, error) {
 	parent, ok := parentSlice(slice)
 	if !ok {
-		return fmt.Errorf("not a nested slice name")
+		return false, fmt.Errorf("not a nested slice name")
 	}
 	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
 	conn, err := sddbus.NewSystemdConnectionContext(ctx)
 	if err != nil {
-		return fmt.Errorf("systemd: %w", err)
+		return false, fmt.Errorf("systemd: %w", err)
 	}
 	defer conn.Close()
-	limits := sliceProperties(cfg, cgroups.IsCgroup2UnifiedMode())
 	props := append([]sddbus.Property{
 		sddbus.PropDescription("berth pod slice " + slice),
 		sddbus.PropWants(parent),
 		{Name: "DefaultDependencies", Value: godbus.MakeVariant(false)},
-	}, limits...)
+	}, sliceProperties(cfg, cgroups.IsCgroup2UnifiedMode())...)
 	done := make(chan string, 1)
 	if _, err := conn.StartTransientUnitContext(ctx, slice, "replace", props, done); err != nil {
 		var dbusErr godbus.Error
 		if errors.As(err, &dbusErr) && strings.HasSuffix(dbusErr.Name, ".UnitExists") {
-			if err := conn.SetUnitPropertiesContext(ctx, slice, true, limits...); err != nil {
-				return fmt.Errorf("set its limits: %w", err)
-			}
-			return nil
+			return false, nil
 		}
-		return fmt.Errorf("start: %w", err)
+		return false, fmt.Errorf("start: %w", err)
 	}
 	select {
 	case result := <-done:
 		if result != "done" {
-			return fmt.Errorf("start: %s", result)
+			return false, fmt.Errorf("start: %s", result)
 		}
-		return nil
+		return true, nil
 	case <-ctx.Done():
-		return fmt.Errorf("start: %w", ctx.Err())
+		return false, fmt.Errorf("start: %w", ctx.Err())
 	}
 }
 
 // sliceProperties are the pod's limits as systemd unit properties: the
-// CPU weight (cgroup v2) or shares (v1), the CPU quota per second, the
-// memory limit (MemoryMax on v2, MemoryLimit on v1), accounting on.
+// CPU weight (cgroup v2, kubelet's mapping of the shares) or shares (v1),
+// the CPU quota per second, the memory limit (MemoryMax on v2,
+// MemoryLimit on v1), accounting on.
 func sliceProperties(cfg podspec.PodCgroupConfig, unified bool) []sddbus.Property {
 	prop := func(name string, v any) sddbus.Property {
 		return sddbus.Property{Name: name, Value: godbus.MakeVariant(v)}
 	}
 	props := []sddbus.Property{prop("MemoryAccounting", true), prop("CPUAccounting", true), prop("TasksAccounting", true)}
 	if unified {
-		props = append(props, prop("CPUWeight", cgroups.ConvertCPUSharesToCgroupV2Value(cfg.CPUShares)))
+		props = append(props, prop("CPUWeight", podspec.CPUWeight(cfg.CPUShares)))
 	} else {
 		props = append(props, prop("CPUShares", cfg.CPUShares))
 	}

@@ -38,7 +38,7 @@ func TestQuotaPerSecond(t *testing.T) {
 }
 
 // The slice's properties follow the hierarchy: v2 names (CPUWeight, from
-// the shares as the cgroups library converts them: 512 → 59,
+// the shares by kubelet's linear mapping: 512 → 20,
 // MemoryMax) on the unified one, v1 names (CPUShares, MemoryLimit) on the
 // legacy one; no quota and no memory limit when the pod has none.
 func TestSliceProperties(t *testing.T) {
@@ -49,7 +49,7 @@ func TestSliceProperties(t *testing.T) {
 		unified bool
 		want    map[string]any
 	}{
-		{"v2", limited, true, map[string]any{"CPUWeight": uint64(59), "CPUQuotaPerSecUSec": uint64(500000), "MemoryMax": uint64(64 << 20)}},
+		{"v2", limited, true, map[string]any{"CPUWeight": uint64(20), "CPUQuotaPerSecUSec": uint64(500000), "MemoryMax": uint64(64 << 20)}},
 		{"v1", limited, false, map[string]any{"CPUShares": uint64(512), "CPUQuotaPerSecUSec": uint64(500000), "MemoryLimit": uint64(64 << 20)}},
 		{"no limits", podspec.PodCgroupConfig{CPUShares: 2}, true, map[string]any{"CPUWeight": uint64(1)}},
 	} {

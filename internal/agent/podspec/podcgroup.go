@@ -4,6 +4,7 @@ import (
 	"strings"
 
 	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
 	resourcehelper "k8s.io/component-helpers/resource"
 )
 
@@ -71,6 +72,21 @@ func limitsDeclared(pod *v1.Pod) (cpu, memory bool) {
 		memory = memory || !pod.Spec.Resources.Limits.Memory().IsZero()
 	}
 	return cpu, memory
+}
+
+// ValidUID reports whether a pod uid can name its cgroup: letters,
+// digits, '-' and '_' only (the API server's are UUIDs, the agent's 32 hex
+// digits; a uid read back from a sandbox's labels may be anything).
+func ValidUID(uid types.UID) bool {
+	return uid != "" && strings.Trim(string(uid), "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_") == ""
+}
+
+// CPUWeight is cgroup v2's cpu.weight for cgroup v1 cpu shares, by
+// kubelet's linear mapping (its pod and QoS cgroups use it): 2 → 1,
+// 262144 → 10000, 1024 → 39.
+func CPUWeight(shares uint64) uint64 {
+	shares = min(max(shares, minCPUShares), maxCPUShares)
+	return 1 + (shares-minCPUShares)*9999/(maxCPUShares-minCPUShares)
 }
 
 // hugePageRequests maps hugepages-<size> requests to the kernel's page

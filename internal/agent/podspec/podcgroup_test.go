@@ -6,6 +6,7 @@ import (
 
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
+	"k8s.io/apimachinery/pkg/types"
 )
 
 // The pod cgroup gets kubelet's ResourceConfigForPod (on pods as the API
@@ -56,6 +57,28 @@ func TestKernelPageSize(t *testing.T) {
 	for in, want := range map[string]string{"2Mi": "2MB", "1Gi": "1GB", "64Ki": "64KB", "2M": "", "Mi": "", "x2Mi": ""} {
 		if got := kernelPageSize(in); got != want {
 			t.Errorf("kernelPageSize(%q) = %q, want %q", in, got, want)
+		}
+	}
+}
+
+// kubelet's linear shares → cpu.weight mapping (cgroup_manager_linux.go),
+// not the cgroups library's curve: pod cgroups are siblings, and CPU must
+// split in proportion to their requests.
+func TestCPUWeight(t *testing.T) {
+	for shares, want := range map[uint64]uint64{0: 1, 2: 1, 102: 4, 512: 20, 1024: 39, 262144: 10000, 300000: 10000} {
+		if got := CPUWeight(shares); got != want {
+			t.Errorf("CPUWeight(%d) = %d, want %d", shares, got, want)
+		}
+	}
+}
+
+func TestValidUID(t *testing.T) {
+	for uid, want := range map[string]bool{
+		"0f8e6a4c-1b2d-4e5f-8a9b-0c1d2e3f4a5b": true, "4d6b9085a2f0b43003e83adb86b2a87f": true, "a_b": true,
+		"": false, "..": false, "a/b": false, "../../x": false, "a b": false, "a:b": false,
+	} {
+		if got := ValidUID(types.UID(uid)); got != want {
+			t.Errorf("ValidUID(%q) = %v, want %v", uid, got, want)
 		}
 	}
 }

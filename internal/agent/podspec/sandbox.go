@@ -8,6 +8,7 @@ import (
 	"time"
 
 	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/validation"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 )
@@ -167,11 +168,17 @@ func ContainerLogPath(container string, restartCount int) string {
 // BestEffort in <base>/kubepods/besteffort/pod<uid>. The runtime puts each
 // container in <that>/<container id>.
 func PodCgroupParent(base string, pod *v1.Pod) string {
+	return PodCgroupParentFor(base, pod.UID, QOSClass(pod))
+}
+
+// PodCgroupParentFor is PodCgroupParent for a uid and a QoS class, for a
+// caller that does not know the pod's class (a cleanup tries each).
+func PodCgroupParentFor(base string, uid types.UID, qos v1.PodQOSClass) string {
 	if base == "" {
 		base = DefaultCgroupParent
 	}
-	leaf := "pod" + string(pod.UID)
-	switch QOSClass(pod) {
+	leaf := "pod" + string(uid)
+	switch qos {
 	case v1.PodQOSBurstable:
 		return path.Join("/", base, "kubepods", "burstable", leaf)
 	case v1.PodQOSBestEffort:
@@ -187,14 +194,19 @@ func PodCgroupParent(base string, pod *v1.Pod) string {
 // kubelet turns its dashes so; a dash would start a new level, a ':' would
 // end the slice in a cgroupsPath).
 func PodSlice(pod *v1.Pod) string {
+	return PodSliceFor(pod.UID, QOSClass(pod))
+}
+
+// PodSliceFor is PodSlice for a uid and a QoS class.
+func PodSliceFor(uid types.UID, qos v1.PodQOSClass) string {
 	leaf := "pod" + strings.Map(func(r rune) rune {
 		if r == '_' || (r >= 'a' && r <= 'z') || (r >= 'A' && r <= 'Z') || (r >= '0' && r <= '9') {
 			return r
 		}
 		return '_'
-	}, string(pod.UID))
+	}, string(uid))
 	parts := []string{SlicePrefix, "kubepods"}
-	switch QOSClass(pod) {
+	switch qos {
 	case v1.PodQOSBurstable:
 		parts = append(parts, "burstable")
 	case v1.PodQOSBestEffort:
