@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"sync"
 
 	"github.com/opencontainers/cgroups"
@@ -114,10 +115,16 @@ func (m *Manager) cgroup(pod *v1.Pod) *cgroups.Cgroup {
 
 // writeHugetlb limits every huge page size of the host in the cgroup dir
 // (below the hierarchy's root) to the pod's request, 0 by default. On v2
-// a cgroup without the hugetlb controller has no such files: nothing to
-// limit.
+// the controller is enabled down to dir first (systemd, which has no
+// hugetlb property, does not); on v1 a hierarchy without the cgroup has
+// nothing to limit.
 func writeHugetlb(dir string, requested map[string]int64) error {
 	unified := cgroups.IsCgroup2UnifiedMode()
+	if unified {
+		if err := enableController(dir, "hugetlb"); err != nil {
+			return err
+		}
+	}
 	for _, size := range cgroups.HugePageSizes() {
 		file := filepath.Join(cgroupRoot, dir, "hugetlb."+size+".max")
 		if !unified {
@@ -133,8 +140,22 @@ func writeHugetlb(dir string, requested map[string]int64) error {
 	return nil
 }
 
+// enableController enables a v2 controller in the subtree_control of
+// every ancestor of dir, from the root down, as runc and the cgroups
+// library do for a cgroup they make.
+func enableController(dir, controller string) error {
+	cur := cgroupRoot
+	for _, part := range strings.Split(strings.Trim(dir, "/"), "/") {
+		if err := os.WriteFile(filepath.Join(cur, "cgroup.subtree_control"), []byte("+"+controller), 0); err != nil {
+			return fmt.Errorf("%s: enable %s: %w", cur, controller, err)
+		}
+		cur = filepath.Join(cur, part)
+	}
+	return nil
+}
+
 // cgroupRoot is where the cgroup hierarchies are mounted.
-const cgroupRoot = "/sys/fs/cgroup"
+var cgroupRoot = "/sys/fs/cgroup"
 
 // hugetlbMounted reports whether this host's cgroups have the hugetlb
 // controller (kubelet sets huge page limits only then).
