@@ -6,6 +6,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 )
@@ -50,10 +51,25 @@ func checkPodCgroupLimits(t *testing.T, memoryDir, cpuDir string) bool {
 
 // TestAgentSizesThePodCgroup: with the cgroupfs driver the agent makes
 // <parent>/kubepods/pod<uid> with the pod's limits before the sandbox, the
-// pod's containers run below it, and it goes with the pod.
+// pod's containers run below it, and it goes with the pod. Three pods are
+// applied at once, so that their cgroups may be made at the same time (a
+// race-built daemon then reports unguarded shared state, as the e2e suite
+// found in the cgroups library's first Set).
 func TestAgentSizesThePodCgroup(t *testing.T) {
 	d := startDaemon(t)
-	d.MustBerth("apply", "-f", guaranteedPod(t, "sized"))
+	var docs []string
+	for _, name := range []string{"sized", "sized-b", "sized-c"} {
+		b, err := os.ReadFile(guaranteedPod(t, name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		docs = append(docs, string(b))
+	}
+	manifest := filepath.Join(t.TempDir(), "pods.yaml")
+	if err := os.WriteFile(manifest, []byte(strings.Join(docs, "---\n")), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	d.MustBerth("apply", "-f", manifest)
 	var pod struct {
 		Metadata struct{ UID string } `json:"metadata"`
 	}
@@ -70,7 +86,7 @@ func TestAgentSizesThePodCgroup(t *testing.T) {
 		t.Fatalf("no container cgroup below %s after 60s\n%s", memoryDir, d.LogTail(40))
 	}
 	checkPodCgroupLimits(t, memoryDir, cpuDir)
-	d.MustBerth("delete", "pod", "sized", "--grace-period=1")
+	d.MustBerth("delete", "pod", "sized", "sized-b", "sized-c", "--grace-period=1")
 	for _, dir := range []string{memoryDir, cpuDir} {
 		if !eventually(30*time.Second, func() bool { _, err := os.Stat(dir); return errors.Is(err, fs.ErrNotExist) }) {
 			t.Errorf("pod cgroup %s is left after delete", dir)

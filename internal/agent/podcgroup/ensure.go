@@ -27,6 +27,11 @@ type Manager struct {
 	Systemd bool
 	// Log gets what is set aside: a limit the kernel refused.
 	Log *slog.Logger
+
+	// mu makes one cgroupfs pod cgroup at a time: the cgroups library keeps
+	// package-level state unguarded (fs.BlkioGroup's weight file names),
+	// as runc, its first user, is single-threaded.
+	mu sync.Mutex
 }
 
 // Ensure makes the pod's cgroup, sized as podspec.PodCgroup says, before
@@ -42,6 +47,8 @@ func (m *Manager) Ensure(ctx context.Context, pod *v1.Pod) error {
 	if m.Systemd {
 		return m.ensureSlice(ctx, pod)
 	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
 	cg := m.cgroup(pod)
 	mgr, err := manager.New(cg)
 	if err != nil {
