@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"runtime"
 	"strings"
 	"syscall"
 	"time"
@@ -43,11 +44,27 @@ func (p *Process) Start() error {
 		cmd.Env = append(os.Environ(), p.Env...)
 	}
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
-	if err := cmd.Start(); err != nil {
+	// Pdeathsig follows the thread that forked, not the test process: a
+	// test that ends a goroutine locked to a thread it moved into a netns
+	// ends that thread, and a child forked on it got SIGKILL (an agent
+	// died mid-test so). The child is forked on a thread locked for its
+	// whole life, which no other goroutine can take.
+	started, exited := make(chan error, 1), make(chan struct{})
+	go func() {
+		runtime.LockOSThread()
+		defer runtime.UnlockOSThread()
+		if err := cmd.Start(); err != nil {
+			started <- err
+			return
+		}
+		started <- nil
+		_ = cmd.Wait()
+		close(exited)
+	}()
+	if err := <-started; err != nil {
 		return fmt.Errorf("start %s: %w", p.Name, err)
 	}
-	p.cmd, p.exited, p.asked = cmd, make(chan struct{}), false
-	go func(done chan struct{}) { _ = cmd.Wait(); close(done) }(p.exited)
+	p.cmd, p.exited, p.asked = cmd, exited, false
 	return nil
 }
 
