@@ -310,12 +310,14 @@ spec:
   containers:
   - {name: app, image: busybox, imagePullPolicy: IfNotPresent, command: [sleep, "1000"]}
 `)
+	exited := false // once: the status may still say running while the runtime has the exit
 	waitFor(t, "survivor runs after one restart", func() bool {
 		st := ctrStatus(first.pod(t, "survivor"), "app")
-		if st.State.Running != nil && st.RestartCount == 0 {
+		if !exited && st.State.Running != nil && st.RestartCount == 0 {
 			if err := rt.Exit("app", 1); err != nil {
 				t.Fatal(err)
 			}
+			exited = true
 		}
 		return st.State.Running != nil && st.RestartCount == 1
 	})
