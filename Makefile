@@ -80,9 +80,18 @@ test-e2e: ## root end-to-end tests: Pod YAML through the agent, each scenario on
 # A Debian 12 VM (systemd PID 1, cgroup v2 only) under qemu/TCG: its image is
 # built once into bin/vm/ (test/vm/image.sh, rebuilt when the recipe
 # changes), then test/vm/inside.sh runs berth's unit and cgroup checks in it.
-# docs/vm.md. VM_TIMEOUT (1200s) and VM_BOOT_TIMEOUT (300s) bound it.
-test-vm: build crictl kubelet-bin ## boot a Debian 12 VM (systemd PID 1, cgroup v2 only; qemu, no KVM) and run berth's unit, cgroup and kubelet (KUBE_VERSION) checks in it (root; docs/vm.md)
+# docs/vm.md. VM_TIMEOUT (1200s) and VM_BOOT_TIMEOUT (300s) bound it. The
+# focused critest run inside is the compiled test/critest package with its
+# programs built here (the VM has no Go): VM_CRITEST_FOCUS picks its specs.
+VM_CRITEST := $(BIN)/vm-critest
+VM_CRITEST_FOCUS ?= Container OOM|listing container stats \[|listing stats for started containers \[|Privileged is true|MaskedPaths|ReadonlyPaths|seccomp default on the container|support HostPID|support PodPID|recursive readonly mounts
+test-vm: build crictl kubelet-bin critest-bin $(CRITEST_DEPS)/busybox ## boot a Debian 12 VM (systemd PID 1, cgroup v2 only; qemu, no KVM) and run berth's unit, cgroup, kubelet (KUBE_VERSION) and focused critest checks in it (root; docs/vm.md)
 	$(GO) run ./test/testimage/cmd/mkimage -o $(BIN)/busybox-oci.tar
+	rm -rf $(VM_CRITEST) && mkdir -p $(VM_CRITEST)
+	CGO_ENABLED=0 $(GO) test -c -o $(VM_CRITEST)/critest.test ./test/critest
+	CGO_ENABLED=0 $(GO) build -o $(VM_CRITEST)/ ./test/critest/cmd/fakenginx ./test/critest/cmd/nonewprivs
+	cp $(BIN)/berth $(BIN)/berth-monitor $(BIN)/berth-pause $(BIN)/critest $(CRITEST_DEPS)/busybox test/critest/skip.txt $(VM_CRITEST)/
+	printf '%s\n' '$(VM_CRITEST_FOCUS)' >$(VM_CRITEST)/focus
 	KUBELET=$(abspath $(KUBE_BIN))/kubelet ./test/vm/run.sh
 
 # Native Go fuzz targets, package:FuzzName. `make test` runs their seed

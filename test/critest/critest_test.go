@@ -80,9 +80,14 @@ func runCritest(t *testing.T, critest string, args []string) error {
 	return cmd.Run()
 }
 
-// buildPrograms builds berth's binaries and the image programs into dir.
+// buildPrograms builds berth's binaries and the image programs into dir;
+// where BERTH_CRITEST_PROGRAMS names a directory holding them all built
+// already (make test-vm: no Go toolchain in the VM), dir becomes a copy.
 func buildPrograms(t *testing.T, dir string) Programs {
 	t.Helper()
+	if prebuilt := os.Getenv("BERTH_CRITEST_PROGRAMS"); prebuilt != "" {
+		return copyPrograms(t, prebuilt, dir)
+	}
 	repo, err := filepath.Abs(filepath.Join("..", ".."))
 	if err != nil {
 		t.Fatal(err)
@@ -98,6 +103,24 @@ func buildPrograms(t *testing.T, dir string) Programs {
 		cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
 		if out, err := cmd.CombinedOutput(); err != nil {
 			t.Fatalf("go %v: %v\n%s", args, err, out)
+		}
+	}
+	return Programs{FakeNginx: filepath.Join(dir, "fakenginx"), NoNewPrivs: filepath.Join(dir, "nonewprivs")}
+}
+
+// copyPrograms copies the prebuilt programs of from into dir.
+func copyPrograms(t *testing.T, from, dir string) Programs {
+	t.Helper()
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range []string{"berth", "berth-monitor", "berth-pause", "fakenginx", "nonewprivs"} {
+		data, err := os.ReadFile(filepath.Join(from, name))
+		if err != nil {
+			t.Fatalf("BERTH_CRITEST_PROGRAMS: %v", err)
+		}
+		if err := os.WriteFile(filepath.Join(dir, name), data, 0o755); err != nil {
+			t.Fatal(err)
 		}
 	}
 	return Programs{FakeNginx: filepath.Join(dir, "fakenginx"), NoNewPrivs: filepath.Join(dir, "nonewprivs")}

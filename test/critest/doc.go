@@ -14,5 +14,8 @@
 //
 // skip.txt lists the specs that cannot pass offline, each with its reason;
 // every other spec must pass. TestCritest skips unless BERTH_CRITEST names
-// the critest binary (`make critest` sets it).
+// the critest binary (`make critest` sets it). BERTH_CRITEST_PROGRAMS names
+// a directory of the programs built already (berth, berth-monitor,
+// berth-pause, fakenginx, nonewprivs): make test-vm runs the compiled test
+// in a VM without Go.
 package critest

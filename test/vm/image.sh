@@ -16,11 +16,12 @@ dir=$cache/debian12-$hash
 
 # What the image holds: systemd as PID 1, the kernel, berth's runtime
 # packages (the Makefile's RUNTIME_PACKAGES) and what the checks inside use
-# (make: the repository's install-unit target runs as is).
+# (make: the repository's install-unit target runs as is; docker-registry:
+# the focused critest run's registry, started by the test, not at boot).
 packages=(
 	linux-image-amd64 systemd-sysv udev dbus kmod
 	runc containernetworking-plugins busybox-static iptables nftables iproute2 util-linux
-	procps e2fsprogs jq make
+	procps e2fsprogs jq make docker-registry
 )
 
 if [ -f "$dir/done" ]; then
@@ -85,7 +86,7 @@ mmdebstrap --variant=minbase --include="$(IFS=,; echo "${packages[*]}")" \
 	--customize-hook='passwd --root "$1" -d root' \
 	--customize-hook="printf '%s' '$unit' > \"\$1/etc/systemd/system/berth-vm-test.service\"" \
 	--customize-hook='chroot "$1" systemctl enable berth-vm-test.service' \
-	--customize-hook='chroot "$1" systemctl mask apt-daily.timer apt-daily-upgrade.timer e2scrub_all.timer e2scrub_reap.service fstrim.timer systemd-timesyncd.service getty@tty1.service serial-getty@ttyS0.service' \
+	--customize-hook='chroot "$1" systemctl mask apt-daily.timer apt-daily-upgrade.timer e2scrub_all.timer e2scrub_reap.service fstrim.timer systemd-timesyncd.service getty@tty1.service serial-getty@ttyS0.service docker-registry.service' \
 	--customize-hook='cp "$1"/boot/vmlinuz-* "$1/../vmlinuz" && cp "$1"/boot/initrd.img-* "$1/../initrd.img"' \
 	bookworm "$root" "${sources[@]}"
 

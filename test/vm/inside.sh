@@ -233,6 +233,27 @@ cgroup_checks() {
 	fi
 }
 
+# critest_checks: the focused critest run (make test-vm's VM_CRITEST_FOCUS:
+# the resource, OOM, stats and security-context specs) of test/critest's
+# compiled test, against a berth serve of its own with its own registry,
+# as make critest runs it on the host.
+critest_checks() {
+	local dir=$share/critest rc t
+	t=$(date +%s)
+	(cd "$dir" && BERTH_CRITEST=$dir/critest BERTH_CRITEST_BUSYBOX=$dir/busybox BERTH_CRITEST_PROGRAMS=$dir \
+		BERTH_CRITEST_FOCUS="$(cat focus)" timeout 900 ./critest.test -test.run '^TestCritest$' -test.v -test.timeout 14m) \
+		>"$res/critest.log" 2>&1
+	rc=$?
+	local ran
+	ran=$(grep -o 'Ran [0-9]* of [0-9]* Specs' "$res/critest.log" | tail -n1)
+	log "critest: ${ran:-no summary} in $(($(date +%s) - t))s (results/critest.log)"
+	if [ "$rc" = 0 ] && [ -n "$ran" ] && ! grep -q '^Ran 0 of' <<<"$ran"; then
+		pass "critest, focused: $ran"
+	else
+		fail "critest, focused" "exit $rc, ${ran:-no summary}: $(grep -E '^\s*\[FAIL\]|--- FAIL' "$res/critest.log" | head -n 10)"
+	fi
+}
+
 set_driver() {
 	mkdir -p /etc/berth
 	echo "cgroup_driver = \"$1\"" >/etc/berth/config.toml
@@ -242,6 +263,7 @@ set_driver() {
 }
 
 source "$share/kubelet.sh"
+source "$share/agent.sh"
 watchdog "$(cat "$share/suite-deadline")" &
 watchdog_pid=$!
 host_checks
@@ -249,12 +271,18 @@ install_berth || fail install "installing berth failed"
 if unit_checks; then
 	log "cgroupfs driver (the default)"
 	cgroup_checks cgroupfs
+	qos_checks cgroupfs
 	log "systemd driver"
 	set_driver systemd
 	cgroup_checks systemd
+	qos_checks systemd
+	log "eviction's memory signal"
+	eviction_checks
 	log "an upstream kubelet, cgroupDriver systemd"
 	kubelet_checks
 fi
+log "critest, focused"
+critest_checks
 log "suite done in $(($(date +%s) - t0))s"
 kill "$watchdog_pid" 2>/dev/null
 save_results

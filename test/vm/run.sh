@@ -18,8 +18,8 @@ timeout=${VM_TIMEOUT:-1200}          # seconds for the whole VM
 qemu=${QEMU:-qemu-system-x86_64}
 
 kubelet=${KUBELET:-$bin/kube-1.37/kubelet}
-for f in "$bin/berth" "$bin/berth-monitor" "$bin/berth-pause" "$bin/busybox-oci.tar" "$bin/crictl" "$kubelet"; do
-	[ -f "$f" ] || { echo "test-vm: $f missing: make test-vm builds it (build, crictl, kubelet-bin and the image archive)" >&2; exit 1; }
+for f in "$bin/berth" "$bin/berth-monitor" "$bin/berth-pause" "$bin/busybox-oci.tar" "$bin/crictl" "$kubelet" "$bin/vm-critest/critest.test"; do
+	[ -f "$f" ] || { echo "test-vm: $f missing: make test-vm builds it (build, crictl, kubelet-bin, the image archive and bin/vm-critest)" >&2; exit 1; }
 done
 command -v "$qemu" >/dev/null || { echo "test-vm: $qemu missing: apt-get install qemu-system-x86" >&2; exit 1; }
 
@@ -50,12 +50,14 @@ trap 'exit 130' INT TERM # run cleanup (qemu, in the background, ignores SIGINT)
 share=$tmp/share
 mkdir -p "$share/bin" "$share/results"
 cp "$bin/berth" "$bin/berth-monitor" "$bin/berth-pause" "$bin/crictl" "$kubelet" "$share/bin/"
-cp "$bin/busybox-oci.tar" "$repo/test/vm/inside.sh" "$repo/test/vm/kubelet.sh" "$share/"
+cp "$bin/busybox-oci.tar" "$repo/test/vm/inside.sh" "$repo/test/vm/kubelet.sh" "$repo/test/vm/agent.sh" "$share/"
 # What make install-unit reads: the Makefile and the unit.
 mkdir -p "$share/repo/contrib/systemd"
 cp "$repo/Makefile" "$share/repo/"
 cp "$repo/contrib/systemd/berth.service" "$share/repo/contrib/systemd/"
 cp -r "$repo/test/vm/pods" "$share/"
+# The focused critest run: the compiled test, critest, their programs.
+cp -r "$bin/vm-critest" "$share/critest"
 # The suite's own bound, in the guest's uptime (which starts with qemu):
 # past it inside.sh saves the journals and powers off, so a hang inside
 # still brings its goroutines back; VM_TIMEOUT stays the hard stop.
