@@ -25,25 +25,41 @@ KUBE_LDFLAGS  = -s -w -X $(KUBE_VERSION_PKG).gitVersion=$(KUBE_FULL) -X $(KUBE_V
 # What berth needs to run; what its tests and benchmarks need on top (a registry to pull from,
 # skopeo for the pull floor, hyperfine, qemu and mmdebstrap for make test-vm).
 RUNTIME_PACKAGES := runc containernetworking-plugins busybox-static iptables nftables iproute2 util-linux
+# What building the pinned runc needs (cgo with libseccomp, linked statically).
+BUILD_PACKAGES   := gcc libc6-dev libseccomp-dev pkg-config
 TEST_PACKAGES    := docker-registry skopeo tar gzip hyperfine containerd qemu-system-x86 mmdebstrap
 
-.PHONY: help build install install-unit deps runtime-deps image test test-unit test-integration test-e2e test-vm fuzz bench vet lint-bin crictl critest critest-bin kube-bin kubelet-bin etcd-bin e2e-bin conformance-deps test-kubelet test-cluster test-conformance-slow clean
+.PHONY: help build runc-bin install install-unit deps runtime-deps image test test-unit test-integration test-e2e test-vm fuzz bench vet lint-bin crictl critest critest-bin kube-bin kubelet-bin etcd-bin e2e-bin conformance-deps test-kubelet test-cluster control-plane-bin test-conformance-slow clean
 
 help: ## list targets
 	@grep -E '^[a-z0-9-]+:.*## ' $(MAKEFILE_LIST) | sed 's/:.*## /\t/' | sort
 
-build: ## build berth, berth-monitor and berth-pause into bin/
+build: runc-bin ## build berth, berth-monitor, berth-pause and the pinned runc (berth-runc) into bin/
 	CGO_ENABLED=0 $(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $(BIN)/ ./cmd/berth ./cmd/berth-monitor ./cmd/berth-pause
+
+# The runc berth runs by default: the release pinned in tools/runc/go.mod,
+# built as runc's own Makefile builds its static binary (cgo, libseccomp,
+# static PIE; without libpathrs, a Rust library Debian 12 lacks: runc then
+# uses its pure-Go path resolution). Installed beside berth as berth-runc.
+RUNC_BIN     := $(BIN)/berth-runc
+RUNC_VERSION  = $(shell awk '$$1 == "require" && $$2 == "github.com/opencontainers/runc" {print $$3}' tools/runc/go.mod)
+# The tests run berth with it (test/harness copies it beside the berth they build).
+export BERTH_TEST_RUNC := $(abspath $(RUNC_BIN))
+runc-bin: ## build the pinned runc (tools/runc) into bin/berth-runc (needs gcc and libseccomp-dev: make runtime-deps)
+	cd tools/runc && GOSUMDB=off GOFLAGS=-mod=mod CGO_ENABLED=1 $(GO) build -trimpath -buildmode=pie \
+		-tags 'seccomp urfave_cli_no_docs netgo osusergo' \
+		-ldflags '-s -w -X main.gitCommit=$(RUNC_VERSION) -linkmode external -extldflags -static-pie' \
+		-o $(abspath $(RUNC_BIN)) github.com/opencontainers/runc
 
 runtime-deps: ## install the Debian packages berth needs to run (root)
 	apt-get update -qq
-	DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $(RUNTIME_PACKAGES)
+	DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $(RUNTIME_PACKAGES) $(BUILD_PACKAGES)
 
 deps: runtime-deps ## install the Debian packages berth and its tests need (root)
 	DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $(TEST_PACKAGES)
 
 install: runtime-deps build ## install the binaries into $(PREFIX)/bin and the systemd unit (install-unit), import a busybox image (root)
-	install -m 0755 $(BIN)/berth $(BIN)/berth-monitor $(BIN)/berth-pause $(PREFIX)/bin/
+	install -m 0755 $(BIN)/berth $(BIN)/berth-monitor $(BIN)/berth-pause $(BIN)/berth-runc $(PREFIX)/bin/
 	$(MAKE) install-unit
 	$(MAKE) image
 
@@ -65,16 +81,16 @@ image: ## build a busybox image from busybox-static and import it as docker.io/l
 	$(GO) run ./test/testimage/cmd/mkimage -o $(BIN)/busybox-oci.tar
 	$(PREFIX)/bin/berth image import --root $(ROOT_DIR) $(BIN)/busybox-oci.tar
 
-test: vet ## unit (with the fuzz targets' seed corpora), integration and e2e tests (the agent on berth and on containerd), all with the race detector (the root suites skip when not root)
+test: vet runc-bin ## unit (with the fuzz targets' seed corpora), integration and e2e tests (the agent on berth and on containerd), all with the race detector (the root suites skip when not root)
 	BERTH_TEST_RACE=1 $(GO) test -race -count=1 -timeout 55m ./...
 
 test-unit: ## unit tests only
 	$(GO) test -count=1 $$($(GO) list ./... | grep -v -e /test/integration -e /test/e2e)
 
-test-integration: ## root integration tests against a live berth serve
+test-integration: runc-bin ## root integration tests against a live berth serve
 	$(GO) test -count=1 -v ./test/integration/
 
-test-e2e: ## root end-to-end tests: Pod YAML through the agent, each scenario on berth serve and on containerd (skipped without containerd)
+test-e2e: runc-bin ## root end-to-end tests: Pod YAML through the agent, each scenario on berth serve and on containerd (skipped without containerd)
 	$(GO) test -count=1 -timeout 40m -v ./test/e2e/
 
 # A Debian 12 VM (systemd PID 1, cgroup v2 only) under qemu/TCG: its image is
@@ -90,7 +106,7 @@ test-vm: build crictl kubelet-bin critest-bin $(CRITEST_DEPS)/busybox ## boot a 
 	rm -rf $(VM_CRITEST) && mkdir -p $(VM_CRITEST)
 	CGO_ENABLED=0 $(GO) test -c -o $(VM_CRITEST)/critest.test ./test/critest
 	CGO_ENABLED=0 $(GO) build -o $(VM_CRITEST)/ ./test/critest/cmd/fakenginx ./test/critest/cmd/nonewprivs
-	cp $(BIN)/berth $(BIN)/berth-monitor $(BIN)/berth-pause $(BIN)/critest $(CRITEST_DEPS)/busybox test/critest/skip.txt $(VM_CRITEST)/
+	cp $(BIN)/berth $(BIN)/berth-monitor $(BIN)/berth-pause $(BIN)/berth-runc $(BIN)/critest $(CRITEST_DEPS)/busybox test/critest/skip.txt $(VM_CRITEST)/
 	printf '%s\n' '$(VM_CRITEST_FOCUS)' >$(VM_CRITEST)/focus
 	KUBELET=$(abspath $(KUBE_BIN))/kubelet ./test/vm/run.sh
 
@@ -102,11 +118,11 @@ test-vm: build crictl kubelet-bin critest-bin $(CRITEST_DEPS)/busybox ## boot a 
 # short run little time to fuzz, and a time limit kills and restarts the
 # worker each time it expires (30s of FuzzDecode: 386 new inputs with
 # 1000x, 62 in 45s with 5s).
-FUZZTIME ?= 45s
+FUZZTIME ?= 30s
 FUZZMINIMIZETIME ?= 1000x
 FUZZ_TARGETS := ./internal/image:FuzzExtract ./internal/agent/manifest:FuzzDecode \
 	./internal/registry:FuzzParseHosts ./internal/pod:FuzzValidateCRIConfig
-fuzz: ## fuzz the tar extractor, manifest decoder, hosts.toml parser and CRI config validation, FUZZTIME (45s) each
+fuzz: ## fuzz the tar extractor, manifest decoder, hosts.toml parser and CRI config validation, FUZZTIME (30s) each
 	@set -e; for target in $(FUZZ_TARGETS); do \
 		pkg=$${target%%:*}; name=$${target##*:}; \
 		echo "fuzz $$name in $$pkg for $(FUZZTIME)"; \
@@ -155,7 +171,7 @@ $(CRITEST_DEPS)/busybox:
 	cp $(CRITEST_DEPS)/unpacked/bin/busybox $@
 
 CRITEST_FOCUS ?=
-critest: critest-bin $(CRITEST_DEPS)/busybox ## run critest offline against a berth serve of its own (root; CRITEST_FOCUS=regexp narrows it)
+critest: runc-bin critest-bin $(CRITEST_DEPS)/busybox ## run critest offline against a berth serve of its own (root; CRITEST_FOCUS=regexp narrows it)
 	BERTH_CRITEST=$(abspath $(BIN)/critest) BERTH_CRITEST_BUSYBOX=$(abspath $(CRITEST_DEPS)/busybox) \
 	BERTH_CRITEST_FOCUS='$(CRITEST_FOCUS)' $(GO) test -count=1 -v -timeout 40m ./test/critest/
 
@@ -205,14 +221,21 @@ etcd-bin: ## build etcd 3.6 (go.etcd.io/etcd/server/v3, pinned in tools/etcd) in
 	cd tools/etcd && GOSUMDB=off GOFLAGS=-mod=mod CGO_ENABLED=0 $(GO) build -trimpath -ldflags '-s -w' \
 		-o $(abspath $(BIN))/etcd go.etcd.io/etcd/server/v3
 
-test-kubelet: kubelet-bin ## run an upstream kubelet (KUBE_VERSION=1.37 or 1.34) in standalone mode against a berth serve of its own (root)
+test-kubelet: runc-bin kubelet-bin ## run an upstream kubelet (KUBE_VERSION=1.37 or 1.34) in standalone mode against a berth serve of its own (root)
 	BERTH_KUBELET=$(abspath $(KUBE_BIN))/kubelet $(GO) test -count=1 -v -timeout 15m ./test/kubelet/
 
 # The node conformance specs run in the 1.37 cluster only: results.txt is e2e.test v1.37.2's.
 CONFORMANCE ?= $(if $(filter 1.37,$(KUBE_VERSION)),1,0)
 CONFORMANCE_ON = $(filter 1,$(CONFORMANCE))
-test-cluster: kube-bin etcd-bin $(if $(CONFORMANCE_ON),e2e-bin conformance-deps) ## a one-node Kubernetes cluster (etcd, API server, controllers, scheduler, kubelet; KUBE_VERSION=1.37 or 1.34) on a berth serve of its own: kubectl scenarios, then with 1.37 the [NodeConformance] specs (CONFORMANCE=0 leaves them out) (root)
-	BERTH_KUBE_BIN=$(abspath $(KUBE_BIN)) BERTH_ETCD=$(abspath $(BIN))/etcd \
+# The cluster's control plane and kubectl are 1.37's whatever the kubelet's
+# version (CONTROL_PLANE_VERSION): a 1.34 kubelet under a 1.37 API server is
+# a skew Kubernetes supports (kubelet up to three minor versions older), as
+# a cluster being upgraded runs, and CI builds one control plane, not two.
+CONTROL_PLANE_VERSION ?= 1.37
+control-plane-bin:
+	$(MAKE) kube-bin KUBE_VERSION=$(CONTROL_PLANE_VERSION)
+test-cluster: runc-bin kubelet-bin control-plane-bin etcd-bin $(if $(CONFORMANCE_ON),e2e-bin conformance-deps) ## a one-node Kubernetes cluster (etcd, API server, controllers, scheduler of CONTROL_PLANE_VERSION, 1.37; a kubelet of KUBE_VERSION, 1.37 or 1.34) on a berth serve of its own: kubectl scenarios, then with 1.37 the [NodeConformance] specs (CONFORMANCE=0 leaves them out) (root)
+	BERTH_KUBE_BIN=$(abspath $(BIN))/kube-$(CONTROL_PLANE_VERSION) BERTH_KUBELET=$(abspath $(KUBE_BIN))/kubelet BERTH_ETCD=$(abspath $(BIN))/etcd \
 	$(if $(CONFORMANCE_ON),BERTH_CONFORMANCE_DEPS=$(abspath $(CONFORMANCE_DEPS))) \
 		$(GO) test -count=1 -v -timeout 70m ./test/cluster/
 

@@ -37,7 +37,7 @@ func newRootCommand() *cobra.Command {
 	}
 	opts.bind(root)
 	bindAgentFlags(root)
-	root.AddCommand(newServeCommand(&opts), newImageCommand(&opts), newVersionCommand(),
+	root.AddCommand(newServeCommand(&opts), newImageCommand(&opts), newVersionCommand(&opts),
 		newPullCommand(&opts), newImagesCommand(&opts, "images"), newRmiCommand(&opts))
 	root.AddCommand(newRunCommand(&opts), newApplyCommand(&opts), newDeleteCommand(&opts),
 		newGetCommand(&opts), newDescribeCommand(&opts), newLogsCommand(&opts), newEventsCommand(&opts),
@@ -47,13 +47,15 @@ func newRootCommand() *cobra.Command {
 	return root
 }
 
-func newVersionCommand() *cobra.Command {
+func newVersionCommand(opts *globalOptions) *cobra.Command {
 	return &cobra.Command{
 		Use:   "version",
-		Short: "Print berth's version",
+		Short: "Print berth's version and the runc it runs (by the config and flags, as berth serve resolves it)",
 		Args:  cobra.NoArgs,
 		Run: func(cmd *cobra.Command, _ []string) {
-			fmt.Fprintf(cmd.OutOrStdout(), "berth %s (CRI v1)\n", version)
+			out := cmd.OutOrStdout()
+			fmt.Fprintf(out, "berth %s (CRI v1)\n", version)
+			fmt.Fprintln(out, runcLine(cmd.Context(), opts, cmd))
 		},
 	}
 }

@@ -87,6 +87,10 @@ func serve(ctx context.Context, cfg config.Config, load func() (config.Config, e
 	if err := checkCgroupDriver(cfg); err != nil {
 		return err
 	}
+	runcInfo, err := resolveRunc(ctx, &cfg, log)
+	if err != nil {
+		return err
+	}
 	if err := makeDirs(cfg); err != nil {
 		return err
 	}
@@ -105,6 +109,7 @@ func serve(ctx context.Context, cfg config.Config, load func() (config.Config, e
 	if err != nil {
 		return err
 	}
+	deps.runc = runcInfo
 	defer deps.pods.Close()
 	stopMetrics, err := serveMetrics(cfg, obs, deps.pods, quarantine{deps.pods, deps.images}, log)
 	if err != nil {
@@ -195,6 +200,7 @@ func startCRI(ctx context.Context, cfg config.Config, deps *dependencies, stream
 		Stats: deps.pods, Events: deps.pods, Exec: deps.pods, Streaming: streams,
 		RPCs: obs.rpcs, Quarantine: quarantine{deps.pods, deps.images}, Host: deps.pods, ContainerFs: deps.pods,
 		RecursiveReadOnlyMounts: runcSupports(ctx, cfg, "rro", log),
+		OCIRuntime:              deps.runc,
 		SystemdCgroup:           cfg.SystemdCgroup(),
 	})
 	lis, err := listen(cfg.Socket)
@@ -267,6 +273,7 @@ type dependencies struct {
 	images  *image.Store
 	network *networkStatus
 	pods    *pod.Service
+	runc    criserver.OCIRuntime // the runc in use, for Status
 }
 
 // wire builds the services from the configuration; phases may be nil.

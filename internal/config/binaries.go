@@ -11,9 +11,19 @@ import (
 )
 
 // RuncBinary returns the runc executable to run: the configured absolute
-// path, or the configured name looked up in PATH.
+// path, or the configured name beside the running executable, else in
+// PATH. The default, berth-runc (the pinned runc make install puts beside
+// berth), falls back to the system's runc in PATH where it is not
+// installed; a name or path the configuration gives has no fallback.
 func (c Config) RuncBinary() (string, error) {
-	return resolveBinary("runc", c.RuncPath, false)
+	path, err := resolveBinary("runc", c.RuncPath, true)
+	if err != nil && c.RuncPath == DefaultRunc {
+		if system, lookErr := exec.LookPath(SystemRunc); lookErr == nil {
+			return system, nil
+		}
+		return "", fmt.Errorf("key %q: neither %s (beside berth or in PATH) nor %s in PATH: %w", "runc", DefaultRunc, SystemRunc, errdefs.ErrFailedPrecondition)
+	}
+	return path, err
 }
 
 // MonitorBinary returns the berth-monitor executable: the configured

@@ -67,3 +67,46 @@ func TestResolveBinaryBesideExecutable(t *testing.T) {
 		t.Errorf("MonitorBinary = %q, %v; want %s", got, err, self)
 	}
 }
+
+// writeTool writes an executable script named name into dir.
+func writeTool(t *testing.T, dir, name string) string {
+	t.Helper()
+	exe := filepath.Join(dir, name)
+	if err := os.WriteFile(exe, []byte("#!/bin/sh\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	return exe
+}
+
+func TestRuncBinaryPrefersThePinnedRunc(t *testing.T) {
+	dir := t.TempDir()
+	pinned, _ := writeTool(t, dir, DefaultRunc), writeTool(t, dir, SystemRunc)
+	t.Setenv("PATH", dir)
+	if got, err := Default().RuncBinary(); err != nil || got != pinned {
+		t.Errorf("RuncBinary = %q, %v; want the pinned %s", got, err, pinned)
+	}
+}
+
+func TestRuncBinaryFallsBackToTheSystemRunc(t *testing.T) {
+	dir := t.TempDir()
+	system := writeTool(t, dir, SystemRunc)
+	t.Setenv("PATH", dir)
+	if got, err := Default().RuncBinary(); err != nil || got != system {
+		t.Errorf("RuncBinary without berth-runc = %q, %v; want the system's %s", got, err, system)
+	}
+	t.Setenv("PATH", t.TempDir())
+	if _, err := Default().RuncBinary(); !errors.Is(err, errdefs.ErrFailedPrecondition) {
+		t.Errorf("no runc at all: err = %v, want FailedPrecondition", err)
+	}
+}
+
+func TestRuncBinaryGivenHasNoFallback(t *testing.T) {
+	dir := t.TempDir()
+	writeTool(t, dir, SystemRunc)
+	t.Setenv("PATH", dir)
+	c := Default()
+	c.RuncPath = "berth-test-absent-runc"
+	if got, err := c.RuncBinary(); !errors.Is(err, errdefs.ErrFailedPrecondition) {
+		t.Errorf("a configured runc that is missing: %q, %v; want FailedPrecondition, not the system's", got, err)
+	}
+}

@@ -21,10 +21,14 @@ const DefaultPath = "/etc/berth/config.toml"
 
 // Defaults of the keys that do not derive from another key.
 const (
-	DefaultRootDir       = "/var/lib/berth"
-	DefaultStateDir      = "/run/berth"
-	DefaultLogLevel      = "info"
-	DefaultRunc          = "runc"
+	DefaultRootDir  = "/var/lib/berth"
+	DefaultStateDir = "/run/berth"
+	DefaultLogLevel = "info"
+	// DefaultRunc is the pinned runc that make install puts beside berth
+	// (tools/runc); SystemRunc, the distribution's, is what berth runs
+	// where that is not installed.
+	DefaultRunc          = "berth-runc"
+	SystemRunc           = "runc"
 	DefaultMonitor       = "berth-monitor"
 	DefaultPause         = "berth-pause"
 	CgroupDriverCgroupfs = "cgroupfs"
@@ -52,7 +56,7 @@ type Config struct {
 	StateDir     string   `toml:"state_dir"`     // volatile state; default /run/berth
 	Socket       string   `toml:"socket"`        // CRI socket; default <state_dir>/berth.sock
 	LogLevel     string   `toml:"log_level"`     // debug|info|warn|error; default info
-	RuncPath     string   `toml:"runc"`          // absolute path or name looked up in PATH; default runc
+	RuncPath     string   `toml:"runc"`          // default berth-runc: beside the berth executable, else PATH, else the system's runc
 	RuncRoot     string   `toml:"runc_root"`     // runc --root; default <state_dir>/runc
 	MonitorPath  string   `toml:"monitor"`       // default berth-monitor: beside the berth executable, else PATH
 	PausePath    string   `toml:"pause"`         // default berth-pause: beside the berth executable, else PATH

@@ -29,7 +29,7 @@ func TestDefault(t *testing.T) {
 		StateDir:     "/run/berth",
 		Socket:       "/run/berth/berth.sock",
 		LogLevel:     "info",
-		RuncPath:     "runc",
+		RuncPath:     "berth-runc",
 		RuncRoot:     "/run/berth/runc",
 		MonitorPath:  "berth-monitor",
 		PausePath:    "berth-pause",

@@ -51,17 +51,25 @@ func (s *Server) Status(_ context.Context, req *runtimeapi.StatusRequest) (*runt
 	return resp, nil
 }
 
+// OCIRuntime is the runc berth runs, as Status verbose info names it.
+type OCIRuntime struct {
+	Path    string // the executable, resolved
+	Version string // what `runc --version` says; "" when it said nothing
+}
+
 // runtimeInfo is the "runtime" entry of Status verbose info.
 func (s *Server) runtimeInfo() string {
 	info := struct {
 		Name              string   `json:"name"`
 		OCIRuntime        string   `json:"ociRuntime"`
+		OCIRuntimePath    string   `json:"ociRuntimePath,omitempty"`
+		OCIRuntimeVersion string   `json:"ociRuntimeVersion,omitempty"`
 		CgroupDriver      string   `json:"cgroupDriver"`
 		CgroupControllers []string `json:"cgroupControllers,omitempty"`
 		// DroppedResources are settings left out of specs since the start:
 		// the host has no controller for them.
 		DroppedResources []string `json:"droppedResources,omitempty"`
-	}{Name: RuntimeName, OCIRuntime: "runc", CgroupDriver: "cgroupfs"}
+	}{Name: RuntimeName, OCIRuntime: "runc", OCIRuntimePath: s.ociRuntime.Path, OCIRuntimeVersion: s.ociRuntime.Version, CgroupDriver: "cgroupfs"}
 	if s.systemd {
 		info.CgroupDriver = "systemd"
 	}

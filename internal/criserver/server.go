@@ -107,6 +107,8 @@ type Config struct {
 
 	// Host, when set, is reported in Status verbose info.
 	Host HostResources
+	// OCIRuntime is the runc in use, reported in Status verbose info.
+	OCIRuntime OCIRuntime
 	// ContainerFs, when set, is ImageFsInfo's container filesystem.
 	ContainerFs ContainerFs
 	// Quarantine, when set, lists the quarantined records in Status.
@@ -141,6 +143,7 @@ type Server struct {
 	version    string
 	rro        bool
 	systemd    bool
+	ociRuntime OCIRuntime
 	log        *slog.Logger
 	ready      atomic.Bool
 }
@@ -156,6 +159,7 @@ func New(cfg Config) *Server {
 		stats: cfg.Stats, events: cfg.Events,
 		exec: cfg.Exec, streaming: cfg.Streaming, rpcs: cfg.RPCs, rro: cfg.RecursiveReadOnlyMounts,
 		host: cfg.Host, quarantine: cfg.Quarantine, systemd: cfg.SystemdCgroup, layers: cfg.ContainerFs,
+		ociRuntime: cfg.OCIRuntime,
 	}
 }
 

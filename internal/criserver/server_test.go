@@ -179,16 +179,17 @@ type fakeHost struct{ controllers, dropped []string }
 func (h fakeHost) CgroupControllers() []string { return h.controllers }
 func (h fakeHost) DroppedResources() []string  { return h.dropped }
 
-func TestStatusVerboseInfoSaysWhatTheHostLacks(t *testing.T) {
+func TestStatusVerboseInfoSaysWhatTheHostLacksAndWhichRunc(t *testing.T) {
 	for _, tc := range []struct {
 		host HostResources
+		runc OCIRuntime
 		want string
 	}{
-		{nil, `{"name":"berth","ociRuntime":"runc","cgroupDriver":"cgroupfs"}`},
-		{fakeHost{[]string{"cpu", "memory"}, []string{"hugepage_limits (hugetlb)"}},
-			`{"name":"berth","ociRuntime":"runc","cgroupDriver":"cgroupfs","cgroupControllers":["cpu","memory"],"droppedResources":["hugepage_limits (hugetlb)"]}`},
+		{nil, OCIRuntime{}, `{"name":"berth","ociRuntime":"runc","cgroupDriver":"cgroupfs"}`},
+		{fakeHost{[]string{"cpu", "memory"}, []string{"hugepage_limits (hugetlb)"}}, OCIRuntime{Path: "/usr/local/bin/berth-runc", Version: "1.5.3"},
+			`{"name":"berth","ociRuntime":"runc","ociRuntimePath":"/usr/local/bin/berth-runc","ociRuntimeVersion":"1.5.3","cgroupDriver":"cgroupfs","cgroupControllers":["cpu","memory"],"droppedResources":["hugepage_limits (hugetlb)"]}`},
 	} {
-		s := New(Config{Sandboxes: &fakePods{}, Containers: &fakePods{}, Images: &fakeImages{}, Network: fakeNetwork{}, Host: tc.host})
+		s := New(Config{Sandboxes: &fakePods{}, Containers: &fakePods{}, Images: &fakeImages{}, Network: fakeNetwork{}, Host: tc.host, OCIRuntime: tc.runc})
 		resp, err := s.Status(context.Background(), &runtimeapi.StatusRequest{Verbose: true})
 		if err != nil {
 			t.Fatal(err)

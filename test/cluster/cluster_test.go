@@ -42,7 +42,11 @@ func startCluster(t *testing.T) *cluster {
 		serveConformanceImages(t, bin, harness.OfflineHostsDir(filepath.Dir(env.Config)))
 	}
 	cp := kube.StartControlPlane(t, bin, os.Getenv("BERTH_ETCD"))
-	k := kube.NewKubelet(t, kube.KubeletOptions{Bin: filepath.Join(bin, "kubelet"), ControlPlane: cp, Config: kubeletConfig})
+	kubelet := os.Getenv("BERTH_KUBELET") // a kubelet of another version than the control plane's
+	if kubelet == "" {
+		kubelet = filepath.Join(bin, "kubelet")
+	}
+	k := kube.NewKubelet(t, kube.KubeletOptions{Bin: kubelet, ControlPlane: cp, Config: kubeletConfig})
 	d := harness.Start(t, harness.Options{
 		BinDir: env.BinDir, Config: env.Config, Layouts: []string{env.Layout},
 		ServeArgs: []string{"--agent=false"},

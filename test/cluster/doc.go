@@ -13,5 +13,6 @@
 //
 // The tests skip unless BERTH_KUBE_BIN names the Kubernetes binaries and
 // BERTH_ETCD an etcd: `make test-cluster KUBE_VERSION=1.37` (or 1.34)
-// builds them and sets both; docs/kubernetes.md says what runs and how.
+// builds them and sets both; BERTH_KUBELET, when set, is the kubelet (1.34's
+// under 1.37's control plane); docs/kubernetes.md says what runs and how.
 package cluster

@@ -5,7 +5,9 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -14,6 +16,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/berth-dev/berth/test/harness"
 	"github.com/berth-dev/berth/test/registry"
 )
 
@@ -105,17 +108,24 @@ func buildPrograms(t *testing.T, dir string) Programs {
 			t.Fatalf("go %v: %v\n%s", args, err, out)
 		}
 	}
+	if err := harness.CopyPinnedRunc(dir); err != nil {
+		t.Fatal(err)
+	}
 	return Programs{FakeNginx: filepath.Join(dir, "fakenginx"), NoNewPrivs: filepath.Join(dir, "nonewprivs")}
 }
 
-// copyPrograms copies the prebuilt programs of from into dir.
+// copyPrograms copies the prebuilt programs of from into dir (berth-runc
+// where it is there).
 func copyPrograms(t *testing.T, from, dir string) Programs {
 	t.Helper()
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	for _, name := range []string{"berth", "berth-monitor", "berth-pause", "fakenginx", "nonewprivs"} {
+	for _, name := range []string{"berth", "berth-monitor", "berth-pause", "fakenginx", "nonewprivs", "berth-runc"} {
 		data, err := os.ReadFile(filepath.Join(from, name))
+		if errors.Is(err, fs.ErrNotExist) && name == "berth-runc" {
+			continue // berth runs the system's runc
+		}
 		if err != nil {
 			t.Fatalf("BERTH_CRITEST_PROGRAMS: %v", err)
 		}

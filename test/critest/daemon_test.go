@@ -111,7 +111,7 @@ func (d *daemon) logTail(n int) string {
 // iptables rules.
 func (d *daemon) assertClean(t *testing.T) {
 	t.Helper()
-	if out, _ := exec.Command("runc", "--root", filepath.Join(d.state, "runc"), "list", "-q").Output(); strings.TrimSpace(string(out)) != "" {
+	if out, _ := exec.Command(harness.Runc(), "--root", filepath.Join(d.state, "runc"), "list", "-q").Output(); strings.TrimSpace(string(out)) != "" {
 		t.Errorf("runc containers left: %s", out)
 	}
 	if mounts := harness.MountsUnder(d.root, d.state); len(mounts) > 0 {
@@ -138,9 +138,9 @@ func (d *daemon) forceClean(t *testing.T) {
 	// Containers outlive their monitors: berth-pause and container
 	// processes are found through runc's state, not by executable.
 	runcRoot := filepath.Join(d.state, "runc")
-	if out, err := exec.Command("runc", "--root", runcRoot, "list", "-q").Output(); err == nil {
+	if out, err := exec.Command(harness.Runc(), "--root", runcRoot, "list", "-q").Output(); err == nil {
 		for _, id := range strings.Fields(string(out)) {
-			_ = exec.Command("runc", "--root", runcRoot, "delete", "--force", id).Run() // best effort
+			_ = exec.Command(harness.Runc(), "--root", runcRoot, "delete", "--force", id).Run() // best effort
 		}
 	}
 	for _, m := range harness.MountsUnder(d.root, d.state) { // deepest first

@@ -78,7 +78,33 @@ func BuildBinaries(moduleDir, dir string) error {
 			return fmt.Errorf("go %v: %v\n%s", args, err, out)
 		}
 	}
-	return nil
+	return CopyPinnedRunc(dir)
+}
+
+// CopyPinnedRunc copies the pinned runc that BERTH_TEST_RUNC names (make
+// sets it to bin/berth-runc and builds it) into dir as berth-runc, where a
+// berth in dir finds it, as make install puts it beside berth. Without
+// BERTH_TEST_RUNC berth runs the system's runc (its fallback).
+func CopyPinnedRunc(dir string) error {
+	src := os.Getenv("BERTH_TEST_RUNC")
+	if src == "" {
+		return nil
+	}
+	data, err := os.ReadFile(src)
+	if err != nil {
+		return fmt.Errorf("BERTH_TEST_RUNC: %w (make runc-bin builds it)", err)
+	}
+	return os.WriteFile(filepath.Join(dir, "berth-runc"), data, 0o755)
+}
+
+// Runc is the runc the tests' berth runs, for the tests' own calls on its
+// state (runc --root <state>/runc list, delete): BERTH_TEST_RUNC, else the
+// system's.
+func Runc() string {
+	if p := os.Getenv("BERTH_TEST_RUNC"); p != "" {
+		return p
+	}
+	return "runc"
 }
 
 // WriteOfflineConfig writes a berth config into dir under which the

@@ -163,7 +163,7 @@ func (d *Daemon) RuncContainers() []string {
 	if _, err := os.Stat(root); err != nil {
 		return nil
 	}
-	out, err := exec.Command("runc", "--root", root, "list", "--format", "json").Output()
+	out, err := exec.Command(Runc(), "--root", root, "list", "--format", "json").Output()
 	if err != nil {
 		return nil
 	}
@@ -215,7 +215,7 @@ func (d *Daemon) forceClean() {
 		time.Sleep(200 * time.Millisecond)
 	}
 	for _, id := range d.RuncContainers() {
-		_ = exec.Command("runc", "--root", filepath.Join(d.State, "runc"), "delete", "--force", id).Run() // best effort
+		_ = exec.Command(Runc(), "--root", filepath.Join(d.State, "runc"), "delete", "--force", id).Run() // best effort
 	}
 	for _, m := range d.MountsLeft() {
 		_ = syscall.Unmount(m, syscall.MNT_DETACH) // best effort

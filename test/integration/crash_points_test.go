@@ -10,6 +10,8 @@ import (
 	"time"
 
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+
+	"github.com/berth-dev/berth/test/harness"
 )
 
 // TestRecoveryOfStartNotRecorded stands in for a daemon killed between
@@ -23,7 +25,7 @@ func TestRecoveryOfStartNotRecorded(t *testing.T) {
 	podID := d.runPod(podCfg)
 	ctrID := d.create(podID, podCfg, shell("sleeper", "sleep 1000"))
 	d.Kill9()
-	out, err := exec.Command("runc", "--root", filepath.Join(d.State, "runc"), "start", ctrID).CombinedOutput()
+	out, err := exec.Command(harness.Runc(), "--root", filepath.Join(d.State, "runc"), "start", ctrID).CombinedOutput()
 	if err != nil {
 		t.Fatalf("runc start behind the daemon's back: %v: %s", err, out)
 	}

@@ -165,7 +165,7 @@ func wantListed(t *testing.T, d *daemon, sandboxes, containers []string) {
 // runcState asks runc for a container's status and pid.
 func runcState(t *testing.T, d *daemon, id string) (string, int) {
 	t.Helper()
-	out, err := exec.Command("runc", "--root", filepath.Join(d.State, "runc"), "state", id).Output()
+	out, err := exec.Command(harness.Runc(), "--root", filepath.Join(d.State, "runc"), "state", id).Output()
 	if err != nil {
 		return fmt.Sprintf("unknown (%v)", err), 0
 	}

@@ -98,7 +98,7 @@ host_checks() {
 # unit by the repository's own `make install-unit`, the test image as make
 # image imports it.
 install_berth() {
-	install -m 0755 "$share/bin/berth" "$share/bin/berth-monitor" "$share/bin/berth-pause" /usr/local/bin/
+	install -m 0755 "$share/bin/berth" "$share/bin/berth-monitor" "$share/bin/berth-pause" "$share/bin/berth-runc" /usr/local/bin/
 	local out
 	out=$(make -s -C "$share/repo" install-unit BIN=/tmp/berth-unit 2>&1)
 	log "make install-unit: $out"
@@ -123,6 +123,9 @@ unit_checks() {
 	fi
 	systemd-analyze security berth --no-pager >"$res/security.txt" 2>&1
 	log "systemd-analyze security berth: $(tail -n 1 "$res/security.txt")"
+	check "crictl info: berth runs the pinned runc" "/usr/local/bin/berth-runc" \
+		"$(crictl info 2>/dev/null | jq -r '.info.runtime | if type == "string" then fromjson else . end | .ociRuntimePath')"
+	log "berth version: $(berth version 2>&1 | tr '\n' ' ')"
 	systemctl reload berth
 	check "systemctl reload berth: still active" active "$(systemctl is-active berth)"
 	if ! run_pod keep; then

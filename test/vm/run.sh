@@ -18,7 +18,7 @@ timeout=${VM_TIMEOUT:-1200}          # seconds for the whole VM
 qemu=${QEMU:-qemu-system-x86_64}
 
 kubelet=${KUBELET:-$bin/kube-1.37/kubelet}
-for f in "$bin/berth" "$bin/berth-monitor" "$bin/berth-pause" "$bin/busybox-oci.tar" "$bin/crictl" "$kubelet" "$bin/vm-critest/critest.test"; do
+for f in "$bin/berth" "$bin/berth-monitor" "$bin/berth-pause" "$bin/berth-runc" "$bin/busybox-oci.tar" "$bin/crictl" "$kubelet" "$bin/vm-critest/critest.test"; do
 	[ -f "$f" ] || { echo "test-vm: $f missing: make test-vm builds it (build, crictl, kubelet-bin, the image archive and bin/vm-critest)" >&2; exit 1; }
 done
 command -v "$qemu" >/dev/null || { echo "test-vm: $qemu missing: apt-get install qemu-system-x86" >&2; exit 1; }
@@ -49,7 +49,7 @@ trap 'exit 130' INT TERM # run cleanup (qemu, in the background, ignores SIGINT)
 
 share=$tmp/share
 mkdir -p "$share/bin" "$share/results"
-cp "$bin/berth" "$bin/berth-monitor" "$bin/berth-pause" "$bin/crictl" "$kubelet" "$share/bin/"
+cp "$bin/berth" "$bin/berth-monitor" "$bin/berth-pause" "$bin/berth-runc" "$bin/crictl" "$kubelet" "$share/bin/"
 cp "$bin/busybox-oci.tar" "$repo/test/vm/inside.sh" "$repo/test/vm/kubelet.sh" "$repo/test/vm/agent.sh" "$share/"
 # What make install-unit reads: the Makefile and the unit.
 mkdir -p "$share/repo/contrib/systemd"

@@ -1,0 +1,67 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"path/filepath"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/berth-dev/berth/internal/config"
+	"github.com/berth-dev/berth/internal/criserver"
+	"github.com/berth-dev/berth/internal/runc"
+)
+
+// resolveRunc fixes cfg.RuncPath to the runc berth runs (the pinned
+// berth-runc beside berth, else the system's: config.RuncBinary), logs
+// which one and its version, and returns both for Status. A runc that
+// cannot say its version still runs; the fallback to the system's runc is
+// a warning, since berth then lacks what the pinned one brings.
+func resolveRunc(ctx context.Context, cfg *config.Config, log *slog.Logger) (criserver.OCIRuntime, error) {
+	path, err := cfg.RuncBinary()
+	if err != nil {
+		return criserver.OCIRuntime{}, err
+	}
+	cfg.RuncPath = path
+	info := criserver.OCIRuntime{Path: path}
+	vctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	v, err := (&runc.Runc{Path: path}).Version(vctx)
+	if err != nil {
+		log.Warn("runc: version unknown", "path", path, "error", err)
+		return info, nil
+	}
+	info.Version = v.Version
+	if filepath.Base(path) != config.DefaultRunc {
+		log.Warn("runc: not the pinned berth-runc (make install puts it beside berth); running this one", "path", path, "runc", v.String())
+	} else {
+		log.Info("runc", "path", path, "runc", v.String())
+	}
+	return info, nil
+}
+
+// runcLine is berth version's second line: the runc berth serve would run
+// with this config and flags, its version and path, or why it is unknown.
+func runcLine(ctx context.Context, opts *globalOptions, cmd *cobra.Command) string {
+	cfg, err := opts.load(cmd)
+	if err != nil {
+		return fmt.Sprintf("runc: unknown (config: %v)", err)
+	}
+	path, err := cfg.RuncBinary()
+	if err != nil {
+		return fmt.Sprintf("runc: none (%v)", err)
+	}
+	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	v, err := (&runc.Runc{Path: path}).Version(ctx)
+	if err != nil {
+		return fmt.Sprintf("runc: %s (version unknown: %v)", path, err)
+	}
+	pinned := "the pinned berth-runc"
+	if filepath.Base(path) != config.DefaultRunc {
+		pinned = "not the pinned berth-runc"
+	}
+	return fmt.Sprintf("%s at %s, %s", v, path, pinned)
+}
