@@ -307,12 +307,16 @@ func wire(cfg config.Config, log *slog.Logger, phases pod.PhaseObserver) (*depen
 		controllers = hostcgroup.All()
 	}
 	log.Debug("cgroup controllers", "unified", controllers.Unified, "controllers", controllers.Names())
+	devices, err := openCDI(cfg, log)
+	if err != nil {
+		return nil, err
+	}
 	pods, err := pod.New(pod.Config{
 		RootDir: cfg.RootDir, StateDir: cfg.StateDir, Controllers: controllers,
 		RuncPath: runcPath, RuncRoot: cfg.RuncRoot,
 		MonitorPath: monitorPath, PausePath: pausePath,
 		Images: images, Network: netStatus.cni, Logger: log, Phases: phases,
-		SystemdCgroup: cfg.SystemdCgroup(),
+		SystemdCgroup: cfg.SystemdCgroup(), Devices: devices,
 	})
 	if err != nil {
 		return nil, err

@@ -66,6 +66,14 @@ type Config struct {
 	Images       Images   `toml:"images"`
 	Stream       Stream   `toml:"stream"`
 	Metrics      Metrics  `toml:"metrics"`
+	CDI          CDI      `toml:"cdi"`
+}
+
+// CDI configures the Container Device Interface registry.
+type CDI struct {
+	// SpecDirs are read in increasing priority; default /etc/cdi,
+	// /var/run/cdi (the CDI library's and containerd's).
+	SpecDirs []string `toml:"spec_dirs"`
 }
 
 // Metrics configures the Prometheus endpoint.
@@ -145,6 +153,9 @@ func (c *Config) ApplyDefaults() {
 	setDefault(&c.Registry.StallWindow, DefaultStallWindow)
 	c.Images.applyDefaults()
 	setDefault(&c.Stream.Address, DefaultStreamAddress)
+	if len(c.CDI.SpecDirs) == 0 {
+		c.CDI.SpecDirs = []string{"/etc/cdi", "/var/run/cdi"}
+	}
 }
 
 func setDefault(field *string, value string) {

@@ -55,6 +55,7 @@ func TestDefault(t *testing.T) {
 			MinFreeSpace:    "1GiB",
 		},
 		Stream: Stream{Address: "127.0.0.1:0"},
+		CDI:    CDI{SpecDirs: []string{"/etc/cdi", "/var/run/cdi"}},
 	}
 	if !reflect.DeepEqual(c, want) {
 		t.Errorf("Default() = %+v\nwant %+v", c, want)

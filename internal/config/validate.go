@@ -34,6 +34,7 @@ func (c Config) Validate() error {
 		logLevel(c.LogLevel),
 		cgroupDriver(c.CgroupDriver),
 		binDirs(c.CNI.BinDirs),
+		specDirs(c.CDI.SpecDirs),
 		network(c.CNI.DefaultNetwork),
 		bridge(c.CNI.DefaultBridge),
 		subnet(c.CNI.DefaultSubnet),
@@ -100,6 +101,15 @@ func binDirs(dirs []string) error {
 	for i, dir := range dirs {
 		if !filepath.IsAbs(dir) {
 			return invalid(fmt.Sprintf("cni.bin_dirs[%d]", i), "path %q is not absolute", dir)
+		}
+	}
+	return nil
+}
+
+func specDirs(dirs []string) error {
+	for i, dir := range dirs {
+		if !filepath.IsAbs(dir) || filepath.Clean(dir) != dir {
+			return invalid(fmt.Sprintf("cdi.spec_dirs[%d]", i), "path %q is not absolute and clean", dir)
 		}
 	}
 	return nil

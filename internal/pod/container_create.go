@@ -10,6 +10,7 @@ import (
 
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
+	"github.com/berth-dev/berth/internal/cdidevice"
 	"github.com/berth-dev/berth/internal/cgrouppath"
 	"github.com/berth-dev/berth/internal/errdefs"
 	"github.com/berth-dev/berth/internal/image"
@@ -27,6 +28,10 @@ import (
 func (s *Service) CreateContainer(ctx context.Context, sandboxID string, cfg *runtimeapi.ContainerConfig, sandboxCfg *runtimeapi.PodSandboxConfig) (_ string, retErr error) {
 	if err := validateContainerConfig(cfg, sandboxCfg); err != nil {
 		return "", err
+	}
+	devices, err := s.cdiDevices(cfg)
+	if err != nil {
+		return "", fmt.Errorf("container %q: %w", cfg.GetMetadata().GetName(), err)
 	}
 	sbEntry, err := s.findSandbox(sandboxID)
 	if err != nil {
@@ -66,7 +71,7 @@ func (s *Service) CreateContainer(ctx context.Context, sandboxID string, cfg *ru
 	}
 	rb.add("remove record", func(context.Context) error { return os.RemoveAll(rec.Dir) })
 	started := time.Now()
-	if err := s.prepareBundle(&rec, &sb, img, &rb); err != nil {
+	if err := s.prepareBundle(&rec, &sb, img, devices, &rb); err != nil {
 		return "", fmt.Errorf("container %s: %w", rec.ID, err)
 	}
 	bundled := time.Now()
@@ -84,6 +89,19 @@ func (s *Service) CreateContainer(ctx context.Context, sandboxID string, cfg *ru
 	s.log.Debug("container created", "id", rec.ID, "name", rec.Name,
 		"bundle", bundled.Sub(started), "runcCreate", time.Since(bundled))
 	return rec.ID, nil
+}
+
+// cdiDevices lists the CDI devices cfg asks for, each resolved now, before
+// any side effect: a name no spec defines is InvalidArgument naming it.
+func (s *Service) cdiDevices(cfg *runtimeapi.ContainerConfig) ([]cdidevice.Request, error) {
+	reqs, err := cdidevice.Requested(cfg)
+	if err != nil || len(reqs) == 0 {
+		return nil, err
+	}
+	if s.cfg.Devices == nil {
+		return nil, fmt.Errorf("%s: CDI device %q: berth has no CDI registry: %w", reqs[0].Field, reqs[0].Name, errdefs.ErrFailedPrecondition)
+	}
+	return reqs, s.cfg.Devices.Check(reqs)
 }
 
 // runcCreate asks the pod's monitor to `runc create` the container (step 5).
@@ -152,8 +170,9 @@ func logRelPath(rec *Container, sb *Sandbox) string {
 	return filepath.Clean(rec.Config.GetLogPath())
 }
 
-// prepareBundle mounts the rootfs and writes the OCI spec (steps 3 and 4).
-func (s *Service) prepareBundle(rec *Container, sb *Sandbox, img image.Image, rb *rollback) error {
+// prepareBundle mounts the rootfs and writes the OCI spec with the CDI
+// devices' edits (steps 3 and 4).
+func (s *Service) prepareBundle(rec *Container, sb *Sandbox, img image.Image, devices []cdidevice.Request, rb *rollback) error {
 	layers, err := s.cfg.Images.LayerPaths(img)
 	if err != nil {
 		return fmt.Errorf("image %s: layers: %w", img.ID, err)
@@ -190,6 +209,11 @@ func (s *Service) prepareBundle(rec *Container, sb *Sandbox, img image.Image, rb
 	})
 	if err != nil {
 		return fmt.Errorf("spec: %w", err)
+	}
+	if len(devices) > 0 {
+		if err := s.cfg.Devices.Inject(spec, devices); err != nil {
+			return fmt.Errorf("spec: %w", err)
+		}
 	}
 	s.noteOOMClamp(rec.Config.GetLinux().GetResources().GetOomScoreAdj())
 	s.fitResources(spec.Linux.Resources, "container "+rec.ID)

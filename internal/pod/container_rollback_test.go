@@ -3,14 +3,17 @@ package pod
 import (
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
 
+	specs "github.com/opencontainers/runtime-spec/specs-go"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
+	"github.com/berth-dev/berth/internal/cdidevice"
 	"github.com/berth-dev/berth/internal/errdefs"
 	"github.com/berth-dev/berth/internal/image"
 )
@@ -50,6 +53,8 @@ func TestCreateContainerRollback(t *testing.T) {
 		{step: "3 mount rootfs", inject: failContainerOp("mount", errFake), wantErr: "rootfs: injected",
 			done: []string{"mount"}, undone: []string{"unmount"}},
 		{step: "4 spec", inject: unknownTarget, wantErr: "target_id",
+			done: []string{"mount"}, undone: []string{"unmount"}},
+		{step: "4 CDI devices", inject: failCDIInject(errFake), wantErr: "spec: injected",
 			done: []string{"mount"}, undone: []string{"unmount"}},
 		{step: "5 runc create", inject: failContainerOp("create", errFake), wantErr: "runc create: injected",
 			done: []string{"mount", "create"}, undone: []string{"forget", "kill", "delete", "unmount"}},
@@ -149,5 +154,66 @@ func blockCreatedRecord(t *testing.T, s *Service, f *fakeWorld, _ *runtimeapi.Co
 			t.Error(err)
 		}
 		writeFile(t, filepath.Join(path, "blocker"), "")
+	}
+}
+
+// fakeDevices resolves every CDI device but fails Inject with injectErr.
+type fakeDevices struct {
+	checkErr, injectErr error
+	injected            []string
+}
+
+func (d *fakeDevices) Check([]cdidevice.Request) error { return d.checkErr }
+func (d *fakeDevices) Inject(_ *specs.Spec, reqs []cdidevice.Request) error {
+	for _, r := range reqs {
+		d.injected = append(d.injected, r.Name)
+	}
+	return d.injectErr
+}
+
+// failCDIInject asks for a CDI device whose edits cannot be applied.
+func failCDIInject(err error) func(*testing.T, *Service, *fakeWorld, *runtimeapi.ContainerConfig) {
+	return func(_ *testing.T, s *Service, _ *fakeWorld, cfg *runtimeapi.ContainerConfig) {
+		s.cfg.Devices = &fakeDevices{injectErr: err}
+		cfg.CDIDevices = []*runtimeapi.CDIDevice{{Name: "example.com/gpu=0"}}
+	}
+}
+
+// TestCreateContainerRefusesCDIDevicesBeforeAnySideEffect: a device the
+// registry cannot resolve, a name that is not qualified, or any device
+// without a registry refuses the create with nothing done.
+func TestCreateContainerRefusesCDIDevicesBeforeAnySideEffect(t *testing.T) {
+	unresolved := fmt.Errorf("cdi_devices[0]: no spec: %w", errdefs.ErrInvalidArgument)
+	for _, tc := range []struct {
+		name    string
+		devices Devices
+		device  string
+		want    error
+	}{
+		{"unresolved", &fakeDevices{checkErr: unresolved}, "example.com/gpu=0", errdefs.ErrInvalidArgument},
+		{"unqualified", &fakeDevices{}, "gpu0", errdefs.ErrInvalidArgument},
+		{"no registry", nil, "example.com/gpu=0", errdefs.ErrFailedPrecondition},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			f := newFakeWorld()
+			s := newFakeService(t, t.TempDir(), t.TempDir(), f)
+			s.cfg.Images = oneImage{}
+			s.cfg.Devices = tc.devices
+			sbID, err := s.RunSandbox(context.Background(), goodSandboxConfig(), "")
+			if err != nil {
+				t.Fatal(err)
+			}
+			f.calls = nil
+			cfg := appConfig()
+			cfg.CDIDevices = []*runtimeapi.CDIDevice{{Name: tc.device}}
+			if _, err := s.CreateContainer(context.Background(), sbID, cfg, goodSandboxConfig()); !errors.Is(err, tc.want) ||
+				!strings.HasPrefix(err.Error(), `container "app": cdi_devices[0]: `) {
+				t.Errorf("CreateContainer = %v; want %v naming the container and the field", err, tc.want)
+			}
+			if ops := f.log(false); len(ops) != 0 {
+				t.Errorf("side effects of a refused create: %v", ops)
+			}
+			checkNoContainerLeft(t, s, sbID, false)
+		})
 	}
 }

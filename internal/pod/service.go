@@ -12,6 +12,9 @@ import (
 	"sync/atomic"
 	"time"
 
+	specs "github.com/opencontainers/runtime-spec/specs-go"
+
+	"github.com/berth-dev/berth/internal/cdidevice"
 	"github.com/berth-dev/berth/internal/cgroupstats"
 	"github.com/berth-dev/berth/internal/errdefs"
 	"github.com/berth-dev/berth/internal/hostcgroup"
@@ -31,6 +34,13 @@ type Images interface {
 type Network interface {
 	Setup(ctx context.Context, a network.Attachment) (*network.Result, error)
 	Teardown(ctx context.Context, a network.Attachment) error
+}
+
+// Devices resolves the CDI devices a container asks for and applies their
+// edits to its spec (package cdidevice).
+type Devices interface {
+	Check(reqs []cdidevice.Request) error
+	Inject(spec *specs.Spec, reqs []cdidevice.Request) error
 }
 
 // Config wires a Service. Zero values of the optional fields mean "default".
@@ -55,6 +65,9 @@ type Config struct {
 	// specs get <slice>:berth:<id> cgroupsPaths and runc runs with
 	// --systemd-cgroup.
 	SystemdCgroup bool
+	// Devices, when set, gives containers the CDI devices they ask for;
+	// without it a container that asks for one is refused.
+	Devices Devices
 }
 
 // Service runs sandboxes and containers. Create it with New, then call Recover

@@ -62,7 +62,7 @@ func ContainerConfig(pod *v1.Pod, c *v1.Container, typ ContainerType, restartCou
 	if err != nil {
 		return nil, fmt.Errorf("container %q: %w", c.Name, err)
 	}
-	annotations, err := containerAnnotations(c, typ, restartCount)
+	annotations, err := containerAnnotations(pod, c, typ, restartCount)
 	if err != nil {
 		return nil, fmt.Errorf("container %q: %w", c.Name, err)
 	}

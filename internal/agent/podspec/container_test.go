@@ -53,6 +53,27 @@ func TestContainerConfig(t *testing.T) {
 	}
 }
 
+// TestContainerConfigPassesCDIAnnotations: the pod's cdi.k8s.io/
+// annotations reach every container's CRI annotations, where the runtime
+// resolves the CDI devices they name; its other annotations do not.
+func TestContainerConfigPassesCDIAnnotations(t *testing.T) {
+	pod := newPod(newContainer("app"))
+	pod.Spec.InitContainers = []v1.Container{newContainer("init")}
+	pod.Annotations = map[string]string{"cdi.k8s.io/gpu": "example.com/gpu=0,example.com/gpu=1", "team": "a"}
+	for _, tc := range []struct {
+		c   *v1.Container
+		typ ContainerType
+	}{{&pod.Spec.Containers[0], ContainerTypeRegular}, {&pod.Spec.InitContainers[0], ContainerTypeInit}} {
+		cfg, err := ContainerConfig(pod, tc.c, tc.typ, 0, ContainerOptions{}, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if cfg.Annotations["cdi.k8s.io/gpu"] != "example.com/gpu=0,example.com/gpu=1" || cfg.Annotations["team"] != "" {
+			t.Errorf("%s: annotations %v; want the CDI one only", tc.c.Name, cfg.Annotations)
+		}
+	}
+}
+
 func TestContainerConfigRefusals(t *testing.T) {
 	noImage := newContainer("app")
 	noImage.Image = ""

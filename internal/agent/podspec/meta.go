@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"strconv"
+	"strings"
 	"time"
 
 	v1 "k8s.io/api/core/v1"
@@ -171,13 +172,24 @@ func containerLabels(pod *v1.Pod, c *v1.Container) map[string]string {
 	}
 }
 
-func containerAnnotations(c *v1.Container, typ ContainerType, restartCount int) (map[string]string, error) {
+// CDIAnnotationPrefix marks a pod annotation naming Container Device
+// Interface devices (vendor.com/class=name, comma-separated): the agent
+// passes each to every container of the pod, as a device plugin's
+// annotations reach kubelet's containers; the runtime resolves them.
+const CDIAnnotationPrefix = "cdi.k8s.io/"
+
+func containerAnnotations(pod *v1.Pod, c *v1.Container, typ ContainerType, restartCount int) (map[string]string, error) {
 	annotations := map[string]string{
 		AnnotationContainerHash:            ContainerHash(c),
 		AnnotationRestartCount:             strconv.Itoa(restartCount),
 		AnnotationTerminationMessagePath:   c.TerminationMessagePath,
 		AnnotationTerminationMessagePolicy: string(c.TerminationMessagePolicy),
 		AnnotationContainerType:            string(typ),
+	}
+	for k, v := range pod.Annotations {
+		if strings.HasPrefix(k, CDIAnnotationPrefix) {
+			annotations[k] = v
+		}
 	}
 	if len(c.Ports) > 0 {
 		ports, err := json.Marshal(c.Ports)
