@@ -40,9 +40,11 @@ mkdir -p /etc/cdi && chmod 0755 /etc/cdi
 		[ -c "$n" ] && echo "    - path: $n"
 	done
 	echo 'containerEdits:'
+	echo "  env: [LD_LIBRARY_PATH=$(dirname "$ml")]"
 	echo '  mounts:'
-	for f in "$smi" "$ml" $(ldd "$smi" | awk '/=> \// {print $3} /^\s*\/lib/ {print $1}') $(readlink -f "$ml"); do
-		[ -e "$f" ] && echo "  - {hostPath: $f, containerPath: $f, options: [ro, nosuid, nodev, bind]}"
+	echo "  - {hostPath: $smi, containerPath: /usr/bin/nvidia-smi, options: [ro, nosuid, nodev, bind]}"
+	for f in "$ml" $(ldd "$smi" | awk '/=> \// {print $3} /^[ \t]*\/lib/ {print $1}') $(readlink -f "$ml"); do
+		[ -e "$f" ] && echo "  - {hostPath: $(readlink -f "$f"), containerPath: $f, options: [ro, nosuid, nodev, bind]}"
 	done | sort -u
 } >/etc/cdi/berth-gpu.yaml
 cat /etc/cdi/berth-gpu.yaml
