@@ -124,7 +124,7 @@ unit_checks() {
 	systemd-analyze security berth --no-pager >"$res/security.txt" 2>&1
 	log "systemd-analyze security berth: $(tail -n 1 "$res/security.txt")"
 	check "crictl info: berth runs the pinned runc" "/usr/local/bin/berth-runc" \
-		"$(crictl info 2>/dev/null | jq -r '.info.runtime | if type == "string" then fromjson else . end | .ociRuntimePath')"
+		"$(crictl info 2>/dev/null | jq -r '.runtime | if type == "string" then fromjson else . end | .ociRuntimePath')"
 	log "berth version: $(berth version 2>&1 | tr '\n' ' ')"
 	systemctl reload berth
 	check "systemctl reload berth: still active" active "$(systemctl is-active berth)"
