@@ -191,7 +191,11 @@ func (s *Service) handleExitFile(id string) {
 	case isSandbox:
 		rec := sb.snapshot()
 		if rec.State == SandboxReady && rec.PausePid != 0 {
-			s.log.Warn("berth-pause exited; pod sandbox not ready", "id", id)
+			if sb.stopping.Load() {
+				s.log.Debug("berth-pause exited (pod sandbox stopping)", "id", id)
+			} else {
+				s.log.Warn("berth-pause exited; pod sandbox not ready", "id", id)
+			}
 			if err := s.updateSandbox(sb, func(r *Sandbox) bool {
 				changed := r.State == SandboxReady
 				r.State = SandboxNotReady

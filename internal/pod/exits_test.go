@@ -88,3 +88,38 @@ func TestExitWatcherPollsWithoutInotify(t *testing.T) {
 		t.Errorf("exit of %q handed on again", <-seen)
 	}
 }
+
+// TestPauseExitWarnsOnlyWhenUnexpected: berth-pause exiting under a ready
+// sandbox is news (a warning); while the sandbox is being stopped it is
+// the stop's own doing (debug). Either way the sandbox is not ready.
+func TestPauseExitWarnsOnlyWhenUnexpected(t *testing.T) {
+	for _, stopping := range []bool{false, true} {
+		f := newFakeWorld()
+		s := newFakeService(t, t.TempDir(), t.TempDir(), f)
+		var logs bytes.Buffer
+		s.log = slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
+		id, err := s.RunSandbox(t.Context(), goodSandboxConfig(), "")
+		if err != nil {
+			t.Fatal(err)
+		}
+		e, err := s.findSandbox(id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := s.updateSandbox(e, func(r *Sandbox) bool { r.PausePid = 4242; return true }); err != nil {
+			t.Fatal(err)
+		}
+		e.stopping.Store(stopping)
+		s.handleExitFile(id)
+		want := `level=WARN msg="berth-pause exited; pod sandbox not ready"`
+		if stopping {
+			want = `level=DEBUG msg="berth-pause exited (pod sandbox stopping)"`
+		}
+		if !strings.Contains(logs.String(), want) {
+			t.Errorf("stopping=%v: log %q, want %s", stopping, logs.String(), want)
+		}
+		if st := e.snapshot().State; st != SandboxNotReady {
+			t.Errorf("stopping=%v: state %s, want notready", stopping, st)
+		}
+	}
+}

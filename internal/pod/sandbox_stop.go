@@ -56,6 +56,7 @@ func (s *Service) sandboxKnown(e *sandboxEntry) bool {
 
 func (s *Service) stopSandboxLocked(ctx context.Context, e *sandboxEntry) error {
 	defer s.sandboxMaybeStopped(e)
+	e.stopping.Store(true)
 	rec := e.snapshot()
 	for _, c := range s.containersOf(rec.ID) {
 		c.op.Lock()

@@ -117,6 +117,9 @@ type sandboxEntry struct {
 	op  sync.RWMutex
 	mu  sync.RWMutex
 	rec Sandbox
+	// stopping is set once a stop has begun: berth-pause's exit is then
+	// expected, not news.
+	stopping atomic.Bool
 }
 
 // containerEntry holds one container record; exited is closed once the
