@@ -4,13 +4,16 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"maps"
 	"path/filepath"
+	"slices"
 	"time"
 
 	"github.com/spf13/cobra"
 
 	"github.com/berth-dev/berth/internal/config"
 	"github.com/berth-dev/berth/internal/criserver"
+	"github.com/berth-dev/berth/internal/pod"
 	"github.com/berth-dev/berth/internal/runc"
 )
 
@@ -64,4 +67,45 @@ func runcLine(ctx context.Context, opts *globalOptions, cmd *cobra.Command) stri
 		pinned = "not the pinned berth-runc"
 	}
 	return fmt.Sprintf("%s at %s, %s", v, path, pinned)
+}
+
+// runtimeHandlers resolves the runc of each [runtimes.<name>] handler; a
+// handler whose runc cannot be found is left out, with a warning, so that
+// a missing system runc does not stop berth.
+func runtimeHandlers(cfg config.Config, log *slog.Logger) map[string]pod.Runtime {
+	out := map[string]pod.Runtime{}
+	for name, r := range cfg.Runtimes {
+		path, err := cfg.RuntimeBinary(name)
+		if err != nil {
+			log.Warn("runtime handler left out: its runc is missing", "handler", name, "error", err)
+			continue
+		}
+		out[name] = pod.Runtime{RuncPath: path, RuncRoot: r.Root}
+	}
+	return out
+}
+
+// criHandlers describes the extra handlers for Status: each runc's version
+// and whether it makes recursive read-only mounts.
+func criHandlers(ctx context.Context, handlers map[string]pod.Runtime, log *slog.Logger) []criserver.Handler {
+	names := slices.Sorted(maps.Keys(handlers))
+	out := make([]criserver.Handler, 0, len(names))
+	for _, name := range names {
+		r := handlers[name]
+		rt := &runc.Runc{Path: r.RuncPath, Root: r.RuncRoot}
+		h := criserver.Handler{Name: name, OCIRuntime: criserver.OCIRuntime{Path: r.RuncPath}}
+		vctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+		if v, err := rt.Version(vctx); err == nil {
+			h.OCIRuntime.Version = v.Version
+			log.Info("runtime handler", "handler", name, "path", r.RuncPath, "runc", v.String())
+		} else {
+			log.Warn("runtime handler: runc version unknown", "handler", name, "error", err)
+		}
+		if opts, err := rt.MountOptions(vctx); err == nil {
+			h.RecursiveReadOnlyMounts = slices.Contains(opts, "rro")
+		}
+		cancel()
+		out = append(out, h)
+	}
+	return out
 }

@@ -201,6 +201,7 @@ func startCRI(ctx context.Context, cfg config.Config, deps *dependencies, stream
 		RPCs: obs.rpcs, Quarantine: quarantine{deps.pods, deps.images}, Host: deps.pods, ContainerFs: deps.pods,
 		RecursiveReadOnlyMounts: runcSupports(ctx, cfg, "rro", log),
 		OCIRuntime:              deps.runc,
+		Handlers:                criHandlers(ctx, deps.handlers, log),
 		SystemdCgroup:           cfg.SystemdCgroup(),
 	})
 	lis, err := listen(cfg.Socket)
@@ -270,10 +271,11 @@ func startStreams(cfg config.Config, deps *dependencies, log *slog.Logger) (*str
 }
 
 type dependencies struct {
-	images  *image.Store
-	network *networkStatus
-	pods    *pod.Service
-	runc    criserver.OCIRuntime // the runc in use, for Status
+	images   *image.Store
+	network  *networkStatus
+	pods     *pod.Service
+	runc     criserver.OCIRuntime   // the runc in use, for Status
+	handlers map[string]pod.Runtime // the other runtime handlers
 }
 
 // wire builds the services from the configuration; phases may be nil.
@@ -311,17 +313,18 @@ func wire(cfg config.Config, log *slog.Logger, phases pod.PhaseObserver) (*depen
 	if err != nil {
 		return nil, err
 	}
+	handlers := runtimeHandlers(cfg, log)
 	pods, err := pod.New(pod.Config{
 		RootDir: cfg.RootDir, StateDir: cfg.StateDir, Controllers: controllers,
 		RuncPath: runcPath, RuncRoot: cfg.RuncRoot,
 		MonitorPath: monitorPath, PausePath: pausePath,
 		Images: images, Network: netStatus.cni, Logger: log, Phases: phases,
-		SystemdCgroup: cfg.SystemdCgroup(), Devices: devices,
+		SystemdCgroup: cfg.SystemdCgroup(), Devices: devices, Runtimes: handlers,
 	})
 	if err != nil {
 		return nil, err
 	}
-	return &dependencies{images: images, network: netStatus, pods: pods}, nil
+	return &dependencies{images: images, network: netStatus, pods: pods, handlers: handlers}, nil
 }
 
 // pullConfig is the image store's view of the [registry] section.

@@ -275,7 +275,7 @@ type heldSandboxes struct {
 	inFlight, most int
 }
 
-func (h *heldSandboxes) RunPodSandbox(ctx context.Context, cfg *runtimeapi.PodSandboxConfig) (string, error) {
+func (h *heldSandboxes) RunPodSandbox(ctx context.Context, cfg *runtimeapi.PodSandboxConfig, handler string) (string, error) {
 	h.mu.Lock()
 	h.inFlight++
 	h.most = max(h.most, h.inFlight)
@@ -290,7 +290,7 @@ func (h *heldSandboxes) RunPodSandbox(ctx context.Context, cfg *runtimeapi.PodSa
 	case <-ctx.Done(): // the agent stops
 		return "", ctx.Err()
 	}
-	return h.Runtime.RunPodSandbox(ctx, cfg)
+	return h.Runtime.RunPodSandbox(ctx, cfg, handler)
 }
 
 func (h *heldSandboxes) counts() (inFlight, most int) {

@@ -26,7 +26,7 @@ func TestAgentRotatesItsRunningContainersLogs(t *testing.T) {
 	waitFor(t, "web is running", func() bool { return ctrStatus(a.pod(t, "web"), "app").State.Running != nil })
 	foreign, err := rt.RunPodSandbox(context.Background(), &runtimeapi.PodSandboxConfig{
 		Metadata: &runtimeapi.PodSandboxMetadata{Name: "other", Namespace: "default", Uid: "u2"}, LogDirectory: dir + "/logs/other",
-	})
+	}, "")
 	if err != nil {
 		t.Fatal(err)
 	}

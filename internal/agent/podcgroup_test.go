@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 
@@ -69,5 +70,28 @@ func TestPodCgroupIsMadeBeforeTheSandbox(t *testing.T) {
 	defer cgs.mu.Unlock()
 	if want := []string{"ensure web", "ensure web", "remove web"}; !slices.Equal(cgs.calls, want) {
 		t.Errorf("pod cgroup calls %v, want %v", cgs.calls, want)
+	}
+}
+
+// A pod's runtimeClassName is the runtime handler its sandbox is made
+// with; a pod without one gets the runtime's default ("").
+func TestRuntimeClassNameIsTheSandboxHandler(t *testing.T) {
+	for _, tc := range []struct{ class, want string }{{"", ""}, {"runc-system", "runc-system"}} {
+		rt := criclienttest.New()
+		pod := cgroupPod
+		if tc.class != "" {
+			pod = strings.Replace(pod, "spec:\n", "spec:\n  runtimeClassName: "+tc.class+"\n", 1)
+		}
+		w := newSoloWorker(t, rt, pod)
+		if calls, _ := w.syncOnce(t); !slices.Contains(calls, "runp web") {
+			t.Fatalf("no sandbox made: %v", calls)
+		}
+		sbs, err := rt.ListPodSandbox(context.Background(), nil)
+		if err != nil || len(sbs) != 1 {
+			t.Fatalf("sandboxes %v, %v", sbs, err)
+		}
+		if got := rt.SandboxHandler(sbs[0].Id); got != tc.want {
+			t.Errorf("runtimeClassName %q: sandbox handler %q, want %q", tc.class, got, tc.want)
+		}
 	}
 }

@@ -58,7 +58,7 @@ func (w *podWorker) sandbox(ctx context.Context, d desiredPod, obs observation, 
 		}
 		w.deps.log.Debug("pod cgroup ready", "pod", d.key())
 	}
-	id, err := w.runPodSandbox(ctx, cfg)
+	id, err := w.runPodSandbox(ctx, cfg, runtimeHandler(d.pod))
 	if err != nil && ctx.Err() != nil {
 		return sandboxInfo{}, err // deleted or stopping meanwhile: not a failure of the sandbox
 	}
@@ -91,7 +91,7 @@ func sandboxesAtOnce() int { return max(4, 2*runtime.NumCPU()) }
 // runPodSandbox makes a sandbox in one of the slots, waiting for one
 // (or ctx's end: a deleted pod does not wait its turn); no slots (a
 // syncDeps built without them): no bound.
-func (w *podWorker) runPodSandbox(ctx context.Context, cfg *runtimeapi.PodSandboxConfig) (string, error) {
+func (w *podWorker) runPodSandbox(ctx context.Context, cfg *runtimeapi.PodSandboxConfig, handler string) (string, error) {
 	if slots := w.deps.sandboxSlots; slots != nil {
 		select {
 		case slots <- struct{}{}:
@@ -100,7 +100,7 @@ func (w *podWorker) runPodSandbox(ctx context.Context, cfg *runtimeapi.PodSandbo
 		}
 		defer func() { <-slots }()
 	}
-	return w.deps.runtime.RunPodSandbox(ctx, cfg)
+	return w.deps.runtime.RunPodSandbox(ctx, cfg, handler)
 }
 
 func sandboxFromStatus(id string, cfg *runtimeapi.PodSandboxConfig, st *runtimeapi.PodSandboxStatus) sandboxInfo {
@@ -305,3 +305,14 @@ func newestExited(o plan.Observed, name string) *plan.Container {
 
 // backoffKey identifies a container of a pod in the back-off tables.
 func backoffKey(uid, name string) string { return uid + "/" + name }
+
+// runtimeHandler is the CRI runtime handler of pod's runtimeClassName: the
+// class's name itself (the agent has no RuntimeClass objects: a class is
+// the runtime's handler of that name), "" (the default) without one. An
+// unknown handler fails the sandbox with the runtime's message.
+func runtimeHandler(pod *v1.Pod) string {
+	if name := pod.Spec.RuntimeClassName; name != nil {
+		return *name
+	}
+	return ""
+}

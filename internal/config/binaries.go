@@ -65,3 +65,9 @@ func isExecutableFile(path string) bool {
 	fi, err := os.Stat(path)
 	return err == nil && fi.Mode().IsRegular() && fi.Mode().Perm()&0o111 != 0
 }
+
+// RuntimeBinary resolves the runc of runtime handler name, as RuncBinary
+// resolves a configured one (no fallback).
+func (c Config) RuntimeBinary(name string) (string, error) {
+	return resolveBinary("runtimes."+name+".runc", c.Runtimes[name].Runc, true)
+}

@@ -67,7 +67,20 @@ type Config struct {
 	Stream       Stream   `toml:"stream"`
 	Metrics      Metrics  `toml:"metrics"`
 	CDI          CDI      `toml:"cdi"`
+	// Runtimes are the runtime handlers beside the default one ("runc":
+	// the runc and runc_root keys), by name. Default: runc-system, the
+	// system's runc from PATH; an empty table (runtimes = {}) has none.
+	Runtimes map[string]Runtime `toml:"runtimes"`
 }
+
+// Runtime is a runtime handler of [runtimes.<name>]: another runc.
+type Runtime struct {
+	Runc string `toml:"runc"` // absolute path, or a name looked for beside berth, then in PATH
+	Root string `toml:"root"` // runc --root; default <state_dir>/runtimes/<name>
+}
+
+// SystemRuncHandler is the default extra handler: the system's runc.
+const SystemRuncHandler = "runc-system"
 
 // CDI configures the Container Device Interface registry.
 type CDI struct {
@@ -155,6 +168,13 @@ func (c *Config) ApplyDefaults() {
 	setDefault(&c.Stream.Address, DefaultStreamAddress)
 	if len(c.CDI.SpecDirs) == 0 {
 		c.CDI.SpecDirs = []string{"/etc/cdi", "/var/run/cdi"}
+	}
+	if c.Runtimes == nil {
+		c.Runtimes = map[string]Runtime{SystemRuncHandler: {Runc: SystemRunc}}
+	}
+	for name, r := range c.Runtimes {
+		setDefault(&r.Root, filepath.Join(c.StateDir, "runtimes", name))
+		c.Runtimes[name] = r
 	}
 }
 

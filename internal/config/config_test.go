@@ -3,6 +3,7 @@ package config
 import (
 	"errors"
 	"log/slog"
+	"maps"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -54,8 +55,9 @@ func TestDefault(t *testing.T) {
 			MaxLayerEntries: 1 << 20,
 			MinFreeSpace:    "1GiB",
 		},
-		Stream: Stream{Address: "127.0.0.1:0"},
-		CDI:    CDI{SpecDirs: []string{"/etc/cdi", "/var/run/cdi"}},
+		Stream:   Stream{Address: "127.0.0.1:0"},
+		CDI:      CDI{SpecDirs: []string{"/etc/cdi", "/var/run/cdi"}},
+		Runtimes: map[string]Runtime{"runc-system": {Runc: "runc", Root: "/run/berth/runtimes/runc-system"}},
 	}
 	if !reflect.DeepEqual(c, want) {
 		t.Errorf("Default() = %+v\nwant %+v", c, want)
@@ -196,6 +198,12 @@ func TestValidateNamesKey(t *testing.T) {
 		{"relative runc", func(c *Config) { c.RuncPath = "bin/runc" }, `key "runc"`},
 		{"long bridge", func(c *Config) { c.CNI.DefaultBridge = "abcdefghijklmnop" }, `key "cni.default_bridge"`},
 		{"network name", func(c *Config) { c.CNI.DefaultNetwork = "-x" }, `key "cni.default_network"`},
+		{"handler name", func(c *Config) { c.Runtimes["Kata_1"] = Runtime{Runc: "runc", Root: "/run/k"} }, `key "runtimes.Kata_1": handler name "Kata_1"`},
+		{"handler runc", func(c *Config) { c.Runtimes["runc"] = Runtime{Runc: "runc", Root: "/run/k"} }, `key "runtimes.runc": "runc" is the default handler`},
+		{"handler no runc", func(c *Config) { c.Runtimes["x"] = Runtime{Root: "/run/k"} }, `key "runtimes.x.runc": empty`},
+		{"handler root", func(c *Config) { c.Runtimes["x"] = Runtime{Runc: "runc", Root: "run/k"} }, `key "runtimes.x.root"`},
+		{"handler shares a root", func(c *Config) { c.Runtimes["x"] = Runtime{Runc: "runc", Root: "/run/berth/runc"} },
+			`key "runtimes.x.root": "/run/berth/runc" is already runc_root's`},
 	}
 	for _, tc := range tests {
 		c := Default()
@@ -322,5 +330,19 @@ func TestMetricsAddressValidation(t *testing.T) {
 	}
 	if Default().Metrics.Address != "" {
 		t.Errorf("metrics are on by default: %q", Default().Metrics.Address)
+	}
+}
+
+func TestRuntimesDefaultAndEmpty(t *testing.T) {
+	c, err := Load(writeConfig(t, "state_dir = \"/run/b\"\n[runtimes.kata]\nrunc = \"/opt/kata/runc\"\n"), true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := map[string]Runtime{"kata": {Runc: "/opt/kata/runc", Root: "/run/b/runtimes/kata"}}; !maps.Equal(c.Runtimes, want) {
+		t.Errorf("runtimes %v, want %v (a table of one's own replaces the default runc-system)", c.Runtimes, want)
+	}
+	c, err = Load(writeConfig(t, "runtimes = {}\n"), true)
+	if err != nil || len(c.Runtimes) != 0 {
+		t.Errorf("runtimes = {}: %v, %v; want none", c.Runtimes, err)
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"net/netip"
 	"path/filepath"
 	"regexp"
+	"sort"
 	"strconv"
 	"strings"
 	"time"
@@ -35,6 +36,7 @@ func (c Config) Validate() error {
 		cgroupDriver(c.CgroupDriver),
 		binDirs(c.CNI.BinDirs),
 		specDirs(c.CDI.SpecDirs),
+		runtimes(c),
 		network(c.CNI.DefaultNetwork),
 		bridge(c.CNI.DefaultBridge),
 		subnet(c.CNI.DefaultSubnet),
@@ -105,6 +107,41 @@ func binDirs(dirs []string) error {
 	}
 	return nil
 }
+
+// runtimes checks [runtimes.<name>]: a DNS label that is not "runc" (the
+// default handler's), a runc, and a root of its own.
+func runtimes(c Config) error {
+	roots := map[string]string{c.RuncRoot: "runc_root"}
+	names := make([]string, 0, len(c.Runtimes))
+	for name := range c.Runtimes {
+		names = append(names, name)
+	}
+	sort.Strings(names)
+	for _, name := range names {
+		r, key := c.Runtimes[name], "runtimes."+name
+		switch {
+		case !handlerName.MatchString(name) || len(name) > 63:
+			return invalid(key, "handler name %q: want a DNS label (lower-case letters, digits, '-')", name)
+		case name == "runc":
+			return invalid(key, "\"runc\" is the default handler: set the runc and runc_root keys")
+		case r.Runc == "":
+			return invalid(key+".runc", "empty")
+		case !filepath.IsAbs(r.Root) || filepath.Clean(r.Root) != r.Root:
+			return invalid(key+".root", "path %q is not absolute and clean", r.Root)
+		case roots[r.Root] != "":
+			return invalid(key+".root", "%q is already %s's", r.Root, roots[r.Root])
+		}
+		if err := binary(key+".runc", r.Runc); err != nil {
+			return err
+		}
+		roots[r.Root] = key
+	}
+	return nil
+}
+
+// handlerName is a runtime handler's name: a DNS-1123 label, as a
+// RuntimeClass's handler is.
+var handlerName = regexp.MustCompile(`^[a-z0-9]([-a-z0-9]*[a-z0-9])?$`)
 
 func specDirs(dirs []string) error {
 	for i, dir := range dirs {

@@ -41,6 +41,10 @@ func (s *Server) Status(_ context.Context, req *runtimeapi.StatusRequest) (*runt
 		{Name: "", Features: &runtimeapi.RuntimeHandlerFeatures{RecursiveReadOnlyMounts: s.rro}},
 		{Name: "runc", Features: &runtimeapi.RuntimeHandlerFeatures{RecursiveReadOnlyMounts: s.rro}},
 	}
+	for _, h := range s.handlers {
+		resp.RuntimeHandlers = append(resp.RuntimeHandlers, &runtimeapi.RuntimeHandler{
+			Name: h.Name, Features: &runtimeapi.RuntimeHandlerFeatures{RecursiveReadOnlyMounts: h.RecursiveReadOnlyMounts}})
+	}
 	resp.Features = &runtimeapi.RuntimeFeatures{SupplementalGroupsPolicy: true, MountOptions: true} // mount_options: nosuid, nodev, noexec (oci)
 	if req.GetVerbose() {
 		resp.Info = map[string]string{
@@ -53,8 +57,17 @@ func (s *Server) Status(_ context.Context, req *runtimeapi.StatusRequest) (*runt
 
 // OCIRuntime is the runc berth runs, as Status verbose info names it.
 type OCIRuntime struct {
-	Path    string // the executable, resolved
-	Version string // what `runc --version` says; "" when it said nothing
+	Path    string `json:"path"`              // the executable, resolved
+	Version string `json:"version,omitempty"` // what `runc --version` says; "" when it said nothing
+}
+
+// Handler is a runtime handler beside the default "" and "runc": its
+// name, what its runc supports (Status RuntimeHandlers) and which runc it
+// is (verbose info).
+type Handler struct {
+	Name                    string
+	RecursiveReadOnlyMounts bool
+	OCIRuntime              OCIRuntime
 }
 
 // runtimeInfo is the "runtime" entry of Status verbose info.
@@ -69,9 +82,17 @@ func (s *Server) runtimeInfo() string {
 		// DroppedResources are settings left out of specs since the start:
 		// the host has no controller for them.
 		DroppedResources []string `json:"droppedResources,omitempty"`
+		// Handlers are the other runtime handlers' runcs.
+		Handlers map[string]OCIRuntime `json:"runtimeHandlers,omitempty"`
 	}{Name: RuntimeName, OCIRuntime: "runc", OCIRuntimePath: s.ociRuntime.Path, OCIRuntimeVersion: s.ociRuntime.Version, CgroupDriver: "cgroupfs"}
 	if s.systemd {
 		info.CgroupDriver = "systemd"
+	}
+	for _, h := range s.handlers {
+		if info.Handlers == nil {
+			info.Handlers = map[string]OCIRuntime{}
+		}
+		info.Handlers[h.Name] = h.OCIRuntime
 	}
 	if s.host != nil {
 		info.CgroupControllers, info.DroppedResources = s.host.CgroupControllers(), s.host.DroppedResources()

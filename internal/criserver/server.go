@@ -109,6 +109,8 @@ type Config struct {
 	Host HostResources
 	// OCIRuntime is the runc in use, reported in Status verbose info.
 	OCIRuntime OCIRuntime
+	// Handlers are the runtime handlers beside "" and "runc", by name.
+	Handlers []Handler
 	// ContainerFs, when set, is ImageFsInfo's container filesystem.
 	ContainerFs ContainerFs
 	// Quarantine, when set, lists the quarantined records in Status.
@@ -144,6 +146,7 @@ type Server struct {
 	rro        bool
 	systemd    bool
 	ociRuntime OCIRuntime
+	handlers   []Handler
 	log        *slog.Logger
 	ready      atomic.Bool
 }
@@ -159,7 +162,7 @@ func New(cfg Config) *Server {
 		stats: cfg.Stats, events: cfg.Events,
 		exec: cfg.Exec, streaming: cfg.Streaming, rpcs: cfg.RPCs, rro: cfg.RecursiveReadOnlyMounts,
 		host: cfg.Host, quarantine: cfg.Quarantine, systemd: cfg.SystemdCgroup, layers: cfg.ContainerFs,
-		ociRuntime: cfg.OCIRuntime,
+		ociRuntime: cfg.OCIRuntime, handlers: cfg.Handlers,
 	}
 }
 

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -429,5 +430,29 @@ func TestImageFsInfoReportsImageAndContainerFilesystems(t *testing.T) {
 	resp, err = newTestServer(&fakePods{}, &fakeImages{}, nil).ImageFsInfo(context.Background(), &runtimeapi.ImageFsInfoRequest{})
 	if err != nil || len(resp.GetImageFilesystems()) != 1 || len(resp.GetContainerFilesystems()) != 0 {
 		t.Errorf("without ContainerFs: %v, %v", resp, err)
+	}
+}
+
+// TestStatusListsEveryRuntimeHandler: "" and "runc" (the default, with its
+// runc's features), then each other handler with its own runc's features,
+// and the verbose info names each handler's runc.
+func TestStatusListsEveryRuntimeHandler(t *testing.T) {
+	s := New(Config{Sandboxes: &fakePods{}, Containers: &fakePods{}, Images: &fakeImages{}, Network: fakeNetwork{},
+		RecursiveReadOnlyMounts: true,
+		Handlers:                []Handler{{Name: "runc-system", OCIRuntime: OCIRuntime{Path: "/usr/sbin/runc", Version: "1.1.5+ds1"}}}})
+	resp, err := s.Status(context.Background(), &runtimeapi.StatusRequest{Verbose: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, h := range resp.GetRuntimeHandlers() {
+		got = append(got, fmt.Sprintf("%q rro=%v", h.GetName(), h.GetFeatures().GetRecursiveReadOnlyMounts()))
+	}
+	want := []string{`"" rro=true`, `"runc" rro=true`, `"runc-system" rro=false`}
+	if !slices.Equal(got, want) {
+		t.Errorf("runtime handlers %q, want %q", got, want)
+	}
+	if info := resp.GetInfo()["runtime"]; !strings.Contains(info, `"runtimeHandlers":{"runc-system":{"path":"/usr/sbin/runc","version":"1.1.5+ds1"}}`) {
+		t.Errorf("runtime info %s does not name runc-system's runc", info)
 	}
 }

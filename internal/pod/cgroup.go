@@ -38,8 +38,8 @@ func (s *Service) cgroupHierarchies() []string {
 // container's cgroup. runc retries its own rmdir for about 150 ms, then
 // only logs the failure and still exits 0: a task still exiting on a
 // loaded host leaves the directory behind in some hierarchies.
-func (s *Service) runcDelete(ctx context.Context, id, cgroupsPath string) error {
-	if err := s.runtime.Delete(ctx, id, true); err != nil && !isGone(err) {
+func (s *Service) runcDelete(ctx context.Context, rt containerRuntime, id, cgroupsPath string) error {
+	if err := rt.Delete(ctx, id, true); err != nil && !isGone(err) {
 		return fmt.Errorf("runc delete %s: %w", id, err)
 	}
 	s.removeLeftoverCgroup(ctx, id, cgroupsPath)

@@ -46,7 +46,7 @@ func TestRuncDeleteRemovesTheCgroupRuncLeftBehind(t *testing.T) {
 	path := oci.CgroupsPath("", "c1")
 	left := cgroupDirs(t, s, path, "memory", "freezer", "systemd")
 	sibling := cgroupDirs(t, s, oci.CgroupsPath("", "c2"), "memory")[0]
-	if err := s.runcDelete(context.Background(), "c1", path); err != nil {
+	if err := s.runcDelete(context.Background(), s.runtime, "c1", path); err != nil {
 		t.Fatal(err)
 	}
 	for _, d := range left {
@@ -76,7 +76,7 @@ func TestLeftoverCgroupIsRemovedOnceItsLastTaskIsGone(t *testing.T) {
 			_ = os.Remove(busy)
 		}()
 	}
-	if err := s.runcDelete(context.Background(), "c1", path); err != nil {
+	if err := s.runcDelete(context.Background(), s.runtime, "c1", path); err != nil {
 		t.Fatal(err)
 	}
 	if exists(t, dir) {
@@ -94,7 +94,7 @@ func TestBusyCgroupIsReportedNotForced(t *testing.T) {
 	path := oci.CgroupsPath("", "c1")
 	dir := cgroupDirs(t, s, path, "memory")[0]
 	child := cgroupDirs(t, s, filepath.Join(path, "child"), "memory")[0]
-	if err := s.runcDelete(context.Background(), "c1", path); err != nil {
+	if err := s.runcDelete(context.Background(), s.runtime, "c1", path); err != nil {
 		t.Fatal(err)
 	}
 	if !exists(t, child) {
@@ -110,7 +110,7 @@ func TestSystemdScopeIsLeftToSystemd(t *testing.T) {
 	f := newFakeWorld()
 	s := newFakeService(t, t.TempDir(), t.TempDir(), f)
 	dir := cgroupDirs(t, s, "system.slice/berth-c1.scope", "memory")[0]
-	if err := s.runcDelete(context.Background(), "c1", "system.slice:berth:c1"); err != nil {
+	if err := s.runcDelete(context.Background(), s.runtime, "c1", "system.slice:berth:c1"); err != nil {
 		t.Fatal(err)
 	}
 	if !exists(t, dir) {

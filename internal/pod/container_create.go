@@ -114,7 +114,7 @@ func (s *Service) runcCreate(ctx context.Context, rec *Container, sb *Sandbox, r
 		fctx, cancel := context.WithTimeout(ctx, 2*time.Second)
 		_ = s.calls.Forget(fctx, monitorSocket, rec.ID)
 		cancel()
-		return s.killAndDelete(ctx, rec.ID, rec.CgroupPath, false)
+		return s.killAndDelete(ctx, s.runtimeFor(rec.RuntimeHandler), rec.ID, rec.CgroupPath, false)
 	})
 	cfg := rec.Config
 	pid, err := s.calls.Create(ctx, monitorSocket, monitor.CreateRequest{
@@ -134,18 +134,19 @@ func (s *Service) newContainerRecord(cfg *runtimeapi.ContainerConfig, sb *Sandbo
 	id := store.GenerateID()
 	bundle := filepath.Join(s.bundlesDir(), id)
 	rec := Container{
-		ID:         id,
-		Name:       containerName(cfg.GetMetadata(), sb.Config.GetMetadata()),
-		SandboxID:  sb.ID,
-		State:      ContainerCreating,
-		CreatedAt:  time.Now(),
-		ImageID:    img.ID,
-		ImageName:  cfg.GetImage().GetImage(),
-		StopSignal: img.Config.Config.StopSignal,
-		Bundle:     bundle,
-		Rootfs:     filepath.Join(bundle, "rootfs"),
-		Dir:        filepath.Join(s.containersDir(), id),
-		Config:     cfg,
+		ID:             id,
+		Name:           containerName(cfg.GetMetadata(), sb.Config.GetMetadata()),
+		SandboxID:      sb.ID,
+		RuntimeHandler: sb.RuntimeHandler,
+		State:          ContainerCreating,
+		CreatedAt:      time.Now(),
+		ImageID:        img.ID,
+		ImageName:      cfg.GetImage().GetImage(),
+		StopSignal:     img.Config.Config.StopSignal,
+		Bundle:         bundle,
+		Rootfs:         filepath.Join(bundle, "rootfs"),
+		Dir:            filepath.Join(s.containersDir(), id),
+		Config:         cfg,
 	}
 	if dir, lp := sb.Config.GetLogDirectory(), cfg.GetLogPath(); dir != "" && lp != "" {
 		rec.LogPath = filepath.Join(dir, lp)

@@ -96,16 +96,17 @@ func (s *Service) stopContainerEntry(ctx context.Context, e *containerEntry, tim
 		return nil
 	}
 	shared := s.sharesPIDNamespace(rec.SandboxID)
+	rt := s.runtimeFor(rec.RuntimeHandler)
 	if timeout > 0 && rec.State == ContainerRunning {
 		sig := s.stopSignal(&rec)
-		if err := s.runtime.Kill(ctx, rec.ID, sig, shared); err != nil && !isGone(err) {
+		if err := rt.Kill(ctx, rec.ID, sig, shared); err != nil && !isGone(err) {
 			return fmt.Errorf("container %s: signal %d: %w", rec.ID, sig, err)
 		}
 		if exited, err := s.waitExit(ctx, e, time.Duration(timeout)*time.Second); exited || err != nil {
 			return err
 		}
 	}
-	if err := s.runtime.Kill(ctx, rec.ID, syscall.SIGKILL, shared); err != nil && !isGone(err) {
+	if err := rt.Kill(ctx, rec.ID, syscall.SIGKILL, shared); err != nil && !isGone(err) {
 		return fmt.Errorf("container %s: SIGKILL: %w", rec.ID, err)
 	}
 	if exited, err := s.waitExit(ctx, e, killWait); exited || err != nil {
@@ -118,10 +119,11 @@ func (s *Service) stopContainerEntry(ctx context.Context, e *containerEntry, tim
 // died) once runc confirms that the container is gone or stopped; its exit
 // code is unknown then.
 func (s *Service) exitWithoutMonitor(ctx context.Context, e *containerEntry) error {
-	id := e.snapshot().ID
+	rec := e.snapshot()
+	id := rec.ID
 	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
 	defer cancel()
-	st, err := s.runtime.State(sctx, id)
+	st, err := s.runtimeFor(rec.RuntimeHandler).State(sctx, id)
 	switch {
 	case err != nil && !errdefs.IsNotFound(err):
 		return fmt.Errorf("container %s: state after SIGKILL: %w", id, err)
@@ -169,11 +171,12 @@ func (s *Service) removeContainerEntry(ctx context.Context, e *containerEntry) e
 // cleanUpContainer removes everything a container may hold; every step is
 // idempotent so that recovery can finish a half-made or half-removed one.
 func (s *Service) cleanUpContainer(ctx context.Context, rec *Container) error {
+	rt := s.runtimeFor(rec.RuntimeHandler)
 	if rec.FinishedAt.IsZero() { // may still run
-		if err := s.killAndDelete(ctx, rec.ID, rec.CgroupPath, false); err != nil {
+		if err := s.killAndDelete(ctx, rt, rec.ID, rec.CgroupPath, false); err != nil {
 			return err
 		}
-	} else if err := s.runcDelete(ctx, rec.ID, rec.CgroupPath); err != nil {
+	} else if err := s.runcDelete(ctx, rt, rec.ID, rec.CgroupPath); err != nil {
 		return err
 	}
 	if sb, err := s.findSandbox(rec.SandboxID); err == nil {
@@ -198,13 +201,13 @@ func (s *Service) cleanUpContainer(ctx context.Context, rec *Container) error {
 	return nil
 }
 
-// killAndDelete force-deletes a runc container and what is left of its
-// cgroup (cgroupsPath, "" when unknown); a missing one is fine.
-func (s *Service) killAndDelete(ctx context.Context, id, cgroupsPath string, all bool) error {
-	if err := s.runtime.Kill(ctx, id, syscall.SIGKILL, all); err != nil && !isGone(err) {
+// killAndDelete force-deletes a runc container of runtime rt and what is
+// left of its cgroup (cgroupsPath, "" when unknown); a missing one is fine.
+func (s *Service) killAndDelete(ctx context.Context, rt containerRuntime, id, cgroupsPath string, all bool) error {
+	if err := rt.Kill(ctx, id, syscall.SIGKILL, all); err != nil && !isGone(err) {
 		s.log.Debug("runc kill", "id", id, "error", err)
 	}
-	return s.runcDelete(ctx, id, cgroupsPath)
+	return s.runcDelete(ctx, rt, id, cgroupsPath)
 }
 
 // waitExit waits up to d for the container's exit to be recorded; it

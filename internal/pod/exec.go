@@ -53,7 +53,7 @@ func (s *Service) ExecSync(ctx context.Context, id string, cmd []string, timeout
 	if err != nil {
 		return ExecResult{}, fmt.Errorf("container %s: exec: %w", rec.ID, err)
 	}
-	exe, err := s.runtime.StartExec(rec.ID, runc.ExecOpts{Process: process, Stdout: pipes.outW, Stderr: pipes.errW})
+	exe, err := s.runtimeFor(rec.RuntimeHandler).StartExec(rec.ID, runc.ExecOpts{Process: process, Stdout: pipes.outW, Stderr: pipes.errW})
 	pipes.closeWriters()
 	if err != nil {
 		pipes.closeReaders()

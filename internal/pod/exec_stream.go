@@ -40,9 +40,9 @@ func (s *Service) Exec(ctx context.Context, id string, cmd []string, st ExecStre
 	}
 	var code int
 	if st.TTY {
-		code, err = s.execTerminal(ctx, rec.ID, process, st)
+		code, err = s.execTerminal(ctx, s.runtimeFor(rec.RuntimeHandler), rec.ID, process, st)
 	} else {
-		code, err = s.execPipes(ctx, rec.ID, process, st)
+		code, err = s.execPipes(ctx, s.runtimeFor(rec.RuntimeHandler), rec.ID, process, st)
 	}
 	if err != nil {
 		return -1, fmt.Errorf("container %s: exec %q: %w", rec.ID, cmd[0], err)
@@ -50,7 +50,7 @@ func (s *Service) Exec(ctx context.Context, id string, cmd []string, st ExecStre
 	return code, nil
 }
 
-func (s *Service) execPipes(ctx context.Context, id string, process []byte, st ExecStreams) (int, error) {
+func (s *Service) execPipes(ctx context.Context, rt containerRuntime, id string, process []byte, st ExecStreams) (int, error) {
 	pipes, err := newOutputPipes(orDiscard(st.Stdout), orDiscard(st.Stderr))
 	if err != nil {
 		return -1, err
@@ -65,7 +65,7 @@ func (s *Service) execPipes(ctx context.Context, id string, process []byte, st E
 		}
 		go copyAndClose(stdinW, st.Stdin)
 	}
-	exe, err := s.runtime.StartExec(id, opts)
+	exe, err := rt.StartExec(id, opts)
 	pipes.closeWriters()
 	if opts.Stdin != nil {
 		opts.Stdin.Close()
@@ -85,7 +85,7 @@ func (s *Service) execPipes(ctx context.Context, id string, process []byte, st E
 	return code, err
 }
 
-func (s *Service) execTerminal(ctx context.Context, id string, process []byte, st ExecStreams) (int, error) {
+func (s *Service) execTerminal(ctx context.Context, rt containerRuntime, id string, process []byte, st ExecStreams) (int, error) {
 	master, slave, err := runc.OpenPTY()
 	if err != nil {
 		return -1, err
@@ -97,7 +97,7 @@ func (s *Service) execTerminal(ctx context.Context, id string, process []byte, s
 		_ = runc.Resize(master, size.Width, size.Height) // a closed pty ends the exec anyway
 		return nil                                       // keep applying later sizes
 	})
-	exe, err := s.runtime.StartExec(id, runc.ExecOpts{Process: process, Terminal: true, Stdin: slave, Stdout: slave, Stderr: slave})
+	exe, err := rt.StartExec(id, runc.ExecOpts{Process: process, Terminal: true, Stdin: slave, Stdout: slave, Stderr: slave})
 	slave.Close()
 	if err != nil {
 		return -1, err

@@ -41,6 +41,8 @@ type fakeWorld struct {
 	teardowns []network.Attachment
 	// cgroupRoot stands in for /sys/fs/cgroup.
 	cgroupRoot string
+	// launches are the monitors launched.
+	launches []monitor.LaunchOptions
 }
 
 func newFakeWorld() *fakeWorld {
@@ -126,6 +128,9 @@ func (f *fakeWorld) StartExec(id string, _ runc.ExecOpts) (*runc.Execution, erro
 }
 
 func (f *fakeWorld) Launch(o monitor.LaunchOptions) (int, error) {
+	f.mu.Lock()
+	f.launches = append(f.launches, o)
+	f.mu.Unlock()
 	return fakeMonitorPid, f.call("launch", o.PodID)
 }
 

@@ -56,7 +56,7 @@ func (s *Service) startPause(ctx context.Context, rec *Sandbox, rb *rollback) er
 	// Registered before the call: the monitor may finish runc create even
 	// when this request gives up waiting for it.
 	rb.add("delete berth-pause", func(ctx context.Context) error {
-		return s.killAndDelete(ctx, rec.ID, spec.Linux.CgroupsPath, true)
+		return s.killAndDelete(ctx, s.runtimeFor(rec.RuntimeHandler), rec.ID, spec.Linux.CgroupsPath, true)
 	})
 	pid, err := s.calls.Create(ctx, rec.MonitorSocket, monitor.CreateRequest{
 		ID: rec.ID, Bundle: bundle, CgroupPath: spec.Linux.CgroupsPath, SystemdCgroup: cgrouppath.IsSystemd(spec.Linux.CgroupsPath),

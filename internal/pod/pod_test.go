@@ -33,18 +33,18 @@ func TestValidateSandboxConfigNamesTheField(t *testing.T) {
 		{"config.port_mappings[0].container_port", func(c *runtimeapi.PodSandboxConfig) { c.PortMappings[0].ContainerPort = 0 }},
 		{"config.port_mappings[0].host_port", func(c *runtimeapi.PodSandboxConfig) { c.PortMappings[0].HostPort = 70000 }},
 	}
-	if err := validateSandboxConfig(goodSandboxConfig(), ""); err != nil {
+	if err := validateSandboxConfig(goodSandboxConfig(), "", defaultHandlers); err != nil {
 		t.Fatalf("good config: %v", err)
 	}
 	for _, tc := range cases {
 		cfg := goodSandboxConfig()
 		tc.mutate(cfg)
-		err := validateSandboxConfig(cfg, "")
+		err := validateSandboxConfig(cfg, "", defaultHandlers)
 		if !errors.Is(err, errdefs.ErrInvalidArgument) || !strings.HasPrefix(err.Error(), tc.field+":") {
 			t.Errorf("%s: got %v", tc.field, err)
 		}
 	}
-	if err := validateSandboxConfig(goodSandboxConfig(), "kata"); !errors.Is(err, errdefs.ErrInvalidArgument) {
+	if err := validateSandboxConfig(goodSandboxConfig(), "kata", defaultHandlers); !errors.Is(err, errdefs.ErrInvalidArgument) {
 		t.Errorf("unknown handler: %v", err)
 	}
 }
@@ -141,3 +141,6 @@ func TestCRISignal(t *testing.T) {
 		}
 	}
 }
+
+// defaultHandlers are the handlers of a Service without extra runtimes.
+var defaultHandlers = []string{"", DefaultHandler}

@@ -97,6 +97,9 @@ type Container struct {
 	UID        *int64         `json:"uid,omitempty"`
 	GID        *int64         `json:"gid,omitempty"`
 	Groups     []int64        `json:"groups,omitempty"` // supplemental groups of the process
+	// RuntimeHandler is its sandbox's: the runc that created it ("" and
+	// absent: the default).
+	RuntimeHandler string `json:"runtimeHandler,omitempty"`
 
 	Config    *runtimeapi.ContainerConfig `json:"-"`
 	RawConfig json.RawMessage             `json:"config"`

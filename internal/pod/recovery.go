@@ -202,7 +202,7 @@ func (s *Service) reconcileContainer(ctx context.Context, rec *Container) {
 		rec.Reason = exitReason(x.ExitCode, x.OOMKilled)
 	} else {
 		sctx, cancel := context.WithTimeout(ctx, 5*time.Second)
-		st, err := s.runtime.State(sctx, rec.ID)
+		st, err := s.runtimeFor(rec.RuntimeHandler).State(sctx, rec.ID)
 		cancel()
 		if err == nil && (st.Status == "running" || st.Status == "created" || st.Status == "paused") {
 			if rec.State == ContainerCreated && st.Status != "created" {
@@ -249,7 +249,10 @@ func (s *Service) removeOrphanDirs(ctx context.Context) {
 			if dir == s.podsDir() {
 				_ = s.host.UnpinNamespaces(filepath.Join(dir, id, "ns"))
 			} else {
-				_ = s.killAndDelete(ctx, id, bundleCgroupsPath(filepath.Join(dir, id)), false)
+				// No record says which runc made it: ask each.
+				for _, rt := range s.allRuntimes() {
+					_ = s.killAndDelete(ctx, rt, id, bundleCgroupsPath(filepath.Join(dir, id)), false)
+				}
 				_ = s.host.UnmountRootfs(filepath.Join(dir, id, "rootfs"))
 			}
 			_ = os.RemoveAll(filepath.Join(dir, id))

@@ -38,7 +38,7 @@ func (s *Service) UpdateContainerResources(ctx context.Context, id string, res *
 	if rec.State != ContainerCreated && rec.State != ContainerRunning {
 		return fmt.Errorf("container %s is %s, not created or running: %w", rec.ID, rec.State, errdefs.ErrFailedPrecondition)
 	}
-	if err := s.runtime.Update(ctx, rec.ID, data); err != nil {
+	if err := s.runtimeFor(rec.RuntimeHandler).Update(ctx, rec.ID, data); err != nil {
 		return fmt.Errorf("container %s: update resources: %w", rec.ID, err)
 	}
 	return s.updateContainer(e, func(c *Container) bool {

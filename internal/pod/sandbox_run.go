@@ -27,7 +27,7 @@ import (
 //
 // Any failure undoes the steps already done, newest first.
 func (s *Service) RunSandbox(ctx context.Context, cfg *runtimeapi.PodSandboxConfig, handler string) (_ string, retErr error) {
-	if err := validateSandboxConfig(cfg, handler); err != nil {
+	if err := validateSandboxConfig(cfg, handler, s.Handlers()); err != nil {
 		return "", err
 	}
 	if err := oci.ValidateCgroupParent(cfg.GetLinux().GetCgroupParent(), s.cfg.SystemdCgroup); err != nil {
@@ -190,8 +190,8 @@ func (s *Service) startMonitor(rec *Sandbox, rb *rollback) error {
 		PodID:    rec.ID,
 		Socket:   rec.MonitorSocket,
 		ExitDir:  s.exitsDir(),
-		RuncPath: s.cfg.RuncPath,
-		RuncRoot: s.cfg.RuncRoot,
+		RuncPath: s.runcOf(rec.RuntimeHandler).RuncPath,
+		RuncRoot: s.runcOf(rec.RuntimeHandler).RuncRoot,
 		LogFile:  filepath.Join(s.podDir(rec.ID), "monitor.log"),
 	})
 	if err != nil {

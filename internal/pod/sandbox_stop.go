@@ -66,7 +66,7 @@ func (s *Service) stopSandboxLocked(ctx context.Context, e *sandboxEntry) error 
 			return fmt.Errorf("pod sandbox %s: %w", rec.ID, err)
 		}
 	}
-	if err := s.deletePause(ctx, rec.ID); err != nil {
+	if err := s.deletePause(ctx, &rec); err != nil {
 		return fmt.Errorf("pod sandbox %s: %w", rec.ID, err)
 	}
 	if !rec.HostNetwork && !rec.NetworkDown {
@@ -118,7 +118,7 @@ func (s *Service) RemoveSandbox(ctx context.Context, id string) error {
 // cleanUpSandbox releases everything a sandbox may hold. Every step is
 // idempotent, so recovery can run it on a half-made or half-removed sandbox.
 func (s *Service) cleanUpSandbox(ctx context.Context, rec *Sandbox) error {
-	if err := s.deletePause(ctx, rec.ID); err != nil {
+	if err := s.deletePause(ctx, rec); err != nil {
 		return err
 	}
 	if !rec.HostNetwork && !rec.NetworkDown {
@@ -158,12 +158,12 @@ func (s *Service) forgetSandbox(rec *Sandbox) {
 // deletePause removes a sandbox's berth-pause container and its bundle. The
 // bundle exists exactly while the container may: a pod without a shared PID
 // namespace, or one already stopped, costs no runc call.
-func (s *Service) deletePause(ctx context.Context, id string) error {
-	bundle := filepath.Join(s.bundlesDir(), id)
+func (s *Service) deletePause(ctx context.Context, rec *Sandbox) error {
+	bundle := filepath.Join(s.bundlesDir(), rec.ID)
 	if _, err := os.Stat(bundle); errors.Is(err, os.ErrNotExist) {
 		return nil
 	}
-	if err := s.killAndDelete(ctx, id, bundleCgroupsPath(bundle), true); err != nil {
+	if err := s.killAndDelete(ctx, s.runtimeFor(rec.RuntimeHandler), rec.ID, bundleCgroupsPath(bundle), true); err != nil {
 		return fmt.Errorf("berth-pause: %w", err)
 	}
 	if err := os.RemoveAll(bundle); err != nil {

@@ -68,6 +68,10 @@ type Config struct {
 	// Devices, when set, gives containers the CDI devices they ask for;
 	// without it a container that asks for one is refused.
 	Devices Devices
+	// Runtimes are the runtime handlers beside DefaultHandler (RuncPath,
+	// RuncRoot), by name: a sandbox's runtime_handler picks one, and all
+	// its containers run with that runc.
+	Runtimes map[string]Runtime
 }
 
 // Service runs sandboxes and containers. Create it with New, then call Recover
@@ -76,8 +80,11 @@ type Service struct {
 	cfg Config
 	log *slog.Logger
 
-	// The seams to runc, the pod monitors and the host (seams.go).
+	// The seams to runc, the pod monitors and the host (seams.go):
+	// runtime is the default handler's runc, runtimes the others' by name
+	// (runtimeFor picks).
 	runtime  containerRuntime
+	runtimes map[string]containerRuntime
 	monitors podMonitors
 	calls    monitorCalls
 	host     podHost
@@ -152,6 +159,7 @@ func New(cfg Config) (*Service, error) {
 		cfg:              cfg,
 		log:              cfg.Logger,
 		runtime:          &runc.Runc{Path: cfg.RuncPath, Root: cfg.RuncRoot, SystemdCgroup: cfg.SystemdCgroup},
+		runtimes:         newRuntimes(cfg),
 		monitors:         monitorClients{},
 		calls:            monitorClients{},
 		host:             hostOps{},
@@ -166,7 +174,14 @@ func New(cfg Config) (*Service, error) {
 		imagesInUse:      map[string]int{},
 		oomScoreAdjMin:   ownOOMScoreAdj(),
 	}
-	for _, dir := range []string{s.sandboxesDir(), s.containersDir(), s.podsDir(), s.bundlesDir(), s.exitsDir(), s.monitorsDir(), cfg.RuncRoot} {
+	dirs := []string{s.sandboxesDir(), s.containersDir(), s.podsDir(), s.bundlesDir(), s.exitsDir(), s.monitorsDir(), cfg.RuncRoot}
+	for name, r := range cfg.Runtimes {
+		if name == DefaultHandler || name == "" || r.RuncPath == "" || r.RuncRoot == "" || r.RuncRoot == cfg.RuncRoot {
+			return nil, fmt.Errorf("pod service: runtime handler %q: a name of its own, a runc and a root of its own: %w", name, errdefs.ErrInvalidArgument)
+		}
+		dirs = append(dirs, r.RuncRoot)
+	}
+	for _, dir := range dirs {
 		if err := store.MkdirPrivate(dir); err != nil {
 			return nil, fmt.Errorf("pod service: %w", err)
 		}

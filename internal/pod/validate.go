@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"fmt"
 	"path/filepath"
+	"slices"
+	"strconv"
 	"strings"
 
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
@@ -11,20 +13,22 @@ import (
 	"github.com/berth-dev/berth/internal/errdefs"
 )
 
-// knownHandlers are the runtime handlers berth serves; "" is the default.
-var knownHandlers = map[string]bool{"": true, "runc": true}
-
 func invalid(field, format string, args ...any) error {
 	return fmt.Errorf("%s: %s: %w", field, fmt.Sprintf(format, args...), errdefs.ErrInvalidArgument)
 }
 
 // validateSandboxConfig checks a RunPodSandbox request before any side effect.
-func validateSandboxConfig(cfg *runtimeapi.PodSandboxConfig, handler string) error {
+// handlers are the runtime handlers berth serves ("" the default's).
+func validateSandboxConfig(cfg *runtimeapi.PodSandboxConfig, handler string, handlers []string) error {
 	if cfg == nil {
 		return invalid("config", "missing")
 	}
-	if !knownHandlers[handler] {
-		return invalid("runtime_handler", "unknown handler %q (berth serves \"\" and \"runc\")", handler)
+	if !slices.Contains(handlers, handler) {
+		quoted := make([]string, len(handlers))
+		for i, h := range handlers {
+			quoted[i] = strconv.Quote(h)
+		}
+		return invalid("runtime_handler", "unknown handler %q (berth serves %s)", handler, strings.Join(quoted, ", "))
 	}
 	md := cfg.GetMetadata()
 	if md == nil {

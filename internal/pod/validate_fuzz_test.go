@@ -53,7 +53,7 @@ func FuzzValidateCRIConfig(f *testing.F) {
 		if proto.Unmarshal(sandboxData, &sandboxCfg) != nil || proto.Unmarshal(containerData, &cfg) != nil {
 			return // the gRPC server refuses what does not decode
 		}
-		if err := validateSandboxConfig(&sandboxCfg, handler); err != nil {
+		if err := validateSandboxConfig(&sandboxCfg, handler, defaultHandlers); err != nil {
 			requireInvalidArgument(t, "RunPodSandbox", err)
 			return
 		}

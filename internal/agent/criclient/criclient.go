@@ -18,7 +18,9 @@ import (
 // Runtime is the part of the CRI RuntimeService the agent uses. The agent
 // talks to the runtime through nothing else, so any CRI runtime will do.
 type Runtime interface {
-	RunPodSandbox(ctx context.Context, config *runtimeapi.PodSandboxConfig) (string, error)
+	// RunPodSandbox makes a sandbox with the runtime handler handler ("":
+	// the runtime's default; a RuntimeClass's handler otherwise).
+	RunPodSandbox(ctx context.Context, config *runtimeapi.PodSandboxConfig, handler string) (string, error)
 	StopPodSandbox(ctx context.Context, id string) error
 	RemovePodSandbox(ctx context.Context, id string) error
 	PodSandboxStatus(ctx context.Context, id string) (*runtimeapi.PodSandboxStatus, error)
@@ -213,10 +215,10 @@ func (c *CRIClient) QuarantinedRecords(ctx context.Context) (int, error) {
 	return len(recs), nil
 }
 
-func (c *CRIClient) RunPodSandbox(ctx context.Context, config *runtimeapi.PodSandboxConfig) (string, error) {
+func (c *CRIClient) RunPodSandbox(ctx context.Context, config *runtimeapi.PodSandboxConfig, handler string) (string, error) {
 	ctx, cancel := context.WithTimeout(ctx, callTimeout)
 	defer cancel()
-	resp, err := c.runtime.RunPodSandbox(ctx, &runtimeapi.RunPodSandboxRequest{Config: config})
+	resp, err := c.runtime.RunPodSandbox(ctx, &runtimeapi.RunPodSandboxRequest{Config: config, RuntimeHandler: handler})
 	return resp.GetPodSandboxId(), err
 }
 

@@ -71,7 +71,7 @@ func (f *fixture) image(t *testing.T, name string, size uint64, pinned bool) {
 func (f *fixture) useImage(t *testing.T, ref string, state func(id string)) {
 	t.Helper()
 	ctx := context.Background()
-	sb, err := f.rt.RunPodSandbox(ctx, &runtimeapi.PodSandboxConfig{Metadata: &runtimeapi.PodSandboxMetadata{Name: "p"}})
+	sb, err := f.rt.RunPodSandbox(ctx, &runtimeapi.PodSandboxConfig{Metadata: &runtimeapi.PodSandboxMetadata{Name: "p"}}, "")
 	if err != nil {
 		t.Fatal(err)
 	}

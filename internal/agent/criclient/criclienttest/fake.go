@@ -50,6 +50,7 @@ func (f *Runtime) QuarantinedRecords(context.Context) (int, error) {
 
 type sandbox struct {
 	config  *runtimeapi.PodSandboxConfig
+	handler string
 	state   runtimeapi.PodSandboxState
 	created time.Time
 	ip      string
@@ -105,14 +106,14 @@ func (f *Runtime) publish(id string, typ runtimeapi.ContainerEventType) {
 // otherwise: the fake refuses configs that big, as a runtime would.
 const grpcDefaultMaxMessage = 4 << 20
 
-func (f *Runtime) RunPodSandbox(_ context.Context, cfg *runtimeapi.PodSandboxConfig) (string, error) {
+func (f *Runtime) RunPodSandbox(_ context.Context, cfg *runtimeapi.PodSandboxConfig, handler string) (string, error) {
 	if size := proto.Size(&runtimeapi.RunPodSandboxRequest{Config: cfg}); size > grpcDefaultMaxMessage {
 		return "", status.Errorf(codes.ResourceExhausted, "grpc: received message larger than max (%d vs. %d)", size, grpcDefaultMaxMessage)
 	}
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	id := f.newID()
-	f.sandboxes[id] = &sandbox{config: cfg, state: runtimeapi.PodSandboxState_SANDBOX_READY, created: time.Now(), ip: "10.0.0." + strconv.Itoa(f.next%250+1)}
+	f.sandboxes[id] = &sandbox{config: cfg, handler: handler, state: runtimeapi.PodSandboxState_SANDBOX_READY, created: time.Now(), ip: "10.0.0." + strconv.Itoa(f.next%250+1)}
 	f.record("runp " + cfg.GetMetadata().GetName())
 	return id, nil
 }
@@ -385,3 +386,13 @@ var (
 	_ criclient.Runtime = (*Runtime)(nil)
 	_ criclient.Images  = (*Runtime)(nil)
 )
+
+// SandboxHandler is the runtime handler sandbox id was made with.
+func (f *Runtime) SandboxHandler(id string) string {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if sb := f.sandboxes[id]; sb != nil {
+		return sb.handler
+	}
+	return ""
+}
