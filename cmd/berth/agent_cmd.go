@@ -193,6 +193,9 @@ func runAgent(ctx context.Context, cfg config.Config, flags *agentFlags, endpoin
 		return err
 	}
 	agentCfg.RuntimeName, agentCfg.SystemdCgroup = runtimeName, systemd
+	if agentCfg.RecursiveReadOnlyHandlers, err = cri.RecursiveReadOnlyHandlers(ctx); err != nil {
+		return fmt.Errorf("agent: runtime %s: %w", endpoint, err)
+	}
 	agentCfg.PodCgroups = &podcgroup.Manager{Systemd: systemd, Log: log}
 	agentCfg.Eviction = evictionCfg
 	// The eviction manager measures with the runtime's stats; node-level

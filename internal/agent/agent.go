@@ -42,6 +42,10 @@ type Config struct {
 	// RuntimeName is the runtime's name from CRI Version ("berth",
 	// "containerd"): container IDs in statuses read "<name>://<id>".
 	RuntimeName string
+	// RecursiveReadOnlyHandlers are the runtime handlers that make
+	// recursive read-only mounts (CRI Status): a pod on one of them may
+	// ask for recursiveReadOnly: Enabled.
+	RecursiveReadOnlyHandlers map[string]bool
 	// SystemdCgroup is the runtime's cgroup driver (CRI RuntimeConfig):
 	// pods' cgroup parents are then systemd slices (podspec.PodSlice).
 	SystemdCgroup bool
@@ -351,6 +355,7 @@ func newSyncDeps(cfg Config, sources *sourcestore.Store, log *slog.Logger) *sync
 		log:           log,
 		node:          readNode(),
 		runtimeName:   cfg.RuntimeName,
+		rroHandlers:   cfg.RecursiveReadOnlyHandlers,
 		systemdCgroup: cfg.SystemdCgroup,
 		podCgroups:    cfg.PodCgroups,
 		rootDir:       cfg.RootDir,

@@ -48,6 +48,7 @@ type syncDeps struct {
 	containerGC  ContainerGCPolicy // what each sync and the periodic collection remove
 
 	runtimeName   string           // container IDs in statuses read "<name>://<id>"
+	rroHandlers   map[string]bool  // runtime handlers that make recursive read-only mounts
 	systemdCgroup bool             // pods' cgroup parents are systemd slices
 	podCgroups    PodCgroupManager // nil: none made
 	rootDir       string           // <rootDir>/pods/<uid>: the pods' agent directories

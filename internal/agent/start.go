@@ -263,6 +263,7 @@ func (w *podWorker) containerConfig(d desiredPod, sb sandboxInfo, spec *v1.Conta
 		TerminationMessageHostPath: msgPath,
 		TargetContainerID:          target,
 		ImageUser:                  img.user,
+		RecursiveReadOnlySupported: w.deps.rroHandlers[runtimeHandler(d.pod)],
 		ResolveSubPath:             w.deps.volumes.MountSubPath,
 	}, volumes)
 }

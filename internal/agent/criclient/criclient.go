@@ -194,6 +194,25 @@ func (c *CRIClient) SystemdCgroup(ctx context.Context) (bool, error) {
 	return resp.GetLinux().GetCgroupDriver() == runtimeapi.CgroupDriver_SYSTEMD, nil
 }
 
+// RecursiveReadOnlyHandlers are the runtime handlers (by name, "" the
+// default) whose runc makes recursive read-only mounts, from Status's
+// runtime handlers, as kubelet reads them.
+func (c *CRIClient) RecursiveReadOnlyHandlers(ctx context.Context) (map[string]bool, error) {
+	ctx, cancel := context.WithTimeout(ctx, callTimeout)
+	defer cancel()
+	resp, err := c.runtime.Status(ctx, &runtimeapi.StatusRequest{})
+	if err != nil {
+		return nil, fmt.Errorf("runtime status: %w", err)
+	}
+	out := map[string]bool{}
+	for _, h := range resp.GetRuntimeHandlers() {
+		if h.GetFeatures().GetRecursiveReadOnlyMounts() {
+			out[h.GetName()] = true
+		}
+	}
+	return out, nil
+}
+
 // QuarantinedRecords counts the records the runtime set aside because it
 // could not read them: berth lists them in its verbose Status under
 // "quarantinedRecords"; a runtime that does not is taken to have none.
