@@ -70,7 +70,9 @@ func (s *Service) runtimeFor(h string) containerRuntime {
 func (s *Service) allRuntimes() []containerRuntime {
 	out := []containerRuntime{s.runtime}
 	for _, name := range s.Handlers()[2:] {
-		out = append(out, s.runtimes[name])
+		if rt, ok := s.runtimes[name]; ok {
+			out = append(out, rt)
+		}
 	}
 	return out
 }
