@@ -149,16 +149,16 @@ bench: build critest-bin $(CRITEST_DEPS)/busybox ## benchmarks: pod/container la
 	./scripts/bench.sh $(BENCH_FLAGS)
 	BERTH_CRITEST=$(abspath $(BIN)/critest) BERTH_CRITEST_BUSYBOX=$(abspath $(CRITEST_DEPS)/busybox) \
 	BERTH_CRITEST_BENCHMARK=$(abspath bench/critest.md) $(GO) test -count=1 -run TestCritestBenchmark -timeout 30m ./test/critest/
-	{ printf '\n## critest -benchmark (cri-tools v1.36, serial: 50 pods, 50 containers, 20 image pulls from the local registry)\n\n'; \
+	{ printf '\n## critest -benchmark (cri-tools v1.37, serial: 50 pods, 50 containers, 20 image pulls from the local registry)\n\n'; \
 	  cat bench/critest.md; } >> bench/report.md
 	BERTH_AGENT_BENCH=$(abspath bench/agent.md) $(GO) test -count=1 -run TestAgentBenchmark -timeout 30m ./test/agentbench/
 	{ printf '\n## The node agent: berth run to Running (warm image; podman kube play when installed)\n\n'; \
 	  cat bench/agent.md; } >> bench/report.md
 
-crictl: ## build crictl v1.36 (sigs.k8s.io/cri-tools, pinned in tools/go.mod) into bin/
+crictl: ## build crictl v1.37 (sigs.k8s.io/cri-tools, pinned in tools/go.mod) into bin/
 	cd tools && GOSUMDB=off GOFLAGS=-mod=mod $(GO) build -o ../$(BIN)/crictl sigs.k8s.io/cri-tools/cmd/crictl
 
-critest-bin: ## build critest v1.36 (the CRI validation suite, `go test -c` of sigs.k8s.io/cri-tools/cmd/critest) into bin/
+critest-bin: ## build critest v1.37 (the CRI validation suite, `go test -c` of sigs.k8s.io/cri-tools/cmd/critest) into bin/
 	cd tools && GOSUMDB=off GOFLAGS=-mod=mod $(GO) test -c -o ../$(BIN)/critest sigs.k8s.io/cri-tools/cmd/critest
 
 # critest's images are built from Debian's dynamic busybox (its applets run as

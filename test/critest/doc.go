@@ -1,5 +1,5 @@
 // Package critest runs the CRI validation suite of sigs.k8s.io/cri-tools
-// (critest v1.36, built by `make critest` from the pinned tools module)
+// (critest v1.37, built by `make critest` from the pinned tools module)
 // against a live `berth serve`, offline.
 //
 // critest pulls its images from registry.k8s.io, k8s.gcr.io and gcr.io. This package
