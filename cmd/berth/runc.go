@@ -74,13 +74,13 @@ func runcLine(ctx context.Context, opts *globalOptions, cmd *cobra.Command) stri
 // a missing system runc does not stop berth.
 func runtimeHandlers(cfg config.Config, log *slog.Logger) map[string]pod.Runtime {
 	out := map[string]pod.Runtime{}
-	for name, r := range cfg.Runtimes {
+	for name := range cfg.Runtimes {
 		path, err := cfg.RuntimeBinary(name)
 		if err != nil {
 			log.Warn("runtime handler left out: its runc is missing", "handler", name, "error", err)
 			continue
 		}
-		out[name] = pod.Runtime{RuncPath: path, RuncRoot: r.Root}
+		out[name] = pod.Runtime{RuncPath: path, RuncRoot: cfg.RuntimeRoot(name)}
 	}
 	return out
 }

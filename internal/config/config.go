@@ -76,7 +76,7 @@ type Config struct {
 // Runtime is a runtime handler of [runtimes.<name>]: another runc.
 type Runtime struct {
 	Runc string `toml:"runc"` // absolute path, or a name looked for beside berth, then in PATH
-	Root string `toml:"root"` // runc --root; default <state_dir>/runtimes/<name>
+	Root string `toml:"root"` // runc --root; default <state_dir>/runtimes/<name> (RuntimeRoot)
 }
 
 // SystemRuncHandler is the default extra handler: the system's runc.
@@ -172,10 +172,16 @@ func (c *Config) ApplyDefaults() {
 	if c.Runtimes == nil {
 		c.Runtimes = map[string]Runtime{SystemRuncHandler: {Runc: SystemRunc}}
 	}
-	for name, r := range c.Runtimes {
-		setDefault(&r.Root, filepath.Join(c.StateDir, "runtimes", name))
-		c.Runtimes[name] = r
+}
+
+// RuntimeRoot is the --root of runtime handler name: its root key, else
+// <state_dir>/runtimes/<name>, derived when asked, so that a state
+// directory given on the command line moves it too.
+func (c Config) RuntimeRoot(name string) string {
+	if r := c.Runtimes[name].Root; r != "" {
+		return r
 	}
+	return filepath.Join(c.StateDir, "runtimes", name)
 }
 
 func setDefault(field *string, value string) {

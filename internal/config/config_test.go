@@ -57,7 +57,7 @@ func TestDefault(t *testing.T) {
 		},
 		Stream:   Stream{Address: "127.0.0.1:0"},
 		CDI:      CDI{SpecDirs: []string{"/etc/cdi", "/var/run/cdi"}},
-		Runtimes: map[string]Runtime{"runc-system": {Runc: "runc", Root: "/run/berth/runtimes/runc-system"}},
+		Runtimes: map[string]Runtime{"runc-system": {Runc: "runc"}},
 	}
 	if !reflect.DeepEqual(c, want) {
 		t.Errorf("Default() = %+v\nwant %+v", c, want)
@@ -338,8 +338,15 @@ func TestRuntimesDefaultAndEmpty(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if want := map[string]Runtime{"kata": {Runc: "/opt/kata/runc", Root: "/run/b/runtimes/kata"}}; !maps.Equal(c.Runtimes, want) {
+	if want := map[string]Runtime{"kata": {Runc: "/opt/kata/runc"}}; !maps.Equal(c.Runtimes, want) {
 		t.Errorf("runtimes %v, want %v (a table of one's own replaces the default runc-system)", c.Runtimes, want)
+	}
+	if got := c.RuntimeRoot("kata"); got != "/run/b/runtimes/kata" {
+		t.Errorf("kata's root %q, want it under the state dir", got)
+	}
+	c.StateDir = "/run/other" // as --state sets it after the file is read
+	if got := c.RuntimeRoot("kata"); got != "/run/other/runtimes/kata" {
+		t.Errorf("kata's root %q after the state dir moved, want /run/other/runtimes/kata", got)
 	}
 	c, err = Load(writeConfig(t, "runtimes = {}\n"), true)
 	if err != nil || len(c.Runtimes) != 0 {

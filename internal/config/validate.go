@@ -119,6 +119,7 @@ func runtimes(c Config) error {
 	sort.Strings(names)
 	for _, name := range names {
 		r, key := c.Runtimes[name], "runtimes."+name
+		root := c.RuntimeRoot(name)
 		switch {
 		case !handlerName.MatchString(name) || len(name) > 63:
 			return invalid(key, "handler name %q: want a DNS label (lower-case letters, digits, '-')", name)
@@ -126,15 +127,15 @@ func runtimes(c Config) error {
 			return invalid(key, "\"runc\" is the default handler: set the runc and runc_root keys")
 		case r.Runc == "":
 			return invalid(key+".runc", "empty")
-		case !filepath.IsAbs(r.Root) || filepath.Clean(r.Root) != r.Root:
-			return invalid(key+".root", "path %q is not absolute and clean", r.Root)
-		case roots[r.Root] != "":
-			return invalid(key+".root", "%q is already %s's", r.Root, roots[r.Root])
+		case !filepath.IsAbs(root) || filepath.Clean(root) != root:
+			return invalid(key+".root", "path %q is not absolute and clean", root)
+		case roots[root] != "":
+			return invalid(key+".root", "%q is already %s's", root, roots[root])
 		}
 		if err := binary(key+".runc", r.Runc); err != nil {
 			return err
 		}
-		roots[r.Root] = key
+		roots[root] = key
 	}
 	return nil
 }
