@@ -37,7 +37,7 @@ func resolveRunc(ctx context.Context, cfg *config.Config, log *slog.Logger) (cri
 		return info, nil
 	}
 	info.Version = v.Version
-	if filepath.Base(path) != config.DefaultRunc {
+	if !isPinnedRunc(path) {
 		log.Warn("runc: not the pinned berth-runc (make install puts it beside berth); running this one", "path", path, "runc", v.String())
 	} else {
 		log.Info("runc", "path", path, "runc", v.String())
@@ -63,7 +63,7 @@ func runcLine(ctx context.Context, opts *globalOptions, cmd *cobra.Command) stri
 		return fmt.Sprintf("runc: %s (version unknown: %v)", path, err)
 	}
 	pinned := "the pinned berth-runc"
-	if filepath.Base(path) != config.DefaultRunc {
+	if !isPinnedRunc(path) {
 		pinned = "not the pinned berth-runc"
 	}
 	return fmt.Sprintf("%s at %s, %s", v, path, pinned)
@@ -109,3 +109,7 @@ func criHandlers(ctx context.Context, handlers map[string]pod.Runtime, log *slog
 	}
 	return out
 }
+
+// isPinnedRunc reports whether path is the pinned runc make installs
+// (berth-runc), not a system's.
+func isPinnedRunc(path string) bool { return filepath.Base(path) == config.DefaultRunc }
