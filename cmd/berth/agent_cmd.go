@@ -182,7 +182,7 @@ func runAgent(ctx context.Context, cfg config.Config, flags *agentFlags, endpoin
 	if err != nil {
 		return fmt.Errorf("agent: runtime %s: %w", endpoint, err)
 	}
-	if err := store.MkdirPrivate(cfg.StateDir); err != nil {
+	if err := store.MkdirTraversable(cfg.StateDir); err != nil {
 		return fmt.Errorf("agent: state directory %s: %w", cfg.StateDir, err)
 	}
 	agentCfg, err := flags.config(cfg, cri, log)

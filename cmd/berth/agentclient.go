@@ -90,7 +90,7 @@ func startDetachedServe(cmd *cobra.Command, cfg config.Config) (string, error) {
 	if err != nil {
 		return "", fmt.Errorf("start berth serve: find own executable: %w", err)
 	}
-	if err := store.MkdirPrivate(cfg.StateDir); err != nil {
+	if err := store.MkdirTraversable(cfg.StateDir); err != nil {
 		return "", fmt.Errorf("start berth serve: state directory %s: %w", cfg.StateDir, err)
 	}
 	logPath := filepath.Join(cfg.StateDir, "berth-serve.log")

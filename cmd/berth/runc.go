@@ -85,15 +85,17 @@ func runtimeHandlers(cfg config.Config, log *slog.Logger) map[string]pod.Runtime
 	return out
 }
 
-// criHandlers describes the extra handlers for Status: each runc's version
-// and whether it makes recursive read-only mounts.
-func criHandlers(ctx context.Context, handlers map[string]pod.Runtime, log *slog.Logger) []criserver.Handler {
+// criHandlers describes the extra handlers for Status: each runc's version,
+// whether it makes recursive read-only mounts and whether its pods may run
+// in user namespaces (usernsOK, usernsSupport's).
+func criHandlers(ctx context.Context, handlers map[string]pod.Runtime, usernsOK map[string]error, log *slog.Logger) []criserver.Handler {
 	names := slices.Sorted(maps.Keys(handlers))
 	out := make([]criserver.Handler, 0, len(names))
 	for _, name := range names {
 		r := handlers[name]
 		rt := &runc.Runc{Path: r.RuncPath, Root: r.RuncRoot}
-		h := criserver.Handler{Name: name, OCIRuntime: criserver.OCIRuntime{Path: r.RuncPath}}
+		err, probed := usernsOK[name]
+		h := criserver.Handler{Name: name, OCIRuntime: criserver.OCIRuntime{Path: r.RuncPath}, UserNamespaces: probed && err == nil}
 		vctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 		if v, err := rt.Version(vctx); err == nil {
 			h.OCIRuntime.Version = v.Version

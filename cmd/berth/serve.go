@@ -200,8 +200,9 @@ func startCRI(ctx context.Context, cfg config.Config, deps *dependencies, stream
 		Stats: deps.pods, Events: deps.pods, Exec: deps.pods, Streaming: streams,
 		RPCs: obs.rpcs, Quarantine: quarantine{deps.pods, deps.images}, Host: deps.pods, ContainerFs: deps.pods,
 		RecursiveReadOnlyMounts: runcSupports(ctx, cfg, "rro", log),
+		UserNamespaces:          deps.userns[pod.DefaultHandler] == nil,
 		OCIRuntime:              deps.runc,
-		Handlers:                criHandlers(ctx, deps.handlers, log),
+		Handlers:                criHandlers(ctx, deps.handlers, deps.userns, log),
 		SystemdCgroup:           cfg.SystemdCgroup(),
 	})
 	lis, err := listen(cfg.Socket)
@@ -240,12 +241,14 @@ func checkCgroupDriver(cfg config.Config) error {
 }
 
 // makeDirs creates the root and state directories, root-only (berth owns
-// them whole), and the socket's directory when it is missing.
+// them whole; the state directory may be traversed: store.TraversableDirMode),
+// and the socket's directory when it is missing.
 func makeDirs(cfg config.Config) error {
-	for _, dir := range []string{cfg.RootDir, cfg.StateDir} {
-		if err := store.MkdirPrivate(dir); err != nil {
-			return err
-		}
+	if err := store.MkdirPrivate(cfg.RootDir); err != nil {
+		return err
+	}
+	if err := store.MkdirTraversable(cfg.StateDir); err != nil {
+		return err
 	}
 	if err := os.MkdirAll(filepath.Dir(cfg.Socket), store.PrivateDirMode); err != nil {
 		return fmt.Errorf("directory %s: %w", filepath.Dir(cfg.Socket), err)
@@ -276,6 +279,7 @@ type dependencies struct {
 	pods     *pod.Service
 	runc     criserver.OCIRuntime   // the runc in use, for Status
 	handlers map[string]pod.Runtime // the other runtime handlers
+	userns   map[string]error       // per handler: nil where pods may run in user namespaces
 }
 
 // wire builds the services from the configuration; phases may be nil.
@@ -314,17 +318,23 @@ func wire(cfg config.Config, log *slog.Logger, phases pod.PhaseObserver) (*depen
 		return nil, err
 	}
 	handlers := runtimeHandlers(cfg, log)
+	usernsIDs, err := usernsRange(cfg, log)
+	if err != nil {
+		return nil, err
+	}
+	usernsOK := usernsSupport(context.Background(), cfg, runcPath, pausePath, handlers, log)
 	pods, err := pod.New(pod.Config{
 		RootDir: cfg.RootDir, StateDir: cfg.StateDir, Controllers: controllers,
 		RuncPath: runcPath, RuncRoot: cfg.RuncRoot,
 		MonitorPath: monitorPath, PausePath: pausePath,
 		Images: images, Network: netStatus.cni, Logger: log, Phases: phases,
 		SystemdCgroup: cfg.SystemdCgroup(), Devices: devices, Runtimes: handlers,
+		UsernsRange: usernsIDs, UsernsSupport: usernsOK,
 	})
 	if err != nil {
 		return nil, err
 	}
-	return &dependencies{images: images, network: netStatus, pods: pods, handlers: handlers}, nil
+	return &dependencies{images: images, network: netStatus, pods: pods, handlers: handlers, userns: usernsOK}, nil
 }
 
 // pullConfig is the image store's view of the [registry] section.

@@ -71,6 +71,18 @@ type Config struct {
 	// the runc and runc_root keys), by name. Default: runc-system, the
 	// system's runc from PATH; an empty table (runtimes = {}) has none.
 	Runtimes map[string]Runtime `toml:"runtimes"`
+	// UserNamespaces configures pods in user namespaces (CRI UserNamespace
+	// mode POD, Kubernetes hostUsers: false).
+	UserNamespaces UserNamespaces `toml:"user_namespaces"`
+}
+
+// UserNamespaces says where pods' user namespace mappings may lie: the
+// subordinate ids of SubIDUser in SubUIDFile and SubGIDFile when either
+// names it, else anywhere but the host's root.
+type UserNamespaces struct {
+	SubIDUser  string `toml:"subid_user"`  // default berth
+	SubUIDFile string `toml:"subuid_file"` // default /etc/subuid
+	SubGIDFile string `toml:"subgid_file"` // default /etc/subgid
 }
 
 // Runtime is a runtime handler of [runtimes.<name>]: another runc.
@@ -172,6 +184,9 @@ func (c *Config) ApplyDefaults() {
 	if c.Runtimes == nil {
 		c.Runtimes = map[string]Runtime{SystemRuncHandler: {Runc: SystemRunc}}
 	}
+	setDefault(&c.UserNamespaces.SubIDUser, "berth")
+	setDefault(&c.UserNamespaces.SubUIDFile, "/etc/subuid")
+	setDefault(&c.UserNamespaces.SubGIDFile, "/etc/subgid")
 }
 
 // RuntimeRoot is the --root of runtime handler name: its root key, else

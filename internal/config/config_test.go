@@ -55,9 +55,10 @@ func TestDefault(t *testing.T) {
 			MaxLayerEntries: 1 << 20,
 			MinFreeSpace:    "1GiB",
 		},
-		Stream:   Stream{Address: "127.0.0.1:0"},
-		CDI:      CDI{SpecDirs: []string{"/etc/cdi", "/var/run/cdi"}},
-		Runtimes: map[string]Runtime{"runc-system": {Runc: "runc"}},
+		Stream:         Stream{Address: "127.0.0.1:0"},
+		CDI:            CDI{SpecDirs: []string{"/etc/cdi", "/var/run/cdi"}},
+		Runtimes:       map[string]Runtime{"runc-system": {Runc: "runc"}},
+		UserNamespaces: UserNamespaces{SubIDUser: "berth", SubUIDFile: "/etc/subuid", SubGIDFile: "/etc/subgid"},
 	}
 	if !reflect.DeepEqual(c, want) {
 		t.Errorf("Default() = %+v\nwant %+v", c, want)

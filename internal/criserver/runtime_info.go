@@ -38,12 +38,12 @@ func (s *Server) Status(_ context.Context, req *runtimeapi.StatusRequest) (*runt
 		netCond,
 	}}}
 	resp.RuntimeHandlers = []*runtimeapi.RuntimeHandler{
-		{Name: "", Features: &runtimeapi.RuntimeHandlerFeatures{RecursiveReadOnlyMounts: s.rro}},
-		{Name: "runc", Features: &runtimeapi.RuntimeHandlerFeatures{RecursiveReadOnlyMounts: s.rro}},
+		{Name: "", Features: &runtimeapi.RuntimeHandlerFeatures{RecursiveReadOnlyMounts: s.rro, UserNamespaces: s.userns}},
+		{Name: "runc", Features: &runtimeapi.RuntimeHandlerFeatures{RecursiveReadOnlyMounts: s.rro, UserNamespaces: s.userns}},
 	}
 	for _, h := range s.handlers {
 		resp.RuntimeHandlers = append(resp.RuntimeHandlers, &runtimeapi.RuntimeHandler{
-			Name: h.Name, Features: &runtimeapi.RuntimeHandlerFeatures{RecursiveReadOnlyMounts: h.RecursiveReadOnlyMounts}})
+			Name: h.Name, Features: &runtimeapi.RuntimeHandlerFeatures{RecursiveReadOnlyMounts: h.RecursiveReadOnlyMounts, UserNamespaces: h.UserNamespaces}})
 	}
 	resp.Features = &runtimeapi.RuntimeFeatures{SupplementalGroupsPolicy: true, MountOptions: true} // mount_options: nosuid, nodev, noexec (oci)
 	if req.GetVerbose() {
@@ -67,6 +67,7 @@ type OCIRuntime struct {
 type Handler struct {
 	Name                    string
 	RecursiveReadOnlyMounts bool
+	UserNamespaces          bool // pods may run in user namespaces (CRI UserNamespace mode POD)
 	OCIRuntime              OCIRuntime
 }
 

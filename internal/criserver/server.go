@@ -119,6 +119,9 @@ type Config struct {
 	// RecursiveReadOnlyMounts says the OCI runtime can make bind mounts
 	// read-only recursively (runc's "rro"); Status advertises it.
 	RecursiveReadOnlyMounts bool
+	// UserNamespaces says the default handler's pods may run in user
+	// namespaces (its runc and the host can idmap mounts).
+	UserNamespaces bool
 
 	// SystemdCgroup says berth runs with cgroup_driver = "systemd";
 	// RuntimeConfig reports it, and kubelet follows.
@@ -144,6 +147,7 @@ type Server struct {
 	layers     ContainerFs
 	version    string
 	rro        bool
+	userns     bool
 	systemd    bool
 	ociRuntime OCIRuntime
 	handlers   []Handler
@@ -160,7 +164,7 @@ func New(cfg Config) *Server {
 		sandboxes: cfg.Sandboxes, containers: cfg.Containers, images: cfg.Images,
 		network: cfg.Network, version: cfg.Version, log: cfg.Logger,
 		stats: cfg.Stats, events: cfg.Events,
-		exec: cfg.Exec, streaming: cfg.Streaming, rpcs: cfg.RPCs, rro: cfg.RecursiveReadOnlyMounts,
+		exec: cfg.Exec, streaming: cfg.Streaming, rpcs: cfg.RPCs, rro: cfg.RecursiveReadOnlyMounts, userns: cfg.UserNamespaces,
 		host: cfg.Host, quarantine: cfg.Quarantine, systemd: cfg.SystemdCgroup, layers: cfg.ContainerFs,
 		ociRuntime: cfg.OCIRuntime, handlers: cfg.Handlers,
 	}

@@ -17,19 +17,28 @@ var maxMountData = os.Getpagesize() - 1
 
 // MountRootfs mounts an overlay at target with layerPaths (bottom first)
 // as lower dirs and upperDir/workDir as the writable layer, creating
-// upperDir, workDir and target when missing.
-func MountRootfs(layerPaths []string, upperDir, workDir, target string) error {
+// upperDir, workDir and target when missing. With idmap set, the lower
+// layers are idmapped into the pod's user namespace (rootfs_idmap.go).
+func MountRootfs(layerPaths []string, upperDir, workDir, target string, idmap *IDMap) error {
 	if len(layerPaths) == 0 {
 		return fmt.Errorf("rootfs %s: no layers: %w", target, errdefs.ErrInvalidArgument)
+	}
+	for _, p := range slices.Concat(layerPaths, []string{upperDir, workDir}) {
+		if p == "" || strings.ContainsAny(p, ":,\n") {
+			return fmt.Errorf("rootfs %s: overlay dir %q: empty or contains ':' or ',': %w", target, p, errdefs.ErrInvalidArgument)
+		}
 	}
 	lowers := make([]string, 0, len(layerPaths))
 	for i := len(layerPaths) - 1; i >= 0; i-- {
 		lowers = append(lowers, layerPaths[i])
 	}
-	for _, p := range slices.Concat(lowers, []string{upperDir, workDir}) {
-		if p == "" || strings.ContainsAny(p, ":,\n") {
-			return fmt.Errorf("rootfs %s: overlay dir %q: empty or contains ':' or ',': %w", target, p, errdefs.ErrInvalidArgument)
+	if idmap != nil {
+		layers, err := idmap.openLayers(lowers)
+		if err != nil {
+			return fmt.Errorf("rootfs %s: %w", target, err)
 		}
+		defer layers.close()
+		lowers = layers.paths()
 	}
 	data := "lowerdir=" + strings.Join(lowers, ":") + ",upperdir=" + upperDir + ",workdir=" + workDir
 	if len(data) > maxMountData {
@@ -38,6 +47,11 @@ func MountRootfs(layerPaths []string, upperDir, workDir, target string) error {
 	}
 	for _, d := range []string{upperDir, workDir, target} {
 		if err := os.MkdirAll(d, 0o755); err != nil {
+			return fmt.Errorf("rootfs %s: %w", target, err)
+		}
+	}
+	if idmap != nil {
+		if err := idmap.ownUpper(upperDir); err != nil {
 			return fmt.Errorf("rootfs %s: %w", target, err)
 		}
 	}

@@ -23,7 +23,7 @@ func TestMountRootfsStacksLayersAndWhiteouts(t *testing.T) {
 	must(t, applyTar(bytes.NewReader(tarOf(t, reg(".wh.b"), dir("d/"), reg("d/.wh..wh..opq"), reg("d/new"), reg("c"))), low2, testLimits))
 	target := filepath.Join(top, "rootfs")
 	upper, work := filepath.Join(top, "upper"), filepath.Join(top, "work")
-	must(t, MountRootfs([]string{low1, low2}, upper, work, target))
+	must(t, MountRootfs([]string{low1, low2}, upper, work, target, nil))
 	t.Cleanup(func() { must(t, UnmountRootfs(target)) })
 
 	for rel, want := range map[string]bool{"a": true, "b": false, "c": true, "d/old": false, "d/new": true} {
@@ -45,11 +45,11 @@ func TestMountRootfsStacksLayersAndWhiteouts(t *testing.T) {
 
 func TestMountRootfsRejectsBadInput(t *testing.T) {
 	top := t.TempDir()
-	err := MountRootfs(nil, filepath.Join(top, "u"), filepath.Join(top, "w"), filepath.Join(top, "t"))
+	err := MountRootfs(nil, filepath.Join(top, "u"), filepath.Join(top, "w"), filepath.Join(top, "t"), nil)
 	if !errors.Is(err, errdefs.ErrInvalidArgument) {
 		t.Errorf("no layers: %v", err)
 	}
-	err = MountRootfs([]string{"/a:b"}, filepath.Join(top, "u"), filepath.Join(top, "w"), filepath.Join(top, "t"))
+	err = MountRootfs([]string{"/a:b"}, filepath.Join(top, "u"), filepath.Join(top, "w"), filepath.Join(top, "t"), nil)
 	if !errors.Is(err, errdefs.ErrInvalidArgument) {
 		t.Errorf("colon in layer path: %v", err)
 	}
@@ -57,7 +57,7 @@ func TestMountRootfsRejectsBadInput(t *testing.T) {
 	for i := range long {
 		long[i] = filepath.Join(top, "layers", string(bytes.Repeat([]byte{'a' + byte(i%26)}, 64)))
 	}
-	err = MountRootfs(long, filepath.Join(top, "u"), filepath.Join(top, "w"), filepath.Join(top, "t"))
+	err = MountRootfs(long, filepath.Join(top, "u"), filepath.Join(top, "w"), filepath.Join(top, "t"), nil)
 	if !errors.Is(err, errdefs.ErrInvalidArgument) {
 		t.Errorf("options over a page: %v", err)
 	}

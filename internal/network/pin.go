@@ -10,11 +10,15 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/berth-dev/berth/internal/errdefs"
+	"github.com/berth-dev/berth/internal/userns"
 )
 
 // Namespaces holds the pinned namespace files of a pod; "" when not pinned.
 type Namespaces struct {
 	Net, IPC, UTS string
+	// User is the pod's user namespace (PinOptions.User), which owns the
+	// others.
+	User string
 }
 
 // PinOptions says which namespaces to create and where to pin them.
@@ -24,6 +28,12 @@ type PinOptions struct {
 	IPC      bool
 	UTS      bool
 	Hostname string // set inside the new UTS namespace; needs UTS
+	// User, when set, pins a new user namespace with this mapping too,
+	// and makes the other namespaces inside it so that it owns them (a
+	// pod's root may then set its sysctls, mount its sysfs, bind its low
+	// ports). Holder is what its holder process runs (userns.StartHolder).
+	User   *userns.Mapping
+	Holder []string
 }
 
 // nsfsMagic is the statfs type of namespace files (NSFS_MAGIC).
@@ -39,6 +49,7 @@ type pinKind struct {
 }
 
 var pinKinds = []pinKind{
+	{"user", unix.CLONE_NEWUSER},
 	{"net", unix.CLONE_NEWNET},
 	{"ipc", unix.CLONE_NEWIPC},
 	{"uts", unix.CLONE_NEWUTS},
@@ -82,7 +93,11 @@ func Pin(opts PinOptions) (ns *Namespaces, err error) {
 	if len(kinds) == 0 {
 		return ns, nil
 	}
-	onSpareThread(func() bool { err = unshareAndPin(opts, kinds); return false })
+	if opts.User != nil {
+		err = pinFromHolder(opts, kinds)
+	} else {
+		onSpareThread(func() bool { err = unshareAndPin(opts, kinds); return false })
+	}
 	if err != nil {
 		return nil, fmt.Errorf("namespace pins %s: %w", opts.Dir, err)
 	}
@@ -97,6 +112,8 @@ func (n *Namespaces) set(kind, path string) {
 		n.IPC = path
 	case "uts":
 		n.UTS = path
+	case "user":
+		n.User = path
 	}
 }
 
@@ -107,12 +124,15 @@ func validatePin(opts PinOptions) ([]pinKind, error) {
 	if opts.Hostname != "" && !opts.UTS {
 		return nil, fmt.Errorf("namespace pins: hostname %q: needs a new UTS namespace: %w", opts.Hostname, errdefs.ErrInvalidArgument)
 	}
+	if opts.User != nil && len(opts.Holder) == 0 {
+		return nil, fmt.Errorf("namespace pins: user namespace: no holder executable: %w", errdefs.ErrInvalidArgument)
+	}
 	if len(opts.Hostname) > maxHostnameLen {
 		return nil, fmt.Errorf("namespace pins: hostname %q: longer than %d bytes: %w", opts.Hostname, maxHostnameLen, errdefs.ErrInvalidArgument)
 	}
 	var kinds []pinKind
 	for _, k := range pinKinds {
-		if (k.name == "net" && opts.Net) || (k.name == "ipc" && opts.IPC) || (k.name == "uts" && opts.UTS) {
+		if (k.name == "user" && opts.User != nil) || (k.name == "net" && opts.Net) || (k.name == "ipc" && opts.IPC) || (k.name == "uts" && opts.UTS) {
 			kinds = append(kinds, k)
 		}
 	}

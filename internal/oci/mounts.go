@@ -38,7 +38,7 @@ func standardMounts(privileged bool) []specs.Mount {
 // over), then the pod files and the request's binds, parents before
 // children.
 func containerMounts(in Input, opts *runtimeapi.NamespaceOption) ([]specs.Mount, string, error) {
-	requested, propagation, err := requestedMounts(in.Config.GetMounts())
+	requested, propagation, err := requestedMounts(in.Sandbox, in.Config.GetMounts())
 	if err != nil {
 		return nil, "", err
 	}
@@ -98,12 +98,17 @@ func podFileMounts(sb Sandbox, covered map[string]bool, readonly bool) []specs.M
 
 // requestedMounts converts the CRI mounts to bind mounts and returns the
 // rootfs propagation they need ("rshared" for a bidirectional mount,
-// "rslave" for host-to-container, else "").
-func requestedMounts(requested []*runtimeapi.Mount) ([]specs.Mount, string, error) {
+// "rslave" for host-to-container, else ""). A mount with the pod's id
+// mappings is idmapped into its user namespace.
+func requestedMounts(sb Sandbox, requested []*runtimeapi.Mount) ([]specs.Mount, string, error) {
 	mounts := make([]specs.Mount, 0, len(requested))
 	rootfsPropagation := ""
 	for i, m := range requested {
 		dest, err := checkRequestedMount(m)
+		if err != nil {
+			return nil, "", fmt.Errorf("mounts[%d] %q: %w", i, m.GetContainerPath(), err)
+		}
+		idmap, err := mountIDMap(sb, m)
 		if err != nil {
 			return nil, "", fmt.Errorf("mounts[%d] %q: %w", i, m.GetContainerPath(), err)
 		}
@@ -130,7 +135,7 @@ func requestedMounts(requested []*runtimeapi.Mount) ([]specs.Mount, string, erro
 			mode = "ro"
 		}
 		mounts = append(mounts, specs.Mount{Destination: dest, Type: "bind", Source: path.Clean(m.GetHostPath()),
-			Options: append([]string{"rbind", propagation, mode}, m.GetMountOptions()...)})
+			Options: append(append([]string{"rbind", propagation, mode}, m.GetMountOptions()...), idmap...)})
 	}
 	return mounts, rootfsPropagation, nil
 }
@@ -146,8 +151,6 @@ func checkRequestedMount(m *runtimeapi.Mount) (string, error) {
 		return "", fmt.Errorf("recursive_read_only: needs readonly: %w", errdefs.ErrInvalidArgument)
 	case m.GetRecursiveReadOnly() && m.GetPropagation() != runtimeapi.MountPropagation_PROPAGATION_PRIVATE:
 		return "", fmt.Errorf("recursive_read_only: needs propagation PRIVATE, not %s: %w", m.GetPropagation(), errdefs.ErrInvalidArgument)
-	case len(m.GetUidMappings()) > 0 || len(m.GetGidMappings()) > 0:
-		return "", fmt.Errorf("id-mapped mount: %w", errdefs.ErrNotImplemented)
 	case !path.IsAbs(m.GetContainerPath()):
 		return "", fmt.Errorf("container path: not absolute: %w", errdefs.ErrInvalidArgument)
 	case dest == "/":

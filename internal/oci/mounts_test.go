@@ -74,7 +74,7 @@ func TestContainerMountsPropagation(t *testing.T) {
 			for i, mode := range tc.modes {
 				requested = append(requested, &runtimeapi.Mount{ContainerPath: "/m" + string(rune('a'+i)), HostPath: "/h", Propagation: mode})
 			}
-			mounts, rootfs, err := requestedMounts(requested)
+			mounts, rootfs, err := requestedMounts(Sandbox{}, requested)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -141,7 +141,7 @@ func TestContainerMountsShmAndDev(t *testing.T) {
 }
 
 func TestRecursiveReadOnlyMount(t *testing.T) {
-	mounts, _, err := requestedMounts([]*runtimeapi.Mount{{ContainerPath: "/d", HostPath: "/h", Readonly: true, RecursiveReadOnly: true}})
+	mounts, _, err := requestedMounts(Sandbox{}, []*runtimeapi.Mount{{ContainerPath: "/d", HostPath: "/h", Readonly: true, RecursiveReadOnly: true}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -151,7 +151,7 @@ func TestRecursiveReadOnlyMount(t *testing.T) {
 }
 
 func TestMountOptionsOnlyTakeRightsAway(t *testing.T) {
-	mounts, _, err := requestedMounts([]*runtimeapi.Mount{{ContainerPath: "/d", HostPath: "/h", MountOptions: []string{"noexec", "nosuid", "nodev"}}})
+	mounts, _, err := requestedMounts(Sandbox{}, []*runtimeapi.Mount{{ContainerPath: "/d", HostPath: "/h", MountOptions: []string{"noexec", "nosuid", "nodev"}}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -178,9 +178,9 @@ func TestRequestedMountErrors(t *testing.T) {
 			Propagation: runtimeapi.MountPropagation_PROPAGATION_BIDIRECTIONAL}, errdefs.ErrInvalidArgument},
 		{"mount option that grants", &runtimeapi.Mount{ContainerPath: "/d", HostPath: "/h", MountOptions: []string{"nosuid", "suid"}}, errdefs.ErrInvalidArgument},
 		{"mount option rw over ro", &runtimeapi.Mount{ContainerPath: "/d", HostPath: "/h", Readonly: true, MountOptions: []string{"rw"}}, errdefs.ErrInvalidArgument},
-		{"id mapped", &runtimeapi.Mount{ContainerPath: "/d", HostPath: "/h", UidMappings: []*runtimeapi.IDMapping{{Length: 1}}}, errdefs.ErrNotImplemented},
+		{"id mapped outside a user namespace", &runtimeapi.Mount{ContainerPath: "/d", HostPath: "/h", UidMappings: []*runtimeapi.IDMapping{{Length: 1}}}, errdefs.ErrInvalidArgument},
 	} {
-		if _, _, err := requestedMounts([]*runtimeapi.Mount{tc.m}); !errors.Is(err, tc.class) {
+		if _, _, err := requestedMounts(Sandbox{}, []*runtimeapi.Mount{tc.m}); !errors.Is(err, tc.class) {
 			t.Errorf("%s: err = %v, want %v", tc.name, err, tc.class)
 		}
 	}

@@ -35,14 +35,15 @@ func containerNamespaceOptions(in Input) *runtimeapi.NamespaceOption {
 // network, IPC and UTS joined from the pod's pins (or the host's for NODE;
 // UTS follows the network), PID per its mode, always a new mount namespace.
 func containerNamespaces(sb Sandbox, opts *runtimeapi.NamespaceOption, targetPID int) ([]specs.LinuxNamespace, error) {
-	if err := checkUserNamespace(opts); err != nil {
+	user, err := userNamespace(sb, opts)
+	if err != nil {
 		return nil, err
 	}
 	shared, err := podNamespaces(sb, opts)
 	if err != nil {
 		return nil, err
 	}
-	namespaces := append([]specs.LinuxNamespace{{Type: specs.MountNamespace}}, shared...)
+	namespaces := append(append(user, specs.LinuxNamespace{Type: specs.MountNamespace}), shared...)
 	pid, host, err := pidNamespace(sb, opts, targetPID)
 	if err != nil {
 		return nil, err
@@ -119,14 +120,6 @@ func pidNamespace(sb Sandbox, opts *runtimeapi.NamespaceOption, targetPID int) (
 	default:
 		return ns, false, fmt.Errorf("namespace options: pid mode %d: unknown: %w", opts.GetPid(), errdefs.ErrInvalidArgument)
 	}
-}
-
-func checkUserNamespace(opts *runtimeapi.NamespaceOption) error {
-	userns := opts.GetUsernsOptions()
-	if userns == nil || userns.GetMode() == runtimeapi.NamespaceMode_NODE {
-		return nil
-	}
-	return fmt.Errorf("namespace options: user namespace mode %s: %w", userns.GetMode(), errdefs.ErrNotImplemented)
 }
 
 // podHostname is the hostname runc sets: the pod's, unless the container

@@ -70,8 +70,14 @@ func TestContainerNamespaceErrors(t *testing.T) {
 		{"target without id", testSandbox(), &runtimeapi.NamespaceOption{Pid: runtimeapi.NamespaceMode_TARGET}, 5, errdefs.ErrInvalidArgument},
 		{"pod network not pinned", unpinned, &runtimeapi.NamespaceOption{Pid: runtimeapi.NamespaceMode_CONTAINER}, 0, errdefs.ErrFailedPrecondition},
 		{"network mode CONTAINER", testSandbox(), &runtimeapi.NamespaceOption{Network: runtimeapi.NamespaceMode_CONTAINER}, 0, errdefs.ErrInvalidArgument},
-		{"user namespace", testSandbox(), &runtimeapi.NamespaceOption{Pid: runtimeapi.NamespaceMode_CONTAINER,
-			UsernsOptions: &runtimeapi.UserNamespace{Mode: runtimeapi.NamespaceMode_POD}}, 0, errdefs.ErrNotImplemented},
+		{"user namespace POD in a pod without one", testSandbox(), &runtimeapi.NamespaceOption{Pid: runtimeapi.NamespaceMode_CONTAINER,
+			UsernsOptions: &runtimeapi.UserNamespace{Mode: runtimeapi.NamespaceMode_POD}}, 0, errdefs.ErrInvalidArgument},
+		{"user namespace CONTAINER", testSandbox(), &runtimeapi.NamespaceOption{Pid: runtimeapi.NamespaceMode_CONTAINER,
+			UsernsOptions: &runtimeapi.UserNamespace{Mode: runtimeapi.NamespaceMode_CONTAINER}}, 0, errdefs.ErrInvalidArgument},
+		{"user namespace NODE in a pod with one", usernsSandbox(), &runtimeapi.NamespaceOption{Pid: runtimeapi.NamespaceMode_CONTAINER,
+			UsernsOptions: &runtimeapi.UserNamespace{Mode: runtimeapi.NamespaceMode_NODE}}, 0, errdefs.ErrInvalidArgument},
+		{"user namespace with another mapping", usernsSandbox(), &runtimeapi.NamespaceOption{Pid: runtimeapi.NamespaceMode_CONTAINER,
+			UsernsOptions: podUserns(1 << 20)}, 0, errdefs.ErrInvalidArgument},
 	} {
 		if _, err := containerNamespaces(tc.sb, tc.opts, tc.pid); !errors.Is(err, tc.class) {
 			t.Errorf("%s: err = %v, want %v", tc.name, err, tc.class)

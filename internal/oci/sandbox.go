@@ -146,16 +146,17 @@ func sandboxSeccomp(psc *runtimeapi.LinuxSandboxSecurityContext) (*specs.LinuxSe
 	return seccomp, nil
 }
 
-// sandboxNamespaces: new mount and PID namespaces; network, IPC and UTS
-// joined from the pod's pins, or the host's where a pin is absent (host
-// network / host IPC).
+// sandboxNamespaces: the pod's user namespace when it has one; new mount
+// and PID namespaces; network, IPC and UTS joined from the pod's pins, or
+// the host's where a pin is absent (host network / host IPC).
 func sandboxNamespaces(sb Sandbox, opts *runtimeapi.NamespaceOption) ([]specs.LinuxNamespace, error) {
-	if err := checkUserNamespace(opts); err != nil {
+	user, err := userNamespace(sb, opts)
+	if err != nil {
 		return nil, err
 	}
 	shared, err := podNamespaces(sb, opts)
 	if err != nil {
 		return nil, err
 	}
-	return append([]specs.LinuxNamespace{{Type: specs.MountNamespace}, {Type: specs.PIDNamespace}}, shared...), nil
+	return append(append(user, specs.LinuxNamespace{Type: specs.MountNamespace}, specs.LinuxNamespace{Type: specs.PIDNamespace}), shared...), nil
 }

@@ -52,6 +52,9 @@ type Sandbox struct {
 	// ShmPath is an optional pod-wide /dev/shm; "" gives each container a
 	// private tmpfs.
 	ShmPath string
+	// UserNS is the pinned user namespace of a pod whose config asks for
+	// one (user namespace mode POD); its containers join it.
+	UserNS string
 }
 
 // Image is the resolved image of a container.

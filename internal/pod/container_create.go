@@ -144,7 +144,7 @@ func (s *Service) newContainerRecord(cfg *runtimeapi.ContainerConfig, sb *Sandbo
 		ImageName:      cfg.GetImage().GetImage(),
 		StopSignal:     img.Config.Config.StopSignal,
 		Bundle:         bundle,
-		Rootfs:         filepath.Join(bundle, "rootfs"),
+		Rootfs:         s.containerRootfs(sb, id, bundle),
 		Dir:            filepath.Join(s.containersDir(), id),
 		Config:         cfg,
 	}
@@ -184,7 +184,7 @@ func (s *Service) prepareBundle(rec *Container, sb *Sandbox, img image.Image, de
 	}
 	rb.add("unmount rootfs", func(context.Context) error { return s.host.UnmountRootfs(rec.Rootfs) })
 	mounted := s.phase(opCreateContainer, "rootfs")
-	err = s.host.MountRootfs(layers, filepath.Join(rec.Dir, "upper"), filepath.Join(rec.Dir, "work"), rec.Rootfs)
+	err = s.host.MountRootfs(layers, filepath.Join(rec.Dir, "upper"), filepath.Join(rec.Dir, "work"), rec.Rootfs, rootfsIDMap(sb))
 	mounted()
 	if err != nil {
 		return fmt.Errorf("rootfs: %w", err)
@@ -247,6 +247,7 @@ func ociSandbox(sb *Sandbox) oci.Sandbox {
 		HostnamePath:   sb.HostnamePath,
 		HostsPath:      sb.HostsPath,
 		ResolvConfPath: sb.ResolvConfPath,
+		UserNS:         sb.UserNS,
 	}
 	if sb.PausePid != 0 {
 		o.PIDNS = fmt.Sprintf("/proc/%d/ns/pid", sb.PausePid)

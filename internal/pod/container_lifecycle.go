@@ -190,6 +190,14 @@ func (s *Service) cleanUpContainer(ctx context.Context, rec *Container) error {
 	if err := s.host.UnmountRootfs(filepath.Join(s.bundlesDir(), rec.ID, "rootfs")); err != nil {
 		return fmt.Errorf("rootfs: %w", err)
 	}
+	if s.inUsernsDir(rec.Rootfs) {
+		if err := s.host.UnmountRootfs(rec.Rootfs); err != nil {
+			return fmt.Errorf("rootfs: %w", err)
+		}
+		if err := removeEmptyDir(rec.Rootfs); err != nil {
+			return fmt.Errorf("rootfs: %w", err)
+		}
+	}
 	// Everything else first, the record last: a crash in between leaves a
 	// record that recovery finishes.
 	dir := filepath.Join(s.containersDir(), rec.ID)

@@ -16,6 +16,7 @@ import (
 	"testing"
 
 	"github.com/berth-dev/berth/internal/errdefs"
+	"github.com/berth-dev/berth/internal/image"
 	"github.com/berth-dev/berth/internal/monitor"
 	"github.com/berth-dev/berth/internal/network"
 	"github.com/berth-dev/berth/internal/runc"
@@ -169,7 +170,7 @@ func (f *fakeWorld) PinNamespaces(o network.PinOptions) (*network.Namespaces, er
 		on   bool
 		name string
 		to   *string
-	}{{o.Net, "net", &ns.Net}, {o.IPC, "ipc", &ns.IPC}, {o.UTS, "uts", &ns.UTS}} {
+	}{{o.User != nil, "user", &ns.User}, {o.Net, "net", &ns.Net}, {o.IPC, "ipc", &ns.IPC}, {o.UTS, "uts", &ns.UTS}} {
 		if !p.on {
 			continue
 		}
@@ -193,7 +194,7 @@ func (f *fakeWorld) UnpinNamespaces(dir string) error {
 	if err := f.call("unpin", dirID(dir)); err != nil {
 		return err
 	}
-	for _, name := range []string{"net", "ipc", "uts"} {
+	for _, name := range []string{"user", "net", "ipc", "uts"} {
 		f.setPinned(filepath.Join(dir, name), false)
 		if err := os.Remove(filepath.Join(dir, name)); err != nil && !errors.Is(err, fs.ErrNotExist) {
 			return err
@@ -212,7 +213,7 @@ func (f *fakeWorld) IsPinned(path string) bool {
 }
 
 // MountRootfs makes the dirs image.MountRootfs makes, and mounts nothing.
-func (f *fakeWorld) MountRootfs(_ []string, upper, work, target string) error {
+func (f *fakeWorld) MountRootfs(_ []string, upper, work, target string, _ *image.IDMap) error {
 	if err := f.call("mount", dirID(target)); err != nil {
 		return err
 	}
@@ -253,7 +254,8 @@ func newFakeService(t *testing.T, root, state string, f *fakeWorld) *Service {
 	writeFile(t, resolv, "nameserver 192.0.2.53\n")
 	s, err := New(Config{RootDir: root, StateDir: state, RuncPath: "/nonexistent/runc",
 		MonitorPath: "/nonexistent/berth-monitor", PausePath: "/nonexistent/berth-pause",
-		Images: noImages{}, Network: f, Logger: slog.New(slog.DiscardHandler), HostResolvConf: resolv})
+		Images: noImages{}, Network: f, Logger: slog.New(slog.DiscardHandler), HostResolvConf: resolv,
+		UsernsSupport: map[string]error{DefaultHandler: nil}})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -3,6 +3,7 @@ package pod
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -20,10 +21,21 @@ import (
 // directory with the berth-pause binary bind-mounted in: no pause image.
 func (s *Service) startPause(ctx context.Context, rec *Sandbox, rb *rollback) error {
 	bundle := filepath.Join(s.bundlesDir(), rec.ID)
-	rootfs := filepath.Join(bundle, "rootfs")
-	rb.add("remove pause bundle", func(context.Context) error { return os.RemoveAll(bundle) })
-	if err := os.MkdirAll(rootfs, 0o755); err != nil {
-		return fmt.Errorf("pod sandbox %s: pause bundle: %w", rec.ID, err)
+	rootfs := s.containerRootfs(rec, pauseRootfsName, bundle)
+	rb.add("remove pause bundle", func(context.Context) error {
+		return errors.Join(s.removePauseRootfs(rec), os.RemoveAll(bundle))
+	})
+	for dir, mode := range map[string]os.FileMode{bundle: store.PrivateDirMode, rootfs: 0o755} {
+		if err := os.MkdirAll(dir, mode); err != nil {
+			return fmt.Errorf("pod sandbox %s: pause bundle: %w", rec.ID, err)
+		}
+	}
+	// runc mounts /proc and /dev there; made here, so that runc need not
+	// write the rootfs (its init, in a pod's user namespace, may not).
+	for _, d := range pauseMountPoints {
+		if err := os.MkdirAll(filepath.Join(rootfs, d), 0o755); err != nil {
+			return fmt.Errorf("pod sandbox %s: pause bundle: %w", rec.ID, err)
+		}
 	}
 	// An empty file as the mount point of the host's berth-pause binary.
 	if err := os.WriteFile(filepath.Join(rootfs, oci.PauseBinary), nil, 0o755); err != nil {
@@ -69,4 +81,30 @@ func (s *Service) startPause(ctx context.Context, rec *Sandbox, rb *rollback) er
 	}
 	rec.PausePid = pid
 	return nil
+}
+
+// pauseRootfsName names berth-pause's rootfs directory in a user-namespaced
+// pod's directory (containerRootfs): no container id looks like it.
+const pauseRootfsName = "pause"
+
+// pauseMountPoints are the directories of berth-pause's rootfs.
+var pauseMountPoints = []string{"proc", "dev"}
+
+// removePauseRootfs removes berth-pause's rootfs directory of a pod in a
+// user namespace (the one in its bundle goes with the bundle): the empty
+// file there and the directory, nothing else.
+func (s *Service) removePauseRootfs(rec *Sandbox) error {
+	if sandboxUserns(rec.Config) == nil {
+		return nil
+	}
+	dir := filepath.Join(s.usernsDir(), rec.ID, pauseRootfsName)
+	if err := os.Remove(filepath.Join(dir, oci.PauseBinary)); err != nil && !errors.Is(err, os.ErrNotExist) {
+		return fmt.Errorf("rootfs: %w", err)
+	}
+	for _, d := range pauseMountPoints {
+		if err := removeEmptyDir(filepath.Join(dir, d)); err != nil {
+			return fmt.Errorf("rootfs: %w", err)
+		}
+	}
+	return removeEmptyDir(dir)
 }

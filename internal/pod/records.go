@@ -39,6 +39,7 @@ type Sandbox struct {
 	NetNS          string       `json:"netns,omitempty"`
 	IPCNS          string       `json:"ipcns,omitempty"`
 	UTSNS          string       `json:"utsns,omitempty"`
+	UserNS         string       `json:"userns,omitempty"` // pinned when the config asks for user namespace mode POD
 	IPs            []string     `json:"ips,omitempty"`
 	NetworkDown    bool         `json:"networkDown,omitempty"` // CNI DEL succeeded: nothing to release`
 	MonitorPid     int          `json:"monitorPid,omitempty"`

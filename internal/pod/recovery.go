@@ -89,6 +89,11 @@ func (s *Service) loadSandboxes(ctx context.Context) int {
 		if err := s.sandboxNames.Reserve(rec.Name, rec.ID); err != nil {
 			s.log.Error("recovery: sandbox name", "id", id, "error", err)
 		}
+		if m := sandboxUserns(rec.Config); m != nil && rec.State == SandboxReady {
+			if err := s.userns.take(rec.ID, rec.Name, *m); err != nil {
+				s.log.Error("recovery: user namespace mapping", "id", id, "error", err)
+			}
+		}
 		s.addSandbox(rec)
 		n++
 	}
@@ -256,6 +261,27 @@ func (s *Service) removeOrphanDirs(ctx context.Context) {
 				_ = s.host.UnmountRootfs(filepath.Join(dir, id, "rootfs"))
 			}
 			_ = os.RemoveAll(filepath.Join(dir, id))
+		}
+	}
+	s.removeOrphanUsernsDirs(known)
+}
+
+// removeOrphanUsernsDirs unmounts and removes the user-namespaced root
+// filesystems no record owns, then the pod directories left empty. Only
+// empty directories are removed: a rootfs that will not unmount stays.
+func (s *Service) removeOrphanUsernsDirs(known map[string]bool) {
+	for _, pod := range recordIDs(s.usernsDir()) {
+		podDir := filepath.Join(s.usernsDir(), pod)
+		for _, id := range recordIDs(podDir) {
+			if known[id] {
+				continue
+			}
+			s.log.Info("recovery: removing orphan rootfs", "dir", filepath.Join(podDir, id))
+			_ = s.host.UnmountRootfs(filepath.Join(podDir, id))
+			_ = removeEmptyDir(filepath.Join(podDir, id))
+		}
+		if !known[pod] {
+			_ = removeEmptyDir(podDir)
 		}
 	}
 }

@@ -64,16 +64,43 @@ func TestRunSandboxRollback(t *testing.T) {
 			done:   []string{"pin", "launch", "setup", "create", "start"},
 			undone: []string{"kill", "delete", "teardown", "stop-monitor", "unpin"}},
 	}
-	for _, tc := range cases {
-		t.Run(tc.step, func(t *testing.T) {
-			root, state := t.TempDir(), t.TempDir()
-			f := newFakeWorld()
-			s := newFakeService(t, root, state, f)
-			tc.inject(t, s, f)
-			cfg := sharedPIDSandboxConfig()
+	for _, variant := range []string{"", " in a user namespace"} {
+		for _, tc := range cases {
+			t.Run(tc.step+variant, func(t *testing.T) {
+				if variant != "" && os.Geteuid() != 0 {
+					t.Skip("chowns: needs root")
+				}
+				runRollbackCase(t, tc.inject, tc.wantErr, tc.done, tc.undone, variant != "", tc.step == "1 reserve name")
+			})
+		}
+	}
+}
+
+// usernsSandboxConfig is sharedPIDSandboxConfig in a user namespace.
+func usernsSandboxConfig() *runtimeapi.PodSandboxConfig {
+	cfg := sharedPIDSandboxConfig()
+	m := []*runtimeapi.IDMapping{{ContainerId: 0, HostId: 65536, Length: 65536}}
+	cfg.Linux.SecurityContext.NamespaceOptions.UsernsOptions = &runtimeapi.UserNamespace{
+		Mode: runtimeapi.NamespaceMode_POD, Uids: m, Gids: m}
+	return cfg
+}
+
+// runRollbackCase runs one case of TestRunSandboxRollback.
+func runRollbackCase(t *testing.T, inject func(t *testing.T, s *Service, f *fakeWorld), wantErr string,
+	wantDone, wantUndone []string, inUserns, twinHoldsName bool) {
+	root, state := t.TempDir(), t.TempDir()
+	f := newFakeWorld()
+	s := newFakeService(t, root, state, f)
+	inject(t, s, f)
+	cfg := sharedPIDSandboxConfig()
+	if inUserns {
+		cfg = usernsSandboxConfig()
+	}
+	{
+		{
 			id, err := s.RunSandbox(context.Background(), cfg, "")
-			if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
-				t.Fatalf("RunSandbox = %q, %v; want an error with %q", id, err, tc.wantErr)
+			if err == nil || !strings.Contains(err.Error(), wantErr) {
+				t.Fatalf("RunSandbox = %q, %v; want an error with %q", id, err, wantErr)
 			}
 			var done, undone []string
 			for _, op := range f.log(true) {
@@ -84,12 +111,12 @@ func TestRunSandboxRollback(t *testing.T) {
 				}
 			}
 			slices.Sort(done)
-			want := slices.Sorted(slices.Values(tc.done))
-			if !slices.Equal(done, want) || !slices.Equal(undone, tc.undone) {
-				t.Errorf("calls %v: done %v, want %v; undone %v, want %v", f.log(false), done, want, undone, tc.undone)
+			want := slices.Sorted(slices.Values(wantDone))
+			if !slices.Equal(done, want) || !slices.Equal(undone, wantUndone) {
+				t.Errorf("calls %v: done %v, want %v; undone %v, want %v", f.log(false), done, want, undone, wantUndone)
 			}
-			checkNoSandboxLeft(t, s, cfg, tc.step == "1 reserve name")
-		})
+			checkNoSandboxLeft(t, s, cfg, twinHoldsName)
+		}
 	}
 }
 
@@ -123,7 +150,10 @@ func TestRunSandboxWithFakes(t *testing.T) {
 // twin's reservation, which must stay).
 func checkNoSandboxLeft(t *testing.T, s *Service, cfg *runtimeapi.PodSandboxConfig, twinHoldsName bool) {
 	t.Helper()
-	for _, dir := range []string{s.podsDir(), s.bundlesDir(), s.exitsDir(), s.monitorsDir()} {
+	if len(s.userns.held) != 0 {
+		t.Errorf("user namespace mappings still held: %v", s.userns.held)
+	}
+	for _, dir := range []string{s.podsDir(), s.bundlesDir(), s.exitsDir(), s.monitorsDir(), s.usernsDir()} {
 		if entries, _ := os.ReadDir(dir); len(entries) != 0 {
 			t.Errorf("%s left: %v", dir, entries)
 		}

@@ -30,6 +30,9 @@ func (s *Service) RunSandbox(ctx context.Context, cfg *runtimeapi.PodSandboxConf
 	if err := validateSandboxConfig(cfg, handler, s.Handlers()); err != nil {
 		return "", err
 	}
+	if err := s.validateUserns(cfg, handler); err != nil {
+		return "", err
+	}
 	if err := oci.ValidateCgroupParent(cfg.GetLinux().GetCgroupParent(), s.cfg.SystemdCgroup); err != nil {
 		return "", fmt.Errorf("config.linux: %w", err)
 	}
@@ -62,6 +65,12 @@ func (s *Service) RunSandbox(ctx context.Context, cfg *runtimeapi.PodSandboxConf
 		return "", fmt.Errorf("pod sandbox %q: %w", rec.Name, err)
 	}
 	rb.add("release name", func(context.Context) error { s.sandboxNames.Release(rec.Name); return nil })
+	if m := sandboxUserns(cfg); m != nil {
+		if err := s.userns.take(rec.ID, rec.Name, *m); err != nil {
+			return "", fmt.Errorf("pod sandbox %q: %w", rec.Name, err)
+		}
+		rb.add("release user namespace mapping", func(context.Context) error { s.userns.release(rec.ID); return nil })
+	}
 	if err := s.saveSandbox(&rec); err != nil {
 		return "", err
 	}
@@ -87,6 +96,9 @@ func (s *Service) setUpSandbox(ctx context.Context, rec *Sandbox, rb *rollback) 
 	if err := os.MkdirAll(dir, store.PrivateDirMode); err != nil {
 		return fmt.Errorf("pod sandbox %s: pod dir: %w", rec.ID, err)
 	}
+	if err := s.makeUsernsPodDir(rec, rb); err != nil {
+		return err
+	}
 	pinned := s.phase(opRunSandbox, "pin_namespaces")
 	ns, err := s.host.PinNamespaces(network.PinOptions{
 		Dir:      filepath.Join(dir, "ns"),
@@ -94,13 +106,15 @@ func (s *Service) setUpSandbox(ctx context.Context, rec *Sandbox, rb *rollback) 
 		IPC:      namespaceMode(cfg).GetIpc() != runtimeapi.NamespaceMode_NODE,
 		UTS:      !rec.HostNetwork,
 		Hostname: cfg.GetHostname(),
+		User:     sandboxUserns(cfg),
+		Holder:   []string{s.cfg.PausePath},
 	})
 	pinned()
 	if err != nil {
 		return fmt.Errorf("pod sandbox %s: namespaces: %w", rec.ID, err)
 	}
 	rb.add("unpin namespaces", func(context.Context) error { return s.host.UnpinNamespaces(filepath.Join(dir, "ns")) })
-	rec.NetNS, rec.IPCNS, rec.UTSNS = ns.Net, ns.IPC, ns.UTS
+	rec.NetNS, rec.IPCNS, rec.UTSNS, rec.UserNS = ns.Net, ns.IPC, ns.UTS, ns.User
 	if err := s.startMonitor(rec, rb); err != nil {
 		return err
 	}
@@ -178,6 +192,14 @@ func (s *Service) writePodFiles(rec *Sandbox, dir string) error {
 	}
 	if err := network.WriteResolvConf(rec.ResolvConfPath, dns, s.cfg.HostResolvConf); err != nil {
 		return fmt.Errorf("resolv.conf: %w", err)
+	}
+	if m := sandboxUserns(cfg); m != nil {
+		// The pod's root owns its files, as the host's root does elsewhere.
+		for _, p := range []string{rec.HostnamePath, rec.HostsPath, rec.ResolvConfPath} {
+			if err := os.Lchown(p, int(m.RootUID()), int(m.RootGID())); err != nil {
+				return fmt.Errorf("pod files: %w", err)
+			}
+		}
 	}
 	return nil
 }

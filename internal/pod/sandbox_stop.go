@@ -74,6 +74,7 @@ func (s *Service) stopSandboxLocked(ctx context.Context, e *sandboxEntry) error 
 			return fmt.Errorf("pod sandbox %s: network: %w", rec.ID, err)
 		}
 	}
+	s.userns.release(rec.ID) // nothing runs in its user namespace any more
 	if rec.State == SandboxNotReady && rec.PausePid == 0 && (rec.NetworkDown || rec.HostNetwork) {
 		return nil
 	}
@@ -141,6 +142,9 @@ func (s *Service) cleanUpSandbox(ctx context.Context, rec *Sandbox) error {
 			return fmt.Errorf("directory %s: %w", dir, err)
 		}
 	}
+	if err := removeEmptyDir(filepath.Join(s.usernsDir(), rec.ID)); err != nil {
+		return err
+	}
 	_ = os.Remove(filepath.Join(s.exitsDir(), rec.ID+".json"))
 	s.removeEmptyDefaultCgroup()
 	return os.RemoveAll(filepath.Dir(s.sandboxRecordPath(rec.ID)))
@@ -151,6 +155,7 @@ func (s *Service) forgetSandbox(rec *Sandbox) {
 	s.mu.Lock()
 	delete(s.sandboxes, rec.ID)
 	s.mu.Unlock()
+	s.userns.release(rec.ID)
 	s.sandboxIDs.Delete(rec.ID)
 	s.sandboxNames.ReleaseByKey(rec.ID)
 }
@@ -164,6 +169,9 @@ func (s *Service) deletePause(ctx context.Context, rec *Sandbox) error {
 		return nil
 	}
 	if err := s.killAndDelete(ctx, s.runtimeFor(rec.RuntimeHandler), rec.ID, bundleCgroupsPath(bundle), true); err != nil {
+		return fmt.Errorf("berth-pause: %w", err)
+	}
+	if err := s.removePauseRootfs(rec); err != nil {
 		return fmt.Errorf("berth-pause: %w", err)
 	}
 	if err := os.RemoveAll(bundle); err != nil {

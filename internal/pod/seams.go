@@ -57,7 +57,7 @@ type podHost interface {
 	PinNamespaces(o network.PinOptions) (*network.Namespaces, error)
 	UnpinNamespaces(dir string) error
 	IsPinned(path string) bool
-	MountRootfs(layers []string, upper, work, target string) error
+	MountRootfs(layers []string, upper, work, target string, idmap *image.IDMap) error
 	UnmountRootfs(target string) error
 	WaitForPlugins(ctx context.Context, podID string)
 }
@@ -145,8 +145,8 @@ func (hostOps) PinNamespaces(o network.PinOptions) (*network.Namespaces, error) 
 }
 func (hostOps) UnpinNamespaces(dir string) error { return network.Unpin(dir) }
 func (hostOps) IsPinned(path string) bool        { return network.IsPinned(path) }
-func (hostOps) MountRootfs(layers []string, upper, work, target string) error {
-	return image.MountRootfs(layers, upper, work, target)
+func (hostOps) MountRootfs(layers []string, upper, work, target string, idmap *image.IDMap) error {
+	return image.MountRootfs(layers, upper, work, target, idmap)
 }
 func (hostOps) UnmountRootfs(target string) error { return image.UnmountRootfs(target) }
 func (hostOps) WaitForPlugins(ctx context.Context, podID string) {

@@ -22,6 +22,7 @@ import (
 	"github.com/berth-dev/berth/internal/network"
 	"github.com/berth-dev/berth/internal/runc"
 	"github.com/berth-dev/berth/internal/store"
+	"github.com/berth-dev/berth/internal/userns"
 )
 
 // Images is what the pod service needs of the image store.
@@ -72,6 +73,13 @@ type Config struct {
 	// RuncRoot), by name: a sandbox's runtime_handler picks one, and all
 	// its containers run with that runc.
 	Runtimes map[string]Runtime
+	// UsernsRange is where pods' user namespace mappings may lie on the
+	// host (the zero value: anywhere but the host's root).
+	UsernsRange userns.Range
+	// UsernsSupport says, per handler name (DefaultHandler for the
+	// default), whether pods may run in user namespaces: nil when its runc
+	// and the host can, the reason when not. A handler not listed cannot.
+	UsernsSupport map[string]error
 }
 
 // Service runs sandboxes and containers. Create it with New, then call Recover
@@ -102,6 +110,8 @@ type Service struct {
 	mu         sync.RWMutex
 	sandboxes  map[string]*sandboxEntry
 	containers map[string]*containerEntry
+	// userns are the user namespace mappings pods hold (userns.go).
+	userns usernsLeases
 	// imagesInUse counts the creates in flight per image id.
 	imagesInUse map[string]int
 
@@ -186,6 +196,9 @@ func New(cfg Config) (*Service, error) {
 			return nil, fmt.Errorf("pod service: %w", err)
 		}
 	}
+	if err := store.MkdirTraversable(s.usernsDir()); err != nil {
+		return nil, fmt.Errorf("pod service: %w", err)
+	}
 	return s, nil
 }
 
@@ -202,6 +215,10 @@ func (s *Service) podsDir() string       { return filepath.Join(s.cfg.StateDir, 
 func (s *Service) bundlesDir() string    { return filepath.Join(s.cfg.StateDir, "bundles") }
 func (s *Service) exitsDir() string      { return filepath.Join(s.cfg.StateDir, "exits") }
 func (s *Service) monitorsDir() string   { return filepath.Join(s.cfg.StateDir, "monitors") }
+
+// usernsDir holds the root filesystems of containers in user namespaces,
+// one directory per pod (userns.go).
+func (s *Service) usernsDir() string { return filepath.Join(s.cfg.StateDir, "userns") }
 
 func (s *Service) sandboxRecordPath(id string) string {
 	return filepath.Join(s.sandboxesDir(), id, "sandbox.json")

@@ -252,20 +252,40 @@ func lastLogError(path string) string {
 	return lastErr
 }
 
-// MountOptions lists the mount options this runc accepts, from
-// `runc features` (e.g. "rro" for recursive read-only bind mounts).
-func (r *Runc) MountOptions(ctx context.Context) ([]string, error) {
+// Features is what `runc features` says berth asks about.
+type Features struct {
+	// MountOptions are the mount options it accepts (e.g. "rro" for
+	// recursive read-only bind mounts).
+	MountOptions []string `json:"mountOptions"`
+	Linux        struct {
+		MountExtensions struct {
+			IDMap struct {
+				Enabled bool `json:"enabled"` // idmapped bind mounts (runc 1.2 and later)
+			} `json:"idmap"`
+		} `json:"mountExtensions"`
+	} `json:"linux"`
+}
+
+// Features asks `runc features`.
+func (r *Runc) Features(ctx context.Context) (*Features, error) {
 	out, err := r.output(ctx, "features", "", []string{"features"})
 	if err != nil {
 		return nil, err
 	}
-	var features struct {
-		MountOptions []string `json:"mountOptions"`
-	}
+	var features Features
 	if err := json.Unmarshal(out, &features); err != nil {
 		return nil, fmt.Errorf("runc features: %w", err)
 	}
-	return features.MountOptions, nil
+	return &features, nil
+}
+
+// MountOptions lists the mount options this runc accepts (Features).
+func (r *Runc) MountOptions(ctx context.Context) ([]string, error) {
+	f, err := r.Features(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return f.MountOptions, nil
 }
 
 // Update applies new cgroup limits to a created or running container
