@@ -65,6 +65,7 @@ func TestStandaloneKubelet(t *testing.T) {
 	c := cri{k: k, d: d}
 
 	web, crash := c.runStaticPods()
+	c.runUsernsPod()
 	c.restartKubelet(web, crash)
 	uids := c.podUIDs()
 	c.removeStaticPods(func() []string { return podCgroups(uids) })
