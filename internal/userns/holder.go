@@ -31,7 +31,7 @@ func StartHolder(argv []string, flags uintptr, m Mapping) (*Holder, error) {
 	if len(m.UIDs) == 0 || len(m.GIDs) == 0 || len(argv) == 0 {
 		return nil, fmt.Errorf("user namespace holder: no mapping or no program")
 	}
-	cmd := exec.Command(argv[0], argv[1:]...) //nolint:gosec // berth's own berth-pause
+	cmd := exec.Command(argv[0], argv[1:]...)
 
 	cmd.SysProcAttr = &syscall.SysProcAttr{
 		Cloneflags: syscall.CLONE_NEWUSER | flags,
