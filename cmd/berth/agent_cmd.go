@@ -193,9 +193,11 @@ func runAgent(ctx context.Context, cfg config.Config, flags *agentFlags, endpoin
 		return err
 	}
 	agentCfg.RuntimeName, agentCfg.SystemdCgroup = runtimeName, systemd
-	if agentCfg.RecursiveReadOnlyHandlers, err = cri.RecursiveReadOnlyHandlers(ctx); err != nil {
+	features, err := cri.HandlerFeatures(ctx)
+	if err != nil {
 		return fmt.Errorf("agent: runtime %s: %w", endpoint, err)
 	}
+	agentCfg.RecursiveReadOnlyHandlers = features.RecursiveReadOnly
 	agentCfg.PodCgroups = &podcgroup.Manager{Systemd: systemd, Log: log}
 	agentCfg.Eviction = evictionCfg
 	// The eviction manager measures with the runtime's stats; node-level
