@@ -20,6 +20,7 @@ import (
 	"github.com/berth-dev/berth/internal/agent/criclient"
 	"github.com/berth-dev/berth/internal/agent/logrotate"
 	"github.com/berth-dev/berth/internal/agent/podcgroup"
+	"github.com/berth-dev/berth/internal/agent/userns"
 	"github.com/berth-dev/berth/internal/config"
 	"github.com/berth-dev/berth/internal/image"
 	"github.com/berth-dev/berth/internal/store"
@@ -121,6 +122,8 @@ func (f *agentFlags) config(cfg config.Config, cri *criclient.CRIClient, log *sl
 		Runtime: cri, Images: cri,
 		RootDir:   filepath.Join(cfg.RootDir, "agent"),
 		PodLogDir: f.podLogDir, NodeName: f.nodeName,
+		// The pods' user namespaces: user berth's subordinate ids.
+		SubUIDFile: userns.DefaultSubUIDFile, SubGIDFile: userns.DefaultSubGIDFile,
 		Backoff:       backoff.Config{Initial: f.backoffInitial, Max: f.backoffMax, ResetAfter: f.backoffReset},
 		RelistPeriod:  f.relistPeriod,
 		WatchInterval: f.watchInterval,
@@ -193,9 +196,11 @@ func runAgent(ctx context.Context, cfg config.Config, flags *agentFlags, endpoin
 		return err
 	}
 	agentCfg.RuntimeName, agentCfg.SystemdCgroup = runtimeName, systemd
-	if agentCfg.RecursiveReadOnlyHandlers, err = cri.RecursiveReadOnlyHandlers(ctx); err != nil {
+	features, err := cri.HandlerFeatures(ctx)
+	if err != nil {
 		return fmt.Errorf("agent: runtime %s: %w", endpoint, err)
 	}
+	agentCfg.RecursiveReadOnlyHandlers, agentCfg.UserNamespaceHandlers = features.RecursiveReadOnly, features.UserNamespaces
 	agentCfg.PodCgroups = &podcgroup.Manager{Systemd: systemd, Log: log}
 	agentCfg.Eviction = evictionCfg
 	// The eviction manager measures with the runtime's stats; node-level

@@ -46,6 +46,15 @@ type Config struct {
 	// recursive read-only mounts (CRI Status): a pod on one of them may
 	// ask for recursiveReadOnly: Enabled.
 	RecursiveReadOnlyHandlers map[string]bool
+	// UserNamespaceHandlers are the runtime handlers the runtime lists
+	// (CRI Status), true for those that run pods in user namespaces: a
+	// pod with hostUsers: false needs one that does (package userns).
+	UserNamespaceHandlers map[string]bool
+	// SubUIDFile and SubGIDFile hold user berth's range of host ids for
+	// the pods' user namespaces (/etc/subuid and /etc/subgid in
+	// cmd/berth); both empty: kubelet's default range, no file read.
+	// Allocations are kept in <RootDir>/userns.
+	SubUIDFile, SubGIDFile string
 	// SystemdCgroup is the runtime's cgroup driver (CRI RuntimeConfig):
 	// pods' cgroup parents are then systemd slices (podspec.PodSlice).
 	SystemdCgroup bool
@@ -245,6 +254,9 @@ func New(cfg Config) (*Agent, error) {
 		daemonBackoff:  backoff.New(daemonFailedBackoff),
 		claims:         newClaimSet(claimStore),
 		services:       map[string]*serviceObj{},
+	}
+	if a.deps.userNamespaces, err = openUserNamespaces(cfg, log); err != nil {
+		return nil, err
 	}
 	if m, ok := a.deps.volumes.(*volume.Manager); ok {
 		m.Claims = a.claims

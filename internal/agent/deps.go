@@ -13,6 +13,7 @@ import (
 	"github.com/berth-dev/berth/internal/agent/podspec"
 	"github.com/berth-dev/berth/internal/agent/probe"
 	"github.com/berth-dev/berth/internal/agent/sourcestore"
+	"github.com/berth-dev/berth/internal/agent/userns"
 )
 
 // volumeManager materializes pods' volumes on the host; MountSubPath
@@ -46,6 +47,9 @@ type syncDeps struct {
 	node         node
 	credentials  CredentialSource  // node-wide registry credentials; nil: none
 	containerGC  ContainerGCPolicy // what each sync and the periodic collection remove
+	// userNamespaces hands out the blocks of host ids of the pods with
+	// hostUsers: false (package userns); nil: such pods are refused.
+	userNamespaces *userns.Manager
 
 	runtimeName   string           // container IDs in statuses read "<name>://<id>"
 	rroHandlers   map[string]bool  // runtime handlers that make recursive read-only mounts

@@ -110,9 +110,10 @@ type quarantineReporter interface {
 	QuarantinedRecords(ctx context.Context) (int, error)
 }
 
-// teardownOrphans tears down the volumes and removes the stored sources of
-// pods that are gone, unless the runtime quarantined records: a pod it no
-// longer lists may then still run, on these volumes.
+// teardownOrphans tears down the volumes, removes the stored sources and
+// frees the user namespaces of pods that are gone, unless the runtime
+// quarantined records: a pod it no longer lists may then still run, on
+// these volumes and host ids.
 func (a *Agent) teardownOrphans(ctx context.Context, keep map[string]bool) {
 	if q, ok := a.deps.runtime.(quarantineReporter); ok {
 		n, err := q.QuarantinedRecords(ctx)
@@ -128,6 +129,7 @@ func (a *Agent) teardownOrphans(ctx context.Context, keep map[string]bool) {
 	if err := a.deps.sources.RemoveExcept(keep); err != nil {
 		a.log.Warn("recover: remove the sources of pods that are gone", "error", err)
 	}
+	a.freeOrphanUserNamespaces(keep)
 }
 
 // observeAll observes each recovered pod in the runtime, so that the API

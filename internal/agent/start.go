@@ -121,6 +121,10 @@ func (w *podWorker) sandboxConfig(d desiredPod, attempt uint32) (*runtimeapi.Pod
 	if err != nil {
 		return nil, err
 	}
+	userNS, err := w.userNamespace(d)
+	if err != nil {
+		return nil, err
+	}
 	cfg, err := podspec.SandboxConfig(d.pod, attempt, refs, podspec.SandboxOptions{
 		LogRoot:       w.deps.podLogDir,
 		SystemdCgroup: w.deps.systemdCgroup,
@@ -129,6 +133,7 @@ func (w *podWorker) sandboxConfig(d desiredPod, attempt uint32) (*runtimeapi.Pod
 		Seccomp:       w.deps.seccomp(),
 		ConfigSource:  "file",
 		ConfigSeen:    d.pod.CreationTimestamp.Time,
+		UserNamespace: userNS,
 	})
 	if err != nil {
 		return nil, err
@@ -265,6 +270,7 @@ func (w *podWorker) containerConfig(d desiredPod, sb sandboxInfo, spec *v1.Conta
 		ImageUser:                  img.user,
 		RecursiveReadOnlySupported: w.deps.rroHandlers[runtimeHandler(d.pod)],
 		ResolveSubPath:             w.deps.volumes.MountSubPath,
+		UserNamespace:              sb.config.GetLinux().GetSecurityContext().GetNamespaceOptions().GetUsernsOptions(),
 	}, volumes)
 }
 

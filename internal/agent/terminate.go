@@ -85,12 +85,17 @@ func (w *podWorker) removeSandboxes(ctx context.Context, d desiredPod, obs obser
 
 // cleanUpHost removes what the agent made on the host for the pod: its
 // directory with the volumes (unmounted first), its sources in the store,
-// its log directory and its cgroup.
+// its user namespace's block of host ids, its log directory and its
+// cgroup.
 func (w *podWorker) cleanUpHost(d desiredPod) error {
 	if err := w.deps.volumes.Teardown(w.uid); err != nil {
 		return err
 	}
 	if err := w.deps.sources.Remove(w.uid); err != nil {
+		return err
+	}
+	// The sandboxes are gone: no process runs on the pod's host ids.
+	if err := w.deps.userNamespaces.Release(w.uid); err != nil {
 		return err
 	}
 	if safeName(d.pod.Namespace) && safeName(d.pod.Name) && safeName(w.uid) {

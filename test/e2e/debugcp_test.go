@@ -162,6 +162,13 @@ func copyFiles(t *testing.T, n *node) {
 // view of what berth cp wrote into it.
 func containerRoot(t *testing.T, n *node, pod, container string) string {
 	t.Helper()
+	return fmt.Sprintf("/proc/%d/root", containerPid(t, n, pod, container))
+}
+
+// containerPid is the host pid of a running container's process, from the
+// runtime's verbose ContainerStatus.
+func containerPid(t *testing.T, n *node, pod, container string) int {
+	t.Helper()
 	id := strings.TrimPrefix(containerStatus(n.pod(pod), container).ContainerID, n.rt.name()+"://")
 	resp, err := n.rt.cri().ContainerStatus(context.Background(), &runtimeapi.ContainerStatusRequest{ContainerId: id, Verbose: true})
 	if err != nil {
@@ -173,7 +180,7 @@ func containerRoot(t *testing.T, n *node, pod, container string) string {
 	if err := json.Unmarshal([]byte(resp.GetInfo()["info"]), &info); err != nil || info.Pid <= 0 {
 		t.Fatalf("container %s: no pid in the verbose info (%v): %v", id, err, resp.GetInfo())
 	}
-	return fmt.Sprintf("/proc/%d/root", info.Pid)
+	return info.Pid
 }
 
 func checkOwner(t *testing.T, path string, uid, gid uint32) {

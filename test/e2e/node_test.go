@@ -195,12 +195,18 @@ func terminatedID(s v1.ContainerState) string {
 }
 
 // checkPodDirsRemoved fails the test for each pod directory (volumes,
-// subPath mounts) the agent kept after deleting every pod.
+// subPath mounts) and user namespace record the agent kept after deleting
+// every pod.
 func (n *node) checkPodDirsRemoved() {
 	dir := filepath.Join(n.rt.agentRoot(), "agent", "pods")
 	entries, _ := os.ReadDir(dir)
 	for _, e := range entries {
 		n.t.Errorf("cleanup: the agent kept pod directory %s after deleting every pod", filepath.Join(dir, e.Name()))
+	}
+	dir = filepath.Join(n.rt.agentRoot(), "agent", "userns")
+	entries, _ = os.ReadDir(dir)
+	for _, e := range entries {
+		n.t.Errorf("cleanup: the agent kept user namespace record %s after deleting every pod", filepath.Join(dir, e.Name()))
 	}
 }
 

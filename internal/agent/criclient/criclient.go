@@ -194,23 +194,38 @@ func (c *CRIClient) SystemdCgroup(ctx context.Context) (bool, error) {
 	return resp.GetLinux().GetCgroupDriver() == runtimeapi.CgroupDriver_SYSTEMD, nil
 }
 
-// RecursiveReadOnlyHandlers are the runtime handlers (by name, "" the
-// default) whose runc makes recursive read-only mounts, from Status's
-// runtime handlers, as kubelet reads them.
-func (c *CRIClient) RecursiveReadOnlyHandlers(ctx context.Context) (map[string]bool, error) {
+// HandlerFeatures are what the runtime's handlers (by name, "" the
+// default) say they can do in CRI Status, as kubelet reads them.
+type HandlerFeatures struct {
+	// RecursiveReadOnly holds the handlers whose runc makes recursive
+	// read-only mounts.
+	RecursiveReadOnly map[string]bool
+	// UserNamespaces holds every handler the runtime lists, true for
+	// those that run pods in user namespaces (hostUsers: false); it is
+	// empty for a runtime that lists none.
+	UserNamespaces map[string]bool
+}
+
+// HandlerFeatures reads the runtime handlers' features from Status.
+func (c *CRIClient) HandlerFeatures(ctx context.Context) (HandlerFeatures, error) {
 	ctx, cancel := context.WithTimeout(ctx, callTimeout)
 	defer cancel()
 	resp, err := c.runtime.Status(ctx, &runtimeapi.StatusRequest{})
 	if err != nil {
-		return nil, fmt.Errorf("runtime status: %w", err)
+		return HandlerFeatures{}, fmt.Errorf("runtime status: %w", err)
 	}
-	out := map[string]bool{}
-	for _, h := range resp.GetRuntimeHandlers() {
+	return handlerFeatures(resp.GetRuntimeHandlers()), nil
+}
+
+func handlerFeatures(handlers []*runtimeapi.RuntimeHandler) HandlerFeatures {
+	out := HandlerFeatures{RecursiveReadOnly: map[string]bool{}, UserNamespaces: map[string]bool{}}
+	for _, h := range handlers {
 		if h.GetFeatures().GetRecursiveReadOnlyMounts() {
-			out[h.GetName()] = true
+			out.RecursiveReadOnly[h.GetName()] = true
 		}
+		out.UserNamespaces[h.GetName()] = h.GetFeatures().GetUserNamespaces()
 	}
-	return out, nil
+	return out
 }
 
 // QuarantinedRecords counts the records the runtime set aside because it

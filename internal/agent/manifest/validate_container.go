@@ -111,6 +111,7 @@ func validateContainer(pod *podContext, c *v1.Container, path *field.Path) field
 	}
 	errs = append(errs, validateResources(&c.Resources, path.Child("resources"))...)
 	errs = append(errs, validateContainerSecurityContext(c, path.Child("securityContext"))...)
+	errs = append(errs, validateContainerHostUsers(pod.spec, c, path)...)
 	if len(c.RestartPolicyRules) > 0 {
 		errs = append(errs, field.Forbidden(path.Child("restartPolicyRules"), "not supported (the ContainerRestartRules feature is disabled)"))
 	}

@@ -142,7 +142,22 @@ func TestValidatePodSpec(t *testing.T) {
 		{"host alias", "", func(p *v1.Pod) {
 			p.Spec.HostAliases = []v1.HostAlias{{IP: "10.1.2.3", Hostnames: []string{"db.local"}}}
 		}, ""},
-		{"user namespace with host network", "", func(p *v1.Pod) { p.Spec.HostUsers, p.Spec.HostNetwork = ptrTo(false), true }, "spec.hostNetwork: Forbidden"},
+		{"user namespace with host network", "", func(p *v1.Pod) { p.Spec.HostUsers, p.Spec.HostNetwork = ptrTo(false), true }, "spec.hostNetwork: Forbidden: when `hostUsers` is false"},
+		{"user namespace with host PID", "", func(p *v1.Pod) { p.Spec.HostUsers, p.Spec.HostPID = ptrTo(false), true }, "spec.hostPID: Forbidden: when `hostUsers` is false"},
+		{"user namespace with host IPC", "", func(p *v1.Pod) { p.Spec.HostUsers, p.Spec.HostIPC = ptrTo(false), true }, "spec.hostIPC: Forbidden: when `hostUsers` is false"},
+		{"user namespace", "", func(p *v1.Pod) { p.Spec.HostUsers = ptrTo(false) }, ""},
+		{"host user namespace with host namespaces", "", func(p *v1.Pod) { p.Spec.HostUsers, p.Spec.HostPID, p.Spec.HostIPC = ptrTo(true), true, true }, ""},
+		{"user namespace with volumeDevices", "", func(p *v1.Pod) {
+			p.Spec.HostUsers = ptrTo(false)
+			p.Spec.InitContainers[0].VolumeDevices = []v1.VolumeDevice{{Name: "work", DevicePath: "/dev/xvda"}}
+		}, "spec.initContainers[0].volumeDevices: Forbidden: when `hostUsers` is false"},
+		{"Unmasked procMount without a user namespace", "", func(p *v1.Pod) {
+			p.Spec.Containers[0].SecurityContext = &v1.SecurityContext{ProcMount: ptrTo(v1.UnmaskedProcMount)}
+		}, "spec.containers[0].securityContext.procMount: Invalid value: \"Unmasked\": `hostUsers` must be false to use `Unmasked`"},
+		{"Unmasked procMount in a user namespace", "", func(p *v1.Pod) {
+			p.Spec.HostUsers = ptrTo(false)
+			p.Spec.Containers[0].SecurityContext = &v1.SecurityContext{ProcMount: ptrTo(v1.UnmaskedProcMount)}
+		}, ""},
 		{"pod runAsUser", "", func(p *v1.Pod) { p.Spec.SecurityContext.RunAsUser = ptrTo(int64(-1)) }, "spec.securityContext.runAsUser: Invalid value: -1"},
 		{"pod fsGroup", "", func(p *v1.Pod) { p.Spec.SecurityContext.FSGroup = ptrTo(int64(2000)) }, ""},
 		{"duplicate sysctl", "", func(p *v1.Pod) {

@@ -75,7 +75,8 @@ func validatePodSecurityContext(spec *v1.PodSpec, specPath *field.Path) field.Er
 }
 
 // validateHostUsers: a pod in its own user namespace may not share the
-// host's network, PID or IPC namespace.
+// host's network, PID or IPC namespace (the API server 1.37's rule, with
+// UserNamespacesHostNetworkSupport off, its default).
 func validateHostUsers(spec *v1.PodSpec, specPath *field.Path) field.ErrorList {
 	var errs field.ErrorList
 	if spec.HostUsers != nil && !*spec.HostUsers {
@@ -87,6 +88,22 @@ func validateHostUsers(spec *v1.PodSpec, specPath *field.Path) field.ErrorList {
 				errs = append(errs, field.Forbidden(specPath.Child(host.field), "when `hostUsers` is false"))
 			}
 		}
+	}
+	return errs
+}
+
+// validateContainerHostUsers applies the API server's rules on a
+// container for the pod's hostUsers: volumeDevices are forbidden in a user
+// namespace (they are neither idmapped nor chowned), and an Unmasked
+// procMount needs one.
+func validateContainerHostUsers(spec *v1.PodSpec, c *v1.Container, path *field.Path) field.ErrorList {
+	var errs field.ErrorList
+	hostUsers := spec.HostUsers == nil || *spec.HostUsers
+	if !hostUsers && len(c.VolumeDevices) > 0 {
+		errs = append(errs, field.Forbidden(path.Child("volumeDevices"), "when `hostUsers` is false"))
+	}
+	if sc := c.SecurityContext; hostUsers && sc != nil && sc.ProcMount != nil && *sc.ProcMount == v1.UnmaskedProcMount {
+		errs = append(errs, field.Invalid(path.Child("securityContext", "procMount"), *sc.ProcMount, "`hostUsers` must be false to use `Unmasked`"))
 	}
 	return errs
 }

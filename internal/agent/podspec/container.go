@@ -39,6 +39,10 @@ type ContainerOptions struct {
 	// RecursiveReadOnlySupported says whether the runtime can make mounts
 	// recursively read-only.
 	RecursiveReadOnlySupported bool
+	// UserNamespace is the pod's user namespace, as its sandbox got it
+	// (SandboxOptions.UserNamespace): it goes into the container's
+	// namespace options, and its mappings onto every mount.
+	UserNamespace *runtimeapi.UserNamespace
 }
 
 // ContainerConfig is the CRI config of one container of the pod, as the
@@ -50,6 +54,9 @@ func ContainerConfig(pod *v1.Pod, c *v1.Container, typ ContainerType, restartCou
 	if err := checkContainer(pod, c, typ, restartCount); err != nil {
 		return nil, err
 	}
+	if err := checkUserNamespace(pod, opts.UserNamespace); err != nil {
+		return nil, err
+	}
 	env, err := ResolveEnv(pod, c, opts.Sources, opts.Downward)
 	if err != nil {
 		return nil, err
@@ -58,6 +65,7 @@ func ContainerConfig(pod *v1.Pod, c *v1.Container, typ ContainerType, restartCou
 	if err != nil {
 		return nil, err
 	}
+	mapMounts(mounts, opts.UserNamespace)
 	linux, err := containerLinuxConfig(pod, c, opts)
 	if err != nil {
 		return nil, fmt.Errorf("container %q: %w", c.Name, err)

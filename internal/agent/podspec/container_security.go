@@ -49,6 +49,7 @@ func containerSecurityContext(pod *v1.Pod, c *v1.Container, opts ContainerOption
 	if sc.Apparmor != nil {
 		sc.ApparmorProfile = deprecatedAppArmorName(sc.Apparmor)
 	}
+	sc.NamespaceOptions.UsernsOptions = opts.UserNamespace
 	if opts.TargetContainerID != "" && sc.NamespaceOptions.Pid == runtimeapi.NamespaceMode_CONTAINER {
 		sc.NamespaceOptions.Pid = runtimeapi.NamespaceMode_TARGET
 		sc.NamespaceOptions.TargetId = opts.TargetContainerID

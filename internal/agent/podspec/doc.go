@@ -26,7 +26,9 @@
 //     file), log path, cgroup resources and oom_score_adj by QoS
 //     (QOSClass, OOMScoreAdj, CPUShares, CPUQuota), security context
 //     (capabilities, users and groups, no_new_privs, masked paths, seccomp,
-//     AppArmor, namespaces incl. an ephemeral container's target);
+//     AppArmor, namespaces incl. an ephemeral container's target and the
+//     user namespace given in the options, whose mappings every mount
+//     gets, as kubelet's applyPlatformSpecificContainerConfig does);
 //   - the downward API values shared with package volume (FieldRefValue,
 //     ResourceFieldRefValue, FormatMap) and the pod's references to
 //     ConfigMaps and Secrets (Sources, ReferencedSources).
@@ -34,7 +36,7 @@
 // Deliberate differences from the kubelet: variables come out in a stable
 // order (first set, last value wins) rather than a map's; ContainerHash
 // covers resources too (no in-place resize); the /etc/hosts, hostname and
-// resolv.conf files are the runtime's job; SELinux, user namespaces
-// (hostUsers: false is refused), devices, hugepages, image volumes and
-// fileKeyRef are not supported.
+// resolv.conf files are the runtime's job; the user namespace's blocks
+// of host ids come from the caller (package userns); SELinux, devices,
+// hugepages, image volumes and fileKeyRef are not supported.
 package podspec

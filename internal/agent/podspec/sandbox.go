@@ -44,6 +44,11 @@ type SandboxOptions struct {
 	ConfigSource string
 	// ConfigSeen goes into AnnotationConfigSeen unless zero.
 	ConfigSeen time.Time
+	// UserNamespace is the pod's user namespace (package userns: Mode
+	// NODE, or Mode POD with the pod's mappings for spec.hostUsers:
+	// false), sent as is; nil sends none. A pod with hostUsers: false
+	// needs Mode POD.
+	UserNamespace *runtimeapi.UserNamespace
 }
 
 // SandboxConfig is the CRI config of the pod's sandbox, as the kubelet
@@ -54,8 +59,8 @@ func SandboxConfig(pod *v1.Pod, attempt uint32, refs SourceRefs, opts SandboxOpt
 	if err := checkPodIdentity(pod); err != nil {
 		return nil, err
 	}
-	if pod.Spec.HostUsers != nil && !*pod.Spec.HostUsers {
-		return nil, fmt.Errorf("pod %s/%s: hostUsers: false (user namespaces) is not supported", pod.Namespace, pod.Name)
+	if err := checkUserNamespace(pod, opts.UserNamespace); err != nil {
+		return nil, err
 	}
 	hostname, err := Hostname(pod)
 	if err != nil {
@@ -101,6 +106,7 @@ func sandboxLinuxConfig(pod *v1.Pod, opts SandboxOptions) (*runtimeapi.LinuxPodS
 	if err != nil {
 		return nil, err
 	}
+	sc.NamespaceOptions.UsernsOptions = opts.UserNamespace
 	var sysctls map[string]string
 	if psc := pod.Spec.SecurityContext; psc != nil && len(psc.Sysctls) > 0 {
 		sysctls = make(map[string]string, len(psc.Sysctls))

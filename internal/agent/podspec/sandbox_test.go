@@ -151,7 +151,7 @@ func TestSandboxConfigRefusals(t *testing.T) {
 	noUID.UID = ""
 	slash := newPod(newContainer("a"))
 	slash.Name = "a/b"
-	for name, pod := range map[string]*v1.Pod{"hostUsers false": userns, "no uid": noUID, "slash in name": slash} {
+	for name, pod := range map[string]*v1.Pod{"hostUsers false without mappings": userns, "no uid": noUID, "slash in name": slash} {
 		if _, err := SandboxConfig(pod, 0, SourceRefs{}, SandboxOptions{}); err == nil {
 			t.Errorf("%s accepted", name)
 		}

@@ -27,6 +27,34 @@ func (f *Runtime) NamespaceOptions(name string) map[string]*runtimeapi.Namespace
 	return out
 }
 
+// SandboxConfigs returns, by sandbox id, the config of every sandbox of
+// the given pod name the runtime holds.
+func (f *Runtime) SandboxConfigs(pod string) map[string]*runtimeapi.PodSandboxConfig {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	out := map[string]*runtimeapi.PodSandboxConfig{}
+	for id, sb := range f.sandboxes {
+		if sb.config.GetMetadata().GetName() == pod {
+			out[id] = sb.config
+		}
+	}
+	return out
+}
+
+// ContainerConfigs returns, by container id, the config of every
+// container of the given name the runtime holds.
+func (f *Runtime) ContainerConfigs(name string) map[string]*runtimeapi.ContainerConfig {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	out := map[string]*runtimeapi.ContainerConfig{}
+	for id, c := range f.containers {
+		if c.config.GetMetadata().GetName() == name {
+			out[id] = c.config
+		}
+	}
+	return out
+}
+
 // Counts returns how many sandboxes and containers the runtime holds.
 func (f *Runtime) Counts() (sandboxes, containers int) {
 	f.mu.Lock()
