@@ -1,14 +1,9 @@
 package userns
 
 import (
-	"bufio"
-	"bytes"
-	"errors"
 	"fmt"
-	"io/fs"
-	"os"
-	"strconv"
-	"strings"
+
+	hostuserns "github.com/berth-dev/berth/internal/userns"
 )
 
 // Defaults.
@@ -66,83 +61,35 @@ func (r Range) validate(maxPods int) error {
 	return nil
 }
 
-// ReadRange is the range of user's entries in subuidFile and subgidFile:
-// each must hold at most one entry for user ("name:first:count"), and
-// both the same one; neither file having one gives DefaultRange. A file
-// that does not exist has no entry. The range is checked for maxPods pods
-// (0: not checked).
+// ReadRange is the range of user's entries in subuidFile and subgidFile
+// (read as the runtime reads them: internal/userns.ReadRange): each must
+// hold at most one entry for user ("name:first:count"), and both the same
+// one; neither file having one gives DefaultRange. A file that does not
+// exist has no entry. The range is checked for maxPods pods (0: not
+// checked).
 func ReadRange(subuidFile, subgidFile, user string, maxPods int) (Range, error) {
-	uids, err := readSubIDs(subuidFile, user)
+	ids, err := hostuserns.ReadRange(subuidFile, subgidFile, user)
 	if err != nil {
-		return Range{}, err
-	}
-	gids, err := readSubIDs(subgidFile, user)
-	if err != nil {
-		return Range{}, err
+		return Range{}, fmt.Errorf("user namespaces: %w", err)
 	}
 	var r Range
 	switch {
-	case uids == nil && gids == nil:
+	case !ids.Restricted():
 		r = DefaultRange()
-	case uids == nil || gids == nil:
+	case len(ids.UIDs) > 1 || len(ids.GIDs) > 1:
+		return Range{}, fmt.Errorf("user namespaces: user %q has more than one entry in %s or %s: give it one range", user, subuidFile, subgidFile)
+	case len(ids.UIDs) == 0 || len(ids.GIDs) == 0:
 		return Range{}, fmt.Errorf("user namespaces: user %q has an entry in only one of %s and %s: the two must agree",
 			user, subuidFile, subgidFile)
-	case *uids != *gids:
+	case ids.UIDs[0] != ids.GIDs[0]:
 		return Range{}, fmt.Errorf("user namespaces: user %q has %d:%d in %s but %d:%d in %s: the two must agree",
-			user, uids.First, uids.Length, subuidFile, gids.First, gids.Length, subgidFile)
+			user, ids.UIDs[0].Start, ids.UIDs[0].Length, subuidFile, ids.GIDs[0].Start, ids.GIDs[0].Length, subgidFile)
 	default:
-		r = *uids
+		r = Range{First: uint32(ids.UIDs[0].Start), Length: uint32(ids.UIDs[0].Length)}
 		r.Source = fmt.Sprintf("%s and %s, user %s", subuidFile, subgidFile, user)
 	}
 	if err := r.validate(maxPods); err != nil {
 		return Range{}, fmt.Errorf("user namespaces: range %s: %w", r, err)
 	}
 	return r, nil
-}
-
-// readSubIDs is user's one entry in file, nil without one.
-func readSubIDs(file, user string) (*Range, error) {
-	data, err := os.ReadFile(file)
-	if errors.Is(err, fs.ErrNotExist) {
-		return nil, nil
-	}
-	if err != nil {
-		return nil, fmt.Errorf("user namespaces: %w", err)
-	}
-	var found *Range
-	sc := bufio.NewScanner(bytes.NewReader(data))
-	for line := 1; sc.Scan(); line++ {
-		fields := strings.Split(strings.TrimSpace(sc.Text()), ":")
-		if fields[0] != user {
-			continue
-		}
-		if found != nil {
-			return nil, fmt.Errorf("user namespaces: %s:%d: a second entry for user %q: give it one range", file, line, user)
-		}
-		r, err := parseSubIDs(fields)
-		if err != nil {
-			return nil, fmt.Errorf("user namespaces: %s:%d: %q: %w", file, line, sc.Text(), err)
-		}
-		found = &r
-	}
-	if err := sc.Err(); err != nil {
-		return nil, fmt.Errorf("user namespaces: %s: %w", file, err)
-	}
-	return found, nil
-}
-
-// parseSubIDs reads "name:first:count".
-func parseSubIDs(fields []string) (Range, error) {
-	if len(fields) != 3 {
-		return Range{}, errors.New("want name:first:count")
-	}
-	first, err := strconv.ParseUint(fields[1], 10, 32)
-	if err != nil {
-		return Range{}, fmt.Errorf("first id: %w", err)
-	}
-	count, err := strconv.ParseUint(fields[2], 10, 32)
-	if err != nil {
-		return Range{}, fmt.Errorf("count: %w", err)
-	}
-	return Range{First: uint32(first), Length: uint32(count)}, nil
 }
