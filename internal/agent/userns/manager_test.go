@@ -3,6 +3,7 @@ package userns
 import (
 	"encoding/json"
 	"errors"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"slices"
@@ -83,7 +84,7 @@ func TestAllocateExhausted(t *testing.T) {
 	if _, ok := m.Allocation("c"); ok {
 		t.Error("the refused pod holds a block")
 	}
-	if _, err := os.Stat(recordPath(m.dir, "c")); !os.IsNotExist(err) {
+	if _, err := os.Stat(recordPath(m.dir, "c")); !errors.Is(err, fs.ErrNotExist) {
 		t.Errorf("record of the refused pod: %v", err)
 	}
 }
@@ -94,7 +95,7 @@ func TestReleaseFreesBlockAndRecord(t *testing.T) {
 	if err := m.Release("a"); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := os.Stat(recordPath(m.dir, "a")); !os.IsNotExist(err) {
+	if _, err := os.Stat(recordPath(m.dir, "a")); !errors.Is(err, fs.ErrNotExist) {
 		t.Errorf("record after release: %v", err)
 	}
 	if got := mustAllocate(t, m, "b"); got != id {
