@@ -146,7 +146,16 @@ func orderedCapabilities(set map[string]bool) []string {
 	return caps
 }
 
-func maskedAndReadonlyPaths(sc *runtimeapi.LinuxContainerSecurityContext) (masked, readonly []string) {
+//
+// Kubelet sends both lists empty for procMount: Unmasked, which Kubernetes
+// allows only with hostUsers: false; protobuf cannot tell empty from
+// unset, so berth reads two empty lists as Unmasked only for a container in
+// a pod's user namespace (its root is no root of the host's), and as the
+// defaults elsewhere (a CRI client that sends none gets a masked /proc).
+func maskedAndReadonlyPaths(sc *runtimeapi.LinuxContainerSecurityContext, inUserns bool) (masked, readonly []string) {
+	if inUserns && len(sc.GetMaskedPaths()) == 0 && len(sc.GetReadonlyPaths()) == 0 {
+		return []string{}, []string{}
+	}
 	masked, readonly = DefaultMaskedPaths, DefaultReadonlyPaths
 	if len(sc.GetMaskedPaths()) > 0 {
 		masked = sc.GetMaskedPaths()

@@ -113,13 +113,21 @@ func TestCapabilitiesAmbientAndErrors(t *testing.T) {
 }
 
 func TestMaskedAndReadonlyPaths(t *testing.T) {
-	masked, ro := maskedAndReadonlyPaths(nil)
+	masked, ro := maskedAndReadonlyPaths(nil, false)
 	if !reflect.DeepEqual(masked, DefaultMaskedPaths) || !reflect.DeepEqual(ro, DefaultReadonlyPaths) {
 		t.Fatalf("defaults: %v %v", masked, ro)
 	}
-	masked, ro = maskedAndReadonlyPaths(&runtimeapi.LinuxContainerSecurityContext{MaskedPaths: []string{"/a"}, ReadonlyPaths: []string{"/b"}})
-	if !reflect.DeepEqual(masked, []string{"/a"}) || !reflect.DeepEqual(ro, []string{"/b"}) {
-		t.Fatalf("requested: %v %v", masked, ro)
+	for _, inUserns := range []bool{false, true} {
+		masked, ro = maskedAndReadonlyPaths(&runtimeapi.LinuxContainerSecurityContext{MaskedPaths: []string{"/a"}, ReadonlyPaths: []string{"/b"}}, inUserns)
+		if !reflect.DeepEqual(masked, []string{"/a"}) || !reflect.DeepEqual(ro, []string{"/b"}) {
+			t.Fatalf("requested (user namespace %v): %v %v", inUserns, masked, ro)
+		}
+	}
+	// procMount: Unmasked, as kubelet sends it: both lists empty, in a
+	// user namespace only.
+	masked, ro = maskedAndReadonlyPaths(&runtimeapi.LinuxContainerSecurityContext{}, true)
+	if masked == nil || ro == nil || len(masked)+len(ro) != 0 {
+		t.Fatalf("unmasked in a user namespace: %v %v, want both empty", masked, ro)
 	}
 }
 

@@ -149,7 +149,8 @@ func buildContainerSpec(in Input) (*specs.Spec, error) {
 		return nil, err
 	}
 	if !sc.GetPrivileged() {
-		spec.Linux.MaskedPaths, spec.Linux.ReadonlyPaths = maskedAndReadonlyPaths(sc)
+		_, inUserns := podUserNamespace(in.Sandbox)
+		spec.Linux.MaskedPaths, spec.Linux.ReadonlyPaths = maskedAndReadonlyPaths(sc, inUserns)
 	}
 	if err := applySecurityProfiles(spec, sc); err != nil {
 		return nil, err
