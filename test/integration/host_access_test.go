@@ -42,9 +42,18 @@ func TestHostUserReachesNothingOfARunningPod(t *testing.T) {
 	if !eventually(20*time.Second, func() bool { return hasLines(readLog(t, logPath(podCfg, cfg)), "stdout F planted") }) {
 		t.Fatalf("the container did not plant its files: %+v", readLog(t, logPath(podCfg, cfg)))
 	}
-	for _, dir := range []string{d.Root, d.State, filepath.Dir(logPath(podCfg, cfg))} {
-		if mode := modeOf(t, dir); mode != 0o700 {
-			t.Errorf("%s: mode %o, want 0700", dir, mode)
+	// A pod in a user namespace too: its root filesystems lie under
+	// <state>/userns/<pod>, which only its ids may enter.
+	usernsCfg := usernsPod(t, "host-access-userns", usernsMapping(9<<16))
+	usernsID := d.runPod(usernsCfg)
+	d.run(usernsID, usernsCfg, inUserns(usernsCfg, shell("planter", planter)))
+	for dir, want := range map[string]fs.FileMode{
+		d.Root: 0o700, filepath.Dir(logPath(podCfg, cfg)): 0o700,
+		// Traversal only, for the pods in user namespaces (docs/architecture.md, Files).
+		d.State: 0o711, filepath.Join(d.State, "userns"): 0o711, filepath.Join(d.State, "userns", usernsID): 0o710,
+	} {
+		if mode := modeOf(t, dir); mode != want {
+			t.Errorf("%s: mode %o, want %o", dir, mode, want)
 		}
 	}
 	planted := []string{
@@ -64,11 +73,13 @@ func TestHostUserReachesNothingOfARunningPod(t *testing.T) {
 			if err := os.Chmod(dir, 0o755); err != nil {
 				t.Fatal(err)
 			}
-			t.Cleanup(func() { _ = os.Chmod(dir, 0o700) }) // back to berth's 0o700 once the subtest ends
+			mode := modeOf(t, dir)
+			t.Cleanup(func() { _ = os.Chmod(dir, mode) }) // back to berth's mode once the subtest ends
 		}
 		checkUnreachable(t, d, planted)
 	})
 	d.stopAndRemovePod(podID)
+	d.stopAndRemovePod(usernsID)
 }
 
 // checkUnreachable asserts that user nobody can read, execute or enter
@@ -95,9 +106,11 @@ func checkUnreachable(t *testing.T, d *daemon, planted []string) {
 	if len(paths) < 100 {
 		t.Fatalf("only %d paths under the root and state directories: the pod's files are missing", len(paths))
 	}
-	// test(1) checks with the caller's ids: it answers for nobody.
-	out := asNobody(t, strings.Join(paths, "\n")+"\n",
-		`while IFS= read -r p; do if [ -r "$p" ] || [ -x "$p" ]; then echo "$p"; fi; done`)
+	// test(1) checks with the caller's ids: it answers for nobody. The one
+	// directory nobody may enter, not list, is <state>/userns (0711).
+	out := asNobodyArgs(t, strings.Join(paths, "\n")+"\n",
+		`while IFS= read -r p; do if [ -r "$p" ] || { [ -x "$p" ] && [ "$p" != "$0" ]; }; then echo "$p"; fi; done`,
+		filepath.Join(d.State, "userns"))
 	if out != "" {
 		lines := strings.Split(strings.TrimSpace(out), "\n")
 		t.Errorf("user nobody can read or execute %d of %d paths, e.g.:\n%s", len(lines), len(paths), strings.Join(lines[:min(len(lines), 20)], "\n"))
@@ -112,11 +125,6 @@ func checkUnreachable(t *testing.T, d *daemon, planted []string) {
 			t.Errorf("user nobody used %s: %q", p, out)
 		}
 	}
-}
-
-func asNobody(t *testing.T, stdin, script string) string {
-	t.Helper()
-	return asNobodyArgs(t, stdin, script)
 }
 
 // asNobodyArgs runs sh -c script (with args as $0...) as user nobody.
