@@ -39,6 +39,10 @@ type ContainerOptions struct {
 	// RecursiveReadOnlySupported says whether the runtime can make mounts
 	// recursively read-only.
 	RecursiveReadOnlySupported bool
+	// ImageVolumes are the images of the image volumes the container
+	// mounts, by volume name, as the runtime identifies them (the image id
+	// the caller got when it made sure the image is there).
+	ImageVolumes map[string]string
 }
 
 // ContainerConfig is the CRI config of one container of the pod, as the
