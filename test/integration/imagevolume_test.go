@@ -55,8 +55,9 @@ func TestImageVolume(t *testing.T) {
 		t.Errorf("mounts under %s: %v; want one per image volume", volumesDir, mounts)
 	}
 	checkImageVolumeAccess(t, d, id)
-	if st := d.containerStatus(id); len(st.GetMounts()) != 3 || st.GetMounts()[0].GetImage().GetImage() != volID {
-		t.Errorf("ContainerStatus mounts %v; want the image volumes as asked (kubelet's image gc reads their image ids)", st.GetMounts())
+	if st := d.containerStatus(id); len(st.GetMounts()) != 3 || st.GetMounts()[0].GetImage().GetImage() != volID ||
+		st.GetMounts()[1].GetImage().GetImageRef() != volID {
+		t.Errorf("ContainerStatus mounts %v; want the image volumes as asked (kubelet's image gc reads their image ids), with their image_ref", st.GetMounts())
 	}
 
 	checkImageVolumeRefusals(t, d, podID, podCfg)
