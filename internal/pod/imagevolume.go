@@ -71,7 +71,9 @@ const emptyLowerDir = "empty"
 func imageVolumesDir(containerDir string) string { return filepath.Join(containerDir, "imagevolumes") }
 
 // checkImageVolume checks a mount's image fields on their own, before any
-// side effect (validateContainerConfig).
+// side effect (validateContainerConfig). An image volume is read-only by
+// definition (api.proto): one asked read-write is refused, as critest
+// expects; kubelet always asks read-only.
 func checkImageVolume(m *runtimeapi.Mount) error {
 	switch {
 	case m.GetImage() == nil && m.GetImageSubPath() != "":
@@ -80,6 +82,8 @@ func checkImageVolume(m *runtimeapi.Mount) error {
 		return nil
 	case m.GetImage().GetImage() == "":
 		return invalid("image.image", "empty")
+	case !m.GetReadonly():
+		return invalid("readonly", "false, but an image volume is read-only")
 	}
 	if err := image.CheckSubPath(m.GetImageSubPath()); err != nil {
 		return fmt.Errorf("image_sub_path: %w", err)

@@ -153,6 +153,8 @@ func TestCreateContainerRefusesImageVolumesBeforeAnySideEffect(t *testing.T) {
 			`config.mounts[1].image_sub_path: image sub path "/etc": not relative`},
 		{"sub path without image", func(m *runtimeapi.Mount) { m.Image, m.HostPath = nil, "/srv" }, errdefs.ErrInvalidArgument,
 			`config.mounts[1].image_sub_path: "etc" set on a mount without an image`},
+		{"read-write", func(m *runtimeapi.Mount) { m.Readonly = false }, errdefs.ErrInvalidArgument,
+			"config.mounts[1].readonly: false, but an image volume is read-only"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			f := newFakeWorld()

@@ -47,7 +47,7 @@ func TestImageVolume(t *testing.T) {
 	cfg.Mounts = []*runtimeapi.Mount{
 		{ContainerPath: "/vol", Image: &runtimeapi.ImageSpec{Image: volID}, Readonly: true}, // by id, as kubelet
 		{ContainerPath: "/sub", Image: &runtimeapi.ImageSpec{Image: volumeImage.Name}, ImageSubPath: "data/in", Readonly: true},
-		{ContainerPath: "/bb", Image: &runtimeapi.ImageSpec{Image: "busybox"}}, // one layer; read-only all the same
+		{ContainerPath: "/bb", Image: &runtimeapi.ImageSpec{Image: "busybox"}, Readonly: true}, // one layer
 	}
 	id := d.run(podID, podCfg, cfg)
 	volumesDir := filepath.Join(d.Root, "containers", id, "imagevolumes")
@@ -151,17 +151,19 @@ func checkImageVolumeRefusals(t *testing.T, d *daemon, podID string, podCfg *run
 		name, image, sub string
 		code             codes.Code
 		want             []string
+		readWrite        bool
 	}{
-		{"symlink up", volumeImage.Name, "data/up", codes.InvalidArgument, []string{`"data/up"`, "out of the image"}},
-		{"absolute symlink", volumeImage.Name, "data/abs/passwd", codes.InvalidArgument, []string{`"data/abs/passwd"`, "out of the image"}},
-		{"dot dot", volumeImage.Name, "data/../../etc", codes.InvalidArgument, []string{`"data/../../etc"`, "'..'"}},
-		{"missing", volumeImage.Name, "data/missing", codes.NotFound, []string{`"data/missing"`, "does not exist", "ImageVolumeMountFailed"}},
-		{"absent image", "berth.test/absent:v1", "", codes.NotFound, []string{`mounts[0] "/x"`, `"berth.test/absent:v1"`}},
+		{"symlink up", volumeImage.Name, "data/up", codes.InvalidArgument, []string{`"data/up"`, "out of the image"}, false},
+		{"absolute symlink", volumeImage.Name, "data/abs/passwd", codes.InvalidArgument, []string{`"data/abs/passwd"`, "out of the image"}, false},
+		{"dot dot", volumeImage.Name, "data/../../etc", codes.InvalidArgument, []string{`"data/../../etc"`, "'..'"}, false},
+		{"missing", volumeImage.Name, "data/missing", codes.NotFound, []string{`"data/missing"`, "does not exist", "ImageVolumeMountFailed"}, false},
+		{"absent image", "berth.test/absent:v1", "", codes.NotFound, []string{`mounts[0] "/x"`, `"berth.test/absent:v1"`}, false},
+		{"read-write", volumeImage.Name, "", codes.InvalidArgument, []string{"mounts[0].readonly", "read-only"}, true},
 	} {
 		cfg := containerConfig("refused", "true")
-		cfg.Mounts = []*runtimeapi.Mount{{ContainerPath: "/x", Image: &runtimeapi.ImageSpec{Image: tc.image}, ImageSubPath: tc.sub, Readonly: true}}
+		cfg.Mounts = []*runtimeapi.Mount{{ContainerPath: "/x", Image: &runtimeapi.ImageSpec{Image: tc.image}, ImageSubPath: tc.sub, Readonly: !tc.readWrite}}
 		_, err := d.RT.CreateContainer(d.ctx(), &runtimeapi.CreateContainerRequest{PodSandboxId: podID, Config: cfg, SandboxConfig: podCfg})
-		msg := wantCode(t, "CreateContainer with image volume sub path "+tc.name, err, tc.code)
+		msg := wantCode(t, "CreateContainer with image volume "+tc.name, err, tc.code)
 		for _, w := range tc.want {
 			if !strings.Contains(msg, w) {
 				t.Errorf("%s: message %q lacks %q", tc.name, msg, w)
