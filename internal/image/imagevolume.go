@@ -16,14 +16,15 @@ import (
 )
 
 // imageVolumeFlags are the flags of an image volume's overlay: nothing on
-// it can be written, run, or gain privileges through set-id bits or device
-// nodes.
-const imageVolumeFlags = unix.MS_RDONLY | unix.MS_NOSUID | unix.MS_NODEV | unix.MS_NOEXEC
+// it can be written, or gain privileges through set-id bits or device
+// nodes. Its programs run (not noexec): KEP-4639 dropped noexec before GA,
+// containerd and CRI-O do not set it, and critest checks that they run.
+const imageVolumeFlags = unix.MS_RDONLY | unix.MS_NOSUID | unix.MS_NODEV
 
 // MountImageVolume mounts an image read-only at target for an image volume
 // (CRI Mount.image): an overlay whose lower dirs are the image's unpacked
 // layers (layerPaths, bottom first) with no upper dir, mounted read-only,
-// nosuid, nodev and noexec. Overlayfs wants two lower dirs when it has no
+// nosuid and nodev. Overlayfs wants two lower dirs when it has no
 // upper one, so emptyDir, an empty directory, lies beneath the layers.
 // target and emptyDir are created when missing.
 func MountImageVolume(layerPaths []string, emptyDir, target string) error {

@@ -137,8 +137,8 @@ func requestedMounts(requested []*runtimeapi.Mount, imageVolumes map[int]string)
 
 // mountSource is the host path a requested mount binds and its mode
 // options. An image volume binds imageVolume (what the caller mounted of
-// the image) read-only, nosuid, nodev and noexec whatever the request
-// says, as containerd and CRI-O mount them.
+// the image) read-only, nosuid and nodev; its programs run, as on
+// containerd and CRI-O (KEP-4639 dropped noexec before GA).
 func mountSource(m *runtimeapi.Mount, imageVolume string) (string, []string, error) {
 	mode := "rw"
 	switch {
@@ -153,7 +153,7 @@ func mountSource(m *runtimeapi.Mount, imageVolume string) (string, []string, err
 	if imageVolume == "" || !path.IsAbs(imageVolume) {
 		return "", nil, fmt.Errorf("image volume %q: not mounted on the host: %w", m.GetImage().GetImage(), errdefs.ErrFailedPrecondition)
 	}
-	return imageVolume, []string{mode, "nosuid", "nodev", "noexec"}, nil
+	return imageVolume, []string{mode, "nosuid", "nodev"}, nil
 }
 
 // checkRequestedMount validates one CRI mount and returns its clean

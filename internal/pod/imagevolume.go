@@ -4,7 +4,7 @@ package pod
 // mounted read-only into a container. CreateContainer mounts each one on
 // the host under the container's directory,
 // <root>/containers/<id>/imagevolumes/<mount index>: an overlay of the
-// image's layers with no upper dir, read-only, nosuid, nodev and noexec
+// image's layers with no upper dir, read-only, nosuid and nodev
 // (image.MountImageVolume). The spec binds it, or its image_sub_path, at
 // the container path. The container's removal, every rollback of its
 // create and recovery unmount them (unmountImageVolumes). The record names

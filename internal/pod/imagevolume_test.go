@@ -180,7 +180,7 @@ func TestCreateContainerRefusesImageVolumesBeforeAnySideEffect(t *testing.T) {
 }
 
 // TestImageVolumeLifecycle: the spec binds the image volume's sub path
-// read-only and noexec; while the container exists, of any state, its
+// read-only, nosuid and nodev; while the container exists, of any state, its
 // record names the image, which is in use; its removal unmounts it.
 func TestImageVolumeLifecycle(t *testing.T) {
 	f := newFakeWorld()
@@ -204,8 +204,8 @@ func TestImageVolumeLifecycle(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if m := specMount(t, s, id, "/vol"); m == nil || m.Source != want || strings.Join(m.Options, ",") != "rbind,rprivate,ro,nosuid,nodev,noexec" {
-		t.Errorf("spec mount /vol = %+v; want a read-only noexec bind of %s", m, want)
+	if m := specMount(t, s, id, "/vol"); m == nil || m.Source != want || strings.Join(m.Options, ",") != "rbind,rprivate,ro,nosuid,nodev" {
+		t.Errorf("spec mount /vol = %+v; want a read-only nosuid nodev bind of %s", m, want)
 	}
 	var onDisk Container
 	if err := readContainerRecord(s.containerRecordPath(id), id, &onDisk); err != nil ||

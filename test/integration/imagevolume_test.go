@@ -28,8 +28,8 @@ var volumeImage = testimage.Options{
 }
 
 // TestImageVolume drives CRI image volumes (Mount.image) as kubelet does:
-// the image, or its image_sub_path, is mounted read-only, noexec, nosuid
-// and nodev; a sub path that leads out of the image or does not exist is
+// the image, or its image_sub_path, is mounted read-only, nosuid and nodev
+// (its programs run, as critest v1.37 checks); a sub path that leads out of the image or does not exist is
 // refused; the image cannot be removed while the container exists; after
 // the container's removal no mount of it remains.
 func TestImageVolume(t *testing.T) {
@@ -95,7 +95,7 @@ func TestImageVolume(t *testing.T) {
 }
 
 // checkImageVolumeAccess reads the image volumes from inside the
-// container; writing and running programs there fail.
+// container and runs their programs; writing there fails.
 func checkImageVolumeAccess(t *testing.T, d *daemon, id string) {
 	t.Helper()
 	for _, tc := range []struct {
@@ -109,9 +109,9 @@ func checkImageVolumeAccess(t *testing.T, d *daemon, id string) {
 		{cmd: "touch /vol/new", exit: 1, inErr: "Read-only file system"},
 		{cmd: "mkdir /sub/new", exit: 1, inErr: "Read-only file system"},
 		{cmd: "touch /bb/new", exit: 1, inErr: "Read-only file system"},
-		{cmd: "/vol/data/run.sh", exit: 126, inErr: "Permission denied"},
-		{cmd: "/vol/bin/busybox true", exit: 126, inErr: "Permission denied"},
-		{cmd: "/bb/bin/busybox true", exit: 126, inErr: "Permission denied"},
+		{cmd: "/vol/data/run.sh", out: "ran\n"},
+		{cmd: "/vol/bin/busybox echo ran", out: "ran\n"},
+		{cmd: "/bb/bin/busybox echo ran", out: "ran\n"},
 	} {
 		resp, err := d.execSync(id, 10, "sh", "-c", tc.cmd)
 		if err != nil {
@@ -134,10 +134,13 @@ func checkImageVolumeAccess(t *testing.T, d *daemon, id string) {
 	}
 	for _, line := range lines {
 		opts := strings.Split(strings.Fields(line)[1], ",")
-		for _, want := range []string{"ro", "nosuid", "nodev", "noexec"} {
+		for _, want := range []string{"ro", "nosuid", "nodev"} {
 			if !slices.Contains(opts, want) {
 				t.Errorf("mount %s: options %v lack %s", line, opts, want)
 			}
+		}
+		if slices.Contains(opts, "noexec") {
+			t.Errorf("mount %s: noexec", line)
 		}
 	}
 }
