@@ -2,6 +2,8 @@ package integration
 
 import (
 	"encoding/json"
+	"errors"
+	"io/fs"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -86,7 +88,7 @@ func TestImageVolume(t *testing.T) {
 	if strings.Contains(string(mountinfo), id) {
 		t.Errorf("a mount of the removed container %s is left:\n%s", id, mountinfo)
 	}
-	if _, err := os.Stat(volumesDir); !os.IsNotExist(err) {
+	if _, err := os.Stat(volumesDir); !errors.Is(err, fs.ErrNotExist) {
 		t.Errorf("%s left after the removal: %v", volumesDir, err)
 	}
 	if _, err := d.Img.RemoveImage(d.ctx(), &runtimeapi.RemoveImageRequest{Image: &runtimeapi.ImageSpec{Image: volumeImage.Name}}); err != nil {
@@ -216,7 +218,7 @@ func TestImageVolumeRecovery(t *testing.T) {
 		t.Errorf("mounts under %s after recovery: %v; want none", containers, mounts)
 	}
 	for name, id := range ids {
-		if _, err := os.Stat(filepath.Join(containers, id)); !os.IsNotExist(err) {
+		if _, err := os.Stat(filepath.Join(containers, id)); !errors.Is(err, fs.ErrNotExist) {
 			t.Errorf("%s container's dir after recovery: %v; want it removed", name, err)
 		}
 	}
