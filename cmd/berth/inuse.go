@@ -30,13 +30,16 @@ import (
 // recovering (it answers Unavailable until then).
 const daemonWait = 15 * time.Second
 
-// imageUsers maps an image id to the ids of the containers created from it.
+// imageUsers maps an image id to the ids of the containers that use it
+// (pod.Container.ImageIDs: their own image and their image volumes').
 type imageUsers map[string][]string
 
 // findImageUsers lists which images containers use. When the daemon answers
 // on its socket it is asked over CRI (ListContainers); the container records
 // under <root>/containers are read in any case, so that a container being
-// created, or one whose daemon is stopped, still protects its image.
+// created, or one whose daemon is stopped, still protects its images, and
+// so that image volumes' images (which ListContainers does not report)
+// count.
 // Unreadable records are reported on warn and skipped, as the daemon skips
 // them.
 func findImageUsers(ctx context.Context, cfg config.Config, warn io.Writer) (imageUsers, error) {
@@ -128,8 +131,8 @@ func addRecordUsers(dir string, users imageUsers, warn io.Writer) error {
 			fmt.Fprintf(warn, "berth: warning: container %s: %v; its image is not protected\n", e.Name(), err)
 			continue
 		}
-		if rec.ImageID != "" {
-			users[rec.ImageID] = append(users[rec.ImageID], rec.ID)
+		for _, id := range rec.ImageIDs() {
+			users[id] = append(users[id], rec.ID)
 		}
 	}
 	return nil

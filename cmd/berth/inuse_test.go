@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"fmt"
 	"io"
 	"net"
 	"os"
@@ -17,6 +18,7 @@ import (
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
 	"github.com/berth-dev/berth/internal/config"
+	"github.com/berth-dev/berth/internal/image"
 	"github.com/berth-dev/berth/internal/pod"
 )
 
@@ -127,5 +129,29 @@ func writeFile(t *testing.T, path, content string) {
 	}
 	if err := os.WriteFile(path, []byte(content), 0o600); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// TestFindImageUsersCountsImageVolumes: the images a container's image
+// volumes mount (which ListContainers does not report) are in use as long
+// as its record, quarantined or not, exists.
+func TestFindImageUsersCountsImageVolumes(t *testing.T) {
+	root := t.TempDir()
+	for id, name := range map[string]string{"vols": "container.json", "held": "container.json" + pod.QuarantineSuffix} {
+		rec := fmt.Sprintf(`{"version":2,"id":%q,"state":"running","imageId":%q,"imageVolumes":[{"mount":1,"imageId":%q},{"mount":3,"imageId":%q}],"config":{}}`,
+			id, hexID('a'), hexID('b'), hexID('c'))
+		writeFile(t, filepath.Join(root, "containers", id, name), rec)
+	}
+	users, err := findImageUsers(context.Background(), config.Config{RootDir: root, Socket: filepath.Join(root, "none.sock")}, io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := imageUsers{hexID('a'): {"held", "vols"}, hexID('b'): {"held", "vols"}, hexID('c'): {"held", "vols"}}
+	if !reflect.DeepEqual(users, want) {
+		t.Errorf("users = %v, want %v", users, want)
+	}
+	remove, _ := pruneCandidates([]image.Image{{ID: hexID('b')}, {ID: hexID('d')}}, users, true)
+	if len(remove) != 1 || remove[0].ID != hexID('d') {
+		t.Errorf("prune -a would remove %v; want only the image no container uses", remove)
 	}
 }

@@ -48,9 +48,11 @@ func (c GCConfig) withDefaults() GCConfig {
 func (a *Agent) ImageGC() *imagegc.Manager { return a.imageGC }
 
 // neededImages lists the pinned images and the images the agent's pods
-// name, deleted pods aside: image garbage collection keeps them even when
-// no container of theirs exists (a pod waiting for its back-off, or to be
-// started).
+// name, their containers' and their image volumes', deleted pods aside:
+// image garbage collection keeps them even when no container of theirs
+// exists (a pod waiting for its back-off, or to be started). An image
+// volume's image a container of a deleted pod still mounts stays too: the
+// runtime refuses to remove it while that container exists.
 func (a *Agent) neededImages() []string {
 	out := append([]string(nil), a.cfg.GC.PinnedImages...)
 	for _, w := range a.workerList() {
@@ -63,6 +65,11 @@ func (a *Agent) neededImages() []string {
 		}
 		for _, c := range d.pod.Spec.Containers {
 			out = append(out, c.Image)
+		}
+		for _, v := range d.pod.Spec.Volumes {
+			if v.Image != nil {
+				out = append(out, v.Image.Reference)
+			}
 		}
 	}
 	return out

@@ -167,6 +167,9 @@ func (w *podWorker) startContainer(ctx context.Context, d desiredPod, sb sandbox
 	if err != nil {
 		return err
 	}
+	if img.volumes, err = w.ensureImageVolumes(ctx, d, spec, object, sb.config); err != nil {
+		return err
+	}
 	target, err := ephemeralTarget(pod, s.Name, sb, obs)
 	if err != nil {
 		return w.failStart(s.Name, object, "CreateContainerConfigError", err)
@@ -271,6 +274,7 @@ func (w *podWorker) containerConfig(d desiredPod, sb sandboxInfo, spec *v1.Conta
 		RecursiveReadOnlySupported: w.deps.rroHandlers[runtimeHandler(d.pod)],
 		ResolveSubPath:             w.deps.volumes.MountSubPath,
 		UserNamespace:              sb.config.GetLinux().GetSecurityContext().GetNamespaceOptions().GetUsernsOptions(),
+		ImageVolumes:               img.volumes,
 	}, volumes)
 }
 

@@ -3,6 +3,7 @@ package criserver
 import (
 	"context"
 	"encoding/json"
+	"slices"
 
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
@@ -184,7 +185,7 @@ func containerStatus(c *pod.Container) *runtimeapi.ContainerStatus {
 		ImageId:     c.ImageID,
 		Labels:      c.Config.GetLabels(),
 		Annotations: c.Config.GetAnnotations(),
-		Mounts:      c.Config.GetMounts(),
+		Mounts:      statusMounts(c),
 		LogPath:     c.LogPath,
 		StopSignal:  c.Config.GetStopSignal(),
 	}
@@ -238,6 +239,26 @@ func redactedConfig(cfg *runtimeapi.ContainerConfig) *runtimeapi.ContainerConfig
 		if env != nil {
 			env.Value = []byte(redactedEnvValue)
 		}
+	}
+	return out
+}
+
+// statusMounts are the container's mounts as asked, each image volume's
+// with the id of the image it mounts as image.image_ref (KEP-5365), as a
+// container's image_ref.
+func statusMounts(c *pod.Container) []*runtimeapi.Mount {
+	mounts := c.Config.GetMounts()
+	if len(c.ImageVolumes) == 0 {
+		return mounts
+	}
+	out := slices.Clone(mounts)
+	for _, v := range c.ImageVolumes {
+		if v.Mount < 0 || v.Mount >= len(out) || out[v.Mount].GetImage() == nil {
+			continue
+		}
+		m := proto.CloneOf(out[v.Mount])
+		m.Image.ImageRef = v.ImageID
+		out[v.Mount] = m
 	}
 	return out
 }

@@ -38,7 +38,7 @@ func standardMounts(privileged bool) []specs.Mount {
 // over), then the pod files and the request's binds, parents before
 // children.
 func containerMounts(in Input, opts *runtimeapi.NamespaceOption) ([]specs.Mount, string, error) {
-	requested, propagation, err := requestedMounts(in.Sandbox, in.Config.GetMounts())
+	requested, propagation, err := requestedMounts(in.Sandbox, in.Config.GetMounts(), in.ImageVolumes)
 	if err != nil {
 		return nil, "", err
 	}
@@ -98,9 +98,12 @@ func podFileMounts(sb Sandbox, covered map[string]bool, readonly bool) []specs.M
 
 // requestedMounts converts the CRI mounts to bind mounts and returns the
 // rootfs propagation they need ("rshared" for a bidirectional mount,
-// "rslave" for host-to-container, else ""). A mount with the pod's id
-// mappings is idmapped into its user namespace.
-func requestedMounts(sb Sandbox, requested []*runtimeapi.Mount) ([]specs.Mount, string, error) {
+// "rslave" for host-to-container, else ""). imageVolumes are the host
+// paths of the mounts that have an image (by index), which the caller
+// mounted beforehand. A mount with the pod's id mappings is idmapped into
+// its user namespace: by runc for a bind mount, by the caller for an image
+// volume (an overlay cannot be idmapped, its layers are).
+func requestedMounts(sb Sandbox, requested []*runtimeapi.Mount, imageVolumes map[int]string) ([]specs.Mount, string, error) {
 	mounts := make([]specs.Mount, 0, len(requested))
 	rootfsPropagation := ""
 	for i, m := range requested {
@@ -109,6 +112,13 @@ func requestedMounts(sb Sandbox, requested []*runtimeapi.Mount) ([]specs.Mount, 
 			return nil, "", fmt.Errorf("mounts[%d] %q: %w", i, m.GetContainerPath(), err)
 		}
 		idmap, err := mountIDMap(sb, m)
+		if err != nil {
+			return nil, "", fmt.Errorf("mounts[%d] %q: %w", i, m.GetContainerPath(), err)
+		}
+		if m.GetImage() != nil {
+			idmap = nil
+		}
+		source, options, err := mountSource(m, imageVolumes[i])
 		if err != nil {
 			return nil, "", fmt.Errorf("mounts[%d] %q: %w", i, m.GetContainerPath(), err)
 		}
@@ -127,27 +137,44 @@ func requestedMounts(sb Sandbox, requested []*runtimeapi.Mount) ([]specs.Mount, 
 			return nil, "", fmt.Errorf("mounts[%d] %q: propagation %d: unknown: %w",
 				i, m.GetContainerPath(), m.GetPropagation(), errdefs.ErrInvalidArgument)
 		}
-		mode := "rw"
-		switch {
-		case m.GetRecursiveReadOnly():
-			mode = "rro" // runc makes every submount read-only too
-		case m.GetReadonly():
-			mode = "ro"
-		}
-		mounts = append(mounts, specs.Mount{Destination: dest, Type: "bind", Source: path.Clean(m.GetHostPath()),
-			Options: append(append([]string{"rbind", propagation, mode}, m.GetMountOptions()...), idmap...)})
+		options = append([]string{"rbind", propagation}, options...)
+		mounts = append(mounts, specs.Mount{Destination: dest, Type: "bind", Source: source,
+			Options: append(append(options, m.GetMountOptions()...), idmap...)})
 	}
 	return mounts, rootfsPropagation, nil
 }
 
+// mountSource is the host path a requested mount binds and its mode
+// options. An image volume binds imageVolume (what the caller mounted of
+// the image) read-only, nosuid and nodev; its programs run, as on
+// containerd and CRI-O (KEP-4639 dropped noexec before GA).
+func mountSource(m *runtimeapi.Mount, imageVolume string) (string, []string, error) {
+	mode := "rw"
+	switch {
+	case m.GetRecursiveReadOnly():
+		mode = "rro" // runc makes every submount read-only too
+	case m.GetReadonly() || m.GetImage() != nil:
+		mode = "ro"
+	}
+	if m.GetImage() == nil {
+		return path.Clean(m.GetHostPath()), []string{mode}, nil
+	}
+	if imageVolume == "" || !path.IsAbs(imageVolume) {
+		return "", nil, fmt.Errorf("image volume %q: not mounted on the host: %w", m.GetImage().GetImage(), errdefs.ErrFailedPrecondition)
+	}
+	return imageVolume, []string{mode, "nosuid", "nodev"}, nil
+}
+
 // checkRequestedMount validates one CRI mount and returns its clean
 // destination. SELinux relabeling is ignored (berth runs without SELinux).
+// An image volume (image set) has no host path.
 func checkRequestedMount(m *runtimeapi.Mount) (string, error) {
 	dest := path.Clean(m.GetContainerPath())
+	readonly := m.GetReadonly() || m.GetImage() != nil // an image volume is always read-only
 	switch {
-	case m.GetImage() != nil:
-		return "", fmt.Errorf("image volume: %w", errdefs.ErrNotImplemented)
-	case m.GetRecursiveReadOnly() && !m.GetReadonly():
+	case m.GetImage() != nil && m.GetImage().GetImage() == "":
+		return "", fmt.Errorf("image.image: empty: %w", errdefs.ErrInvalidArgument)
+	case m.GetRecursiveReadOnly() && !readonly:
 		return "", fmt.Errorf("recursive_read_only: needs readonly: %w", errdefs.ErrInvalidArgument)
 	case m.GetRecursiveReadOnly() && m.GetPropagation() != runtimeapi.MountPropagation_PROPAGATION_PRIVATE:
 		return "", fmt.Errorf("recursive_read_only: needs propagation PRIVATE, not %s: %w", m.GetPropagation(), errdefs.ErrInvalidArgument)
@@ -155,7 +182,7 @@ func checkRequestedMount(m *runtimeapi.Mount) (string, error) {
 		return "", fmt.Errorf("container path: not absolute: %w", errdefs.ErrInvalidArgument)
 	case dest == "/":
 		return "", fmt.Errorf("container path: mounts over the rootfs: %w", errdefs.ErrInvalidArgument)
-	case !path.IsAbs(m.GetHostPath()):
+	case m.GetImage() == nil && !path.IsAbs(m.GetHostPath()):
 		return "", fmt.Errorf("host path %q: not absolute: %w", m.GetHostPath(), errdefs.ErrInvalidArgument)
 	}
 	for _, opt := range m.GetMountOptions() {

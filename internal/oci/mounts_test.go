@@ -74,7 +74,7 @@ func TestContainerMountsPropagation(t *testing.T) {
 			for i, mode := range tc.modes {
 				requested = append(requested, &runtimeapi.Mount{ContainerPath: "/m" + string(rune('a'+i)), HostPath: "/h", Propagation: mode})
 			}
-			mounts, rootfs, err := requestedMounts(Sandbox{}, requested)
+			mounts, rootfs, err := requestedMounts(Sandbox{}, requested, nil)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -141,7 +141,7 @@ func TestContainerMountsShmAndDev(t *testing.T) {
 }
 
 func TestRecursiveReadOnlyMount(t *testing.T) {
-	mounts, _, err := requestedMounts(Sandbox{}, []*runtimeapi.Mount{{ContainerPath: "/d", HostPath: "/h", Readonly: true, RecursiveReadOnly: true}})
+	mounts, _, err := requestedMounts(Sandbox{}, []*runtimeapi.Mount{{ContainerPath: "/d", HostPath: "/h", Readonly: true, RecursiveReadOnly: true}}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -151,7 +151,7 @@ func TestRecursiveReadOnlyMount(t *testing.T) {
 }
 
 func TestMountOptionsOnlyTakeRightsAway(t *testing.T) {
-	mounts, _, err := requestedMounts(Sandbox{}, []*runtimeapi.Mount{{ContainerPath: "/d", HostPath: "/h", MountOptions: []string{"noexec", "nosuid", "nodev"}}})
+	mounts, _, err := requestedMounts(Sandbox{}, []*runtimeapi.Mount{{ContainerPath: "/d", HostPath: "/h", MountOptions: []string{"noexec", "nosuid", "nodev"}}}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -170,7 +170,9 @@ func TestRequestedMountErrors(t *testing.T) {
 		{"over the rootfs", &runtimeapi.Mount{ContainerPath: "/", HostPath: "/h"}, errdefs.ErrInvalidArgument},
 		{"relative host path", &runtimeapi.Mount{ContainerPath: "/d", HostPath: "h"}, errdefs.ErrInvalidArgument},
 		{"unknown propagation", &runtimeapi.Mount{ContainerPath: "/d", HostPath: "/h", Propagation: 9}, errdefs.ErrInvalidArgument},
-		{"image volume", &runtimeapi.Mount{ContainerPath: "/d", Image: &runtimeapi.ImageSpec{Image: "x"}}, errdefs.ErrNotImplemented},
+		{"image volume not mounted", &runtimeapi.Mount{ContainerPath: "/d", Image: &runtimeapi.ImageSpec{Image: "x"}}, errdefs.ErrFailedPrecondition},
+		{"image volume without image", &runtimeapi.Mount{ContainerPath: "/d", Image: &runtimeapi.ImageSpec{}}, errdefs.ErrInvalidArgument},
+		{"image volume over the rootfs", &runtimeapi.Mount{ContainerPath: "/", Image: &runtimeapi.ImageSpec{Image: "x"}}, errdefs.ErrInvalidArgument},
 		{"recursive read-only, not read-only", &runtimeapi.Mount{ContainerPath: "/d", HostPath: "/h", RecursiveReadOnly: true}, errdefs.ErrInvalidArgument},
 		{"recursive read-only, host to container", &runtimeapi.Mount{ContainerPath: "/d", HostPath: "/h", Readonly: true, RecursiveReadOnly: true,
 			Propagation: runtimeapi.MountPropagation_PROPAGATION_HOST_TO_CONTAINER}, errdefs.ErrInvalidArgument},
@@ -180,8 +182,37 @@ func TestRequestedMountErrors(t *testing.T) {
 		{"mount option rw over ro", &runtimeapi.Mount{ContainerPath: "/d", HostPath: "/h", Readonly: true, MountOptions: []string{"rw"}}, errdefs.ErrInvalidArgument},
 		{"id mapped outside a user namespace", &runtimeapi.Mount{ContainerPath: "/d", HostPath: "/h", UidMappings: []*runtimeapi.IDMapping{{Length: 1}}}, errdefs.ErrInvalidArgument},
 	} {
-		if _, _, err := requestedMounts(Sandbox{}, []*runtimeapi.Mount{tc.m}); !errors.Is(err, tc.class) {
+		if _, _, err := requestedMounts(Sandbox{}, []*runtimeapi.Mount{tc.m}, nil); !errors.Is(err, tc.class) {
 			t.Errorf("%s: err = %v, want %v", tc.name, err, tc.class)
 		}
+	}
+}
+
+// TestImageVolumeMounts: an image volume binds what the caller mounted of
+// the image, read-only, nosuid and nodev even when the request asks for
+// read-write, and needs no host path.
+func TestImageVolumeMounts(t *testing.T) {
+	requested := []*runtimeapi.Mount{
+		{ContainerPath: "/data", HostPath: "/srv/data"},
+		{ContainerPath: "/vol", Image: &runtimeapi.ImageSpec{Image: "sha256:abc"}},
+		{ContainerPath: "/rro", Image: &runtimeapi.ImageSpec{Image: "x"}, Readonly: true, RecursiveReadOnly: true, MountOptions: []string{"noexec"}},
+	}
+	sources := map[int]string{1: "/var/lib/berth/containers/c1/imagevolumes/1", 2: "/var/lib/berth/containers/c1/imagevolumes/2/sub"}
+	mounts, _, err := requestedMounts(Sandbox{}, requested, sources)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, want := range []struct{ source, options string }{
+		{"/srv/data", "rbind,rprivate,rw"},
+		{sources[1], "rbind,rprivate,ro,nosuid,nodev"},
+		{sources[2], "rbind,rprivate,rro,nosuid,nodev,noexec"},
+	} {
+		if m := mounts[i]; m.Source != want.source || m.Type != "bind" || strings.Join(m.Options, ",") != want.options {
+			t.Errorf("mount %d = %+v; want a bind of %s with %s", i, m, want.source, want.options)
+		}
+	}
+	if _, _, err := requestedMounts(Sandbox{}, requested, map[int]string{1: sources[1]}); !errors.Is(err, errdefs.ErrFailedPrecondition) ||
+		!strings.Contains(err.Error(), `mounts[2] "/rro"`) {
+		t.Errorf("image volume the caller did not mount: %v; want FailedPrecondition naming mounts[2]", err)
 	}
 }

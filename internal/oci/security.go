@@ -146,7 +146,8 @@ func orderedCapabilities(set map[string]bool) []string {
 	return caps
 }
 
-//
+// maskedAndReadonlyPaths are the request's masked and read-only paths, or
+// DefaultMaskedPaths and DefaultReadonlyPaths where it names none.
 // Kubelet sends both lists empty for procMount: Unmasked, which Kubernetes
 // allows only with hostUsers: false; protobuf cannot tell empty from
 // unset, so berth reads two empty lists as Unmasked only for a container in

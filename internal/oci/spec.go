@@ -88,6 +88,10 @@ type Input struct {
 	// a privileged one): set on cgroup v2-only hosts, as containerd and
 	// CRI-O do, so that /sys/fs/cgroup in it is its own cgroup.
 	CgroupNamespace bool
+	// ImageVolumes are the host paths of the config's image volumes (the
+	// mounts with an image), by mount index: the image, or its
+	// image_sub_path, mounted read-only by the caller.
+	ImageVolumes map[int]string
 }
 
 // BuildSpec builds the runtime spec of an application container.

@@ -70,11 +70,11 @@ func TestPauseJoinsThePodsUserNamespace(t *testing.T) {
 func TestIDMappedMountNeedsThePodsMapping(t *testing.T) {
 	other := podUserns(1 << 20)
 	_, _, err := requestedMounts(usernsSandbox(), []*runtimeapi.Mount{{ContainerPath: "/d", HostPath: "/h",
-		UidMappings: other.Uids, GidMappings: other.Gids}})
+		UidMappings: other.Uids, GidMappings: other.Gids}}, nil)
 	if !errors.Is(err, errdefs.ErrInvalidArgument) {
 		t.Errorf("a mount mapped unlike its pod: err = %v, want InvalidArgument", err)
 	}
-	mounts, _, err := requestedMounts(usernsSandbox(), []*runtimeapi.Mount{{ContainerPath: "/d", HostPath: "/h"}})
+	mounts, _, err := requestedMounts(usernsSandbox(), []*runtimeapi.Mount{{ContainerPath: "/d", HostPath: "/h"}}, nil)
 	if err != nil || slices.Contains(mounts[0].Options, "idmap") {
 		t.Errorf("a mount without mappings: %v, %v: want it as is", mounts, err)
 	}

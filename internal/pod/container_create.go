@@ -22,7 +22,8 @@ import (
 // CreateContainer creates a container in a ready sandbox and returns its id:
 //  1. validate; resolve the sandbox and the image; reserve the name;
 //  2. write the intent record (state creating);
-//  3. mount the rootfs (overlay over the image's layers);
+//  3. mount the rootfs (overlay over the image's layers) and the image
+//     volumes (imagevolume.go);
 //  4. build the OCI spec and write the bundle;
 //  5. ask the pod monitor to `runc create` it; 6. record created.
 func (s *Service) CreateContainer(ctx context.Context, sandboxID string, cfg *runtimeapi.ContainerConfig, sandboxCfg *runtimeapi.PodSandboxConfig) (_ string, retErr error) {
@@ -49,13 +50,13 @@ func (s *Service) CreateContainer(ctx context.Context, sandboxID string, cfg *ru
 	if sb.State != SandboxReady {
 		return "", fmt.Errorf("pod sandbox %s is %s, not ready: %w", sb.ID, sb.State, errdefs.ErrFailedPrecondition)
 	}
-	img, err := s.cfg.Images.Resolve(cfg.GetImage().GetImage())
+	img, vols, release, err := s.resolveImages(cfg)
 	if err != nil {
-		return "", fmt.Errorf("container %q: image: %w", cfg.GetMetadata().GetName(), err)
+		return "", fmt.Errorf("container %q: %w", cfg.GetMetadata().GetName(), err)
 	}
-	release := s.holdImage(img.ID)
 	defer release()
 	rec := s.newContainerRecord(cfg, &sb, img)
+	rec.ImageVolumes = recordImageVolumes(vols)
 	var rb rollback
 	defer func() {
 		if retErr != nil {
@@ -71,8 +72,8 @@ func (s *Service) CreateContainer(ctx context.Context, sandboxID string, cfg *ru
 	}
 	rb.add("remove record", func(context.Context) error { return os.RemoveAll(rec.Dir) })
 	started := time.Now()
-	if err := s.prepareBundle(&rec, &sb, img, devices, &rb); err != nil {
-		return "", fmt.Errorf("container %s: %w", rec.ID, err)
+	if err := s.prepareBundle(&rec, &sb, img, vols, devices, &rb); err != nil {
+		return "", createError(rec.ID, err)
 	}
 	bundled := time.Now()
 	pid, err := s.runcCreate(ctx, &rec, &sb, &rb)
@@ -171,9 +172,9 @@ func logRelPath(rec *Container, sb *Sandbox) string {
 	return filepath.Clean(rec.Config.GetLogPath())
 }
 
-// prepareBundle mounts the rootfs and writes the OCI spec with the CDI
-// devices' edits (steps 3 and 4).
-func (s *Service) prepareBundle(rec *Container, sb *Sandbox, img image.Image, devices []cdidevice.Request, rb *rollback) error {
+// prepareBundle mounts the rootfs and the image volumes and writes the
+// OCI spec with the CDI devices' edits (steps 3 and 4).
+func (s *Service) prepareBundle(rec *Container, sb *Sandbox, img image.Image, vols []imageVolume, devices []cdidevice.Request, rb *rollback) error {
 	layers, err := s.cfg.Images.LayerPaths(img)
 	if err != nil {
 		return fmt.Errorf("image %s: layers: %w", img.ID, err)
@@ -189,6 +190,17 @@ func (s *Service) prepareBundle(rec *Container, sb *Sandbox, img image.Image, de
 	if err != nil {
 		return fmt.Errorf("rootfs: %w", err)
 	}
+	imageVolumes, err := s.mountImageVolumes(rec, vols, rb)
+	if err != nil {
+		return err
+	}
+	return s.writeSpec(rec, sb, img, imageVolumes, devices)
+}
+
+// writeSpec builds the OCI spec, applies the CDI devices' edits and writes
+// the bundle's config.json (step 4). imageVolumes are what the image
+// volumes bind, by mount index.
+func (s *Service) writeSpec(rec *Container, sb *Sandbox, img image.Image, imageVolumes map[int]string, devices []cdidevice.Request) error {
 	defer s.phase(opCreateContainer, "spec")() // the spec and config.json: the rest of this function
 	targetPID, err := s.targetPID(rec.Config)
 	if err != nil {
@@ -207,6 +219,7 @@ func (s *Service) prepareBundle(rec *Container, sb *Sandbox, img image.Image, de
 		// A private cgroup namespace on cgroup v2-only hosts; v1 and
 		// hybrid hosts keep the host's, as containerd and CRI-O do.
 		CgroupNamespace: s.cfg.Controllers.Unified,
+		ImageVolumes:    imageVolumes,
 	})
 	if err != nil {
 		return fmt.Errorf("spec: %w", err)

@@ -198,9 +198,12 @@ func (s *Service) cleanUpContainer(ctx context.Context, rec *Container) error {
 			return fmt.Errorf("rootfs: %w", err)
 		}
 	}
+	dir := filepath.Join(s.containersDir(), rec.ID)
+	if err := s.unmountImageVolumes(dir); err != nil {
+		return err
+	}
 	// Everything else first, the record last: a crash in between leaves a
 	// record that recovery finishes.
-	dir := filepath.Join(s.containersDir(), rec.ID)
 	for _, path := range []string{filepath.Join(s.bundlesDir(), rec.ID), filepath.Join(dir, "upper"), filepath.Join(dir, "work"), dir} {
 		if err := os.RemoveAll(path); err != nil {
 			return fmt.Errorf("directory %s: %w", path, err)

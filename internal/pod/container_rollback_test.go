@@ -34,7 +34,7 @@ func appConfig() *runtimeapi.ContainerConfig {
 }
 
 // containerUndoOps are the fake ops that undo a step of CreateContainer.
-var containerUndoOps = []string{"unmount", "forget", "kill", "delete"}
+var containerUndoOps = []string{"unmount", "unmount-image", "forget", "kill", "delete"}
 
 // TestCreateContainerRollback fails each step of CreateContainer
 // (docs/architecture.md, "CreateContainer") in turn and checks that the

@@ -227,6 +227,25 @@ func (f *fakeWorld) MountRootfs(_ []string, upper, work, target string, _ *image
 
 func (f *fakeWorld) UnmountRootfs(target string) error { return f.call("unmount", dirID(target)) }
 
+// volumeID is the container id of <containers>/<id>/imagevolumes/<index>.
+func volumeID(target string) string { return filepath.Base(filepath.Dir(filepath.Dir(target))) }
+
+// MountImageVolume makes the dirs image.MountImageVolume makes (before
+// it mounts, so a failed mount leaves them too), and mounts nothing: the
+// target stays an empty directory but for what a hook puts there.
+func (f *fakeWorld) MountImageVolume(_ []string, emptyDir, target string) error {
+	for _, d := range []string{emptyDir, target} {
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			return err
+		}
+	}
+	return f.call("mount-image", volumeID(target))
+}
+
+func (f *fakeWorld) UnmountImageVolume(target string) error {
+	return f.call("unmount-image", volumeID(target))
+}
+
 func (f *fakeWorld) WaitForPlugins(_ context.Context, podID string) {
 	_ = f.call("wait-plugins", podID)
 }

@@ -32,9 +32,16 @@ type QuarantinedRecord struct {
 	ID     string `json:"id"`
 	Path   string `json:"path"` // the record file, where it is now
 	Reason string `json:"reason"`
-	// SandboxID and ImageID, when the record still tells them.
-	SandboxID string `json:"sandboxId,omitempty"`
-	ImageID   string `json:"imageId,omitempty"`
+	// SandboxID, ImageID and ImageVolumes, when the record still tells
+	// them.
+	SandboxID    string        `json:"sandboxId,omitempty"`
+	ImageID      string        `json:"imageId,omitempty"`
+	ImageVolumes []ImageVolume `json:"imageVolumes,omitempty"`
+}
+
+// images is what the record tells of the images its container uses.
+func (r QuarantinedRecord) images() Container {
+	return Container{ImageID: r.ImageID, ImageVolumes: r.ImageVolumes}
 }
 
 // QuarantineSuffix is appended to the name of a quarantined record file.
@@ -106,7 +113,7 @@ func (s *Service) quarantineRecord(kind, id, path string, loadErr error) bool {
 		s.log.Error("recovery: quarantine note", "kind", kind, "path", path, "error", err)
 	}
 	r := QuarantinedRecord{Kind: kind, ID: id, Path: moved, Reason: loadErr.Error()}
-	r.SandboxID, r.ImageID = recordHints(moved)
+	r.SandboxID, r.ImageID, r.ImageVolumes = recordHints(moved)
 	s.quarantine.add(r)
 	s.log.Error("recovery: record quarantined; it and everything that depends on it are left alone",
 		"kind", kind, "id", id, "path", moved, "reason", r.Reason)
@@ -117,28 +124,29 @@ func (s *Service) quarantineRecord(kind, id, path string, loadErr error) bool {
 // quarantined: it stays where it is and loads again once the sandbox does.
 func (s *Service) holdContainer(path string, rec *Container) {
 	s.quarantine.add(QuarantinedRecord{
-		Kind: KindContainer, ID: rec.ID, Path: path, SandboxID: rec.SandboxID, ImageID: rec.ImageID,
+		Kind: KindContainer, ID: rec.ID, Path: path, SandboxID: rec.SandboxID, ImageID: rec.ImageID, ImageVolumes: rec.ImageVolumes,
 		Reason: fmt.Sprintf("its pod sandbox %s is quarantined", rec.SandboxID),
 	})
 	s.log.Warn("recovery: container left alone: its pod sandbox is quarantined",
 		"id", rec.ID, "sandbox", rec.SandboxID, "path", path)
 }
 
-// recordHints reads the sandbox and image ids from a record berth could not
-// use, when its JSON still parses; else "".
-func recordHints(path string) (sandboxID, imageID string) {
+// recordHints reads the sandbox and image ids and the image volumes from a
+// record berth could not use, when its JSON still parses; else zero.
+func recordHints(path string) (sandboxID, imageID string, volumes []ImageVolume) {
 	data, err := os.ReadFile(path)
 	if err != nil {
-		return "", ""
+		return "", "", nil
 	}
 	var h struct {
-		SandboxID string `json:"sandboxId"`
-		ImageID   string `json:"imageId"`
+		SandboxID    string        `json:"sandboxId"`
+		ImageID      string        `json:"imageId"`
+		ImageVolumes []ImageVolume `json:"imageVolumes"`
 	}
 	if json.Unmarshal(data, &h) != nil || !validID(h.SandboxID) {
 		h.SandboxID = ""
 	}
-	return h.SandboxID, h.ImageID
+	return h.SandboxID, h.ImageID, h.ImageVolumes
 }
 
 // writeQuarantineNote writes the note beside the record that was at path.
@@ -202,14 +210,15 @@ func (s *Service) refuseIfQuarantinedUsers(sandboxID string) error {
 }
 
 // quarantinedImageUsers lists the quarantined containers that may stand on
-// an image's layers: those that name it, and those whose image is unknown.
+// an image's layers: those that name it (Container.ImageIDs), and those
+// whose image is unknown.
 func (s *Service) quarantinedImageUsers(imageID string) []string {
 	var ids []string
 	for _, r := range s.quarantine.list(func(r QuarantinedRecord) bool { return r.Kind == KindContainer }) {
-		switch r.ImageID {
-		case imageID:
+		switch {
+		case r.images().UsesImage(imageID):
 			ids = append(ids, r.ID+" (quarantined)")
-		case "":
+		case r.ImageID == "":
 			ids = append(ids, r.ID+" (quarantined, image unknown)")
 		}
 	}

@@ -51,15 +51,16 @@ func (s *Service) Containers() []Container {
 	return out
 }
 
-// ContainersUsingImage lists the ids of containers created from an image:
-// its layers must stay while they exist. Quarantined containers count, and
-// one whose image is unknown holds every image.
+// ContainersUsingImage lists the ids of containers that use an image, as
+// their rootfs or an image volume (Container.ImageIDs): its layers must
+// stay while they exist. Quarantined containers count, and one whose image
+// is unknown holds every image.
 func (s *Service) ContainersUsingImage(imageID string) []string {
 	s.mu.RLock()
 	defer s.mu.RUnlock()
 	var ids []string
 	for id, e := range s.containers {
-		if e.snapshot().ImageID == imageID {
+		if e.snapshot().UsesImage(imageID) {
 			ids = append(ids, id)
 		}
 	}

@@ -101,6 +101,8 @@ type Container struct {
 	// RuntimeHandler is its sandbox's: the runc that created it ("" and
 	// absent: the default).
 	RuntimeHandler string `json:"runtimeHandler,omitempty"`
+	// ImageVolumes are the images its image volumes mount (imagevolume.go).
+	ImageVolumes []ImageVolume `json:"imageVolumes,omitempty"`
 
 	Config    *runtimeapi.ContainerConfig `json:"-"`
 	RawConfig json.RawMessage             `json:"config"`

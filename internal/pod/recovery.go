@@ -169,6 +169,10 @@ func (s *Service) loadContainer(ctx context.Context, id string) bool {
 			s.log.Info("recovery: removing container directory without record", "id", id)
 			_ = s.host.UnmountRootfs(filepath.Join(s.bundlesDir(), id, "rootfs"))
 			_ = os.RemoveAll(filepath.Join(s.bundlesDir(), id))
+			if err := s.unmountImageVolumes(filepath.Join(s.containersDir(), id)); err != nil {
+				s.log.Error("recovery: container directory without record kept: an image volume stays mounted", "id", id, "error", err)
+				return false
+			}
 			_ = os.RemoveAll(filepath.Join(s.containersDir(), id))
 			return false
 		}

@@ -42,7 +42,7 @@ var (
 // fakes for runc, the monitors, the host and CNI: no root needed.
 func TestRecoveryTable(t *testing.T) {
 	for _, tc := range slices.Concat(sandboxUndoCases(), sandboxNotReadyCases(), containerUndoCases(),
-		containerReconcileCases(), quarantineRecoveryCases(), orphanRecoveryCases()) {
+		containerReconcileCases(), quarantineRecoveryCases(), orphanRecoveryCases(), imageVolumeRecoveryCases()) {
 		t.Run(tc.row, func(t *testing.T) {
 			root, state := t.TempDir(), t.TempDir()
 			f := newFakeWorld()

@@ -50,8 +50,8 @@ type monitorCalls interface {
 	Attach(ctx context.Context, socket, id string, req monitor.AttachRequest, st monitor.AttachStreams) error
 }
 
-// podHost is what the service does on the host itself: namespace pins and
-// overlay rootfs mounts (both need CAP_SYS_ADMIN), and the wait for CNI
+// podHost is what the service does on the host itself: namespace pins,
+// overlay rootfs and image volume mounts (all need CAP_SYS_ADMIN), and the wait for CNI
 // plugins still working on a pod (it reads other processes' environments).
 type podHost interface {
 	PinNamespaces(o network.PinOptions) (*network.Namespaces, error)
@@ -59,6 +59,8 @@ type podHost interface {
 	IsPinned(path string) bool
 	MountRootfs(layers []string, upper, work, target string, idmap *image.IDMap) error
 	UnmountRootfs(target string) error
+	MountImageVolume(layers []string, emptyDir, target string) error
+	UnmountImageVolume(target string) error
 	WaitForPlugins(ctx context.Context, podID string)
 }
 
@@ -149,6 +151,10 @@ func (hostOps) MountRootfs(layers []string, upper, work, target string, idmap *i
 	return image.MountRootfs(layers, upper, work, target, idmap)
 }
 func (hostOps) UnmountRootfs(target string) error { return image.UnmountRootfs(target) }
+func (hostOps) MountImageVolume(layers []string, emptyDir, target string) error {
+	return image.MountImageVolume(layers, emptyDir, target)
+}
+func (hostOps) UnmountImageVolume(target string) error { return image.UnmountImageVolume(target) }
 func (hostOps) WaitForPlugins(ctx context.Context, podID string) {
 	network.WaitForPlugins(ctx, podID)
 }

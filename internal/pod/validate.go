@@ -95,6 +95,9 @@ func validateContainerConfig(cfg *runtimeapi.ContainerConfig, sandboxCfg *runtim
 		if m.GetImage() == nil && !filepath.IsAbs(m.GetHostPath()) {
 			return invalid(field+".host_path", "%q is not absolute", m.GetHostPath())
 		}
+		if err := checkImageVolume(m); err != nil {
+			return fmt.Errorf("%s.%w", field, err)
+		}
 	}
 	for i, kv := range cfg.GetEnvs() {
 		if kv.GetKey() == "" || strings.ContainsAny(kv.GetKey(), "=\x00") {

@@ -25,6 +25,9 @@ type Options struct {
 	// Bare leaves the base content (busybox, /etc, ...) out: the image
 	// holds ExtraFiles only, e.g. one static binary and no shell.
 	Bare bool
+	// Symlinks maps a path in the image to a symlink's target, in the
+	// layer of ExtraFiles.
+	Symlinks map[string]string
 }
 
 // DefaultEnv is the environment of images whose Options set none.
@@ -58,8 +61,8 @@ func build(opts Options) (built, error) {
 			return built{}, err
 		}
 	}
-	if len(opts.ExtraFiles) > 0 {
-		chunks = append(chunks, extraEntries(opts.ExtraFiles, base))
+	if len(opts.ExtraFiles) > 0 || len(opts.Symlinks) > 0 {
+		chunks = append(chunks, append(extraEntries(opts.ExtraFiles, base), symlinkEntries(opts.Symlinks, base)...))
 	}
 	b := built{name: opts.Name}
 	for _, c := range chunks {

@@ -161,6 +161,27 @@ func extraEntries(files map[string]string, dirs []entry) []entry {
 	return withParents(chunk, known)
 }
 
+// symlinkEntries are the symlinks of Options.Symlinks, with their parent
+// directories, for the top layer.
+func symlinkEntries(links map[string]string, dirs []entry) []entry {
+	known := map[string]entry{}
+	for _, d := range dirs {
+		if d.hdr.Typeflag == tar.TypeDir {
+			known[strings.TrimSuffix(d.hdr.Name, "/")] = d
+		}
+	}
+	names := make([]string, 0, len(links))
+	for n := range links {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	var chunk []entry
+	for _, n := range names {
+		chunk = append(chunk, linkEntry(strings.TrimPrefix(path.Clean("/"+n), "/"), links[n]))
+	}
+	return withParents(chunk, known)
+}
+
 // tarBytes writes entries as an uncompressed tar.
 func tarBytes(entries []entry) ([]byte, error) {
 	var buf bytes.Buffer

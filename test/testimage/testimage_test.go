@@ -4,9 +4,11 @@ import (
 	"archive/tar"
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"io"
 	"os"
 	"path/filepath"
+	"reflect"
 	"sort"
 	"strings"
 	"testing"
@@ -143,5 +145,16 @@ func TestBareImageHoldsOnlyItsFiles(t *testing.T) {
 	sort.Strings(names)
 	if strings.Join(names, " ") != "data/x pause" {
 		t.Errorf("the layer holds %v; want data/x and pause only", names)
+	}
+}
+
+func TestSymlinksGetTheirParents(t *testing.T) {
+	got := map[string]string{}
+	for _, e := range symlinkEntries(map[string]string{"/data/out": "../../..", "abs": "/etc"}, nil) {
+		got[e.hdr.Name] = fmt.Sprintf("%c %s", e.hdr.Typeflag, e.hdr.Linkname)
+	}
+	want := map[string]string{"abs": "2 /etc", "data/": "5 ", "data/out": "2 ../../.."}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("entries %q; want %q", got, want)
 	}
 }

@@ -145,6 +145,9 @@ func setVolumeDefaults(vol *v1.Volume) {
 	if source.Projected != nil {
 		setProjectedDefaults(source.Projected)
 	}
+	if source.Image != nil && source.Image.PullPolicy == "" {
+		source.Image.PullPolicy = defaultPullPolicy(source.Image.Reference)
+	}
 }
 
 func setProjectedDefaults(projected *v1.ProjectedVolumeSource) {

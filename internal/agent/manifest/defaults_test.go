@@ -263,3 +263,27 @@ func replaceOnce(t *testing.T, s, old, replacement string) string {
 	}
 	return strings.Replace(s, old, replacement, 1)
 }
+
+// TestImageVolumePullPolicyDefault: Always for :latest or no tag, else
+// IfNotPresent, as a container's; an explicit one stays.
+func TestImageVolumePullPolicyDefault(t *testing.T) {
+	manifests := `apiVersion: v1
+kind: Pod
+metadata: {name: tools}
+spec:
+  containers:
+  - {name: app, image: busybox:1.36}
+  volumes:
+  - {name: latest, image: {reference: tools}}
+  - {name: tagged, image: {reference: tools:v1}}
+  - {name: pinned, image: {reference: "tools@sha256:abcd"}}
+  - {name: explicit, image: {reference: tools, pullPolicy: Never}}
+`
+	pod := onlyPod(t, decodeString(t, manifests, "tools.yaml"))
+	want := []v1.PullPolicy{v1.PullAlways, v1.PullIfNotPresent, v1.PullIfNotPresent, v1.PullNever}
+	for i, v := range pod.Spec.Volumes {
+		if v.Image == nil || v.Image.PullPolicy != want[i] {
+			t.Errorf("volume %s: %+v, want pullPolicy %s", v.Name, v.Image, want[i])
+		}
+	}
+}

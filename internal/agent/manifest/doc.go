@@ -70,7 +70,8 @@
 // untagged, undigested image, otherwise IfNotPresent), terminationMessagePath
 // and -Policy, port protocol TCP, requests copied from limits, probe timings
 // and httpGet path/scheme, env fieldRef apiVersion v1; per volume emptyDir
-// when no source is given, modes 0644, hostPath type "", token expiry 1 h;
+// when no source is given, modes 0644, hostPath type "", token expiry 1 h,
+// an image volume's pullPolicy as a container's imagePullPolicy;
 // with hostNetwork, hostPort = containerPort. Quantities are rounded up to
 // milli units. A Secret gets type Opaque, a ConfigMap a non-nil data map.
 //
@@ -102,7 +103,9 @@
 // kubernetes.io/config.: podspec.ReservedKey), mount and hostPath paths must
 // be absolute, named probe ports must exist, and only volume types the
 // agent can build (emptyDir, hostPath, configMap, secret, downwardAPI,
-// projected configMap / secret / downwardAPI) and Linux pods are accepted. Every problem of the bundle is
+// projected configMap / secret / downwardAPI), image volumes (a reference
+// required, as the API server has it; the runtime mounts them) and Linux
+// pods are accepted. Every problem of the bundle is
 // collected into one *InvalidError; each names the source, the object and the
 // field path:
 //

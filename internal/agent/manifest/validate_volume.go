@@ -13,8 +13,9 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation/field"
 )
 
-// The volume types the agent can build (package volume).
-var supportedVolumeTypes = []string{"configMap", "downwardAPI", "emptyDir", "hostPath", "persistentVolumeClaim", "projected", "secret"}
+// The volume types the agent can build (package volume), and image
+// volumes, which the runtime mounts.
+var supportedVolumeTypes = []string{"configMap", "downwardAPI", "emptyDir", "hostPath", "image", "persistentVolumeClaim", "projected", "secret"}
 
 var supportedHostPathTypes = []v1.HostPathType{
 	v1.HostPathUnset, v1.HostPathDirectoryOrCreate, v1.HostPathDirectory, v1.HostPathFileOrCreate,
@@ -84,8 +85,20 @@ func validateVolumeSource(source *v1.VolumeSource, containerNames map[string]boo
 		}
 	case source.Projected != nil:
 		errs = append(errs, validateProjected(source.Projected, containerNames, path.Child("projected"))...)
+	case source.Image != nil:
+		errs = append(errs, validateImageVolume(source.Image, path.Child("image"))...)
 	}
 	return errs
+}
+
+// validateImageVolume is the API server's rule for an image volume: a
+// reference, and a pull policy (defaulted as a container's).
+func validateImageVolume(image *v1.ImageVolumeSource, path *field.Path) field.ErrorList {
+	var errs field.ErrorList
+	if image.Reference == "" {
+		errs = append(errs, field.Required(path.Child("reference"), ""))
+	}
+	return append(errs, validateEnum(path.Child("pullPolicy"), image.PullPolicy, v1.PullAlways, v1.PullIfNotPresent, v1.PullNever)...)
 }
 
 // volumeSourceTypes lists the JSON names of the set fields of a struct of

@@ -23,7 +23,7 @@ func TestValidateVolumes(t *testing.T) {
 			"spec.volumes[1].emptyDir: Forbidden: may not specify more than 1 volume type"},
 		{"volume type berth cannot build", "", func(p *v1.Pod) {
 			addVolume(p, "data", v1.VolumeSource{ISCSI: &v1.ISCSIVolumeSource{TargetPortal: "10.0.0.1:3260", IQN: "iqn.2001-04.com.example:storage", FSType: "ext4"}})
-		}, "spec.volumes[3].iscsi: Forbidden: berth supports only configMap, downwardAPI, emptyDir, hostPath, persistentVolumeClaim, projected, secret volumes"},
+		}, "spec.volumes[3].iscsi: Forbidden: berth supports only configMap, downwardAPI, emptyDir, hostPath, image, persistentVolumeClaim, projected, secret volumes"},
 		{"a claim names it", "", func(p *v1.Pod) {
 			addVolume(p, "data", v1.VolumeSource{PersistentVolumeClaim: &v1.PersistentVolumeClaimVolumeSource{}})
 		}, "spec.volumes[3].persistentVolumeClaim.claimName: Required value"},
@@ -66,6 +66,39 @@ func TestValidateVolumes(t *testing.T) {
 		{"secret name required", "", func(p *v1.Pod) {
 			addVolume(p, "creds", v1.VolumeSource{Secret: &v1.SecretVolumeSource{DefaultMode: ptrTo(int32(0o400))}})
 		}, "spec.volumes[3].secret.secretName: Required value"},
+	})
+}
+
+// TestValidateImageVolumes: the API server's rules, a reference and a
+// known pull policy; a mount of one may be read-write in the manifest
+// (the kubelet mounts it read-only anyway) and may have a subPath or a
+// subPathExpr.
+func TestValidateImageVolumes(t *testing.T) {
+	image := func(p *v1.Pod, source v1.ImageVolumeSource) {
+		addVolume(p, "tools", v1.VolumeSource{Image: &source})
+		app(p).VolumeMounts = append(app(p).VolumeMounts, v1.VolumeMount{Name: "tools", MountPath: "/tools"})
+	}
+	runPodCases(t, []podCase{
+		{"image volume", "", func(p *v1.Pod) {
+			image(p, v1.ImageVolumeSource{Reference: "tools:v1", PullPolicy: v1.PullIfNotPresent})
+		}, ""},
+		{"reference required", "", func(p *v1.Pod) { image(p, v1.ImageVolumeSource{PullPolicy: v1.PullNever}) },
+			"spec.volumes[3].image.reference: Required value"},
+		{"pull policy", "", func(p *v1.Pod) { image(p, v1.ImageVolumeSource{Reference: "tools:v1", PullPolicy: "Sometimes"}) },
+			`spec.volumes[3].image.pullPolicy: Unsupported value: "Sometimes"`},
+		{"read-write mount, subPath", "", func(p *v1.Pod) {
+			image(p, v1.ImageVolumeSource{Reference: "tools:v1", PullPolicy: v1.PullAlways})
+			m := &app(p).VolumeMounts[len(app(p).VolumeMounts)-1]
+			m.ReadOnly, m.SubPath = false, "bin"
+		}, ""},
+		{"subPathExpr", "", func(p *v1.Pod) {
+			image(p, v1.ImageVolumeSource{Reference: "tools:v1", PullPolicy: v1.PullAlways})
+			app(p).VolumeMounts[len(app(p).VolumeMounts)-1].SubPathExpr = "$(POD_NAME)"
+		}, ""},
+		{"subPath with ..", "", func(p *v1.Pod) {
+			image(p, v1.ImageVolumeSource{Reference: "tools:v1", PullPolicy: v1.PullAlways})
+			app(p).VolumeMounts[len(app(p).VolumeMounts)-1].SubPath = "bin/../.."
+		}, `subPath: Invalid value: "bin/../..": must not contain '..'`},
 	})
 }
 

@@ -43,6 +43,10 @@ type ContainerOptions struct {
 	// (SandboxOptions.UserNamespace): it goes into the container's
 	// namespace options, and its mappings onto every mount.
 	UserNamespace *runtimeapi.UserNamespace
+	// ImageVolumes are the images of the image volumes the container
+	// mounts, by volume name, as the runtime identifies them (the image id
+	// the caller got when it made sure the image is there).
+	ImageVolumes map[string]string
 }
 
 // ContainerConfig is the CRI config of one container of the pod, as the

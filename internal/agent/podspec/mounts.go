@@ -48,6 +48,9 @@ func containerMounts(pod *v1.Pod, c *v1.Container, env Env, paths VolumePaths, o
 }
 
 func volumeMount(pod *v1.Pod, c *v1.Container, index int, vm v1.VolumeMount, env Env, paths VolumePaths, opts ContainerOptions) (*runtimeapi.Mount, error) {
+	if source := ImageVolumeSource(pod, vm.Name); source != nil {
+		return imageVolumeMount(c, vm, source, env, opts)
+	}
 	hostPath, ok := paths[vm.Name]
 	if !ok {
 		return nil, fmt.Errorf("volume %q is not set up", vm.Name)
@@ -81,6 +84,47 @@ func volumeMount(pod *v1.Pod, c *v1.Container, index int, vm v1.VolumeMount, env
 		ContainerPath:     vm.MountPath,
 		HostPath:          hostPath,
 		Readonly:          vm.ReadOnly || volumeAlwaysReadOnly(pod, vm.Name),
+		RecursiveReadOnly: rro,
+		Propagation:       propagation,
+	}, nil
+}
+
+// ImageVolumeSource is the image of the pod's volume name when it is an
+// image volume, else nil.
+func ImageVolumeSource(pod *v1.Pod, name string) *v1.ImageVolumeSource {
+	for i := range pod.Spec.Volumes {
+		if pod.Spec.Volumes[i].Name == name {
+			return pod.Spec.Volumes[i].Image
+		}
+	}
+	return nil
+}
+
+// imageVolumeMount is the CRI mount of an image volume, as the kubelet
+// makes it: the runtime mounts the image (opts.ImageVolumes has its id),
+// or its subPath (image_sub_path), always read-only.
+func imageVolumeMount(c *v1.Container, vm v1.VolumeMount, source *v1.ImageVolumeSource, env Env, opts ContainerOptions) (*runtimeapi.Mount, error) {
+	ref, ok := opts.ImageVolumes[vm.Name]
+	if !ok || ref == "" {
+		return nil, fmt.Errorf("image volume %q: image %q is not pulled", vm.Name, source.Reference)
+	}
+	subPath, err := mountSubPath(vm, env)
+	if err != nil {
+		return nil, err
+	}
+	propagation, err := mountPropagation(vm.MountPropagation, c)
+	if err != nil {
+		return nil, err
+	}
+	rro, err := recursiveReadOnly(vm, opts.RecursiveReadOnlySupported)
+	if err != nil {
+		return nil, err
+	}
+	return &runtimeapi.Mount{
+		ContainerPath:     vm.MountPath,
+		Image:             &runtimeapi.ImageSpec{Image: ref, UserSpecifiedImage: source.Reference},
+		ImageSubPath:      subPath,
+		Readonly:          true,
 		RecursiveReadOnly: rro,
 		Propagation:       propagation,
 	}, nil

@@ -19,8 +19,9 @@
 // emptyDirs belong to it with the setgid bit.
 //
 // Not covered: an on-disk emptyDir's sizeLimit is not enforced (the kubelet
-// does it by eviction); ephemeral, image and the network
-// volume kinds (Setup reports them unsupported); serviceAccountToken
+// does it by eviction); ephemeral and the network volume kinds (Setup
+// reports them unsupported); an image volume has nothing on the host (the
+// runtime mounts it: CRI Mount.image) and no path; serviceAccountToken
 // projections write nothing (there is no API server to issue tokens), and
 // clusterTrustBundle / podCertificate projections are refused.
 //

@@ -84,6 +84,8 @@ func (m *Manager) setupVolume(pod *v1.Pod, vol *v1.Volume, sources podspec.Sourc
 	fsGroup := podFSGroup(pod)
 	src := &vol.VolumeSource
 	switch {
+	case src.Image != nil:
+		return "", nil // the runtime mounts an image volume (CRI Mount.image): nothing on the host
 	case src.HostPath != nil:
 		return hostPath(src.HostPath)
 	case src.PersistentVolumeClaim != nil:

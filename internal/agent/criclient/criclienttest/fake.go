@@ -306,6 +306,7 @@ func (f *Runtime) ContainerStatus(_ context.Context, id string) (*runtimeapi.Con
 		Id: id, Metadata: c.config.GetMetadata(), State: c.state, CreatedAt: c.created.UnixNano(),
 		Labels: maps.Clone(c.config.GetLabels()), Annotations: maps.Clone(c.config.GetAnnotations()),
 		LogPath: c.config.GetLogPath(), Image: c.config.GetImage(), ImageRef: f.imageRefLocked(c),
+		Mounts: c.config.GetMounts(),
 	}
 	if !c.started.IsZero() {
 		st.StartedAt = c.started.UnixNano()

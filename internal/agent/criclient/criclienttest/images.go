@@ -60,7 +60,7 @@ func (f *Runtime) ListImages(context.Context) ([]*runtimeapi.Image, error) {
 
 // RemoveImage removes an image (by reference or id) and every reference
 // to it, and records "rmi <id>"; it refuses an image a container uses,
-// as berth does.
+// as its own or an image volume's, as berth does.
 func (f *Runtime) RemoveImage(_ context.Context, ref string) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
@@ -69,8 +69,14 @@ func (f *Runtime) RemoveImage(_ context.Context, ref string) error {
 		return nil
 	}
 	for _, c := range f.containers {
-		if u := f.imageLocked(c.config.GetImage().GetImage()); u != nil && u.GetId() == img.GetId() {
-			return status.Errorf(codes.FailedPrecondition, "image %s is used by container %s", img.GetId(), c.id)
+		refs := []string{c.config.GetImage().GetImage()}
+		for _, m := range c.config.GetMounts() {
+			refs = append(refs, m.GetImage().GetImage())
+		}
+		for _, ref := range refs {
+			if u := f.imageLocked(ref); u != nil && u.GetId() == img.GetId() {
+				return status.Errorf(codes.FailedPrecondition, "image %s is used by container %s", img.GetId(), c.id)
+			}
 		}
 	}
 	for key, other := range f.images {
