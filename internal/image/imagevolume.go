@@ -26,8 +26,10 @@ const imageVolumeFlags = unix.MS_RDONLY | unix.MS_NOSUID | unix.MS_NODEV
 // layers (layerPaths, bottom first) with no upper dir, mounted read-only,
 // nosuid and nodev. Overlayfs wants two lower dirs when it has no
 // upper one, so emptyDir, an empty directory, lies beneath the layers.
-// target and emptyDir are created when missing.
-func MountImageVolume(layerPaths []string, emptyDir, target string) error {
+// target and emptyDir are created when missing. With idmap set, the lower
+// dirs are idmapped into a pod's user namespace, as a rootfs' are
+// (rootfs_idmap.go): an overlay itself cannot be idmapped.
+func MountImageVolume(layerPaths []string, emptyDir, target string, idmap *IDMap) error {
 	if len(layerPaths) == 0 {
 		return fmt.Errorf("image volume %s: the image has no layers: %w", target, errdefs.ErrInvalidArgument)
 	}
@@ -51,6 +53,14 @@ func MountImageVolume(layerPaths []string, emptyDir, target string) error {
 	}
 	if entries, err := os.ReadDir(emptyDir); err != nil || len(entries) > 0 {
 		return fmt.Errorf("image volume %s: bottom dir %s: not empty (%v): %w", target, emptyDir, err, errdefs.ErrFailedPrecondition)
+	}
+	if idmap != nil {
+		layers, err := idmap.openLayers(lowers)
+		if err != nil {
+			return fmt.Errorf("image volume %s: %w", target, err)
+		}
+		defer layers.close()
+		data = "lowerdir=" + strings.Join(layers.paths(), ":")
 	}
 	if err := unix.Mount("overlay", target, "overlay", imageVolumeFlags, data); err != nil {
 		return fmt.Errorf("image volume %s: mount overlay: %w", target, err)

@@ -25,7 +25,7 @@ func TestMountImageVolumeIsReadOnlyAndStacksLayers(t *testing.T) {
 	must(t, applyTar(bytes.NewReader(tarOf(t, reg(".wh.b"), reg("c"))), low2, testLimits))
 	target, empty := filepath.Join(top, "vol", "0"), filepath.Join(top, "vol", "empty")
 	for name, layers := range map[string][]string{"two layers": {low1, low2}, "one layer": {low1}} {
-		must(t, MountImageVolume(layers, empty, target))
+		must(t, MountImageVolume(layers, empty, target, nil))
 		var st unix.Statfs_t
 		must(t, unix.Statfs(target, &st))
 		for flag, opt := range map[int64]string{unix.ST_RDONLY: "ro", unix.ST_NOSUID: "nosuid", unix.ST_NODEV: "nodev"} {
@@ -44,7 +44,7 @@ func TestMountImageVolumeIsReadOnlyAndStacksLayers(t *testing.T) {
 		}
 		must(t, UnmountImageVolume(target))
 	}
-	must(t, MountImageVolume([]string{low1, low2}, empty, target))
+	must(t, MountImageVolume([]string{low1, low2}, empty, target, nil))
 	for rel, want := range map[string]bool{"a": true, "b": false, "c": true} {
 		if _, err := os.Lstat(filepath.Join(target, rel)); (err == nil) != want {
 			t.Errorf("%s: present=%v, want %v", rel, err == nil, want)
@@ -61,13 +61,13 @@ func TestMountImageVolumeRejectsBadInput(t *testing.T) {
 	for name, layers := range map[string][]string{
 		"no layers": nil, "colon": {"/a:b"}, "comma": {"/a,upperdir=/x"}, "relative": {"layers/a"},
 	} {
-		if err := MountImageVolume(layers, empty, target); !errors.Is(err, errdefs.ErrInvalidArgument) {
+		if err := MountImageVolume(layers, empty, target, nil); !errors.Is(err, errdefs.ErrInvalidArgument) {
 			t.Errorf("%s: %v, want InvalidArgument", name, err)
 		}
 	}
 	must(t, os.MkdirAll(empty, 0o755))
 	must(t, os.WriteFile(filepath.Join(empty, "stray"), nil, 0o644))
-	if err := MountImageVolume([]string{top}, empty, target); !errors.Is(err, errdefs.ErrFailedPrecondition) {
+	if err := MountImageVolume([]string{top}, empty, target, nil); !errors.Is(err, errdefs.ErrFailedPrecondition) {
 		t.Errorf("bottom dir not empty: %v, want FailedPrecondition", err)
 	}
 }

@@ -190,7 +190,7 @@ func (s *Service) prepareBundle(rec *Container, sb *Sandbox, img image.Image, vo
 	if err != nil {
 		return fmt.Errorf("rootfs: %w", err)
 	}
-	imageVolumes, err := s.mountImageVolumes(rec, vols, rb)
+	imageVolumes, err := s.mountImageVolumes(rec, sb, vols, rb)
 	if err != nil {
 		return err
 	}

@@ -233,7 +233,7 @@ func volumeID(target string) string { return filepath.Base(filepath.Dir(filepath
 // MountImageVolume makes the dirs image.MountImageVolume makes (before
 // it mounts, so a failed mount leaves them too), and mounts nothing: the
 // target stays an empty directory but for what a hook puts there.
-func (f *fakeWorld) MountImageVolume(_ []string, emptyDir, target string) error {
+func (f *fakeWorld) MountImageVolume(_ []string, emptyDir, target string, _ *image.IDMap) error {
 	for _, d := range []string{emptyDir, target} {
 		if err := os.MkdirAll(d, 0o755); err != nil {
 			return err

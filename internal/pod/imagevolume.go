@@ -134,8 +134,9 @@ func recordImageVolumes(vols []imageVolume) []ImageVolume {
 
 // mountImageVolumes mounts the container's image volumes on the host
 // (CreateContainer step 3) and returns what the spec binds of each (the
-// image, or its image_sub_path), by mount index.
-func (s *Service) mountImageVolumes(rec *Container, vols []imageVolume, rb *rollback) (map[int]string, error) {
+// image, or its image_sub_path), by mount index. In a pod with a user
+// namespace their layers are idmapped into it.
+func (s *Service) mountImageVolumes(rec *Container, sb *Sandbox, vols []imageVolume, rb *rollback) (map[int]string, error) {
 	if len(vols) == 0 {
 		return nil, nil
 	}
@@ -144,7 +145,7 @@ func (s *Service) mountImageVolumes(rec *Container, vols []imageVolume, rb *roll
 	dir := imageVolumesDir(rec.Dir)
 	sources := make(map[int]string, len(vols))
 	for _, v := range vols {
-		source, err := s.mountImageVolume(dir, v)
+		source, err := s.mountImageVolume(dir, v, rootfsIDMap(sb))
 		if err != nil {
 			return nil, imageVolumeMountFailed{fmt.Errorf("%s: image volume %s: %w", v.field(), v.img.ID, err)}
 		}
@@ -153,13 +154,13 @@ func (s *Service) mountImageVolumes(rec *Container, vols []imageVolume, rb *roll
 	return sources, nil
 }
 
-func (s *Service) mountImageVolume(dir string, v imageVolume) (string, error) {
+func (s *Service) mountImageVolume(dir string, v imageVolume, idmap *image.IDMap) (string, error) {
 	layers, err := s.cfg.Images.LayerPaths(v.img)
 	if err != nil {
 		return "", fmt.Errorf("layers: %w", err)
 	}
 	target := filepath.Join(dir, strconv.Itoa(v.index))
-	if err := s.host.MountImageVolume(layers, filepath.Join(dir, emptyLowerDir), target); err != nil {
+	if err := s.host.MountImageVolume(layers, filepath.Join(dir, emptyLowerDir), target, idmap); err != nil {
 		return "", err
 	}
 	return image.ResolveSubPath(target, v.subPath)

@@ -59,7 +59,7 @@ type podHost interface {
 	IsPinned(path string) bool
 	MountRootfs(layers []string, upper, work, target string, idmap *image.IDMap) error
 	UnmountRootfs(target string) error
-	MountImageVolume(layers []string, emptyDir, target string) error
+	MountImageVolume(layers []string, emptyDir, target string, idmap *image.IDMap) error
 	UnmountImageVolume(target string) error
 	WaitForPlugins(ctx context.Context, podID string)
 }
@@ -151,8 +151,8 @@ func (hostOps) MountRootfs(layers []string, upper, work, target string, idmap *i
 	return image.MountRootfs(layers, upper, work, target, idmap)
 }
 func (hostOps) UnmountRootfs(target string) error { return image.UnmountRootfs(target) }
-func (hostOps) MountImageVolume(layers []string, emptyDir, target string) error {
-	return image.MountImageVolume(layers, emptyDir, target)
+func (hostOps) MountImageVolume(layers []string, emptyDir, target string, idmap *image.IDMap) error {
+	return image.MountImageVolume(layers, emptyDir, target, idmap)
 }
 func (hostOps) UnmountImageVolume(target string) error { return image.UnmountImageVolume(target) }
 func (hostOps) WaitForPlugins(ctx context.Context, podID string) {

@@ -89,7 +89,9 @@ func TestUserNamespacePod(t *testing.T) {
 		t.Fatal(err)
 	}
 	cfg := sleeper("app")
-	cfg.Mounts = []*runtimeapi.Mount{{ContainerPath: "/data", HostPath: vol}}
+	cfg.Mounts = []*runtimeapi.Mount{{ContainerPath: "/data", HostPath: vol},
+		// An image volume: its layers are idmapped as the rootfs' are.
+		{ContainerPath: "/img", Image: &runtimeapi.ImageSpec{Image: "busybox"}, Readonly: true}}
 	id := d.run(podID, podCfg, inUserns(podCfg, cfg))
 
 	if uid, gid := hostIDs(t, d.containerPid(id)); uid != strconv.Itoa(hostID) || gid != strconv.Itoa(hostID) {
@@ -100,6 +102,7 @@ func TestUserNamespacePod(t *testing.T) {
 		{"cat /proc/self/uid_map /proc/self/gid_map | tr -s ' ' | sed 's/^ //'", fmt.Sprintf("0 %d 65536\n0 %d 65536", hostID, hostID)},
 		{"stat -c '%u:%g' / /bin/sh /etc/hostname", "0:0\n0:0\n0:0"},
 		{"touch /bin/new && echo rootfs writable", "rootfs writable"},
+		{"stat -c '%u:%g' /img/bin/busybox && /img/bin/busybox true && echo ran", "0:0\nran"},
 		{"cat /data/hostfile && stat -c '%u:%g' /data/hostfile && echo ok > /data/bypod", "from the host\n0:0"},
 		{"nc -l -p 80 </dev/null >/dev/null 2>&1 & sleep 0.3; netstat -ltn | grep -c ':80 '; kill $!", "1"},
 		{"cat /proc/sys/net/ipv4/ping_group_range | tr -s '\t ' ' '", "0 0"},
