@@ -25,8 +25,11 @@ func (s *Service) startPause(ctx context.Context, rec *Sandbox, rb *rollback) er
 	rb.add("remove pause bundle", func(context.Context) error {
 		return errors.Join(s.removePauseRootfs(rec), os.RemoveAll(bundle))
 	})
-	for dir, mode := range map[string]os.FileMode{bundle: store.PrivateDirMode, rootfs: 0o755} {
-		if err := os.MkdirAll(dir, mode); err != nil {
+	for _, d := range []struct {
+		path string
+		mode os.FileMode
+	}{{bundle, store.PrivateDirMode}, {rootfs, 0o755}} {
+		if err := os.MkdirAll(d.path, d.mode); err != nil {
 			return fmt.Errorf("pod sandbox %s: pause bundle: %w", rec.ID, err)
 		}
 	}
@@ -97,7 +100,11 @@ func (s *Service) removePauseRootfs(rec *Sandbox) error {
 	if sandboxUserns(rec.Config) == nil {
 		return nil
 	}
-	dir := filepath.Join(s.usernsDir(), rec.ID, pauseRootfsName)
+	return removePauseRootfsDir(filepath.Join(s.usernsDir(), rec.ID, pauseRootfsName))
+}
+
+// removePauseRootfsDir removes what startPause made in dir, and dir.
+func removePauseRootfsDir(dir string) error {
 	if err := os.Remove(filepath.Join(dir, oci.PauseBinary)); err != nil && !errors.Is(err, os.ErrNotExist) {
 		return fmt.Errorf("rootfs: %w", err)
 	}

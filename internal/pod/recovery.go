@@ -277,10 +277,15 @@ func (s *Service) removeOrphanUsernsDirs(known map[string]bool) {
 	for _, pod := range recordIDs(s.usernsDir()) {
 		podDir := filepath.Join(s.usernsDir(), pod)
 		for _, id := range recordIDs(podDir) {
-			if known[id] {
+			// berth-pause's rootfs belongs to the pod; a container's to its record.
+			if (id == pauseRootfsName && known[pod]) || known[id] {
 				continue
 			}
 			s.log.Info("recovery: removing orphan rootfs", "dir", filepath.Join(podDir, id))
+			if id == pauseRootfsName {
+				_ = removePauseRootfsDir(filepath.Join(podDir, id))
+				continue
+			}
 			_ = s.host.UnmountRootfs(filepath.Join(podDir, id))
 			_ = removeEmptyDir(filepath.Join(podDir, id))
 		}

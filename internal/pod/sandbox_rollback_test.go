@@ -12,6 +12,7 @@ import (
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
 	"github.com/berth-dev/berth/internal/errdefs"
+	"github.com/berth-dev/berth/internal/oci"
 )
 
 // sharedPIDSandboxConfig asks for every step of RunSandbox: its own network
@@ -206,5 +207,41 @@ func blockReadyRecord(t *testing.T, s *Service, f *fakeWorld) {
 			t.Error(err)
 		}
 		writeFile(t, filepath.Join(path, "blocker"), "")
+	}
+}
+
+// TestOrphanUsernsDirs: recovery removes the rootfs directories under
+// <state>/userns that no record owns (berth-pause's with its mount points),
+// keeps those of known pods and containers, and never removes a directory
+// that is not empty.
+func TestOrphanUsernsDirs(t *testing.T) {
+	f := newFakeWorld()
+	s := newFakeService(t, t.TempDir(), t.TempDir(), f)
+	mk := func(parts ...string) string {
+		p := filepath.Join(append([]string{s.usernsDir()}, parts...)...)
+		if err := os.MkdirAll(p, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	for _, pod := range []string{"known-pod", "gone-pod"} {
+		for _, d := range pauseMountPoints {
+			mk(pod, pauseRootfsName, d)
+		}
+		writeFile(t, filepath.Join(s.usernsDir(), pod, pauseRootfsName, oci.PauseBinary), "")
+	}
+	mk("known-pod", "known-ctr")
+	mk("known-pod", "gone-ctr")
+	busy := mk("gone-pod", "busy-ctr")
+	writeFile(t, filepath.Join(busy, "file"), "a rootfs that did not unmount")
+	s.removeOrphanUsernsDirs(map[string]bool{"known-pod": true, "known-ctr": true})
+	for p, want := range map[string]bool{
+		"known-pod/pause/proc": true, "known-pod/known-ctr": true, "known-pod/gone-ctr": false,
+		"gone-pod/pause": false, "gone-pod/busy-ctr/file": true, "gone-pod": true,
+	} {
+		_, err := os.Stat(filepath.Join(s.usernsDir(), p))
+		if got := err == nil; got != want {
+			t.Errorf("%s there: %v, want %v", p, got, want)
+		}
 	}
 }

@@ -142,6 +142,11 @@ func (s *Service) cleanUpSandbox(ctx context.Context, rec *Sandbox) error {
 			return fmt.Errorf("directory %s: %w", dir, err)
 		}
 	}
+	// berth-pause's rootfs there outlives its bundle when a crash came
+	// between the two.
+	if err := s.removePauseRootfs(rec); err != nil {
+		return err
+	}
 	if err := removeEmptyDir(filepath.Join(s.usernsDir(), rec.ID)); err != nil {
 		return err
 	}
