@@ -53,8 +53,14 @@ func Open(cfg Config) (*Manager, error) {
 	return &Manager{files: f, verify: cfg.Verification, now: cfg.Now, log: cfg.Logger, inFlight: map[string]int{}}, nil
 }
 
-// Policy is the manager's verification policy.
-func (m *Manager) Policy() Policy { return m.verify.Policy() }
+// Policy is the manager's verification policy (a nil manager's:
+// NeverVerify).
+func (m *Manager) Policy() Policy {
+	if m == nil {
+		return NeverVerify
+	}
+	return m.verify.Policy()
+}
 
 // imageKey is the image as intents know it: the normalized reference
 // (busybox is index.docker.io/library/busybox:latest), or the image as
