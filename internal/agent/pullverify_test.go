@@ -15,7 +15,7 @@ import (
 	"github.com/berth-dev/berth/internal/agent/pullrecords"
 )
 
-const regcredSecret = `
+const pullerManifest = `
 apiVersion: v1
 kind: Secret
 metadata: {name: regcred}
@@ -27,16 +27,16 @@ stringData:
 // privatePod is a pod of privateImage with a pull policy and, when
 // secret is not "", that image pull secret.
 func privatePod(name string, policy v1.PullPolicy, secret string) string {
-	secrets := ""
+	refs := ""
 	if secret != "" {
-		secrets = "\n  imagePullSecrets: [{name: " + secret + "}]"
+		refs = "\n  imagePullSecrets: [{name: " + secret + "}]"
 	}
 	return `
 ---
 apiVersion: v1
 kind: Pod
 metadata: {name: ` + name + `}
-spec:` + secrets + `
+spec:` + refs + `
   containers:
   - {name: app, image: "` + privateImage + `", imagePullPolicy: ` + string(policy) + `, command: [sleep, "1000"]}
 `
@@ -67,12 +67,12 @@ func TestImagePulledWithAnotherPodsSecretIsVerified(t *testing.T) {
 	rt := criclienttest.New()
 	wantPassword(rt, "right-pw")
 	a := startTestAgent(t, rt)
-	a.apply(t, regcredSecret+privatePod("a", v1.PullIfNotPresent, "regcred"))
+	a.apply(t, pullerManifest+privatePod("a", v1.PullIfNotPresent, "regcred"))
 	waitFor(t, "a runs", func() bool { return ctrStatus(a.pod(t, "a"), "app").State.Running != nil })
 	if got, want := pullCalls(rt), []string{"pull " + privateImage + " as puller"}; !slices.Equal(got, want) {
 		t.Fatalf("pulls %v, want %v", got, want)
 	}
-	a.apply(t, regcredSecret+privatePod("b", v1.PullIfNotPresent, "")+privatePod("c", v1.PullNever, "")+privatePod("d", v1.PullIfNotPresent, "regcred"))
+	a.apply(t, pullerManifest+privatePod("b", v1.PullIfNotPresent, "")+privatePod("c", v1.PullNever, "")+privatePod("d", v1.PullIfNotPresent, "regcred"))
 	msg := waitWaiting(t, a, "b", reasonErrImagePull, "401 Unauthorized")
 	if !strings.Contains(msg, "pulled with image pull secrets this pod does not have") {
 		t.Errorf("b's message %q does not say why the present image was pulled again", msg)
@@ -136,7 +136,7 @@ func TestPullRecordsSurviveARestart(t *testing.T) {
 	wantPassword(rt, "right-pw")
 	dir := t.TempDir()
 	first := startTestAgentIn(t, rt, dir)
-	first.apply(t, regcredSecret+privatePod("a", v1.PullIfNotPresent, "regcred"))
+	first.apply(t, pullerManifest+privatePod("a", v1.PullIfNotPresent, "regcred"))
 	waitFor(t, "a runs", func() bool { return ctrStatus(first.pod(t, "a"), "app").State.Running != nil })
 	first.stop()
 
@@ -148,17 +148,16 @@ func TestPullRecordsSurviveARestart(t *testing.T) {
 	if info, err := os.Stat(records); err != nil || info.Mode().Perm() != 0o700 {
 		t.Fatalf("%s: %v %v; want a 0700 directory", records, info, err)
 	}
-	err := filepath.WalkDir(records, func(path string, _ os.DirEntry, err error) error {
-		if err != nil || !strings.HasSuffix(path, ".json") {
-			return err
-		}
-		data, err := os.ReadFile(path)
-		if strings.Contains(string(data), "right-pw") || !strings.Contains(string(data), `"name": "regcred"`) {
-			t.Errorf("%s: %s; want the secret's name and no password", path, data)
-		}
-		return err
-	})
+	pulled := filepath.Join(records, "pulled")
+	entries, err := os.ReadDir(pulled)
+	if err != nil || len(entries) != 1 {
+		t.Fatalf("%s: %v %v; want one record", pulled, entries, err)
+	}
+	data, err := os.ReadFile(filepath.Join(pulled, entries[0].Name()))
 	if err != nil {
 		t.Fatal(err)
+	}
+	if strings.Contains(string(data), "right-pw") || !strings.Contains(string(data), `"name": "regcred"`) || !strings.Contains(string(data), `"credentialHash": "hmac-sha256:`) {
+		t.Errorf("record %s; want the secret's name and keyed hash, no password", data)
 	}
 }

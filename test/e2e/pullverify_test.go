@@ -96,9 +96,9 @@ stringData:
 // sharedImagePod is a pod of image with a pull policy and, withSecret,
 // imagePullSecrets regcred.
 func sharedImagePod(name, image string, policy v1.PullPolicy, withSecret bool) string {
-	secrets := ""
+	refs := ""
 	if withSecret {
-		secrets = "\n  imagePullSecrets: [{name: regcred}]"
+		refs = "\n  imagePullSecrets: [{name: regcred}]"
 	}
 	return fmt.Sprintf(`
 ---
@@ -109,7 +109,7 @@ spec:
   terminationGracePeriodSeconds: 1%s
   containers:
   - {name: app, image: %q, imagePullPolicy: %s, command: [sleep, "1000"]}
-`, name, secrets, image, policy)
+`, name, refs, image, policy)
 }
 
 // eventMessages are the messages of a pod's events with reason.

@@ -11,11 +11,16 @@ const (
 	testRepo  = "reg.example:5000/team/app"
 )
 
+// recorded is a secret as records keep it, its credential hash made of h.
+func recorded(ns, name, uid, h string) Secret {
+	return Secret{Namespace: ns, Name: name, UID: uid, CredentialHash: "hmac-sha256:" + h}
+}
+
 var (
-	secretA      = Secret{Namespace: "default", Name: "regcred", UID: "uid-a", CredentialHash: "hmac-sha256:aaaa"}
-	secretAMoved = Secret{Namespace: "other", Name: "copy", UID: "uid-c", CredentialHash: "hmac-sha256:aaaa"}
-	secretARotd  = Secret{Namespace: "default", Name: "regcred", UID: "uid-a", CredentialHash: "hmac-sha256:new"}
-	secretB      = Secret{Namespace: "default", Name: "other", UID: "uid-b", CredentialHash: "hmac-sha256:bbbb"}
+	secretA      = recorded("default", "regcred", "uid-a", "aaaa")
+	secretAMoved = recorded("other", "copy", "uid-c", "aaaa")
+	secretARotd  = recorded("default", "regcred", "uid-a", "new")
+	secretB      = recorded("default", "other", "uid-b", "bbbb")
 )
 
 func mustVerification(t *testing.T, p Policy, allow ...string) Verification {
@@ -87,7 +92,7 @@ func TestDecidePassesOnThePodSecretsError(t *testing.T) {
 	d, err := decide(v, testImage, testRepo, true, recordWith(testRepo, SecretCredentials(secretA)), func() ([]Secret, error) {
 		return nil, errors.New(`image pull secret "regcred": not a docker config.json`)
 	})
-	if err == nil || !d.Pull || d.Why != whyPodSecretsErr {
+	if err == nil || !d.Pull || d.Why != whyPodPullRefsErr {
 		t.Errorf("decision %+v, error %v; want a pull and the error", d, err)
 	}
 }

@@ -143,13 +143,13 @@ type Decision struct {
 
 // Reasons a present image must be pulled again.
 const (
-	whyNoRecord      = "the agent has no record of the credentials that pulled it"
-	whyUnfinished    = "the agent did not see its pull end, so the credentials that pulled it are unknown"
-	whyOtherName     = "the agent has no record of credentials that pulled it under this name"
-	whyUnknownCreds  = "the credentials that pulled it are unknown"
-	whyOtherSecrets  = "it was pulled with image pull secrets this pod does not have"
-	whyUnreadable    = "its pull record is unreadable"
-	whyPodSecretsErr = "the pod's image pull secrets could not be read"
+	whyNoRecord       = "the agent has no record of the credentials that pulled it"
+	whyUnfinished     = "the agent did not see its pull end, so the credentials that pulled it are unknown"
+	whyOtherName      = "the agent has no record of credentials that pulled it under this name"
+	whyUnknownCreds   = "the credentials that pulled it are unknown"
+	whyOtherSecrets   = "it was pulled with image pull secrets this pod does not have"
+	whyUnreadable     = "its pull record is unreadable"
+	whyPodPullRefsErr = "the pod's image pull secrets could not be read"
 )
 
 // decide is kubelet's MustAttemptImagePull on what the manager read:
@@ -179,7 +179,7 @@ func decide(v Verification, image, repo string, pulledByAgent bool, rec *Pulled,
 	}
 	secrets, err := podSecrets()
 	if err != nil {
-		return Decision{Pull: true, Why: whyPodSecretsErr}, err
+		return Decision{Pull: true, Why: whyPodPullRefsErr}, err
 	}
 	for _, mine := range secrets {
 		for _, theirs := range cached.Secrets {
