@@ -46,6 +46,7 @@ type agentFlags struct {
 	// kubelet's credential provider plugins: their config and directory
 	credProviderConfig string
 	credProviderBinDir string
+	pullVerification   pullVerificationFlags
 	gc                 gcFlags
 	node               nodeFlags
 	services           serviceFlags
@@ -68,6 +69,7 @@ func (f *agentFlags) bind(cmd *cobra.Command) {
 		"kubelet's CredentialProviderConfig (kubelet.config.k8s.io/v1): exec plugins giving registry credentials for images no imagePullSecret matches")
 	fs.StringVar(&f.credProviderBinDir, "image-credential-provider-bin-dir", "",
 		"directory of the credential provider plugins named in --image-credential-provider-config")
+	f.pullVerification.bind(fs)
 	f.gc.bind(fs)
 	f.eviction.bind(fs)
 	f.node.bind(fs)
@@ -91,6 +93,9 @@ func (f *agentFlags) validate() error {
 		return err
 	}
 	if _, err = f.gc.config(); err != nil {
+		return err
+	}
+	if _, err = f.pullVerification.config(); err != nil {
 		return err
 	}
 	_, err = f.services.config()
@@ -117,6 +122,7 @@ func (f *agentFlags) config(cfg config.Config, cri *criclient.CRIClient, log *sl
 	}
 	labels, taints, err := f.node.parse()
 	services, serr := f.services.config()
+	verification, verr := f.pullVerification.config()
 	return agent.Config{
 		NodeLabels: labels, NodeTaints: taints, MaxPods: f.node.maxPods,
 		Runtime: cri, Images: cri,
@@ -131,7 +137,10 @@ func (f *agentFlags) config(cfg config.Config, cri *criclient.CRIClient, log *sl
 		Logger:        log,
 		GC:            gc,
 		Services:      services,
-	}, errors.Join(err, serr)
+		// Kubelet's "ensure secret pulled images": records under
+		// <root>/agent/pullrecords.
+		PullVerification: verification,
+	}, errors.Join(err, serr, verr)
 }
 
 func newAgentCommand(opts *globalOptions) *cobra.Command {

@@ -130,6 +130,9 @@ type Config struct {
 	// Services configures the Services' addresses, DNS and host side
 	// (services_config.go).
 	Services ServicesConfig
+	// PullVerification is kubelet's image pull credentials verification
+	// (pullverify.go); records: <RootDir>/pullrecords.
+	PullVerification PullVerificationConfig
 }
 
 // Defaults.
@@ -258,6 +261,9 @@ func New(cfg Config) (*Agent, error) {
 	if a.deps.userNamespaces, err = openUserNamespaces(cfg, log); err != nil {
 		return nil, err
 	}
+	if a.deps.pullRecords, err = openPullRecords(cfg, log); err != nil {
+		return nil, err
+	}
 	if m, ok := a.deps.volumes.(*volume.Manager); ok {
 		m.Claims = a.claims
 	}
@@ -265,6 +271,7 @@ func New(cfg Config) (*Agent, error) {
 	a.imageGC, err = imagegc.New(imagegc.Config{
 		Runtime: cfg.Runtime, Images: cfg.Images, Policy: *cfg.GC.Images, Period: cfg.GC.ImagePeriod,
 		Needed: a.neededImages, Statfs: cfg.GC.Statfs, Clock: cfg.Clock, Logger: log,
+		Collected: a.prunePullRecords,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("agent: %w", err)
@@ -389,6 +396,7 @@ func (a *Agent) Run(ctx context.Context) error {
 	a.started = true
 	a.mu.Unlock()
 	defer a.endLife()
+	a.recoverPullRecords(ctx)
 	if err := a.recoverPods(ctx); err != nil {
 		return err
 	}

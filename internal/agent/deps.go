@@ -12,6 +12,7 @@ import (
 	"github.com/berth-dev/berth/internal/agent/criclient"
 	"github.com/berth-dev/berth/internal/agent/podspec"
 	"github.com/berth-dev/berth/internal/agent/probe"
+	"github.com/berth-dev/berth/internal/agent/pullrecords"
 	"github.com/berth-dev/berth/internal/agent/sourcestore"
 	"github.com/berth-dev/berth/internal/agent/userns"
 )
@@ -47,6 +48,9 @@ type syncDeps struct {
 	node         node
 	credentials  CredentialSource  // node-wide registry credentials; nil: none
 	containerGC  ContainerGCPolicy // what each sync and the periodic collection remove
+	// pullRecords are the image pull records and their verification
+	// (pullverify.go); nil: none kept, present images used by any pod.
+	pullRecords *pullrecords.Manager
 	// userNamespaces hands out the blocks of host ids of the pods with
 	// hostUsers: false (package userns); nil: such pods are refused.
 	userNamespaces *userns.Manager

@@ -19,5 +19,6 @@
 // since it was first seen (it may have just been pulled for a container).
 // A HighThresholdPercent of 100 turns image garbage collection off, as in
 // kubelet. DeleteUnusedImages removes every image that may go at once: the
-// eviction manager's way to reclaim disk.
+// eviction manager's way to reclaim disk. After each round, Config.Collected
+// learns which images are left (the agent prunes its image pull records).
 package imagegc

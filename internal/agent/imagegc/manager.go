@@ -39,6 +39,11 @@ type Config struct {
 	// Needed returns the image references the agent's pods name; their
 	// images are never removed. Nil: none.
 	Needed func() []string
+	// Collected, when set, is called after each collection whose listing
+	// succeeded (GarbageCollect, DeleteUnusedImages) with the ids of the
+	// images left and the time taken before the listing (kubelet's
+	// PostImageGCHook: the agent prunes its image pull records).
+	Collected func(remaining []string, listedAt time.Time)
 	// Statfs measures the filesystem holding path; default statfs(2).
 	Statfs func(path string) (FsStats, error)
 	// Clock is what the manager reads the time from and ticks with;
@@ -136,6 +141,7 @@ func (m *Manager) GarbageCollect(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	defer m.collected(now)
 	candidates = m.freeOld(ctx, candidates, now)
 	fs, err := m.imageFs(ctx)
 	if err != nil {
@@ -167,7 +173,22 @@ func (m *Manager) DeleteUnusedImages(ctx context.Context) (int64, error) {
 	if err != nil {
 		return 0, err
 	}
+	defer m.collected(now)
 	return m.freeSpace(ctx, math.MaxInt64, now, candidates, "disk pressure"), nil
+}
+
+// collected tells Config.Collected the images left after a round: those
+// the records hold (detect keeps them to the listed images, remove drops
+// what it removed). The caller holds m.mu.
+func (m *Manager) collected(listedAt time.Time) {
+	if m.cfg.Collected == nil {
+		return
+	}
+	remaining := make([]string, 0, len(m.records))
+	for id := range m.records {
+		remaining = append(remaining, id)
+	}
+	m.cfg.Collected(remaining, listedAt)
 }
 
 // imageFs measures the image filesystem: its mountpoint comes from CRI

@@ -228,6 +228,34 @@ func TestDeleteUnusedImages(t *testing.T) {
 	}
 }
 
+// Collected learns, after each round, the images left and when they were
+// listed (the agent prunes its image pull records with them).
+func TestCollectedGetsTheImagesLeft(t *testing.T) {
+	f := newFixture(t, DefaultPolicy())
+	var left []string
+	var listedAt time.Time
+	f.m.cfg.Collected = func(remaining []string, at time.Time) {
+		left, listedAt = slices.Sorted(slices.Values(remaining)), at
+	}
+	ctx := context.Background()
+	f.image(t, "a", 10, false)
+	f.image(t, "kept", 20, false)
+	f.useImage(t, "example.test/kept:v1", nil)
+	if err := f.m.GarbageCollect(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if want := []string{"sha256:a", "sha256:kept"}; !slices.Equal(left, want) || !listedAt.Equal(f.clock.Now()) {
+		t.Errorf("after a round that removed nothing: %v at %v, want %v at %v", left, listedAt, want, f.clock.Now())
+	}
+	f.clock.Step(2 * time.Minute)
+	if _, err := f.m.DeleteUnusedImages(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if want := []string{"sha256:kept"}; !slices.Equal(left, want) {
+		t.Errorf("after a has gone: %v, want %v", left, want)
+	}
+}
+
 func TestPolicyValidate(t *testing.T) {
 	for _, tc := range []struct {
 		mutate func(*Policy)

@@ -16,7 +16,9 @@
 // instead of the contents: each source's name and an HMAC-SHA-256 of its
 // content under that key, so that the digests tell nothing of a Secret to
 // whoever reads the annotation, and Compare tells, at recovery, which
-// sources the store lacks or holds in another version.
+// sources the store lacks or holds in another version. Digest is that
+// keyed hash for other secrets of the agent's (the credential hashes of
+// package pullrecords): one key, one rule.
 //
 // Remove drops a deleted pod's file; RemoveExcept drops the files of pods
 // that are gone (recovery's garbage collection). Uids that are not usable

@@ -198,14 +198,14 @@ func recordUID(name string) (string, bool) {
 func (s *Store) Refs(sources podspec.Sources) (podspec.SourceRefs, error) {
 	var refs podspec.SourceRefs
 	for i := range sources.ConfigMaps {
-		d, err := s.digest(&sources.ConfigMaps[i])
+		d, err := s.Digest(&sources.ConfigMaps[i])
 		if err != nil {
 			return podspec.SourceRefs{}, fmt.Errorf("ConfigMap %s: %w", sources.ConfigMaps[i].Name, err)
 		}
 		refs.ConfigMaps = append(refs.ConfigMaps, podspec.SourceRef{Name: sources.ConfigMaps[i].Name, Digest: d})
 	}
 	for i := range sources.Secrets {
-		d, err := s.digest(&sources.Secrets[i])
+		d, err := s.Digest(&sources.Secrets[i])
 		if err != nil {
 			return podspec.SourceRefs{}, fmt.Errorf("Secret %s: %w", sources.Secrets[i].Name, err) //nolint:staticcheck // ST1005: "Secret" is the Kubernetes kind, as "ConfigMap" above
 		}
@@ -214,8 +214,11 @@ func (s *Store) Refs(sources podspec.Sources) (podspec.SourceRefs, error) {
 	return refs, nil
 }
 
-// digest is the HMAC-SHA-256 of an object's JSON under the store's key.
-func (s *Store) digest(obj any) (string, error) {
+// Digest is the HMAC-SHA-256 of an object's JSON under the store's key
+// ("hmac-sha256:<hex>"): the digests of the sandboxes' source refs, and
+// the credential hashes of the image pull records (package pullrecords),
+// which so tell nothing of a credential to whoever reads them.
+func (s *Store) Digest(obj any) (string, error) {
 	data, err := json.Marshal(obj)
 	if err != nil {
 		return "", err
