@@ -146,7 +146,6 @@ func orderedCapabilities(set map[string]bool) []string {
 	return caps
 }
 
-//
 // Kubelet sends both lists empty for procMount: Unmasked, which Kubernetes
 // allows only with hostUsers: false; protobuf cannot tell empty from
 // unset, so berth reads two empty lists as Unmasked only for a container in
