@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"reflect"
 	"strconv"
 	"testing"
 	"time"
@@ -50,10 +51,12 @@ func readV2FakeTree(t *testing.T, cgroupsPath, dir string) {
 		t.Fatalf("%s: %v", cgroupsPath, err)
 	}
 	want := Sample{
-		Time: s.Time, CPUUsageNanos: 2_500_000, MemoryUsage: 10485760, MemoryWorkingSet: 10485760 - 2097152,
+		Time: s.Time, CPUUsageNanos: 2_500_000, CPUUserNanos: 2_000_000, CPUSystemNanos: 500_000,
+		MemoryUsage: 10485760, MemoryWorkingSet: 10485760 - 2097152,
 		MemoryRSS: 4194304, PageFaults: 77, MajorPageFaults: 3, Pids: 4, MemoryInactiveFile: 2097152,
+		Memory: MemoryDetail{Cache: 6291456, OwnPageFaults: 77, OwnMajorPageFaults: 3},
 	}
-	if s != want {
+	if !reflect.DeepEqual(s, want) {
 		t.Errorf("%s: sample = %+v\nwant     %+v", cgroupsPath, s, want)
 	}
 	if s.Time.IsZero() {

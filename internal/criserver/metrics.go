@@ -9,51 +9,16 @@ import (
 	"github.com/berth-dev/berth/internal/pod"
 )
 
-// Metric names, in cAdvisor's vocabulary where the value has its unit.
-// CRI metric values are integers, so CPU time is in nanoseconds rather than
-// cAdvisor's fractional seconds.
-const (
-	metricCPUNanos    = "container_cpu_usage_nanoseconds_total"
-	metricWorkingSet  = "container_memory_working_set_bytes"
-	metricMemoryUsage = "container_memory_usage_bytes"
-	metricProcesses   = "container_processes"
-	metricFsUsage     = "container_fs_usage_bytes"
-	metricNetRxBytes  = "container_network_receive_bytes_total"
-	metricNetTxBytes  = "container_network_transmit_bytes_total"
-	metricNetRxErrors = "container_network_receive_errors_total"
-	metricNetTxErrors = "container_network_transmit_errors_total"
-	labelContainer    = "container"
-	labelID           = "id"
-	labelInterface    = "interface"
-	labelNamespace    = "namespace"
-	labelPod          = "pod"
-)
-
-// Label keys, sorted as the CRI asks.
-var (
-	containerLabelKeys = []string{labelContainer, labelID, labelNamespace, labelPod}
-	podLabelKeys       = []string{labelInterface, labelNamespace, labelPod}
-)
-
-var metricDescriptors = []*runtimeapi.MetricDescriptor{
-	{Name: metricCPUNanos, Help: "Cumulative CPU time consumed by the container, in nanoseconds.", LabelKeys: containerLabelKeys},
-	{Name: metricWorkingSet, Help: "Memory usage minus inactive file pages, in bytes.", LabelKeys: containerLabelKeys},
-	{Name: metricMemoryUsage, Help: "Memory usage including page cache, in bytes.", LabelKeys: containerLabelKeys},
-	{Name: metricProcesses, Help: "Number of tasks in the container's cgroup.", LabelKeys: containerLabelKeys},
-	{Name: metricFsUsage, Help: "Bytes allocated by the container's writable layer.", LabelKeys: containerLabelKeys},
-	{Name: metricNetRxBytes, Help: "Cumulative bytes received by a pod interface.", LabelKeys: podLabelKeys},
-	{Name: metricNetTxBytes, Help: "Cumulative bytes transmitted by a pod interface.", LabelKeys: podLabelKeys},
-	{Name: metricNetRxErrors, Help: "Cumulative receive errors of a pod interface.", LabelKeys: podLabelKeys},
-	{Name: metricNetTxErrors, Help: "Cumulative transmit errors of a pod interface.", LabelKeys: podLabelKeys},
-}
-
-// ListMetricDescriptors describes every metric ListPodSandboxMetrics returns.
+// ListMetricDescriptors describes every metric ListPodSandboxMetrics may
+// return (metricTable). A metric the host cannot give (huge pages without
+// the hugetlb controller, PSI without a unified hierarchy) is described
+// and has no values.
 func (s *Server) ListMetricDescriptors(context.Context, *runtimeapi.ListMetricDescriptorsRequest) (*runtimeapi.ListMetricDescriptorsResponse, error) {
 	return &runtimeapi.ListMetricDescriptorsResponse{Descriptors: metricDescriptors}, nil
 }
 
 // ListPodSandboxMetrics samples every sandbox: pod-level network metrics and
-// per-container CPU, memory, process and writable-layer metrics.
+// per-container cgroup, process, configuration and filesystem metrics.
 func (s *Server) ListPodSandboxMetrics(context.Context, *runtimeapi.ListPodSandboxMetricsRequest) (*runtimeapi.ListPodSandboxMetricsResponse, error) {
 	src, err := s.statsSource()
 	if err != nil {
@@ -61,7 +26,7 @@ func (s *Server) ListPodSandboxMetrics(context.Context, *runtimeapi.ListPodSandb
 	}
 	out := []*runtimeapi.PodSandboxMetrics{}
 	for _, sb := range s.sandboxes.Sandboxes() {
-		st, err := src.SandboxStats(sb.ID)
+		st, err := src.SandboxMetrics(sb.ID)
 		if errdefs.IsNotFound(err) {
 			continue
 		}
@@ -73,38 +38,52 @@ func (s *Server) ListPodSandboxMetrics(context.Context, *runtimeapi.ListPodSandb
 	return &runtimeapi.ListPodSandboxMetricsResponse{PodMetrics: out}, nil
 }
 
+// podMetrics turns a sandbox's sample into its metrics, in metricTable
+// order: the pod-level ones, then each container's.
 func podMetrics(st *pod.SandboxStats) *runtimeapi.PodSandboxMetrics {
-	md := st.Sandbox.Config.GetMetadata()
 	pm := &runtimeapi.PodSandboxMetrics{PodSandboxId: st.Sandbox.ID}
-	for _, c := range st.Interfaces {
-		if c.Name == "lo" {
-			continue
+	podLabels := sandboxLabelValues(st)
+	for i := range metricTable {
+		if d := &metricTable[i]; d.pod != nil {
+			pm.Metrics = d.appendMetrics(pm.Metrics, podLabels, d.pod(st))
 		}
-		labels := []string{c.Name, md.GetNamespace(), md.GetName()}
-		pm.Metrics = append(pm.Metrics,
-			metric(metricNetRxBytes, runtimeapi.MetricType_COUNTER, labels, c.RxBytes),
-			metric(metricNetTxBytes, runtimeapi.MetricType_COUNTER, labels, c.TxBytes),
-			metric(metricNetRxErrors, runtimeapi.MetricType_COUNTER, labels, c.RxErrors),
-			metric(metricNetTxErrors, runtimeapi.MetricType_COUNTER, labels, c.TxErrors))
 	}
 	for i := range st.Containers {
 		cs := &st.Containers[i]
-		labels := []string{cs.Container.Config.GetMetadata().GetName(), cs.Container.ID, md.GetNamespace(), md.GetName()}
+		labels := containerLabelValues(st, cs)
 		cm := &runtimeapi.ContainerMetrics{ContainerId: cs.Container.ID}
-		cm.Metrics = append(cm.Metrics, metric(metricFsUsage, runtimeapi.MetricType_GAUGE, labels, cs.WritableLayer.Bytes))
-		if cs.HasUsage {
-			cm.Metrics = append(cm.Metrics,
-				metric(metricCPUNanos, runtimeapi.MetricType_COUNTER, labels, cs.Usage.CPUUsageNanos),
-				metric(metricWorkingSet, runtimeapi.MetricType_GAUGE, labels, cs.Usage.MemoryWorkingSet),
-				metric(metricMemoryUsage, runtimeapi.MetricType_GAUGE, labels, cs.Usage.MemoryUsage),
-				metric(metricProcesses, runtimeapi.MetricType_GAUGE, labels, cs.Usage.Pids))
+		for j := range metricTable {
+			if d := &metricTable[j]; d.container != nil {
+				cm.Metrics = d.appendMetrics(cm.Metrics, labels, d.container(cs))
+			}
 		}
 		pm.ContainerMetrics = append(pm.ContainerMetrics, cm)
 	}
 	return pm
 }
 
-// metric is a live sample (timestamp 0, as the CRI asks for live values).
-func metric(name string, typ runtimeapi.MetricType, labels []string, v uint64) *runtimeapi.Metric {
-	return &runtimeapi.Metric{Name: name, MetricType: typ, LabelValues: labels, Value: u64(v)}
+// appendMetrics appends a metric per point, its label values the common
+// ones then the point's own. Timestamps are 0: the values are live.
+func (d *metricDef) appendMetrics(out []*runtimeapi.Metric, common []string, points []point) []*runtimeapi.Metric {
+	for _, p := range points {
+		labels := make([]string, 0, len(common)+len(p.labels))
+		labels = append(append(labels, common...), p.labels...)
+		out = append(out, &runtimeapi.Metric{Name: d.name, MetricType: d.typ, LabelValues: labels, Value: u64(p.value)})
+	}
+	return out
+}
+
+// sandboxLabelValues are the common labels of pod-level metrics: the
+// container label is POD, as for cAdvisor's pause container.
+func sandboxLabelValues(st *pod.SandboxStats) []string {
+	sb := &st.Sandbox
+	md := sb.Config.GetMetadata()
+	return []string{"POD", sb.ID, "", sb.Name, md.GetNamespace(), md.GetName()}
+}
+
+// containerLabelValues are the common labels of a container's metrics.
+func containerLabelValues(st *pod.SandboxStats, cs *pod.ContainerStats) []string {
+	c := &cs.Container
+	md := st.Sandbox.Config.GetMetadata()
+	return []string{c.Config.GetMetadata().GetName(), c.ID, c.ImageName, c.Name, md.GetNamespace(), md.GetName()}
 }

@@ -10,10 +10,12 @@ import (
 	"github.com/berth-dev/berth/internal/pod"
 )
 
-// Stats samples the resource usage of containers and sandboxes.
+// Stats samples the resource usage of containers and sandboxes;
+// SandboxMetrics in the detail CRI metrics need (processes, filesystems).
 type Stats interface {
 	ContainerStats(id string) (pod.ContainerStats, error)
 	SandboxStats(id string) (pod.SandboxStats, error)
+	SandboxMetrics(id string) (pod.SandboxStats, error)
 }
 
 func (s *Server) statsSource() (Stats, error) {

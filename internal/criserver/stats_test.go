@@ -161,45 +161,6 @@ func TestPodSandboxStatsNetworkAndFilters(t *testing.T) {
 	}
 }
 
-func TestMetricsMatchTheirDescriptors(t *testing.T) {
-	s := newStatsServer()
-	desc, err := s.ListMetricDescriptors(context.Background(), &runtimeapi.ListMetricDescriptorsRequest{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	keys := map[string]int{}
-	for _, d := range desc.GetDescriptors() {
-		keys[d.GetName()] = len(d.GetLabelKeys())
-	}
-	resp, err := s.ListPodSandboxMetrics(context.Background(), &runtimeapi.ListPodSandboxMetricsRequest{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	seen := map[string]bool{}
-	check := func(m *runtimeapi.Metric) {
-		n, ok := keys[m.GetName()]
-		if !ok || n != len(m.GetLabelValues()) {
-			t.Errorf("metric %s: %d label values, descriptor has %d (known %v)", m.GetName(), len(m.GetLabelValues()), n, ok)
-		}
-		seen[m.GetName()] = true
-	}
-	for _, pm := range resp.GetPodMetrics() {
-		for _, m := range pm.GetMetrics() {
-			check(m)
-		}
-		for _, cm := range pm.GetContainerMetrics() {
-			for _, m := range cm.GetMetrics() {
-				check(m)
-			}
-		}
-	}
-	for name := range keys {
-		if !seen[name] {
-			t.Errorf("descriptor %s never used", name)
-		}
-	}
-}
-
 func TestStatsWithoutSourceAreUnimplemented(t *testing.T) {
 	s := newTestServer(&fakePods{}, &fakeImages{}, nil)
 	_, err := s.ListContainerStats(context.Background(), &runtimeapi.ListContainerStatsRequest{})

@@ -14,11 +14,15 @@ import (
 // InterfaceCounters are the cumulative traffic counters of one network
 // interface, as the kernel reports them in /proc/net/dev.
 type InterfaceCounters struct {
-	Name     string
-	RxBytes  uint64
-	RxErrors uint64
-	TxBytes  uint64
-	TxErrors uint64
+	Name      string
+	RxBytes   uint64
+	RxPackets uint64
+	RxErrors  uint64
+	RxDropped uint64
+	TxBytes   uint64
+	TxPackets uint64
+	TxErrors  uint64
+	TxDropped uint64
 }
 
 // InterfaceStats reads the counters of every interface in the network
@@ -70,7 +74,8 @@ func readNetDevIn(netnsPath string) (_ []InterfaceCounters, _ error, restored bo
 }
 
 // ParseNetDev parses the /proc/net/dev format: two header lines, then
-// "name: rx_bytes rx_packets rx_errs ... tx_bytes tx_packets tx_errs ...".
+// "name: rx_bytes rx_packets rx_errs rx_drop ... tx_bytes tx_packets tx_errs
+// tx_drop ...".
 func ParseNetDev(r io.Reader) ([]InterfaceCounters, error) {
 	var out []InterfaceCounters
 	sc := bufio.NewScanner(r)
@@ -86,15 +91,19 @@ func ParseNetDev(r io.Reader) ([]InterfaceCounters, error) {
 		if len(fields) < 16 {
 			return nil, fmt.Errorf("net/dev line %d: %d fields, want 16", line+1, len(fields))
 		}
-		var v [4]uint64
-		for i, idx := range []int{0, 2, 8, 10} {
+		var v [8]uint64
+		for i, idx := range []int{0, 1, 2, 3, 8, 9, 10, 11} {
 			n, err := strconv.ParseUint(fields[idx], 10, 64)
 			if err != nil {
 				return nil, fmt.Errorf("net/dev line %d: field %d: %w", line+1, idx+1, err)
 			}
 			v[i] = n
 		}
-		out = append(out, InterfaceCounters{Name: strings.TrimSpace(name), RxBytes: v[0], RxErrors: v[1], TxBytes: v[2], TxErrors: v[3]})
+		out = append(out, InterfaceCounters{
+			Name:    strings.TrimSpace(name),
+			RxBytes: v[0], RxPackets: v[1], RxErrors: v[2], RxDropped: v[3],
+			TxBytes: v[4], TxPackets: v[5], TxErrors: v[6], TxDropped: v[7],
+		})
 	}
 	return out, sc.Err()
 }

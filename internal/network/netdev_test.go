@@ -9,7 +9,7 @@ import (
 const sampleNetDev = `Inter-|   Receive                                                |  Transmit
  face |bytes    packets errs drop fifo frame compressed multicast|bytes    packets errs drop fifo colls carrier compressed
     lo:    1200      12    0    0    0     0          0         0     1200      12    0    0    0     0       0          0
-  eth0: 5000123    4100    7    1    0     0          0         3   812345     900    2    0    0     0       0          0
+  eth0: 5000123    4100    7    1    0     0          0         3   812345     900    2    5    0     0       0          0
 `
 
 func TestParseNetDev(t *testing.T) {
@@ -18,8 +18,8 @@ func TestParseNetDev(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := []InterfaceCounters{
-		{Name: "lo", RxBytes: 1200, TxBytes: 1200},
-		{Name: "eth0", RxBytes: 5000123, RxErrors: 7, TxBytes: 812345, TxErrors: 2},
+		{Name: "lo", RxBytes: 1200, RxPackets: 12, TxBytes: 1200, TxPackets: 12},
+		{Name: "eth0", RxBytes: 5000123, RxPackets: 4100, RxErrors: 7, RxDropped: 1, TxBytes: 812345, TxPackets: 900, TxErrors: 2, TxDropped: 5},
 	}
 	if len(got) != len(want) {
 		t.Fatalf("got %d interfaces, want %d: %+v", len(got), len(want), got)

@@ -17,11 +17,31 @@ import (
 // HasUsage false when the container has no cgroup (not running).
 type ContainerStats struct {
 	Container     Container
+	Time          time.Time // when the sample was taken
 	Usage         cgroupstats.Sample
 	HasUsage      bool
 	NanoCores     uint64 // CPU rate since the previous sample of this container
 	HasNanoCores  bool
 	WritableLayer DiskUsage
+	// OOMKills counts the kernel's OOM kills in the container's cgroup
+	// while it runs; an exited container killed so counts at least one.
+	OOMKills uint64
+
+	// Detail, sampled by SandboxMetrics only (it reads procfs and statfs):
+	// the processes of a running container, and the filesystem that holds
+	// the writable layer.
+	Processes    cgroupstats.Processes
+	HasProcesses bool
+	LayerFS      Filesystem
+	HasLayerFS   bool
+}
+
+// Filesystem is the filesystem holding a directory, from statfs(2).
+type Filesystem struct {
+	Device        string // as cAdvisor names it: /dev/<name>, or major:minor
+	CapacityBytes uint64
+	Inodes        uint64
+	InodesFree    uint64
 }
 
 // DiskUsage is the space held by a directory tree (hard links counted once).
@@ -55,16 +75,26 @@ func (s *Service) ContainerStats(id string) (ContainerStats, error) {
 		return ContainerStats{}, err
 	}
 	s.refreshExit(e)
-	return s.containerStats(e.snapshot())
+	return s.containerStats(e.snapshot(), false)
 }
 
-func (s *Service) containerStats(rec Container) (ContainerStats, error) {
-	st := ContainerStats{Container: rec}
-	layer, err := diskUsage(filepath.Join(rec.Dir, "upper"))
+// containerStats samples a container; detail adds its processes and the
+// writable layer's filesystem.
+func (s *Service) containerStats(rec Container, detail bool) (ContainerStats, error) {
+	st := ContainerStats{Container: rec, Time: time.Now()}
+	upper := filepath.Join(rec.Dir, "upper")
+	layer, err := diskUsage(upper)
 	if err != nil && !errdefs.IsNotFound(err) {
 		return st, fmt.Errorf("container %s: writable layer: %w", rec.ID, err)
 	}
 	st.WritableLayer = layer
+	if detail && err == nil {
+		st.LayerFS, err = filesystemOf(upper)
+		st.HasLayerFS = err == nil
+	}
+	if rec.Reason == ReasonOOMKilled {
+		st.OOMKills = 1
+	}
 	if rec.State != ContainerRunning || rec.CgroupPath == "" {
 		return st, nil
 	}
@@ -76,12 +106,29 @@ func (s *Service) containerStats(rec Container) (ContainerStats, error) {
 		return st, fmt.Errorf("container %s: %w", rec.ID, err)
 	}
 	st.Usage, st.HasUsage = sample, true
+	st.OOMKills = max(st.OOMKills, sample.Memory.OOMKills)
 	st.NanoCores, st.HasNanoCores = s.cpuRates.NanoCores(rec.ID, sample)
+	if detail {
+		// A process list that fails (the cgroup went meanwhile) is left out.
+		st.Processes, err = cgroupstats.Host().Processes(rec.CgroupPath, rec.Pid)
+		st.HasProcesses = err == nil
+	}
 	return st, nil
 }
 
 // SandboxStats samples a sandbox and its containers.
 func (s *Service) SandboxStats(id string) (SandboxStats, error) {
+	return s.sandboxStats(id, false)
+}
+
+// SandboxMetrics samples a sandbox and its containers in the detail CRI
+// metrics need: SandboxStats plus each container's processes and
+// writable-layer filesystem.
+func (s *Service) SandboxMetrics(id string) (SandboxStats, error) {
+	return s.sandboxStats(id, true)
+}
+
+func (s *Service) sandboxStats(id string, detail bool) (SandboxStats, error) {
 	e, err := s.findSandbox(id)
 	if err != nil {
 		return SandboxStats{}, err
@@ -90,7 +137,7 @@ func (s *Service) SandboxStats(id string) (SandboxStats, error) {
 	st := SandboxStats{Sandbox: rec, Usage: cgroupstats.Sample{Time: time.Now()}}
 	for _, c := range s.containersOf(rec.ID) {
 		s.refreshExit(c)
-		cs, err := s.containerStats(c.snapshot())
+		cs, err := s.containerStats(c.snapshot(), detail)
 		if err != nil {
 			return st, fmt.Errorf("pod sandbox %s: %w", rec.ID, err)
 		}

@@ -60,3 +60,44 @@ func TestAddUsageSumsOnlyContainersWithUsage(t *testing.T) {
 		t.Errorf("nano cores = %d, %v", pod.NanoCores, pod.HasNanoCores)
 	}
 }
+
+func TestFilesystemOfATempDir(t *testing.T) {
+	dir := t.TempDir()
+	fs, err := filesystemOf(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if fs.CapacityBytes == 0 || fs.Device == "" {
+		t.Errorf("filesystem = %+v, want a capacity and a device", fs)
+	}
+	if fs.InodesFree > fs.Inodes {
+		t.Errorf("%d inodes free of %d", fs.InodesFree, fs.Inodes)
+	}
+	if _, err := filesystemOf(filepath.Join(dir, "nope")); err == nil {
+		t.Error("statfs of a missing path succeeded")
+	}
+}
+
+// An exited container the kernel OOM-killed counts one kill; its writable
+// layer's filesystem is there in detail.
+func TestContainerStatsOfAnOOMKilledContainer(t *testing.T) {
+	dir := t.TempDir()
+	if err := os.Mkdir(filepath.Join(dir, "upper"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	var s Service
+	st, err := s.containerStats(Container{ID: "c1", State: ContainerExited, Reason: ReasonOOMKilled, Dir: dir}, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st.OOMKills != 1 || st.HasUsage || st.HasProcesses {
+		t.Errorf("oom kills %d, usage %v, processes %v; want 1, none, none", st.OOMKills, st.HasUsage, st.HasProcesses)
+	}
+	if !st.HasLayerFS || st.LayerFS.CapacityBytes == 0 || st.Time.IsZero() {
+		t.Errorf("layer filesystem %+v (%v), time %v", st.LayerFS, st.HasLayerFS, st.Time)
+	}
+	st, _ = s.containerStats(Container{ID: "c2", State: ContainerExited, Reason: ReasonCompleted, Dir: dir}, false)
+	if st.OOMKills != 0 || st.HasLayerFS {
+		t.Errorf("completed container: oom kills %d, layer filesystem %v; want 0, none without detail", st.OOMKills, st.HasLayerFS)
+	}
+}
