@@ -14,6 +14,9 @@ const (
 	ReasonCompleted              = "Completed"
 	ReasonError                  = "Error"
 	ReasonContainerStatusUnknown = "ContainerStatusUnknown"
+	// ReasonRestartingAllContainers is the state reason of a container that
+	// RestartAllContainers removed, until it starts again.
+	ReasonRestartingAllContainers = "RestartingAllContainers"
 	exitCodeUnknown              = 137
 )
 
@@ -172,7 +175,7 @@ func (b *builder) applyWaiting(spec *v1.Container, st *v1.ContainerStatus, lates
 			return
 		}
 	}
-	if !plan.ShouldRestart(b.in.Pod, latest) {
+	if !plan.ShouldRestart(b.in.Pod, spec, latest) {
 		return
 	}
 	w, ok := b.in.Waiting[spec.Name]
