@@ -26,6 +26,9 @@ func Compute(in Input) Actions {
 }
 
 func (p *planner) compute() {
+	if p.planRestartAll() {
+		return
+	}
 	d := SandboxChanged(p.pod, p.in.Observed)
 	p.acts.Attempt = d.Attempt
 	if d.Recreate {

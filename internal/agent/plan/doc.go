@@ -57,6 +57,19 @@
 // kubelet looks at nothing else there (the pod's Never still means no new sandbox once a
 // container ran).
 //
+// # RestartAllContainers
+//
+// Before anything else, as kubelet 1.36+ does (KEP-5532): when the newest instance of an
+// init or regular container exited with a code matching one of its rules with action
+// RestartAllContainers, the plan is only that restart (Actions.RestartAll): every
+// instance of every init and regular container, in any sandbox, is killed if it may
+// still run and removed (ContainersToReset), the triggering instances last; the sandbox
+// and the ephemeral containers are left alone. With nothing left, the next sync starts
+// the pod over in its sandbox from the first init container. A pod being deleted is not
+// restarted. The runtime alone says whether the restart is still to do (kubelet also
+// keeps it going through the AllContainersRestarting condition): the triggering
+// instances are removed last, so an agent stopped midway finds them again.
+//
 // # Back-off
 //
 // A (re)start of a container that has an exited instance (for init containers and

@@ -15,7 +15,7 @@ import (
 var update = flag.Bool("update", false, "rewrite testdata/*.golden from the current planner")
 
 func allScenarios() []scenario {
-	return slices.Concat(sandboxScenarios(), initScenarios(), regularScenarios(), ruleScenarios())
+	return slices.Concat(sandboxScenarios(), initScenarios(), regularScenarios(), ruleScenarios(), restartAllScenarios())
 }
 
 func (sc scenario) input() Input {
