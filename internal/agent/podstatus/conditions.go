@@ -32,8 +32,9 @@ var generated = map[v1.PodConditionType]bool{
 
 // conditions returns the pod's conditions in the kubelet's order: the applied pod's own
 // conditions Compute does not own, then PodReadyToStartContainers, Initialized, Ready,
-// ContainersReady and PodScheduled. A generated condition keeps its previous
-// lastTransitionTime while its status stays the same.
+// ContainersReady and PodScheduled (then AllContainersRestarting). A generated condition
+// keeps its previous lastTransitionTime while its status stays the same, and has the
+// pod's generation as its observedGeneration.
 func conditions(in Input, prev v1.PodStatus, s *v1.PodStatus) []v1.PodCondition {
 	var out []v1.PodCondition
 	for _, c := range in.Pod.Status.Conditions {
@@ -54,6 +55,9 @@ func conditions(in Input, prev v1.PodStatus, s *v1.PodStatus) []v1.PodCondition 
 		own = append(own, allRestartingCondition(in, prev, s.Phase))
 	}
 	for _, c := range own {
+		if c.Type != ConditionAllContainersRestarting { // kubelet leaves it without one
+			c.ObservedGeneration = in.Pod.Generation
+		}
 		c.LastTransitionTime = metav1.NewTime(in.Now)
 		if old := findCondition(prev.Conditions, c.Type); old != nil && old.Status == c.Status {
 			c.LastTransitionTime = old.LastTransitionTime

@@ -37,6 +37,10 @@
 // observation, with the same rule for started and ready as Compute.
 //
 // Differences from the kubelet, on purpose: regular container statuses are in spec
-// order (the kubelet sorts them by name); ObservedGeneration, resources, volume mounts
-// and user fields of container statuses are not filled; messages are worded by berth.
+// order (the kubelet sorts them by name); resources, volume mounts and user fields of
+// container statuses are not filled; messages are worded by berth.
+//
+// status.observedGeneration is the pod's metadata.generation (never lower than the
+// previous status's), and so is each generated condition's, AllContainersRestarting
+// excepted (kubelet sets none on it), as kubelet 1.35+ does (KEP-5067).
 package podstatus
