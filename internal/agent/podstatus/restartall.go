@@ -6,13 +6,15 @@ import (
 	"github.com/berth-dev/berth/internal/agent/plan"
 )
 
-// The AllContainersRestarting condition of RestartAllContainers (KEP-5532), as kubelet
-// 1.36+ words it. The API types this agent builds against do not name it.
+// ConditionAllContainersRestarting is the pod condition of RestartAllContainers
+// (KEP-5532), as kubelet 1.36+ names it; the API types this agent builds against do not.
+const ConditionAllContainersRestarting v1.PodConditionType = "AllContainersRestarting"
+
+// The condition's reason and messages, as kubelet words them.
 const (
-	ConditionAllContainersRestarting  v1.PodConditionType = "AllContainersRestarting"
-	ReasonRestartAllContainersStarted                     = "RestartAllContainersStarted"
-	restartAllMessage                                     = "container exited with restart policy rule"
-	removedByRestartAllMessage                            = "The container is removed because RestartAllContainers in place"
+	ReasonRestartAllContainersStarted = "RestartAllContainersStarted"
+	restartAllMessage                 = "container exited with restart policy rule"
+	removedByRestartAllMessage        = "The container is removed because RestartAllContainers in place"
 )
 
 // restartingAll is kubelet's ShouldAllContainersRestart: the previous status has
