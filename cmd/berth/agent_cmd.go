@@ -34,8 +34,10 @@ type agentFlags struct {
 	backoffInitial time.Duration
 	backoffMax     time.Duration
 	backoffReset   time.Duration
-	relistPeriod   time.Duration
-	watchInterval  time.Duration
+	// kubelet's crashLoopBackOff.maxContainerRestartPeriod
+	maxRestartPeriod time.Duration
+	relistPeriod     time.Duration
+	watchInterval    time.Duration
 	// container log rotation (kubelet's containerLog* settings)
 	logMaxSize         string // a quantity: "10Mi"
 	logMaxFiles        int
@@ -59,6 +61,8 @@ func (f *agentFlags) bind(cmd *cobra.Command) {
 	fs.DurationVar(&f.backoffInitial, "backoff-initial", backoff.DefaultInitial, "first crash and image pull back-off delay")
 	fs.DurationVar(&f.backoffMax, "backoff-max", backoff.DefaultMax, "longest back-off delay")
 	fs.DurationVar(&f.backoffReset, "backoff-reset", backoff.DefaultResetAfter, "a container running this long starts its back-off afresh")
+	fs.DurationVar(&f.maxRestartPeriod, "max-container-restart-period", backoff.DefaultContainerRestartPeriod,
+		"longest crash back-off between a container's restarts, 1s to 300s (kubelet's crashLoopBackOff.maxContainerRestartPeriod)")
 	fs.DurationVar(&f.relistPeriod, "relist-period", agent.DefaultRelistPeriod, "how often the agent lists the runtime's pods (safety net under its events)")
 	fs.DurationVar(&f.watchInterval, "watch-interval", agent.DefaultWatchInterval, "rescan period of watched manifest directories (safety net under inotify)")
 	fs.StringVar(&f.logMaxSize, "container-log-max-size", "10Mi", "a container's log larger than this is rotated (a quantity: 10Mi, 512Ki)")
@@ -79,6 +83,9 @@ func (f *agentFlags) bind(cmd *cobra.Command) {
 // validate checks the flags the agent's Config does not check itself, and
 // says which flag is wrong.
 func (f *agentFlags) validate() error {
+	if err := backoff.ValidateMaxContainerRestartPeriod(f.maxRestartPeriod); err != nil {
+		return fmt.Errorf("--max-container-restart-period: %w", err)
+	}
 	size, err := resource.ParseQuantity(f.logMaxSize)
 	if err != nil {
 		return fmt.Errorf("--container-log-max-size %q: %w", f.logMaxSize, err)
@@ -130,13 +137,14 @@ func (f *agentFlags) config(cfg config.Config, cri *criclient.CRIClient, log *sl
 		PodLogDir: f.podLogDir, NodeName: f.nodeName,
 		// The pods' user namespaces: user berth's subordinate ids.
 		SubUIDFile: userns.DefaultSubUIDFile, SubGIDFile: userns.DefaultSubGIDFile,
-		Backoff:       backoff.Config{Initial: f.backoffInitial, Max: f.backoffMax, ResetAfter: f.backoffReset},
-		RelistPeriod:  f.relistPeriod,
-		WatchInterval: f.watchInterval,
-		LogRotation:   f.logRotation,
-		Logger:        log,
-		GC:            gc,
-		Services:      services,
+		Backoff:                   backoff.Config{Initial: f.backoffInitial, Max: f.backoffMax, ResetAfter: f.backoffReset},
+		MaxContainerRestartPeriod: f.maxRestartPeriod,
+		RelistPeriod:              f.relistPeriod,
+		WatchInterval:             f.watchInterval,
+		LogRotation:               f.logRotation,
+		Logger:                    log,
+		GC:                        gc,
+		Services:                  services,
 		// Kubelet's "ensure secret pulled images": records under
 		// <root>/agent/pullrecords.
 		PullVerification: verification,

@@ -42,3 +42,27 @@ func TestContainerLogFlags(t *testing.T) {
 		}
 	}
 }
+
+func TestMaxContainerRestartPeriodFlag(t *testing.T) {
+	parse := func(args ...string) (*agentFlags, error) {
+		var f agentFlags
+		cmd := &cobra.Command{Use: "agent"}
+		f.bind(cmd)
+		if err := cmd.Flags().Parse(args); err != nil {
+			t.Fatal(err)
+		}
+		return &f, f.validate()
+	}
+	if f, err := parse(); err != nil || f.maxRestartPeriod != 300*time.Second {
+		t.Errorf("default: %v, %v; want kubelet's 300s", f.maxRestartPeriod, err)
+	}
+	if f, err := parse("--max-container-restart-period=2s"); err != nil || f.maxRestartPeriod != 2*time.Second {
+		t.Errorf("2s: %v, %v", f.maxRestartPeriod, err)
+	}
+	for _, arg := range []string{"--max-container-restart-period=500ms", "--max-container-restart-period=6m", "--max-container-restart-period=0s"} {
+		if _, err := parse(arg); err == nil || !strings.Contains(err.Error(), "--max-container-restart-period: maxContainerRestartPeriod") ||
+			!strings.Contains(err.Error(), "must be between 1s and 5m0s") {
+			t.Errorf("%s: %v; want refused with the range", arg, err)
+		}
+	}
+}

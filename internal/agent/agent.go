@@ -83,6 +83,10 @@ type Config struct {
 	// Backoff tunes the crash and image pull back-off (default: kubelet's
 	// 10 s doubling to 300 s, reset after 10 min without a crash).
 	Backoff backoff.Config
+	// MaxContainerRestartPeriod caps the crash back-off (kubelet's
+	// crashLoopBackOff.maxContainerRestartPeriod, 1 s to 300 s; 0: 300 s),
+	// below Backoff.Max; the first delay is at most that cap.
+	MaxContainerRestartPeriod time.Duration
 	// RelistPeriod is how often the agent lists the runtime's sandboxes
 	// as a safety net under the event stream; default 10 s.
 	RelistPeriod time.Duration
@@ -329,6 +333,11 @@ func (cfg Config) checked() (Config, error) {
 	if err := nodefit.ValidateLabels(cfg.NodeLabels); err != nil {
 		return cfg, fmt.Errorf("agent: %w", err)
 	}
+	if d := cfg.MaxContainerRestartPeriod; d != 0 {
+		if err := backoff.ValidateMaxContainerRestartPeriod(d); err != nil {
+			return cfg, fmt.Errorf("agent: %w", err)
+		}
+	}
 	return cfg.withDefaults(), nil
 }
 
@@ -368,7 +377,7 @@ func newSyncDeps(cfg Config, sources *sourcestore.Store, log *slog.Logger) *sync
 		credentials:   cfg.Credentials,
 		volumes:       &volume.Manager{Root: cfg.RootDir},
 		sources:       sources,
-		crashBackoff:  backoff.New(cfg.Backoff),
+		crashBackoff:  backoff.New(cfg.Backoff.CrashLoop(cfg.MaxContainerRestartPeriod)),
 		pullBackoff:   backoff.New(cfg.Backoff),
 		clock:         cfg.Clock,
 		log:           log,

@@ -200,7 +200,8 @@ func (a *Agent) applyPodLocked(p *manifest.Pod, watchDir string) agentapi.ApplyR
 		result.Outcome = agentapi.OutcomeConfigured
 		replaced = uid
 	}
-	pod.CreationTimestamp = metav1.NewTime(a.deps.clock.Now())
+	// Created, as the API server creates a pod: its first generation.
+	pod.CreationTimestamp, pod.Generation = metav1.NewTime(a.deps.clock.Now()), 1
 	desired := desiredPod{pod: pod, sources: a.sourcesForLocked(pod), source: p.Source, watchDir: watchDir}
 	room := a.nodeRoomLocked(replaced) // the new pod takes the old one's room
 	if fit := a.scheduleLocked(pod, room); !fit.Admit {
@@ -306,6 +307,9 @@ func (w *podWorker) beginTermination(grace *int64, reason, why string) {
 		seconds = *pod.DeletionGracePeriodSeconds
 	}
 	first := pod.DeletionTimestamp == nil
+	if first && pod.Generation > 0 {
+		pod.Generation++ // the API server's bump on a graceful deletion
+	}
 	pod.DeletionGracePeriodSeconds = &seconds
 	at := metav1.NewTime(w.deps.clock.Now().Add(time.Duration(seconds) * time.Second))
 	if first || at.Before(pod.DeletionTimestamp) {

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"reflect"
 
 	v1 "k8s.io/api/core/v1"
 
@@ -28,6 +29,9 @@ type ephemeralRecord struct {
 	Version             int                     `json:"version"`
 	UID                 string                  `json:"uid"`
 	EphemeralContainers []v1.EphemeralContainer `json:"ephemeralContainers"`
+	// Generation is the pod's metadata.generation after the update (0 in
+	// records of older agents).
+	Generation int64 `json:"generation,omitempty"`
 }
 
 // UpdateEphemeralContainers replaces the ephemeral containers of a running
@@ -67,57 +71,65 @@ func (w *podWorker) setEphemeral(list []v1.EphemeralContainer) error {
 	if err := manifest.ValidateEphemeralContainersUpdate(pod, list); err != nil {
 		return fmt.Errorf("%w: %w", errdefs.ErrInvalidArgument, err)
 	}
-	if err := saveEphemeral(w.deps.podDir(w.uid), w.uid, list); err != nil {
+	// A changed spec is a new generation, as the API server counts them.
+	generation := pod.Generation
+	if !reflect.DeepEqual(pod.Spec.EphemeralContainers, list) {
+		generation++
+	}
+	if err := saveEphemeral(w.deps.podDir(w.uid), w.uid, list, generation); err != nil {
 		return fmt.Errorf("pod %s: ephemeral containers: %w", w.key, err)
 	}
-	pod.Spec.EphemeralContainers = list
+	pod.Spec.EphemeralContainers, pod.Generation = list, generation
 	return nil
 }
 
-// saveEphemeral writes the record of a pod's ephemeral containers.
-func saveEphemeral(podDir, uid string, list []v1.EphemeralContainer) error {
+// saveEphemeral writes the record of a pod's ephemeral containers, with
+// the pod's generation.
+func saveEphemeral(podDir, uid string, list []v1.EphemeralContainer, generation int64) error {
 	if err := os.MkdirAll(podDir, 0o750); err != nil {
 		return err
 	}
 	return store.SaveJSON(filepath.Join(podDir, ephemeralFile),
-		ephemeralRecord{Version: ephemeralRecordVersion, UID: uid, EphemeralContainers: list})
+		ephemeralRecord{Version: ephemeralRecordVersion, UID: uid, EphemeralContainers: list, Generation: generation})
 }
 
 // loadEphemeral reads the record of a pod's ephemeral containers; none
-// is an empty list. A record that cannot be read is moved aside (to
+// is an empty record. A record that cannot be read is moved aside (to
 // <file>.unreadable), never removed, and reported in the error.
-func loadEphemeral(podDir, uid string) ([]v1.EphemeralContainer, error) {
+func loadEphemeral(podDir, uid string) (ephemeralRecord, error) {
 	if !uidPattern.MatchString(uid) {
-		return nil, fmt.Errorf("pod uid %q: not usable as a directory name", uid)
+		return ephemeralRecord{}, fmt.Errorf("pod uid %q: not usable as a directory name", uid)
 	}
 	path := filepath.Join(podDir, ephemeralFile)
 	var r ephemeralRecord
 	err := store.LoadJSON(path, &r)
 	switch {
 	case errors.Is(err, errdefs.ErrNotFound):
-		return nil, nil
+		return ephemeralRecord{}, nil
 	case err == nil && (r.Version != ephemeralRecordVersion || r.UID != uid):
 		err = fmt.Errorf("record %s: version %d for uid %q, want version %d for %q", path, r.Version, r.UID, ephemeralRecordVersion, uid)
 	case err == nil:
-		return r.EphemeralContainers, nil
+		return r, nil
 	}
 	if mvErr := os.Rename(path, path+".unreadable"); mvErr != nil {
-		return nil, fmt.Errorf("%w (and could not move it aside: %w)", err, mvErr)
+		return ephemeralRecord{}, fmt.Errorf("%w (and could not move it aside: %w)", err, mvErr)
 	}
-	return nil, fmt.Errorf("%w: moved aside to %s.unreadable", err, path)
+	return ephemeralRecord{}, fmt.Errorf("%w: moved aside to %s.unreadable", err, path)
 }
 
 // mergeEphemeral adds the ephemeral containers of the record that the
 // pod read back from its sandbox lacks (a sandbox made before they were
-// added), keeping the sandbox's order first.
-func mergeEphemeral(pod *v1.Pod, saved []v1.EphemeralContainer) {
+// added), keeping the sandbox's order first, and the record's generation
+// when it is newer. A pod from an agent that kept no generation starts at 1.
+func mergeEphemeral(pod *v1.Pod, saved ephemeralRecord) {
 	have := map[string]bool{}
 	for _, ec := range pod.Spec.EphemeralContainers {
 		have[ec.Name] = true
 	}
-	for _, ec := range saved {
+	for _, ec := range saved.EphemeralContainers {
 		if !have[ec.Name] {
 			pod.Spec.EphemeralContainers = append(pod.Spec.EphemeralContainers, ec)
 		}
 	}
+	pod.Generation = max(pod.Generation, saved.Generation, 1)
 }

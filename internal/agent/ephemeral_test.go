@@ -148,14 +148,14 @@ func TestEphemeralContainersAreOnlyAdded(t *testing.T) {
 // reported, never removed; none is an empty list.
 func TestLoadEphemeralSetsAsideWhatItCannotRead(t *testing.T) {
 	dir := t.TempDir()
-	if list, err := loadEphemeral(dir, "uid-1"); err != nil || list != nil {
-		t.Fatalf("no record: %v, %v; want none", list, err)
+	if r, err := loadEphemeral(dir, "uid-1"); err != nil || r.EphemeralContainers != nil {
+		t.Fatalf("no record: %v, %v; want none", r, err)
 	}
-	if err := saveEphemeral(dir, "uid-1", []v1.EphemeralContainer{debugger("one", "")}); err != nil {
+	if err := saveEphemeral(dir, "uid-1", []v1.EphemeralContainer{debugger("one", "")}, 2); err != nil {
 		t.Fatal(err)
 	}
-	if list, err := loadEphemeral(dir, "uid-1"); err != nil || len(list) != 1 || list[0].Name != "one" {
-		t.Fatalf("saved record: %v, %v", list, err)
+	if r, err := loadEphemeral(dir, "uid-1"); err != nil || len(r.EphemeralContainers) != 1 || r.EphemeralContainers[0].Name != "one" || r.Generation != 2 {
+		t.Fatalf("saved record: %+v, %v", r, err)
 	}
 	if _, err := loadEphemeral(dir, "uid-2"); err == nil || !strings.Contains(err.Error(), "moved aside") {
 		t.Errorf("a record of another uid: err = %v; want it moved aside", err)

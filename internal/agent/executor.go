@@ -26,6 +26,14 @@ const retryAfterFailure = 2 * time.Second
 // container or sidecars, then the regular containers. It returns when the
 // worker should sync again at the latest (0: no need).
 func (w *podWorker) execute(ctx context.Context, d desiredPod, obs observation, acts plan.Actions) time.Duration {
+	if len(acts.ContainersToReset) > 0 {
+		if !w.resetContainers(ctx, d.pod, acts) {
+			return retryAfterFailure
+		}
+		// As kubelet, sync again at once to start the pod over.
+		w.trigger()
+		return 0
+	}
 	grace := podGrace(d.pod)
 	if acts.KillPod {
 		w.killPod(ctx, d.pod, obs, acts, grace)

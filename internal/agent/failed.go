@@ -85,7 +85,8 @@ func (w *podWorker) syncFailed(ctx context.Context, d desiredPod, obs observatio
 func (w *podWorker) failedStatus(d desiredPod, obs observation) v1.PodStatus {
 	f := d.failure
 	if f.rejected {
-		return v1.PodStatus{Phase: v1.PodFailed, Reason: f.reason, Message: f.message, QOSClass: podspec.QOSClass(d.pod)}
+		return v1.PodStatus{Phase: v1.PodFailed, Reason: f.reason, Message: f.message, QOSClass: podspec.QOSClass(d.pod),
+			ObservedGeneration: d.pod.Generation}
 	}
 	w.mu.Lock()
 	var previous *v1.PodStatus
@@ -101,7 +102,7 @@ func (w *podWorker) failedStatus(d desiredPod, obs observation) v1.PodStatus {
 	s.Phase, s.Reason, s.Message = v1.PodFailed, f.reason, f.message
 	s.Conditions = append(s.Conditions, v1.PodCondition{
 		Type: v1.DisruptionTarget, Status: v1.ConditionTrue, Reason: v1.PodReasonTerminationByKubelet,
-		Message: f.message, LastTransitionTime: metav1.NewTime(now),
+		Message: f.message, LastTransitionTime: metav1.NewTime(now), ObservedGeneration: d.pod.Generation,
 	})
 	for i := range s.Conditions {
 		if s.Conditions[i].Type == v1.PodReady || s.Conditions[i].Type == v1.ContainersReady {

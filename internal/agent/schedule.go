@@ -176,6 +176,7 @@ func unscheduledStatus(pod *v1.Pod, u *unschedulable) v1.PodStatus {
 		Conditions: []v1.PodCondition{{
 			Type: v1.PodScheduled, Status: v1.ConditionFalse, Reason: nodefit.ReasonUnschedulable,
 			Message: u.message, LastTransitionTime: metav1.NewTime(u.since),
+			ObservedGeneration: pod.Generation, // the scheduler's, as 1.34+ sets it
 		}},
 	}
 }

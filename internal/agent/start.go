@@ -160,6 +160,7 @@ func (w *podWorker) startContainer(ctx context.Context, d desiredPod, sb sandbox
 		return fmt.Errorf("container %q: not in the pod spec", s.Name)
 	}
 	object := containerObject(pod, s.Name)
+	s.RestartCount = restartCount(s, obs.plan, filepath.Join(podspec.PodLogDirectory(w.deps.podLogDir, pod.Namespace, pod.Name, w.uid), s.Name))
 	if last := newestExited(obs.plan, s.Name); last != nil {
 		w.deps.crashBackoff.Next(backoff.Key(w.uid, s.Name, podspec.ContainerHash(spec)), last.FinishedAt, w.deps.clock.Now())
 	}

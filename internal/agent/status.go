@@ -117,11 +117,16 @@ func (w *podWorker) view() v1.Pod {
 	} else if w.synced {
 		pod.Status = *w.status.DeepCopy()
 	} else {
-		// Not synced yet: nothing of it runs.
+		// Not synced yet: nothing of it runs, and the agent has acted on
+		// no generation of it.
 		pod.Status = podstatus.Compute(podstatus.Input{
 			Pod: pod, Previous: &v1.PodStatus{PodIPs: toPodIPs(w.keptIPs)},
 			HostIPs: w.deps.node.hostIPs, RuntimeName: w.deps.runtimeName, Now: w.deps.clock.Now(),
 		})
+		pod.Status.ObservedGeneration = 0
+		for i := range pod.Status.Conditions {
+			pod.Status.Conditions[i].ObservedGeneration = 0
+		}
 	}
 	return *pod
 }

@@ -47,6 +47,10 @@ func (w *podWorker) sync(ctx context.Context) (time.Duration, bool) {
 		Pod: d.pod, Observed: obs.plan, Probes: w.probeStatuses(obs.plan),
 		Backoff: w.backoffs(d.pod, obs.plan), Hash: podspec.ContainerHash, Now: w.deps.clock.Now(),
 	})
+	if len(acts.ContainersToReset) > 0 {
+		// AllContainersRestarting shows while the containers go.
+		w.updateStatus(d, obs, acts)
+	}
 	next := w.execute(ctx, d, obs, acts)
 	if acted(acts) {
 		if fresh, err := w.deps.observe(ctx, w.uid); err == nil {
@@ -61,7 +65,8 @@ func (w *podWorker) sync(ctx context.Context) (time.Duration, bool) {
 
 // acted reports whether the actions changed anything in the runtime.
 func acted(acts plan.Actions) bool {
-	return acts.KillPod || acts.CreateSandbox || len(acts.ContainersToKill)+len(acts.InitToStart)+len(acts.ContainersToStart) > 0
+	return acts.KillPod || acts.CreateSandbox ||
+		len(acts.ContainersToKill)+len(acts.InitToStart)+len(acts.ContainersToStart)+len(acts.ContainersToReset) > 0
 }
 
 // ensureVolumes sets the pod's volumes up before its first sandbox, and

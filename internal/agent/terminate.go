@@ -17,13 +17,18 @@ import (
 	"github.com/berth-dev/berth/internal/agent/podstatus"
 )
 
-// terminate stops and removes a deleted pod: preStop hooks and stops
+// terminate stops and removes a deleted pod: its status, preStop hooks and stops
 // within what is left of the grace period (regular containers together,
 // then sidecars one by one in reverse order), then the sandboxes are
 // stopped and removed and the volumes, logs and pod directories go. It
 // reports the pod finished once the runtime holds nothing of it; a pod
 // applied again meanwhile starts over instead.
 func (w *podWorker) terminate(ctx context.Context, d desiredPod, obs observation) (time.Duration, bool) {
+	if d.failure == nil {
+		// As kubelet's syncTerminatingPod, the status first: it shows the
+		// generation the deletion made (a failed pod keeps its final one).
+		w.updateStatus(d, obs, plan.Actions{})
+	}
 	w.stopAll(ctx, d.pod, obs, d.pod.DeletionTimestamp.Time)
 	if !w.removeSandboxes(ctx, d, obs) {
 		return retryAfterFailure, false

@@ -65,7 +65,7 @@ func TestDebugEphemeralContainer(t *testing.T) { onEachRuntime(t, debugEphemeral
 
 func debugEphemeral(t *testing.T, n *node) {
 	n.apply("bare.yaml", bareManifest)
-	n.waitPod("bare", "app running", running("app"))
+	n.waitPod("bare", "app running, status at generation 1", func(p v1.Pod) bool { return running("app")(p) && observedGeneration(p, 1) })
 	if _, errOut, err := n.berth("exec", "bare", "--", "sh", "-c", "true"); err == nil {
 		t.Fatalf("exec sh in the bare image worked (%q): the image is meant to have no shell", errOut)
 	}
@@ -75,7 +75,10 @@ func debugEphemeral(t *testing.T, n *node) {
 		t.Fatalf("berth debug printed %q; want kubectl's lines", out)
 	}
 	name := m[1]
-	n.waitPod("bare", name+" terminated", func(p v1.Pod) bool { return ephemeral(p, name).State.Terminated != nil })
+	// A spec change: a new generation, which the status shows once the agent acted on it.
+	n.waitPod("bare", name+" terminated, status at generation 2", func(p v1.Pod) bool {
+		return ephemeral(p, name).State.Terminated != nil && observedGeneration(p, 2)
+	})
 	if logs := n.must("logs", "bare", "-c", name); !strings.Contains(logs, "/pause") {
 		t.Errorf("ps in the debug container (target app) shows %q; want the target's /pause", logs)
 	}
@@ -99,13 +102,30 @@ func debugEphemeral(t *testing.T, n *node) {
 	// A restarted (kill -9) agent keeps them, and does not run them again.
 	before := ephemeral(n.pod("bare"), name).ContainerID
 	n.restartAgent()
-	p := n.waitPod("bare", "both ephemeral containers reported", func(p v1.Pod) bool { return len(p.Status.EphemeralContainerStatuses) == 2 })
+	p := n.waitPod("bare", "both ephemeral containers reported, at generation 3", func(p v1.Pod) bool {
+		return len(p.Status.EphemeralContainerStatuses) == 2 && observedGeneration(p, 3)
+	})
 	if len(p.Spec.EphemeralContainers) != 2 || p.Spec.EphemeralContainers[0].TargetContainerName != "app" {
 		t.Errorf("after an agent restart the pod's ephemeral containers are %+v; want both", p.Spec.EphemeralContainers)
 	}
 	if st := ephemeral(p, name); st.ContainerID != before || st.State.Terminated == nil {
 		t.Errorf("after an agent restart %s is %+v (%s); want the same terminated instance %s", name, st.State, st.ContainerID, before)
 	}
+}
+
+// observedGeneration reports whether the pod is at generation and its
+// status (status.observedGeneration and every condition's but
+// AllContainersRestarting's) says the agent acted on it.
+func observedGeneration(p v1.Pod, generation int64) bool {
+	if p.Generation != generation || p.Status.ObservedGeneration != generation {
+		return false
+	}
+	for _, c := range p.Status.Conditions {
+		if c.ObservedGeneration != generation && c.Type != "AllContainersRestarting" {
+			return false
+		}
+	}
+	return len(p.Status.Conditions) > 0
 }
 
 // berth cp copies out of and into a container whose image has no tar or

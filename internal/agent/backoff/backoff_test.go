@@ -203,3 +203,52 @@ func TestConcurrentUse(t *testing.T) {
 		t.Error("entries lost")
 	}
 }
+
+func TestValidateMaxContainerRestartPeriod(t *testing.T) {
+	for _, d := range []time.Duration{time.Second, 2 * time.Second, 1500 * time.Millisecond, 300 * time.Second} {
+		if err := ValidateMaxContainerRestartPeriod(d); err != nil {
+			t.Errorf("%v: %v", d, err)
+		}
+	}
+	for _, d := range []time.Duration{0, 999 * time.Millisecond, 301 * time.Second, -time.Second} {
+		if err := ValidateMaxContainerRestartPeriod(d); err == nil || !strings.Contains(err.Error(), "between 1s and 5m0s") {
+			t.Errorf("%v: %v; want refused", d, err)
+		}
+	}
+}
+
+func TestCrashLoopConfig(t *testing.T) {
+	cases := []struct {
+		cfg        Config
+		maxRestart time.Duration
+		want       Config
+	}{
+		{Config{}, 0, Config{Initial: 10 * time.Second, Max: 300 * time.Second, ResetAfter: 10 * time.Minute}},
+		{Config{}, 2 * time.Second, Config{Initial: 2 * time.Second, Max: 2 * time.Second, ResetAfter: 10 * time.Minute}},
+		{Config{}, 60 * time.Second, Config{Initial: 10 * time.Second, Max: 60 * time.Second, ResetAfter: 10 * time.Minute}},
+		{Config{Initial: 500 * time.Millisecond, Max: 4 * time.Second}, 2 * time.Second,
+			Config{Initial: 500 * time.Millisecond, Max: 2 * time.Second, ResetAfter: 10 * time.Minute}},
+		{Config{Initial: 500 * time.Millisecond, Max: 4 * time.Second}, 0,
+			Config{Initial: 500 * time.Millisecond, Max: 4 * time.Second, ResetAfter: 10 * time.Minute}},
+	}
+	for i, tc := range cases {
+		if got := tc.cfg.CrashLoop(tc.maxRestart); got != tc.want {
+			t.Errorf("case %d: %+v; want %+v", i, got, tc.want)
+		}
+	}
+}
+
+// With maxContainerRestartPeriod 2 s (kubelet's default first delay, 10 s,
+// above it) a crash loop waits 2 s before every restart after the first.
+func TestCrashLoopCappedAtMaxContainerRestartPeriod(t *testing.T) {
+	waits := crashLoop(New(Config{}.CrashLoop(2*time.Second)), "k", time.Second, 8)
+	for i, w := range waits {
+		want := 2 * time.Second
+		if i == 0 {
+			want = 0
+		}
+		if w != want {
+			t.Fatalf("waits %v; want 0 then 2s each", waits)
+		}
+	}
+}

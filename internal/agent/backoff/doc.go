@@ -25,6 +25,11 @@
 // 2 * Max since the last update) is not what the kubelet uses and not what this package
 // does. Jitter is not applied (the kubelet uses none for crashes).
 //
+// Config.CrashLoop caps the crash back-off at kubelet's crashLoopBackOff.
+// maxContainerRestartPeriod (KEP-4603; 1 s to 300 s, ValidateMaxContainerRestartPeriod): the
+// cap is the smaller of Max and that period, and a first delay above the cap is the cap, as
+// kubelet's newCrashLoopBackOff sets them.
+//
 // Image pull back-off records failures at the time they happen
 // (Next(key, failedAt, failedAt)) and asks UntilRecorded.
 //

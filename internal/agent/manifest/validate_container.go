@@ -10,7 +10,7 @@ import (
 )
 
 // validateContainers checks the regular containers: at least one, unique
-// names, and no container restart policy (that is for sidecars).
+// names, and their restartPolicy and restartPolicyRules.
 func validateContainers(pod *podContext, path *field.Path) field.ErrorList {
 	containers := pod.spec.Containers
 	if len(containers) == 0 {
@@ -26,17 +26,15 @@ func validateContainers(pod *podContext, path *field.Path) field.ErrorList {
 		}
 		names[c.Name] = true
 		errs = append(errs, validateProbesAndHooks(pod, c, containerPath)...)
-		if c.RestartPolicy != nil {
-			errs = append(errs, field.Forbidden(containerPath.Child("restartPolicy"), "may not be set for non-init containers"))
-		}
+		errs = append(errs, validateContainerRestartPolicy(c, containerPath)...)
 		errs = append(errs, hostPortConflicts(c, containerPath, hostPorts)...)
 	}
 	return errs
 }
 
 // validateInitContainers checks the init containers: names unique across
-// init and regular containers; restartPolicy only Always (a sidecar); hooks
-// and probes only on sidecars. Init containers run one at a time, so their
+// init and regular containers; restartPolicy and restartPolicyRules; hooks
+// and probes only on sidecars (restartPolicy Always). Init containers run one at a time, so their
 // host ports are checked one container at a time.
 func validateInitContainers(pod *podContext, path *field.Path) field.ErrorList {
 	var errs field.ErrorList
@@ -47,11 +45,8 @@ func validateInitContainers(pod *podContext, path *field.Path) field.ErrorList {
 	for i := range pod.spec.InitContainers {
 		c, containerPath := &pod.spec.InitContainers[i], path.Index(i)
 		errs = append(errs, validateContainer(pod, c, containerPath)...)
-		sidecar := false
-		if c.RestartPolicy != nil {
-			errs = append(errs, validateEnum(containerPath.Child("restartPolicy"), *c.RestartPolicy, v1.ContainerRestartPolicyAlways)...)
-			sidecar = *c.RestartPolicy == v1.ContainerRestartPolicyAlways
-		}
+		errs = append(errs, validateInitRestartPolicy(c, containerPath)...)
+		sidecar := c.RestartPolicy != nil && *c.RestartPolicy == v1.ContainerRestartPolicyAlways
 		if names[c.Name] {
 			errs = append(errs, field.Duplicate(containerPath.Child("name"), c.Name))
 		} else if c.Name != "" {
@@ -112,9 +107,6 @@ func validateContainer(pod *podContext, c *v1.Container, path *field.Path) field
 	errs = append(errs, validateResources(&c.Resources, path.Child("resources"))...)
 	errs = append(errs, validateContainerSecurityContext(c, path.Child("securityContext"))...)
 	errs = append(errs, validateContainerHostUsers(pod.spec, c, path)...)
-	if len(c.RestartPolicyRules) > 0 {
-		errs = append(errs, field.Forbidden(path.Child("restartPolicyRules"), "not supported (the ContainerRestartRules feature is disabled)"))
-	}
 	return errs
 }
 

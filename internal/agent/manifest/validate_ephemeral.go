@@ -24,7 +24,7 @@ func SetEphemeralDefaults(containers []v1.EphemeralContainer) {
 // there, unchanged (they can only be added, never changed or removed); each
 // new one is validated as a container, with a name unique among all of
 // the pod's containers, without ports, probes, lifecycle hooks, resources,
-// a restart policy or subPath mounts, and a targetContainerName (if any)
+// a restart policy or rules or subPath mounts, and a targetContainerName (if any)
 // that names one of the pod's init or regular containers. The error is an
 // *InvalidError whose problems name the pod and the field.
 func ValidateEphemeralContainersUpdate(pod *v1.Pod, updated []v1.EphemeralContainer) error {
@@ -97,6 +97,7 @@ func forbidOnEphemeral(c *v1.Container, path *field.Path) field.ErrorList {
 		{"resources", len(c.Resources.Limits)+len(c.Resources.Requests)+len(c.Resources.Claims) > 0},
 		{"resizePolicy", len(c.ResizePolicy) > 0},
 		{"restartPolicy", c.RestartPolicy != nil},
+		{"restartPolicyRules", len(c.RestartPolicyRules) > 0},
 	} {
 		if f.set {
 			errs = append(errs, field.Forbidden(path.Child(f.name), why))

@@ -26,6 +26,9 @@ func Compute(in Input) Actions {
 }
 
 func (p *planner) compute() {
+	if p.planRestartAll() {
+		return
+	}
 	d := SandboxChanged(p.pod, p.in.Observed)
 	p.acts.Attempt = d.Attempt
 	if d.Recreate {
@@ -37,7 +40,7 @@ func (p *planner) compute() {
 	p.planEphemeral()
 	initialized, failed := p.planInit()
 	if failed != "" {
-		p.finish(PodInitFailed, fmt.Sprintf("init container %s failed under restartPolicy Never", failed))
+		p.finish(PodInitFailed, p.initFailedReason(failed))
 		return
 	}
 	if !initialized {
@@ -46,6 +49,9 @@ func (p *planner) compute() {
 	keep := p.planRegular()
 	if keep == 0 && !p.regularScheduled() {
 		reason := fmt.Sprintf("no container is running or to be started under restartPolicy %s", p.policy())
+		if p.ownPolicies() {
+			reason += " and the containers' own restart policies"
+		}
 		if p.pod.DeletionTimestamp != nil {
 			reason = "the pod is being deleted and no container is running"
 		}
@@ -64,8 +70,7 @@ func (p *planner) planNewSandbox(reason PodKillReason) {
 	for i := range p.pod.Spec.Containers {
 		c := &p.pod.Spec.Containers[i]
 		last := p.v.newest(c.Name)
-		if p.pod.Spec.RestartPolicy == v1.RestartPolicyOnFailure &&
-			last != nil && last.State == StateExited && last.ExitCode == 0 {
+		if runsOnce(c, p.pod) && last != nil && last.State == StateExited && last.ExitCode == 0 {
 			continue
 		}
 		toStart = append(toStart, c)
@@ -92,6 +97,17 @@ func (p *planner) planNewSandbox(reason PodKillReason) {
 	for _, c := range toStart {
 		p.schedule(c, TypeRegular, p.v.newestExited(c.Name, false), &p.acts.ContainersToStart)
 	}
+}
+
+// initFailedReason says why the failed init container name ends the pod: the restart
+// policy that does not restart it, its own when it has one.
+func (p *planner) initFailedReason(name string) string {
+	for i := range p.pod.Spec.InitContainers {
+		if c := &p.pod.Spec.InitContainers[i]; c.Name == name && c.RestartPolicy != nil {
+			return fmt.Sprintf("init container %s failed and its restartPolicy %s (with its rules) does not restart it", name, *c.RestartPolicy)
+		}
+	}
+	return fmt.Sprintf("init container %s failed under restartPolicy %s", name, p.policy())
 }
 
 // finishWith kills the pod (with the sandbox reason that got us here) and marks it done.
@@ -148,7 +164,7 @@ func (p *planner) planRegular() (keep int) {
 			}
 			continue
 		}
-		if !ShouldRestart(p.pod, last) {
+		if !ShouldRestart(p.pod, c, last) {
 			continue
 		}
 		if last != nil {
@@ -160,10 +176,11 @@ func (p *planner) planRegular() (keep int) {
 }
 
 // judgeRunning kills a running regular container whose spec hash changed or whose
-// liveness or startup probe failed, and restarts it when the policy (or a spec change)
-// says so. It reports whether the container is killed.
+// liveness or startup probe failed, and restarts it when its restart policy (its own,
+// else the pod's: anything but Never; rules need an exit code) or a spec change says
+// so. It reports whether the container is killed.
 func (p *planner) judgeRunning(c *v1.Container, last *Container) bool {
-	restart := p.pod.Spec.RestartPolicy != v1.RestartPolicyNever
+	restart := restartsAfterKill(c, p.pod)
 	probe := p.probe(c.Name, last.ID)
 	var reason KillReason
 	var msg string
@@ -300,6 +317,16 @@ func (p *planner) policy() v1.RestartPolicy {
 		return v1.RestartPolicyAlways
 	}
 	return p.pod.Spec.RestartPolicy
+}
+
+// ownPolicies reports whether a regular container has its own restartPolicy.
+func (p *planner) ownPolicies() bool {
+	for _, c := range p.pod.Spec.Containers {
+		if c.RestartPolicy != nil {
+			return true
+		}
+	}
+	return false
 }
 
 // podName is the kubelet's format.Pod: name_namespace(uid).

@@ -43,6 +43,33 @@
 // none is to be started or waits, the whole pod is killed (sidecars too) and Done.
 // Ephemeral containers are started once and never restarted.
 //
+// # Container restart rules
+//
+// As kubelet 1.35+ does (KEP-5307), an init or regular container's own restartPolicy
+// (Always, OnFailure, Never) and restartPolicyRules override the pod's restartPolicy for
+// it: an exited instance is restarted when a rule with action Restart (or
+// RestartAllContainers) matches its exit code (In: listed, NotIn: not listed; the first
+// matching rule wins), else as its own policy says (ContainerShouldRestart). A running
+// container killed for a failed probe, and an init container in unknown state, have no
+// exit code: their own policy decides (anything but Never restarts). A failed init
+// container that is not restarted ends the pod. When the pod gets a new sandbox, a
+// container whose own policy is OnFailure and that succeeded is not started again;
+// kubelet looks at nothing else there (the pod's Never still means no new sandbox once a
+// container ran).
+//
+// # RestartAllContainers
+//
+// Before anything else, as kubelet 1.36+ does (KEP-5532): when the newest instance of an
+// init or regular container exited with a code matching one of its rules with action
+// RestartAllContainers, the plan is only that restart (Actions.RestartAll): every
+// instance of every init and regular container, in any sandbox, is killed if it may
+// still run and removed (ContainersToReset), the triggering instances last; the sandbox
+// and the ephemeral containers are left alone. With nothing left, the next sync starts
+// the pod over in its sandbox from the first init container. A pod being deleted is not
+// restarted. The runtime alone says whether the restart is still to do (kubelet also
+// keeps it going through the AllContainersRestarting condition): the triggering
+// instances are removed last, so an agent stopped midway finds them again.
+//
 // # Back-off
 //
 // A (re)start of a container that has an exited instance (for init containers and
@@ -61,5 +88,5 @@
 //
 // Deleting a pod, preStop hooks and grace periods belong to the executor; StopOrder
 // gives it the kubelet's order: regular containers together, then sidecars in reverse.
-// In-place resize and container-level restart rules are not planned.
+// In-place resize is not planned.
 package plan

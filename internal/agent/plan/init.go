@@ -19,7 +19,7 @@ type initScan struct {
 // the init containers from the last one back: the last one with an instance is the
 // frontier; before it only sidecars are looked at, to keep them running. It returns
 // whether the pod is initialized, and the name of an init container that failed under
-// restartPolicy Never (the pod is then done).
+// its restart policy (its own, else the pod's) and rules (the pod is then done).
 func (p *planner) planInit() (initialized bool, failed string) {
 	specs := p.pod.Spec.InitContainers
 	if len(specs) == 0 {
@@ -59,7 +59,6 @@ func (p *planner) scanInit(s *initScan, i int) {
 	if s.previous && !sidecar {
 		return // after initialization only sidecars are kept running
 	}
-	restartOnFailure := p.pod.Spec.RestartPolicy != v1.RestartPolicyNever
 	switch last.State {
 	case StateCreated:
 		p.killBeforeRestart(last, "Init container")
@@ -72,7 +71,7 @@ func (p *planner) scanInit(s *initScan, i int) {
 		switch {
 		case sidecar:
 			s.toStart = append(s.toStart, i)
-		case initFailed(last) && !restartOnFailure:
+		case initFailed(last) && !ShouldRestart(p.pod, c, last):
 			s.failed = c.Name
 		case initFailed(last):
 			s.toStart = append(s.toStart, i)
@@ -80,7 +79,7 @@ func (p *planner) scanInit(s *initScan, i int) {
 			p.initCompleted(s, i)
 		}
 	default:
-		if !sidecar && !restartOnFailure {
+		if !sidecar && !restartsAfterKill(c, p.pod) {
 			s.failed = c.Name
 			return
 		}

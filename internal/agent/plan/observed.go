@@ -63,11 +63,12 @@ func IsSidecar(c *v1.Container) bool {
 	return c.RestartPolicy != nil && *c.RestartPolicy == v1.ContainerRestartPolicyAlways
 }
 
-// ShouldRestart is the kubelet's ShouldContainerBeRestarted: whether a container whose
-// newest instance is latest (nil = never created) must be started (again) under the
-// pod's restart policy. A pod being deleted restarts nothing; a missing, created or
-// unknown instance is (re)started under any policy; an exited one per restartPolicy.
-func ShouldRestart(pod *v1.Pod, latest *Container) bool {
+// ShouldRestart is the kubelet's ShouldContainerBeRestarted: whether container c, whose
+// newest instance is latest (nil = never created), must be started (again). A pod being
+// deleted restarts nothing; a missing, created or unknown instance is (re)started under
+// any policy; an exited one as ContainerShouldRestart says for its exit code (the
+// container's own restartPolicy and rules, else the pod's restartPolicy).
+func ShouldRestart(pod *v1.Pod, c *v1.Container, latest *Container) bool {
 	if pod.DeletionTimestamp != nil {
 		return false
 	}
@@ -80,13 +81,7 @@ func ShouldRestart(pod *v1.Pod, latest *Container) bool {
 	case StateCreated, StateUnknown:
 		return true
 	}
-	switch pod.Spec.RestartPolicy {
-	case v1.RestartPolicyNever:
-		return false
-	case v1.RestartPolicyOnFailure:
-		return latest.ExitCode != 0
-	}
-	return true
+	return ContainerShouldRestart(c, &pod.Spec, latest.ExitCode)
 }
 
 // initFailed is the kubelet's isInitContainerFailed.

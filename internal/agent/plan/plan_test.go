@@ -15,7 +15,7 @@ import (
 var update = flag.Bool("update", false, "rewrite testdata/*.golden from the current planner")
 
 func allScenarios() []scenario {
-	return slices.Concat(sandboxScenarios(), initScenarios(), regularScenarios())
+	return slices.Concat(sandboxScenarios(), initScenarios(), regularScenarios(), ruleScenarios(), restartAllScenarios())
 }
 
 func (sc scenario) input() Input {
@@ -182,7 +182,8 @@ func TestShouldRestart(t *testing.T) {
 		{never, &Container{State: StateCreated}, true}, {never, &Container{State: StateUnknown}, true},
 	}
 	for i, tc := range cases {
-		if got := ShouldRestart(newPod(tc.policy, nil, ctr("app")), tc.last); got != tc.want {
+		pod := newPod(tc.policy, nil, ctr("app"))
+		if got := ShouldRestart(pod, &pod.Spec.Containers[0], tc.last); got != tc.want {
 			t.Errorf("case %d (%s, %+v): got %v", i, tc.policy, tc.last, got)
 		}
 	}

@@ -13,6 +13,8 @@ import (
 // The format is stable (golden tests and `berth describe` events depend on it):
 //
 //	use sandbox <id>
+//	restart all: <reason>
+//	reset <type> <name> <id>: kill and remove|remove[, source]
 //	kill pod: <reason>
 //	kill <type> <name> <id>: <reason>: <message>
 //	stop sandbox <id>
@@ -30,6 +32,19 @@ func (a Actions) String() string {
 	}
 	if a.SandboxID != "" {
 		line("use sandbox %s", a.SandboxID)
+	}
+	if a.RestartAll != "" {
+		line("restart all: %s", a.RestartAll)
+	}
+	for _, r := range a.ContainersToReset {
+		what := "remove"
+		if r.Kill {
+			what = "kill and remove"
+		}
+		if r.Source {
+			what += ", source"
+		}
+		line("reset %s %s %s: %s", r.Type, r.Name, r.ID, what)
 	}
 	if a.KillPod {
 		line("kill pod: %s", a.KillPodReason)
@@ -60,7 +75,7 @@ func (a Actions) String() string {
 
 // Changes reports whether the plan asks the executor to do anything.
 func (a Actions) Changes() bool {
-	return a.KillPod || a.CreateSandbox || a.Done || len(a.ContainersToKill) > 0 ||
+	return a.KillPod || a.CreateSandbox || a.Done || len(a.ContainersToKill) > 0 || len(a.ContainersToReset) > 0 ||
 		len(a.InitToStart) > 0 || len(a.ContainersToStart) > 0 || len(a.Waits) > 0
 }
 

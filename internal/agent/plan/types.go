@@ -164,6 +164,18 @@ type Wait struct {
 	Message string // "back-off 20s restarting failed container=x pod=name_ns(uid)"
 }
 
+// Reset is one container instance that RestartAllContainers removes from the runtime.
+type Reset struct {
+	ID   string
+	Name string
+	Type ContainerType
+	// Kill is set when the instance is not exited: it is stopped (no grace: kubelet's
+	// minimum of 2 s, no preStop hook) before it is removed.
+	Kill bool
+	// Source is set when this instance's exit matched a RestartAllContainers rule.
+	Source bool
+}
+
 // Actions is the plan for one sync of one pod, in the order the executor applies it:
 // kill the pod (or the listed containers), create the sandbox, start the init
 // containers, start the regular containers.
@@ -186,6 +198,16 @@ type Actions struct {
 	ContainersToStart []Start
 	// Waits lists containers held back by crash back-off, in spec order.
 	Waits []Wait
+	// RestartAll says why every init and regular container of the pod is restarted in
+	// place ("" when they are not): the executor removes ContainersToReset, in that
+	// order, and nothing else happens in this sync; the next one starts the pod over
+	// in its sandbox, from the first init container.
+	RestartAll string
+	// ContainersToReset lists every instance of the pod's init and regular containers,
+	// in kubelet's order: those that did not trigger the restart (regular, then init),
+	// then those that did (regular, then init), so that an agent stopped midway
+	// finds the trigger again.
+	ContainersToReset []Reset
 	// Done marks a pod that has finished under its restart policy: nothing will be
 	// started again; the executor stops what is left and the pod worker can stop syncing.
 	Done       bool

@@ -26,12 +26,15 @@ var generated = map[v1.PodConditionType]bool{
 	v1.PodReady:                  true,
 	v1.ContainersReady:           true,
 	v1.PodScheduled:              true,
+	// AllContainersRestarting is kubelet's only for pods with a RestartAllContainers rule
+	ConditionAllContainersRestarting: true,
 }
 
 // conditions returns the pod's conditions in the kubelet's order: the applied pod's own
 // conditions Compute does not own, then PodReadyToStartContainers, Initialized, Ready,
-// ContainersReady and PodScheduled. A generated condition keeps its previous
-// lastTransitionTime while its status stays the same.
+// ContainersReady and PodScheduled (then AllContainersRestarting). A generated condition
+// keeps its previous lastTransitionTime while its status stays the same, and has the
+// pod's generation as its observedGeneration.
 func conditions(in Input, prev v1.PodStatus, s *v1.PodStatus) []v1.PodCondition {
 	var out []v1.PodCondition
 	for _, c := range in.Pod.Status.Conditions {
@@ -43,12 +46,18 @@ func conditions(in Input, prev v1.PodStatus, s *v1.PodStatus) []v1.PodCondition 
 	sandboxOK := !plan.SandboxChanged(in.Pod, in.Observed).Recreate
 	own := []v1.PodCondition{
 		{Type: v1.PodReadyToStartContainers, Status: boolStatus(sandboxOK)},
-		initializedCondition(in.Pod, all, s.Phase),
+		initializedCondition(in.Pod, prev, all, s.Phase),
 		readyCondition(in.Pod, out, all, s.Phase),
 		containersReadyCondition(in.Pod, all, s.Phase),
 		{Type: v1.PodScheduled, Status: v1.ConditionTrue},
 	}
+	if plan.AllContainersCouldRestart(&in.Pod.Spec) {
+		own = append(own, allRestartingCondition(in, prev, s.Phase))
+	}
 	for _, c := range own {
+		if c.Type != ConditionAllContainersRestarting { // kubelet leaves it without one
+			c.ObservedGeneration = in.Pod.Generation
+		}
 		c.LastTransitionTime = metav1.NewTime(in.Now)
 		if old := findCondition(prev.Conditions, c.Type); old != nil && old.Status == c.Status {
 			c.LastTransitionTime = old.LastTransitionTime
@@ -121,9 +130,10 @@ func readyCondition(pod *v1.Pod, conds []v1.PodCondition, all []v1.ContainerStat
 }
 
 // initializedCondition is True when every init container completed (exited 0) and every
-// sidecar started, when the pod Succeeded (reason PodCompleted), or once a regular
-// container has run.
-func initializedCondition(pod *v1.Pod, all []v1.ContainerStatus, phase v1.PodPhase) v1.PodCondition {
+// sidecar started, when the pod Succeeded (reason PodCompleted), once a regular
+// container has run, or when it was True before: as kubelet 1.36+ does, a pod once
+// initialized stays so while its init containers run again (RestartAllContainers).
+func initializedCondition(pod *v1.Pod, prev v1.PodStatus, all []v1.ContainerStatus, phase v1.PodPhase) v1.PodCondition {
 	var unknown, incomplete []string
 	for i := range pod.Spec.InitContainers {
 		spec := &pod.Spec.InitContainers[i]
@@ -146,6 +156,9 @@ func initializedCondition(pod *v1.Pod, all []v1.ContainerStatus, phase v1.PodPha
 		return c
 	}
 	c.Message = listMessage("containers with unknown status", unknown, "containers with incomplete status", incomplete)
+	if old := findCondition(prev.Conditions, v1.PodInitialized); c.Message != "" && old != nil && old.Status == v1.ConditionTrue {
+		return v1.PodCondition{Type: v1.PodInitialized, Status: v1.ConditionTrue}
+	}
 	if c.Message != "" {
 		c.Status, c.Reason = v1.ConditionFalse, ReasonContainersNotInitialized
 	}

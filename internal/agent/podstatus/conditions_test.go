@@ -184,3 +184,36 @@ func TestStartTimeFromAppliedStatus(t *testing.T) {
 		t.Errorf("start time %v", s.StartTime)
 	}
 }
+
+// status.observedGeneration and each condition's are the pod's generation
+// (KEP-5067); the status's never goes back; kubelet leaves
+// AllContainersRestarting without one.
+func TestObservedGeneration(t *testing.T) {
+	pod := newPod(v1.RestartPolicyAlways, nil, withRule(ctr("app"), "RestartAllContainers", 42))
+	pod.Generation = 3
+	in := input(pod, observed(sandboxes(ready("sb0")), running("a", "sb0", "app", 0, 1)))
+	s := Compute(in)
+	if s.ObservedGeneration != 3 {
+		t.Errorf("status.observedGeneration %d; want 3", s.ObservedGeneration)
+	}
+	for _, c := range s.Conditions {
+		want := int64(3)
+		if c.Type == ConditionAllContainersRestarting {
+			want = 0
+		}
+		if c.ObservedGeneration != want {
+			t.Errorf("%s: observedGeneration %d; want %d", c.Type, c.ObservedGeneration, want)
+		}
+	}
+	in.Previous = &v1.PodStatus{ObservedGeneration: 4}
+	if s := Compute(in); s.ObservedGeneration != 4 {
+		t.Errorf("after a status at 4: %d; want 4 (never back)", s.ObservedGeneration)
+	}
+	pod.Generation = 5
+	probes := map[string]plan.ProbeStatus{"app": {ContainerID: "a", Ready: false}}
+	withProbe := *pod
+	withProbe.Spec.Containers = []v1.Container{withReadiness(pod.Spec.Containers[0])}
+	if !UpdateProbes(&s, &withProbe, probes, now) || condition(s, v1.PodReady).ObservedGeneration != 5 {
+		t.Errorf("UpdateProbes: Ready %+v; want observedGeneration 5", condition(s, v1.PodReady))
+	}
+}

@@ -14,7 +14,10 @@ const (
 	ReasonCompleted              = "Completed"
 	ReasonError                  = "Error"
 	ReasonContainerStatusUnknown = "ContainerStatusUnknown"
-	exitCodeUnknown              = 137
+	// ReasonRestartingAllContainers is the state reason of a container that
+	// RestartAllContainers removed, until it starts again.
+	ReasonRestartingAllContainers = "RestartingAllContainers"
+	exitCodeUnknown               = 137
 )
 
 // statusKind is the list a status belongs to.
@@ -32,10 +35,12 @@ type builder struct {
 	prev    v1.PodStatus
 	runtime string
 	current string // ID of the current sandbox
+	// restartingAll: the pod is restarting all its containers (RestartAllContainers)
+	restartingAll bool
 }
 
 func newBuilder(in Input, prev v1.PodStatus) *builder {
-	b := &builder{in: in, prev: prev, runtime: in.RuntimeName}
+	b := &builder{in: in, prev: prev, runtime: in.RuntimeName, restartingAll: restartingAll(in, prev)}
 	if b.runtime == "" {
 		b.runtime = DefaultRuntimeName
 	}
@@ -61,13 +66,18 @@ func (b *builder) status(spec *v1.Container, old *v1.ContainerStatus, kind statu
 	instances := b.in.Observed.Instances(spec.Name)
 	var st v1.ContainerStatus
 	var latest *plan.Container
-	if len(instances) == 0 {
+	switch {
+	case len(instances) == 0 && kind != kindEphemeral && b.restartingAll && old != nil && old.State.Waiting == nil:
+		st = removedByRestartAll(spec, old)
+	case len(instances) == 0:
 		st = b.missing(spec, old)
-	} else {
+	default:
 		latest = &instances[0]
 		st = b.convert(latest, old, spec)
 		if len(instances) > 1 {
 			st.LastTerminationState = b.convert(&instances[1], old, spec).State
+		} else {
+			keepLastTermination(&st, old)
 		}
 	}
 	b.applyWaiting(spec, &st, latest, kind == kindInit)
@@ -122,9 +132,17 @@ func (b *builder) convert(c *plan.Container, old *v1.ContainerStatus, spec *v1.C
 	if st.Image == "" {
 		st.Image = spec.Image
 	}
+	if old != nil {
+		// A restart count never goes down: RestartAllContainers removes the
+		// instances that held the higher one.
+		st.RestartCount = max(st.RestartCount, old.RestartCount)
+	}
 	switch {
 	case c.State == plan.StateRunning:
 		st.State.Running = &v1.ContainerStateRunning{StartedAt: metav1.NewTime(c.StartedAt)}
+		if old != nil && old.State.Terminated != nil && old.RestartCount >= int32(c.RestartCount) {
+			st.RestartCount = old.RestartCount + 1
+		}
 	case c.State == plan.StateExited:
 		st.State.Terminated = &v1.ContainerStateTerminated{
 			ExitCode: c.ExitCode, Reason: terminatedReason(c), Message: c.Message,
@@ -142,6 +160,20 @@ func (b *builder) convert(c *plan.Container, old *v1.ContainerStatus, spec *v1.C
 		st.State.Waiting = &v1.ContainerStateWaiting{}
 	}
 	return st
+}
+
+// keepLastTermination gives the only instance of a container the last termination the
+// previous status knew, as kubelet does since RestartAllContainers removes the instances
+// it would read it from: the previous instance's own termination when it is another
+// instance, else the previous status's last termination.
+func keepLastTermination(st *v1.ContainerStatus, old *v1.ContainerStatus) {
+	switch {
+	case old == nil:
+	case old.ContainerID != st.ContainerID && old.State.Terminated != nil:
+		st.LastTerminationState.Terminated = old.State.Terminated.DeepCopy()
+	case old.LastTerminationState.Terminated != nil:
+		st.LastTerminationState.Terminated = old.LastTerminationState.Terminated.DeepCopy()
+	}
 }
 
 // terminatedReason is the runtime's reason, or Completed / Error from the exit code.
@@ -172,7 +204,7 @@ func (b *builder) applyWaiting(spec *v1.Container, st *v1.ContainerStatus, lates
 			return
 		}
 	}
-	if !plan.ShouldRestart(b.in.Pod, latest) {
+	if !plan.ShouldRestart(b.in.Pod, spec, latest) {
 		return
 	}
 	w, ok := b.in.Waiting[spec.Name]

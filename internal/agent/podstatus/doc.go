@@ -17,9 +17,17 @@
 // is one; ready is started plus a succeeded readiness probe when there is one (init
 // containers: exited 0; ephemeral containers: neither is set, they have no probes).
 //
+// A container's own restartPolicy and restartPolicyRules (KEP-5307) decide, with the
+// pod's restartPolicy, whether a stopped container counts as restarting for the phase.
+// For RestartAllContainers (KEP-5532), a container the restart removed waits with reason
+// RestartingAllContainers, its removal (exit code 137) as its last termination and one
+// restart more; once running again it keeps that last termination, and a restart count
+// never goes down.
+//
 // Phase, conditions (PodReadyToStartContainers, Initialized, Ready, ContainersReady,
-// PodScheduled) and their reasons follow the kubelet; see phase and the condition
-// functions. lastTransitionTime changes only when a condition's status changes; a
+// PodScheduled, and AllContainersRestarting for a pod with a RestartAllContainers rule)
+// and their reasons follow the kubelet; see phase and the condition functions; a pod
+// once Initialized stays so while its init containers run again. lastTransitionTime changes only when a condition's status changes; a
 // terminal phase is never left; startTime is set once. podIP(s) come from the current
 // sandbox while it is ready; while no sandbox of the pod is ready (a completed pod's is
 // stopped) the previous status's stay, as the kubelet's PLEG keeps an exited pod's.
@@ -29,6 +37,10 @@
 // observation, with the same rule for started and ready as Compute.
 //
 // Differences from the kubelet, on purpose: regular container statuses are in spec
-// order (the kubelet sorts them by name); ObservedGeneration, resources, volume mounts
-// and user fields of container statuses are not filled; messages are worded by berth.
+// order (the kubelet sorts them by name); resources, volume mounts and user fields of
+// container statuses are not filled; messages are worded by berth.
+//
+// status.observedGeneration is the pod's metadata.generation (never lower than the
+// previous status's), and so is each generated condition's, AllContainersRestarting
+// excepted (kubelet sets none on it), as kubelet 1.35+ does (KEP-5067).
 package podstatus

@@ -86,3 +86,20 @@ func containerStatus(list []v1.ContainerStatus, name string) v1.ContainerStatus 
 	}
 	return v1.ContainerStatus{}
 }
+
+func withPolicy(c v1.Container, policy v1.ContainerRestartPolicy) v1.Container {
+	c.RestartPolicy = &policy
+	return c
+}
+
+// withRule adds a rule with action on exit codes In values (and restartPolicy Never
+// when the container has no restartPolicy yet).
+func withRule(c v1.Container, action v1.ContainerRestartRuleAction, values ...int32) v1.Container {
+	if c.RestartPolicy == nil {
+		c = withPolicy(c, v1.ContainerRestartPolicyNever)
+	}
+	c.RestartPolicyRules = append(c.RestartPolicyRules, v1.ContainerRestartRule{
+		Action: action, ExitCodes: &v1.ContainerRestartRuleOnExitCodes{Operator: v1.ContainerRestartRuleOnExitCodesOpIn, Values: values},
+	})
+	return c
+}

@@ -8,40 +8,47 @@ import (
 
 // phaseCounts tallies container statuses the way the kubelet's getPhase does.
 type phaseCounts struct {
-	pendingInit        int // non-restartable init containers not yet done
-	pendingSidecars    int // sidecars not yet started
-	failedInit         int // non-restartable init containers that exited non-zero
+	spec            *v1.PodSpec
+	pendingInit     int // non-restartable init containers not yet done
+	pendingSidecars int // sidecars not yet started
+	// failedInitFinal counts non-restartable init containers that failed and that
+	// their restart policy and rules do not restart.
+	failedInitFinal    int
 	unknown            int
 	running            int
 	waiting            int
 	stopped, succeeded int // regular containers terminated (or waiting after termination)
+	stoppedFinal       int // of the stopped, those their restart policy does not restart
 }
 
-// phase is the kubelet's getPhase (without container-level restart rules):
+// phase is the kubelet's getPhase, with container restart rules (KEP-5307):
 //
-//   - Failed when an init container failed and restartPolicy is Never;
+//   - Failed when an init container failed and neither its own restart policy and rules
+//     nor the pod's restartPolicy restart it;
 //   - Pending while an init container is not done, a sidecar is not started (unless the
 //     pod was initialized in its current sandbox), or a container waits to be created;
 //   - Running when a container (sidecars count) runs and every container is known;
 //   - when nothing runs and every regular container stopped: Succeeded or Failed if the
-//     pod is terminal; else Running under Always (restarting), Succeeded if all exited 0,
-//     Failed under Never, Running under OnFailure (restarting);
+//     pod is terminal; else Running when one of them is restarted (its own policy and
+//     rules, else the pod's; a container removed by RestartAllContainers always is),
+//     Succeeded if all exited 0, Failed otherwise;
 //   - Pending otherwise.
 func phase(pod *v1.Pod, inits, regulars []v1.ContainerStatus, terminal, initialized bool) v1.PodPhase {
-	var n phaseCounts
+	n := phaseCounts{spec: &pod.Spec}
 	for i := range pod.Spec.InitContainers {
 		spec := &pod.Spec.InitContainers[i]
 		st := findStatus(inits, spec.Name)
 		if plan.IsSidecar(spec) {
 			n.addSidecar(st)
 		} else {
-			n.addInit(st)
+			n.addInit(spec, st)
 		}
 	}
 	for i := range pod.Spec.Containers {
-		n.addRegular(findStatus(regulars, pod.Spec.Containers[i].Name))
+		spec := &pod.Spec.Containers[i]
+		n.addRegular(spec, findStatus(regulars, spec.Name))
 	}
-	if n.failedInit > 0 && pod.Spec.RestartPolicy == v1.RestartPolicyNever {
+	if n.failedInitFinal > 0 {
 		return v1.PodFailed
 	}
 	switch {
@@ -50,42 +57,48 @@ func phase(pod *v1.Pod, inits, regulars []v1.ContainerStatus, terminal, initiali
 	case n.running > 0 && n.unknown == 0:
 		return v1.PodRunning
 	case n.running == 0 && n.stopped > 0 && n.unknown == 0:
-		return stoppedPhase(pod.Spec.RestartPolicy, n, terminal)
+		return stoppedPhase(n, terminal)
 	}
 	return v1.PodPending
 }
 
 // stoppedPhase is the phase of a pod whose regular containers all stopped.
-func stoppedPhase(policy v1.RestartPolicy, n phaseCounts, terminal bool) v1.PodPhase {
+func stoppedPhase(n phaseCounts, terminal bool) v1.PodPhase {
 	switch {
 	case terminal && n.stopped == n.succeeded:
 		return v1.PodSucceeded
 	case terminal:
 		return v1.PodFailed
-	case policy == v1.RestartPolicyAlways || policy == "":
-		return v1.PodRunning
+	case n.stopped != n.stoppedFinal:
+		return v1.PodRunning // some are restarted
 	case n.stopped == n.succeeded:
 		return v1.PodSucceeded
-	case policy == v1.RestartPolicyNever:
-		return v1.PodFailed
 	}
-	return v1.PodRunning // OnFailure, restarting the failed ones
+	return v1.PodFailed
 }
 
-func (n *phaseCounts) addInit(st *v1.ContainerStatus) {
+// restarted reports whether container c, terminated as t, is restarted: its restart
+// policy and rules say so, or RestartAllContainers removed it.
+func (n *phaseCounts) restarted(c *v1.Container, t *v1.ContainerStateTerminated) bool {
+	return t.Reason == ReasonRestartingAllContainers || plan.ContainerShouldRestart(c, n.spec, t.ExitCode)
+}
+
+func (n *phaseCounts) addInit(c *v1.Container, st *v1.ContainerStatus) {
+	var t *v1.ContainerStateTerminated
 	switch {
 	case st == nil, st.State.Running != nil:
 		n.pendingInit++
+		return
 	case st.State.Terminated != nil:
-		if st.State.Terminated.ExitCode != 0 {
-			n.failedInit++
-		}
+		t = st.State.Terminated
 	case st.State.Waiting != nil && st.LastTerminationState.Terminated != nil:
-		if st.LastTerminationState.Terminated.ExitCode != 0 {
-			n.failedInit++
-		}
+		t = st.LastTerminationState.Terminated
 	default:
 		n.pendingInit++
+		return
+	}
+	if t.ExitCode != 0 && !n.restarted(c, t) {
+		n.failedInitFinal++
 	}
 }
 
@@ -111,7 +124,7 @@ func (n *phaseCounts) addSidecar(st *v1.ContainerStatus) {
 	}
 }
 
-func (n *phaseCounts) addRegular(st *v1.ContainerStatus) {
+func (n *phaseCounts) addRegular(c *v1.Container, st *v1.ContainerStatus) {
 	switch {
 	case st == nil:
 		n.unknown++
@@ -122,8 +135,14 @@ func (n *phaseCounts) addRegular(st *v1.ContainerStatus) {
 		if st.State.Terminated.ExitCode == 0 {
 			n.succeeded++
 		}
+		if !n.restarted(c, st.State.Terminated) {
+			n.stoppedFinal++
+		}
 	case st.State.Waiting != nil && st.LastTerminationState.Terminated != nil:
 		n.stopped++
+		if !n.restarted(c, st.LastTerminationState.Terminated) {
+			n.stoppedFinal++
+		}
 	case st.State.Waiting != nil:
 		n.waiting++
 	default:

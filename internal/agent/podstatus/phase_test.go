@@ -4,6 +4,8 @@ import (
 	"testing"
 
 	v1 "k8s.io/api/core/v1"
+
+	"github.com/berth-dev/berth/internal/agent/plan"
 )
 
 func TestPhase(t *testing.T) {
@@ -105,5 +107,39 @@ func TestPhaseReasonKeptWhilePhaseStays(t *testing.T) {
 	in.Previous.Phase = v1.PodPending
 	if s := Compute(in); s.Reason != "" {
 		t.Errorf("reason kept across a phase change: %q", s.Reason)
+	}
+}
+
+// Container restart rules: a container's own restartPolicy and rules decide whether it
+// is restarted, and so the phase of a pod whose containers all stopped.
+func TestPhaseWithContainerRestartRules(t *testing.T) {
+	sb := sandboxes(ready("sb0"))
+	never, onFailure := v1.ContainerRestartPolicyNever, v1.ContainerRestartPolicyOnFailure
+	restart := v1.ContainerRestartRuleActionRestart
+	cases := []struct {
+		name string
+		pod  *v1.Pod
+		obs  plan.Observed
+		want v1.PodPhase
+	}{
+		{"own Never in an Always pod, exited 1", newPod(v1.RestartPolicyAlways, nil, withPolicy(ctr("app"), never)),
+			observed(sb, exited("a", "sb0", "app", 1, 0, 1)), v1.PodFailed},
+		{"own Never in an Always pod, exited 0", newPod(v1.RestartPolicyAlways, nil, withPolicy(ctr("app"), never)),
+			observed(sb, exited("a", "sb0", "app", 0, 0, 1)), v1.PodSucceeded},
+		{"own OnFailure in a Never pod, exited 1: restarting", newPod(v1.RestartPolicyNever, nil, withPolicy(ctr("app"), onFailure)),
+			observed(sb, exited("a", "sb0", "app", 1, 0, 1)), v1.PodRunning},
+		{"Restart rule on 42, exited 42: restarting", newPod(v1.RestartPolicyNever, nil, withRule(ctr("app"), restart, 42)),
+			observed(sb, exited("a", "sb0", "app", 42, 0, 1)), v1.PodRunning},
+		{"Restart rule on 42, exited 3", newPod(v1.RestartPolicyNever, nil, withRule(ctr("app"), restart, 42)),
+			observed(sb, exited("a", "sb0", "app", 3, 0, 1)), v1.PodFailed},
+		{"init own Never in an Always pod failed", newPod(v1.RestartPolicyAlways, inits(withPolicy(ctr("setup"), never)), ctr("app")),
+			observed(sb, exited("i", "sb0", "setup", 1, 0, 1)), v1.PodFailed},
+		{"init own OnFailure in a Never pod failed: restarting", newPod(v1.RestartPolicyNever, inits(withPolicy(ctr("setup"), onFailure)), ctr("app")),
+			observed(sb, exited("i", "sb0", "setup", 1, 0, 1)), v1.PodPending},
+	}
+	for _, tc := range cases {
+		if got := Compute(input(tc.pod, tc.obs)).Phase; got != tc.want {
+			t.Errorf("%s: phase %s, want %s", tc.name, got, tc.want)
+		}
 	}
 }

@@ -73,7 +73,7 @@ func updateReadyConditions(s *v1.PodStatus, pod *v1.Pod, now time.Time) {
 		if old == nil {
 			continue
 		}
-		fresh.LastTransitionTime = old.LastTransitionTime
+		fresh.LastTransitionTime, fresh.ObservedGeneration = old.LastTransitionTime, pod.Generation
 		if old.Status != fresh.Status {
 			fresh.LastTransitionTime = metav1.NewTime(now)
 		}

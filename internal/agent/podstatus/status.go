@@ -73,6 +73,9 @@ func Compute(in Input) v1.PodStatus {
 	s.Conditions = conditions(in, prev, &s)
 	setIPs(&s, in, prev)
 	s.StartTime = startTime(in, prev)
+	// The generation the status reflects, as kubelet's status manager sets
+	// it (KEP-5067): never back.
+	s.ObservedGeneration = max(in.Pod.Generation, prev.ObservedGeneration)
 	return s
 }
 

@@ -2,6 +2,7 @@ package criclienttest
 
 import (
 	"maps"
+	"time"
 
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 )
@@ -142,4 +143,12 @@ func (f *Runtime) SetExecResult(run func(id string, cmd []string) int32) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.execResult = run
+}
+
+// SetClock makes the runtime stamp creations, starts, exits and events
+// with now (a test's fake clock) instead of the real time.
+func (f *Runtime) SetClock(now func() time.Time) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.clock = now
 }

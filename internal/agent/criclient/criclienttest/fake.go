@@ -38,6 +38,9 @@ type Runtime struct {
 	// stopHolds holds StopContainer of the containers of a name until the
 	// channel is closed (HoldStop).
 	stopHolds map[string]<-chan struct{}
+	// clock stamps creations, starts, exits and events (SetClock); nil:
+	// time.Now.
+	clock func() time.Time
 }
 
 // QuarantinedRecords reports what SetQuarantined set, as berth's verbose
@@ -74,6 +77,14 @@ func New() *Runtime {
 	}
 }
 
+// now is the time on the runtime's clock.
+func (f *Runtime) now() time.Time {
+	if f.clock != nil {
+		return f.clock()
+	}
+	return time.Now()
+}
+
 var errNotFound = status.Error(codes.NotFound, "not found")
 
 func (f *Runtime) newID() string {
@@ -91,7 +102,7 @@ func (f *Runtime) publish(id string, typ runtimeapi.ContainerEventType) {
 		labels = c.config.GetLabels()
 	}
 	ev := &runtimeapi.ContainerEventResponse{
-		ContainerId: id, ContainerEventType: typ, CreatedAt: time.Now().UnixNano(),
+		ContainerId: id, ContainerEventType: typ, CreatedAt: f.now().UnixNano(),
 		PodSandboxStatus: &runtimeapi.PodSandboxStatus{Labels: labels},
 	}
 	for _, s := range f.subs {
@@ -113,7 +124,7 @@ func (f *Runtime) RunPodSandbox(_ context.Context, cfg *runtimeapi.PodSandboxCon
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	id := f.newID()
-	f.sandboxes[id] = &sandbox{config: cfg, handler: handler, state: runtimeapi.PodSandboxState_SANDBOX_READY, created: time.Now(), ip: "10.0.0." + strconv.Itoa(f.next%250+1)}
+	f.sandboxes[id] = &sandbox{config: cfg, handler: handler, state: runtimeapi.PodSandboxState_SANDBOX_READY, created: f.now(), ip: "10.0.0." + strconv.Itoa(f.next%250+1)}
 	f.record("runp " + cfg.GetMetadata().GetName())
 	return id, nil
 }
@@ -202,7 +213,7 @@ func (f *Runtime) CreateContainer(_ context.Context, sandboxID string, cfg *runt
 		return "", fmt.Errorf("sandbox %s not ready", sandboxID)
 	}
 	id := f.newID()
-	f.containers[id] = &container{id: id, sandbox: sandboxID, config: cfg, state: runtimeapi.ContainerState_CONTAINER_CREATED, created: time.Now()}
+	f.containers[id] = &container{id: id, sandbox: sandboxID, config: cfg, state: runtimeapi.ContainerState_CONTAINER_CREATED, created: f.now()}
 	f.record("create " + cfg.GetMetadata().GetName())
 	f.publish(id, runtimeapi.ContainerEventType_CONTAINER_CREATED_EVENT)
 	return id, nil
@@ -215,7 +226,7 @@ func (f *Runtime) StartContainer(_ context.Context, id string) error {
 	if c == nil {
 		return errNotFound
 	}
-	c.state, c.started = runtimeapi.ContainerState_CONTAINER_RUNNING, time.Now()
+	c.state, c.started = runtimeapi.ContainerState_CONTAINER_RUNNING, f.now()
 	f.record("start " + c.config.GetMetadata().GetName())
 	f.publish(id, runtimeapi.ContainerEventType_CONTAINER_STARTED_EVENT)
 	if cmd := c.config.GetCommand(); len(cmd) == 2 && cmd[0] == "exit" {
@@ -227,7 +238,7 @@ func (f *Runtime) StartContainer(_ context.Context, id string) error {
 
 func (f *Runtime) exitLocked(id string, code int32) {
 	c := f.containers[id]
-	c.state, c.finished, c.exitCode = runtimeapi.ContainerState_CONTAINER_EXITED, time.Now(), code
+	c.state, c.finished, c.exitCode = runtimeapi.ContainerState_CONTAINER_EXITED, f.now(), code
 	f.publish(id, runtimeapi.ContainerEventType_CONTAINER_STOPPED_EVENT)
 }
 
