@@ -24,6 +24,22 @@ import (
 // created, once empty (AbsentDirs, RemoveEmptyDirs).
 var ContainerdHostDirs = []string{"/run/containerd/s", "/run/containerd", "/var/lib/cni/results", "/var/lib/cni"}
 
+// ContainerdNamespaceCgroups are the cgroups of the CRI namespace,
+// /sys/fs/cgroup/[<hierarchy>/]k8s.io: containerd 1.6 puts a container
+// that has no cgroup parent there (<namespace>/<id>) and never removes the
+// namespace's own cgroup. Whoever starts one without cgroup parents
+// removes those it created, once empty (AbsentDirs, RemoveEmptyDirs).
+func ContainerdNamespaceCgroups() []string {
+	out := []string{filepath.Join("/sys/fs/cgroup", CRINamespace)}
+	entries, _ := os.ReadDir("/sys/fs/cgroup")
+	for _, e := range entries {
+		if e.IsDir() { // not the v1 aliases (cpu -> cpu,cpuacct), which are links
+			out = append(out, filepath.Join("/sys/fs/cgroup", e.Name(), CRINamespace))
+		}
+	}
+	return out
+}
+
 // AbsentDirs returns those of dirs that do not exist now.
 func AbsentDirs(dirs []string) []string {
 	var out []string
