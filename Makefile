@@ -145,7 +145,7 @@ lint-bin: ## build golangci-lint v2 (pinned in tools/lint/go.mod) into bin/, unl
 	fi
 
 BENCH_FLAGS ?=
-bench: build critest-bin $(CRITEST_DEPS)/busybox ## benchmarks: pod/container latencies vs runc and CNI floors, image pull vs skopeo+tar, memory, then critest -benchmark and the agent (root; BENCH_FLAGS=-pull=false skips the pull)
+bench: build critest-bin $(CRITEST_DEPS)/busybox ## benchmarks: pod/container latencies vs runc and CNI floors, berth with the pinned and the system runc and containerd 1.6 side by side, image pull vs skopeo+tar, memory, then critest -benchmark and the agent (root; BENCH_FLAGS=-pull=false skips the pull, -runtimes=false the side by side)
 	./scripts/bench.sh $(BENCH_FLAGS)
 	BERTH_CRITEST=$(abspath $(BIN)/critest) BERTH_CRITEST_BUSYBOX=$(abspath $(CRITEST_DEPS)/busybox) \
 	BERTH_CRITEST_BENCHMARK=$(abspath bench/critest.md) $(GO) test -count=1 -run TestCritestBenchmark -timeout 30m ./test/critest/

@@ -1,6 +1,6 @@
 #!/bin/sh
 # Runs berth's benchmark (test/bench) and writes bench/report.md.
-# Usage: scripts/bench.sh [-n RUNS] [-pods N]   (root; `make bench` calls it)
+# Usage: scripts/bench.sh [-n RUNS] [-pods N] [-pull=false] [-runtimes=false]   (root; `make bench` calls it)
 # Exits non-zero only if the benchmark program fails: the numbers are a
 # report, never an assertion.
 set -eu

@@ -15,7 +15,9 @@ import (
 )
 
 // cleanup removes everything the run created, in reverse order of creation:
-// pods through CRI (restarting the daemon for it if it died), the daemon,
+// containerd if the runtime comparison failed midway (its pods through CRI,
+// containerd, then whatever it left), berth's pods through CRI (restarting
+// the daemon for it if it died), the daemon,
 // the floors' runc containers, then anything still found (reported as a
 // leftover and removed), the bridge and the directories. It keeps going
 // after errors and returns them all.
@@ -23,6 +25,14 @@ func (b *bench) cleanup() (leftovers []string, err error) {
 	progressf("cleanup")
 	var errs []error
 	ctx := context.Background()
+	if b.ctrd != nil {
+		found, cerr := b.ctrd.stop()
+		leftovers = append(leftovers, found...)
+		if cerr != nil {
+			errs = append(errs, fmt.Errorf("cleanup: %w", cerr))
+		}
+		b.ctrd = nil
+	}
 	if b.d != nil {
 		if !b.d.running() {
 			warnf("berth serve exited early; restarting it to remove the pods")

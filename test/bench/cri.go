@@ -14,6 +14,23 @@ import (
 // rpcTimeout bounds one CRI call.
 const rpcTimeout = time.Minute
 
+// criClient drives one runtime handler of one CRI endpoint: every runtime
+// the bench measures goes through these same calls, over one gRPC
+// connection per endpoint.
+type criClient struct {
+	e        *env
+	endpoint string // unix://<socket>
+	handler  string // RunPodSandbox's runtime_handler; "" is the endpoint's default
+	rt       runtimeapi.RuntimeServiceClient
+}
+
+// withHandler is the same client and connection asking for another
+// runtime handler.
+func (c criClient) withHandler(handler string) criClient {
+	c.handler = handler
+	return c
+}
+
 // podConfig is a sandbox config shaped like kubelet's: pod network, pod IPC,
 // and the given PID namespace mode (kubelet's default is CONTAINER).
 func (e *env) podConfig(name string, pid runtimeapi.NamespaceMode) (*runtimeapi.PodSandboxConfig, error) {
@@ -61,10 +78,10 @@ func timedCall(ctx context.Context, name string, call func(context.Context) erro
 }
 
 // runPod runs a sandbox and returns its id and the call's wall time.
-func (d *daemon) runPod(ctx context.Context, cfg *runtimeapi.PodSandboxConfig) (string, time.Duration, error) {
+func (c criClient) runPod(ctx context.Context, cfg *runtimeapi.PodSandboxConfig) (string, time.Duration, error) {
 	var id string
 	took, err := timedCall(ctx, "RunPodSandbox "+cfg.GetMetadata().GetName(), func(ctx context.Context) error {
-		resp, err := d.rt.RunPodSandbox(ctx, &runtimeapi.RunPodSandboxRequest{Config: cfg})
+		resp, err := c.rt.RunPodSandbox(ctx, &runtimeapi.RunPodSandboxRequest{Config: cfg, RuntimeHandler: c.handler})
 		id = resp.GetPodSandboxId()
 		return err
 	})
@@ -72,10 +89,10 @@ func (d *daemon) runPod(ctx context.Context, cfg *runtimeapi.PodSandboxConfig) (
 }
 
 // createContainer creates the sleep container in a sandbox.
-func (d *daemon) createContainer(ctx context.Context, podID string, podCfg *runtimeapi.PodSandboxConfig) (string, time.Duration, error) {
+func (c criClient) createContainer(ctx context.Context, podID string, podCfg *runtimeapi.PodSandboxConfig) (string, time.Duration, error) {
 	var id string
 	took, err := timedCall(ctx, "CreateContainer in "+podID, func(ctx context.Context) error {
-		resp, err := d.rt.CreateContainer(ctx, &runtimeapi.CreateContainerRequest{
+		resp, err := c.rt.CreateContainer(ctx, &runtimeapi.CreateContainerRequest{
 			PodSandboxId: podID, Config: sleepContainer(), SandboxConfig: podCfg,
 		})
 		id = resp.GetContainerId()
@@ -84,33 +101,33 @@ func (d *daemon) createContainer(ctx context.Context, podID string, podCfg *runt
 	return id, took, err
 }
 
-func (d *daemon) startContainer(ctx context.Context, id string) (time.Duration, error) {
+func (c criClient) startContainer(ctx context.Context, id string) (time.Duration, error) {
 	return timedCall(ctx, "StartContainer "+id, func(ctx context.Context) error {
-		_, err := d.rt.StartContainer(ctx, &runtimeapi.StartContainerRequest{ContainerId: id})
+		_, err := c.rt.StartContainer(ctx, &runtimeapi.StartContainerRequest{ContainerId: id})
 		return err
 	})
 }
 
-func (d *daemon) stopPod(ctx context.Context, id string) (time.Duration, error) {
+func (c criClient) stopPod(ctx context.Context, id string) (time.Duration, error) {
 	return timedCall(ctx, "StopPodSandbox "+id, func(ctx context.Context) error {
-		_, err := d.rt.StopPodSandbox(ctx, &runtimeapi.StopPodSandboxRequest{PodSandboxId: id})
+		_, err := c.rt.StopPodSandbox(ctx, &runtimeapi.StopPodSandboxRequest{PodSandboxId: id})
 		return err
 	})
 }
 
-func (d *daemon) removePodTimed(ctx context.Context, id string) (time.Duration, error) {
+func (c criClient) removePodTimed(ctx context.Context, id string) (time.Duration, error) {
 	return timedCall(ctx, "RemovePodSandbox "+id, func(ctx context.Context) error {
-		_, err := d.rt.RemovePodSandbox(ctx, &runtimeapi.RemovePodSandboxRequest{PodSandboxId: id})
+		_, err := c.rt.RemovePodSandbox(ctx, &runtimeapi.RemovePodSandboxRequest{PodSandboxId: id})
 		return err
 	})
 }
 
 // podPids returns the pod's monitor pid and its berth-pause pid (0 without
 // one) from the verbose sandbox status.
-func (d *daemon) podPids(ctx context.Context, id string) (monitorPid, pausePid int, err error) {
+func (c criClient) podPids(ctx context.Context, id string) (monitorPid, pausePid int, err error) {
 	ctx, cancel := context.WithTimeout(ctx, rpcTimeout)
 	defer cancel()
-	resp, err := d.rt.PodSandboxStatus(ctx, &runtimeapi.PodSandboxStatusRequest{PodSandboxId: id, Verbose: true})
+	resp, err := c.rt.PodSandboxStatus(ctx, &runtimeapi.PodSandboxStatusRequest{PodSandboxId: id, Verbose: true})
 	if err != nil {
 		return 0, 0, fmt.Errorf("PodSandboxStatus %s: %w", id, err)
 	}
@@ -126,19 +143,19 @@ func (d *daemon) podPids(ctx context.Context, id string) (monitorPid, pausePid i
 
 // startPodWithContainer runs a sandbox with a running sleep container and
 // returns the sandbox id.
-func (d *daemon) startPodWithContainer(ctx context.Context, name string, pid runtimeapi.NamespaceMode) (string, error) {
-	cfg, err := d.e.podConfig(name, pid)
+func (c criClient) startPodWithContainer(ctx context.Context, name string, pid runtimeapi.NamespaceMode) (string, error) {
+	cfg, err := c.e.podConfig(name, pid)
 	if err != nil {
 		return "", err
 	}
-	podID, _, err := d.runPod(ctx, cfg)
+	podID, _, err := c.runPod(ctx, cfg)
 	if err != nil {
 		return "", err
 	}
-	ctrID, _, err := d.createContainer(ctx, podID, cfg)
+	ctrID, _, err := c.createContainer(ctx, podID, cfg)
 	if err != nil {
 		return podID, err
 	}
-	_, err = d.startContainer(ctx, ctrID)
+	_, err = c.startContainer(ctx, ctrID)
 	return podID, err
 }

@@ -15,13 +15,13 @@ import (
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 )
 
-// daemon is the `berth serve` this bench started.
+// daemon is the `berth serve` this bench started; its client asks for
+// the default runtime handler (the pinned runc).
 type daemon struct {
-	e      *env
+	criClient
 	cmd    *exec.Cmd
 	exited chan struct{} // closed once cmd has been waited for
 	conn   *grpc.ClientConn
-	rt     runtimeapi.RuntimeServiceClient
 }
 
 // startDaemon launches `berth serve` in its own process group (so a Ctrl-C
@@ -39,7 +39,7 @@ func startDaemon(ctx context.Context, e *env) (*daemon, error) {
 	if err := cmd.Start(); err != nil {
 		return nil, fmt.Errorf("berth serve: %w", err)
 	}
-	d := &daemon{e: e, cmd: cmd, exited: make(chan struct{})}
+	d := &daemon{criClient: criClient{e: e, endpoint: "unix://" + e.socket()}, cmd: cmd, exited: make(chan struct{})}
 	go func() { _ = cmd.Wait(); close(d.exited) }()
 	if err := d.connect(ctx); err != nil {
 		d.stop()
@@ -61,7 +61,7 @@ func (d *daemon) running() bool {
 
 // connect dials the socket and polls Version until the daemon is ready.
 func (d *daemon) connect(ctx context.Context) error {
-	conn, err := grpc.NewClient("unix://"+d.e.socket(), grpc.WithTransportCredentials(insecure.NewCredentials()))
+	conn, err := grpc.NewClient(d.endpoint, grpc.WithTransportCredentials(insecure.NewCredentials()))
 	if err != nil {
 		return fmt.Errorf("dial %s: %w", d.e.socket(), err)
 	}
@@ -106,17 +106,17 @@ func (d *daemon) stop() {
 	}
 }
 
-// removeAllPods stops and removes every sandbox the daemon knows.
-func (d *daemon) removeAllPods(ctx context.Context) error {
+// removeAllPods stops and removes every sandbox the endpoint knows.
+func (c criClient) removeAllPods(ctx context.Context) error {
 	ctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
 	defer cancel()
-	resp, err := d.rt.ListPodSandbox(ctx, &runtimeapi.ListPodSandboxRequest{})
+	resp, err := c.rt.ListPodSandbox(ctx, &runtimeapi.ListPodSandboxRequest{})
 	if err != nil {
 		return fmt.Errorf("ListPodSandbox: %w", err)
 	}
 	var errs []error
 	for _, sb := range resp.GetItems() {
-		if err := d.removePod(ctx, sb.GetId()); err != nil {
+		if err := c.removePod(ctx, sb.GetId()); err != nil {
 			errs = append(errs, err)
 		}
 	}
@@ -124,11 +124,11 @@ func (d *daemon) removeAllPods(ctx context.Context) error {
 }
 
 // removePod stops then removes one sandbox, as kubelet does.
-func (d *daemon) removePod(ctx context.Context, id string) error {
-	if _, err := d.rt.StopPodSandbox(ctx, &runtimeapi.StopPodSandboxRequest{PodSandboxId: id}); err != nil {
+func (c criClient) removePod(ctx context.Context, id string) error {
+	if _, err := c.rt.StopPodSandbox(ctx, &runtimeapi.StopPodSandboxRequest{PodSandboxId: id}); err != nil {
 		return fmt.Errorf("StopPodSandbox %s: %w", id, err)
 	}
-	if _, err := d.rt.RemovePodSandbox(ctx, &runtimeapi.RemovePodSandboxRequest{PodSandboxId: id}); err != nil {
+	if _, err := c.rt.RemovePodSandbox(ctx, &runtimeapi.RemovePodSandboxRequest{PodSandboxId: id}); err != nil {
 		return fmt.Errorf("RemovePodSandbox %s: %w", id, err)
 	}
 	return nil

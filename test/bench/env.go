@@ -12,10 +12,17 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+
+	"github.com/berth-dev/berth/internal/config"
+	"github.com/berth-dev/berth/test/harness"
 )
 
 // cniBinDir is where Debian installs the CNI plugins.
 const cniBinDir = "/usr/lib/cni"
+
+// systemRunc is the system's runc (Debian's), which berth serves as its
+// runtime handler runc-system and containerd runs.
+const systemRunc = harness.SystemRunc
 
 // env is everything one bench run owns, all named after one random id.
 type env struct {
@@ -76,8 +83,13 @@ func freeSubnet() (*net.IPNet, error) {
 	return nil, errors.New("subnet: no free 10.a.b.0/24 in 1000 tries")
 }
 
-// prepare creates the directories and the daemon's config file.
+// prepare creates the directories and the daemon's config file: the
+// pinned runc (bin/berth-runc) for the default handler, the system's runc
+// for the handler runc-system.
 func (e *env) prepare() error {
+	if _, err := os.Stat(e.pinnedRunc()); err != nil {
+		return fmt.Errorf("the pinned runc: %w (make runc-bin builds it)", err)
+	}
 	for _, dir := range []string{e.work, e.confDir, e.floors} {
 		if err := os.MkdirAll(dir, 0o700); err != nil {
 			return fmt.Errorf("directory %s: %w", dir, err)
@@ -87,6 +99,7 @@ func (e *env) prepare() error {
 state_dir = %q
 socket = %q
 log_level = "debug"
+runc = %q
 runc_root = %q
 
 [cni]
@@ -95,18 +108,22 @@ bin_dirs = [%q]
 default_network = %q
 default_bridge = %q
 default_subnet = %q
-`, e.root, e.state, e.socket(), filepath.Join(e.state, "runc"), e.confDir, cniBinDir,
-		e.netName, e.bridge, e.subnet.String())
+
+[runtimes.%s]
+runc = %q
+`, e.root, e.state, e.socket(), e.pinnedRunc(), filepath.Join(e.state, "runc"), e.confDir, cniBinDir,
+		e.netName, e.bridge, e.subnet.String(), config.SystemRuncHandler, systemRunc)
 	if err := os.WriteFile(e.config, []byte(conf), 0o600); err != nil {
 		return fmt.Errorf("config %s: %w", e.config, err)
 	}
 	return nil
 }
 
-func (e *env) socket() string    { return filepath.Join(e.state, "berth.sock") }
-func (e *env) berthBin() string  { return filepath.Join(e.binDir, "berth") }
-func (e *env) daemonLog() string { return filepath.Join(e.work, "berth.log") }
-func (e *env) runcRoot() string  { return filepath.Join(e.floors, "runc") }
+func (e *env) socket() string     { return filepath.Join(e.state, "berth.sock") }
+func (e *env) berthBin() string   { return filepath.Join(e.binDir, "berth") }
+func (e *env) pinnedRunc() string { return filepath.Join(e.binDir, "berth-runc") }
+func (e *env) daemonLog() string  { return filepath.Join(e.work, "berth.log") }
+func (e *env) runcRoot() string   { return filepath.Join(e.floors, "runc") }
 
 // importImage writes the busybox test image as an OCI archive and imports it
 // into the daemon's root.

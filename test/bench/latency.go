@@ -43,19 +43,22 @@ func (l latencies) removes() []time.Duration {
 	return l.column(func(c cycleTimes) time.Duration { return c.remove })
 }
 func (l latencies) createStarts() []time.Duration { return sumPairs(l.creates(), l.starts()) }
+func (l latencies) wholes() []time.Duration {
+	return l.column(func(c cycleTimes) time.Duration { return c.run + c.create + c.start + c.stop + c.remove })
+}
 
 // measureLatencies runs 1 discarded warm-up cycle plus n measured ones,
 // serially, with the given PID namespace mode.
-func (d *daemon) measureLatencies(ctx context.Context, pid runtimeapi.NamespaceMode, n int) (latencies, error) {
+func (c criClient) measureLatencies(ctx context.Context, pid runtimeapi.NamespaceMode, n int) (latencies, error) {
 	l := latencies{mode: pid.String()}
 	for i := 0; i <= n; i++ {
 		name := fmt.Sprintf("lat-%s-%d", modeTag(pid), i)
-		c, err := d.cycle(ctx, name, pid)
+		t, err := c.cycle(ctx, name, pid)
 		if err != nil {
 			return l, err
 		}
 		if i > 0 {
-			l.cycles = append(l.cycles, c)
+			l.cycles = append(l.cycles, t)
 		}
 	}
 	return l, nil
@@ -68,39 +71,40 @@ func modeTag(pid runtimeapi.NamespaceMode) string {
 	return "ctr"
 }
 
-// cycle is one pod's life: run, create + start sleep, stop, remove. On an
-// error the pod is removed untimed.
-func (d *daemon) cycle(ctx context.Context, name string, pid runtimeapi.NamespaceMode) (c cycleTimes, err error) {
-	cfg, err := d.e.podConfig(name, pid)
+// cycle is one pod's life on the client's endpoint and runtime handler:
+// run, create + start sleep, stop, remove. On an error the pod is removed
+// untimed.
+func (c criClient) cycle(ctx context.Context, name string, pid runtimeapi.NamespaceMode) (t cycleTimes, err error) {
+	cfg, err := c.e.podConfig(name, pid)
 	if err != nil {
-		return c, err
+		return t, err
 	}
 	var podID string
-	podID, c.run, err = d.runPod(ctx, cfg)
+	podID, t.run, err = c.runPod(ctx, cfg)
 	if err != nil {
-		return c, err
+		return t, err
 	}
 	removed := false
 	defer func() {
 		if !removed {
-			if rerr := d.removePod(context.WithoutCancel(ctx), podID); rerr != nil {
+			if rerr := c.removePod(context.WithoutCancel(ctx), podID); rerr != nil {
 				warnf("pod %s: %v", podID, rerr)
 			}
 		}
 	}()
 	var ctrID string
-	if ctrID, c.create, err = d.createContainer(ctx, podID, cfg); err != nil {
-		return c, err
+	if ctrID, t.create, err = c.createContainer(ctx, podID, cfg); err != nil {
+		return t, err
 	}
-	if c.start, err = d.startContainer(ctx, ctrID); err != nil {
-		return c, err
+	if t.start, err = c.startContainer(ctx, ctrID); err != nil {
+		return t, err
 	}
-	if c.stop, err = d.stopPod(ctx, podID); err != nil {
-		return c, err
+	if t.stop, err = c.stopPod(ctx, podID); err != nil {
+		return t, err
 	}
-	if c.remove, err = d.removePodTimed(ctx, podID); err != nil {
-		return c, err
+	if t.remove, err = c.removePodTimed(ctx, podID); err != nil {
+		return t, err
 	}
 	removed = true
-	return c, nil
+	return t, nil
 }

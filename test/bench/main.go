@@ -24,6 +24,7 @@ type options struct {
 	out       string // report file; "" prints only
 	binDir    string
 	pull      bool   // run the image pull section
+	runtimes  bool   // run the runtime comparison: berth's two runcs and containerd
 	pullRuns  int    // measured runs of berth and of the floor
 	pullCache string // OCI layout dir of the large image, kept and reused across runs; "" builds it in the work dir
 }
@@ -37,6 +38,7 @@ type results struct {
 	floors           floors
 	mem              memory
 	pull             pullResults
+	runtimes         runtimeResults
 	leftovers        []string // found (and removed) during cleanup
 	startedAt        time.Time
 	took             time.Duration
@@ -50,6 +52,7 @@ func main() {
 	flag.StringVar(&o.out, "o", "", "also write the Markdown report to this file")
 	flag.StringVar(&o.binDir, "bin", "bin", "directory holding berth, berth-monitor and berth-pause")
 	flag.BoolVar(&o.pull, "pull", true, "measure pulling a ~190 MB image from a local docker-registry against skopeo copy + tar")
+	flag.BoolVar(&o.runtimes, "runtimes", true, "measure the pod cycle on berth with the pinned runc, with the system's runc (handler runc-system) and on a private containerd 1.6, in turns")
 	flag.IntVar(&o.pullRuns, "pull-runs", 3, "measured runs of the pull and of its floor")
 	flag.StringVar(&o.pullCache, "pull-cache", "", "keep the pull image's OCI layout in this dir and reuse it (saves ~15 s of building)")
 	flag.Parse()
@@ -83,6 +86,9 @@ func run(o options) error {
 	if measureErr != nil && b.d != nil {
 		fmt.Fprintln(os.Stderr, logTail(e.daemonLog(), 40))
 	}
+	if measureErr != nil && b.ctrd != nil {
+		fmt.Fprintln(os.Stderr, b.ctrd.LogTail(40))
+	}
 	res.leftovers, err = b.cleanup()
 	res.took, res.load = time.Since(res.startedAt), loadAverage()
 	if measureErr != nil {
@@ -98,12 +104,21 @@ func run(o options) error {
 	return err
 }
 
-// bench is one run: its environment, its daemon and what it measured.
+// bench is one run: its environment, its daemon (and containerd, while
+// the runtime comparison runs) and what it measured.
 type bench struct {
-	o   options
-	e   *env
-	d   *daemon
-	res *results
+	o          options
+	e          *env
+	d          *daemon
+	ctrd       *benchContainerd
+	busyboxRef string // the test image's name
+	res        *results
+}
+
+// phase is one step of the measurement.
+type phase struct {
+	name string
+	run  func() error
 }
 
 // measure sets up the environment and runs every phase in order.
@@ -111,27 +126,25 @@ func (b *bench) measure(ctx context.Context) error {
 	if err := b.setUp(ctx); err != nil {
 		return err
 	}
-	var err error
-	phases := []struct {
-		name string
-		run  func() error
-	}{
+	phases := []phase{
 		{"latencies, pid CONTAINER", func() error { return b.measureMode(ctx, runtimeapi.NamespaceMode_CONTAINER) }},
 		{"latencies, pid POD", func() error { return b.measureMode(ctx, runtimeapi.NamespaceMode_POD) }},
-		{"floor: namespaces + CNI ADD", func() error { return b.e.measureNetworkFloors(ctx, b.o.runs, &b.res.floors) }},
-		{"floor: monitor launch", func() error { return b.e.measureMonitorFloor(ctx, b.o.runs, &b.res.floors) }},
-		{"floor: runc", func() error { return b.e.measureRuncFloors(ctx, b.o.runs, &b.res.floors) }},
-		{"memory", func() error { return b.d.measureMemory(ctx, b.o.pods, &b.res.mem) }},
 	}
+	if b.o.runtimes {
+		phases = append(phases, phase{"runtimes: berth pinned runc, berth system runc, containerd 1.6", func() error { return b.measureRuntimes(ctx) }})
+	}
+	phases = append(phases,
+		phase{"floor: namespaces + CNI ADD", func() error { return b.e.measureNetworkFloors(ctx, b.o.runs, &b.res.floors) }},
+		phase{"floor: monitor launch", func() error { return b.e.measureMonitorFloor(ctx, b.o.runs, &b.res.floors) }},
+		phase{"floor: runc", func() error { return b.e.measureRuncFloors(ctx, b.o.runs, &b.res.floors) }},
+		phase{"memory", func() error { return b.d.measureMemory(ctx, b.o.pods, &b.res.mem) }},
+	)
 	if b.o.pull {
-		phases = append(phases, struct {
-			name string
-			run  func() error
-		}{"image pull vs skopeo + tar", func() error { return b.measurePull(ctx) }})
+		phases = append(phases, phase{"image pull vs skopeo + tar", func() error { return b.measurePull(ctx) }})
 	}
 	for _, p := range phases {
 		progressf("%s", p.name)
-		if err = p.run(); err != nil {
+		if err := p.run(); err != nil {
 			return fmt.Errorf("%s: %w", p.name, err)
 		}
 		if ctx.Err() != nil {
@@ -151,6 +164,7 @@ func (b *bench) setUp(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	b.busyboxRef = ref
 	archive := filepath.Join(b.e.work, "busybox-oci.tar")
 	if err := testimage.WriteOCIArchive(archive, testimage.Options{Name: ref, Cmd: []string{"sh"}}); err != nil {
 		return fmt.Errorf("test image: %w", err)

@@ -109,6 +109,12 @@ func writeReference(w *strings.Builder, r *results) {
 	fmt.Fprintf(w, "| per-pod process | shim 3.2 MB PSS (13 MB RSS) | ≤ 1 MB PSS | monitor %s PSS (%s RSS), mean of %d |\n",
 		mib(r.mem.monitorsMean.PSS), mib(r.mem.monitorsMean.RSS), r.mem.pods)
 	fmt.Fprintf(w, "| daemon idle | 38 MB RSS | ≤ 20 MB RSS | %s RSS |\n\n", mib(r.mem.serveIdle.RSS))
+	if rows := r.runtimes.rows; len(rows) == 3 {
+		fmt.Fprintf(w, "Measured here, in turns with berth (section 6): containerd 1.6 RunPodSandbox p50 %s, "+
+			"CreateContainer + StartContainer p50 %s; berth with the pinned runc %s and %s.\n\n",
+			ms(summarize(rows[2].l.runs()).P50), ms(summarize(rows[2].l.createStarts()).P50),
+			ms(summarize(rows[0].l.runs()).P50), ms(summarize(rows[0].l.createStarts()).P50))
+	}
 }
 
 func writeLeftovers(w *strings.Builder, r *results) {

@@ -32,6 +32,7 @@ func render(o options, r *results) string {
 	writeMemory(&w, r)
 	writeReference(&w, r)
 	writePull(&w, o, r.pull)
+	writeRuntimes(&w, o, r.runtimes)
 	writeLeftovers(&w, r)
 	return w.String()
 }

@@ -56,9 +56,9 @@ func (c *ctrdNode) teardown() {
 			t.Errorf("%s exited during the test: %v", p.Name, p.ExitStatus())
 		}
 	}
-	if c.ctrd.Running() && c.ctrd.rt != nil {
+	if c.ctrd.Running() && c.ctrd.RT != nil {
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		if sandboxes, containers, err := c.ctrd.listAll(ctx); err == nil {
+		if sandboxes, containers, err := c.ctrd.ListAll(ctx); err == nil {
 			c.seen.runtime(sandboxes, containers) // before the agent deletes them
 		}
 		cancel()
@@ -68,7 +68,7 @@ func (c *ctrdNode) teardown() {
 	}
 	c.stopAgent()
 	c.removeSandboxesThroughCRI()
-	if err := c.ctrd.shutdown(); err != nil {
+	if err := c.ctrd.Shutdown(); err != nil {
 		t.Errorf("teardown: %v", err)
 	}
 	c.seen.fromLog(c.ctrd.LogPath)
@@ -91,12 +91,12 @@ func (c *ctrdNode) teardown() {
 // removeSandboxesThroughCRI removes what containerd still holds: nothing,
 // when the agent did its job.
 func (c *ctrdNode) removeSandboxesThroughCRI() {
-	if !c.ctrd.Running() || c.ctrd.rt == nil {
+	if !c.ctrd.Running() || c.ctrd.RT == nil {
 		return
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	sandboxes, containers, err := c.ctrd.listAll(ctx)
+	sandboxes, containers, err := c.ctrd.ListAll(ctx)
 	if err != nil {
 		c.t.Errorf("teardown: %v", err)
 		return
@@ -104,26 +104,13 @@ func (c *ctrdNode) removeSandboxesThroughCRI() {
 	c.seen.runtime(sandboxes, containers)
 	for _, ctr := range containers {
 		c.t.Errorf("teardown: containerd still holds container %s (%s) after the agent deleted every pod", ctr.GetId(), ctr.GetMetadata().GetName())
-		c.ctrd.rt.RemoveContainer(ctx, &runtimeapi.RemoveContainerRequest{ContainerId: ctr.GetId()}) //nolint:errcheck // best effort; leftovers are checked next
+		c.ctrd.RT.RemoveContainer(ctx, &runtimeapi.RemoveContainerRequest{ContainerId: ctr.GetId()}) //nolint:errcheck // best effort; leftovers are checked next
 	}
 	for _, sb := range sandboxes {
 		c.t.Errorf("teardown: containerd still holds sandbox %s (pod %s) after the agent deleted every pod", sb.GetId(), sb.GetMetadata().GetName())
-		c.ctrd.rt.StopPodSandbox(ctx, &runtimeapi.StopPodSandboxRequest{PodSandboxId: sb.GetId()})     //nolint:errcheck // as above
-		c.ctrd.rt.RemovePodSandbox(ctx, &runtimeapi.RemovePodSandboxRequest{PodSandboxId: sb.GetId()}) //nolint:errcheck // as above
+		c.ctrd.RT.StopPodSandbox(ctx, &runtimeapi.StopPodSandboxRequest{PodSandboxId: sb.GetId()})     //nolint:errcheck // as above
+		c.ctrd.RT.RemovePodSandbox(ctx, &runtimeapi.RemovePodSandboxRequest{PodSandboxId: sb.GetId()}) //nolint:errcheck // as above
 	}
-}
-
-// listAll lists every sandbox and container of the CRI plugin.
-func (c *containerd) listAll(ctx context.Context) ([]*runtimeapi.PodSandbox, []*runtimeapi.Container, error) {
-	sbs, err := c.rt.ListPodSandbox(ctx, &runtimeapi.ListPodSandboxRequest{})
-	if err != nil {
-		return nil, nil, err
-	}
-	ctrs, err := c.rt.ListContainers(ctx, &runtimeapi.ListContainersRequest{})
-	if err != nil {
-		return nil, nil, err
-	}
-	return sbs.GetItems(), ctrs.GetContainers(), nil
 }
 
 // forceClean removes whatever is left: processes, mounts, the bridge,
@@ -161,7 +148,5 @@ func (c *ctrdNode) forceClean() {
 			c.t.Errorf("force clean: %v", err)
 		}
 	}
-	for _, dir := range c.absentHostDirs {
-		_ = os.Remove(dir) // only when empty: something else may use it now
-	}
+	harness.RemoveEmptyDirs(c.absentHostDirs) // only when empty: something else may use them now
 }

@@ -1,11 +1,7 @@
 package e2e
 
 import (
-	"crypto/sha256"
 	"fmt"
-	"os"
-	"path/filepath"
-	"sort"
 	"strings"
 
 	"github.com/berth-dev/berth/test/harness"
@@ -59,32 +55,10 @@ func (c *ctrdNode) cgroupsLeft() []string {
 	})
 }
 
-// cniResultsLeft lists libcni's cached results of the test's sandboxes:
-// those of its network, and those of the loopback network containerd sets
-// up in every sandbox (cni-loopback-<sandbox id>-lo).
+// cniResultsLeft lists libcni's cached results of the test's sandboxes.
 func (c *ctrdNode) cniResultsLeft() []string {
-	files, _ := filepath.Glob(filepath.Join("/var/lib/cni/results", c.network.Name+"-*"))
-	for id := range c.seen.ids {
-		path := filepath.Join("/var/lib/cni/results", "cni-loopback-"+id+"-lo")
-		if _, err := os.Lstat(path); err == nil {
-			files = append(files, path)
-		}
-	}
-	return files
+	return harness.ContainerdCNIResults(c.network.Name, c.seen.ids)
 }
 
-// shimSocketsLeft lists the sockets of the shims of the test's sandboxes:
-// the runc v2 shim listens on /run/containerd/s/<sha256 of
-// "<containerd address>/<namespace>/<sandbox id>">.
-func (c *ctrdNode) shimSocketsLeft() []string {
-	var out []string
-	for id := range c.seen.ids {
-		sum := sha256.Sum256([]byte(filepath.Join(c.ctrd.socket, criNamespace, id)))
-		path := filepath.Join("/run/containerd/s", fmt.Sprintf("%x", sum))
-		if _, err := os.Lstat(path); err == nil {
-			out = append(out, path)
-		}
-	}
-	sort.Strings(out)
-	return out
-}
+// shimSocketsLeft lists the sockets of the shims of the test's sandboxes.
+func (c *ctrdNode) shimSocketsLeft() []string { return c.ctrd.ShimSockets(c.seen.ids) }

@@ -1,10 +1,7 @@
 package e2e
 
 import (
-	"errors"
 	"fmt"
-	"io/fs"
-	"os"
 	"path/filepath"
 	"testing"
 	"time"
@@ -15,18 +12,10 @@ import (
 	"github.com/berth-dev/berth/test/harness"
 )
 
-// hostDirs are directories outside the test's own that containerd 1.6
-// creates when missing: the shims' sockets (/run/containerd/s is fixed in
-// the shim) and libcni's result cache (the CRI plugin sets no cache dir).
-// The teardown removes those the test created, once empty.
-var hostDirs = []string{"/run/containerd/s", "/run/containerd", "/var/lib/cni/results", "/var/lib/cni"}
-
 // containerdSkipReason says why containerd cannot run here, or "".
 func containerdSkipReason() string {
-	for _, bin := range []string{containerdBin, ctrBin, shimBin, runcBin} {
-		if _, err := os.Stat(bin); err != nil {
-			return fmt.Sprintf("containerd runs skipped: %s missing (Debian packages containerd and runc; `make deps` installs them): %v", bin, err)
-		}
+	if missing := harness.ContainerdMissing(); missing != "" {
+		return "containerd runs skipped: " + missing + " (Debian packages containerd and runc; `make deps` installs them)"
 	}
 	return ""
 }
@@ -41,11 +30,12 @@ type ctrdNode struct {
 	agentArgs []string
 	berthConf string // berth's config file (no host config is read)
 	network   harness.Network
-	ctrd      *containerd
+	ctrd      *harness.Containerd
 	agent     harness.Process
 	drain     func()
 	seen      seenObjects
-	// absentHostDirs are the hostDirs that did not exist at the start.
+	// absentHostDirs are the harness.ContainerdHostDirs that did not
+	// exist at the start.
 	absentHostDirs []string
 }
 
@@ -59,29 +49,21 @@ func startContainerd(t *testing.T, agentArgs []string, drain func()) runtime {
 		agentArgs: agentArgs, drain: drain, seen: newSeenObjects(),
 	}
 	c.network = harness.NewNetwork("btc", id, filepath.Join(c.root, "cni-ipam"))
-	c.ctrd = &containerd{
-		root: filepath.Join(c.root, "containerd"), state: filepath.Join(c.state, "containerd"),
-		socket: filepath.Join(c.state, "containerd.sock"), runcRoot: filepath.Join(c.state, "runc"),
-	}
-	c.ctrd.LogPath = filepath.Join(c.tmp, "containerd.log")
+	c.ctrd = harness.NewContainerd(c.root, c.state, filepath.Join(c.tmp, "containerd.log"))
 	c.agent = harness.Process{Name: "berth agent", Bin: filepath.Join(env.BinDir, "berth"), LogPath: filepath.Join(c.tmp, "agent.log"), CleanExit: true}
-	for _, d := range hostDirs {
-		if _, err := os.Stat(d); errors.Is(err, fs.ErrNotExist) {
-			c.absentHostDirs = append(c.absentHostDirs, d)
-		}
-	}
+	c.absentHostDirs = harness.AbsentDirs(harness.ContainerdHostDirs)
 	harness.KeepOnFailure(t, c.ctrd.LogPath, c.agent.LogPath) // runs after the teardown
 	t.Cleanup(c.teardown)
 	if err := c.writeConfigs(); err != nil {
 		t.Fatal(err)
 	}
-	if err := c.ctrd.launch(); err != nil {
+	if err := c.ctrd.Launch(); err != nil {
 		t.Fatalf("%v\n%s", err, c.ctrd.LogTail(40))
 	}
-	if err := c.ctrd.checkOffline(); err != nil {
+	if err := c.ctrd.CheckOffline(); err != nil {
 		t.Fatal(err)
 	}
-	if err := c.ctrd.importImages(containerdImages); err != nil {
+	if err := c.ctrd.ImportImages(containerdImages, busyboxRef); err != nil {
 		t.Fatalf("images: %v\n%s", err, c.ctrd.LogTail(40))
 	}
 	c.startAgent()
@@ -96,10 +78,10 @@ func (c *ctrdNode) writeConfigs() error {
 		return fmt.Errorf("CNI config: %w", err)
 	}
 	hosts := filepath.Join(c.tmp, "certs.d")
-	if err := writeOfflineHosts(hosts); err != nil {
+	if err := harness.WriteOfflineHosts(hosts); err != nil {
 		return fmt.Errorf("registry hosts: %w", err)
 	}
-	if err := c.ctrd.writeConfig(c.tmp, ctrdSettings{cniConfDir: cniConf, hostsDir: hosts}); err != nil {
+	if err := c.ctrd.WriteConfig(c.tmp, harness.ContainerdSettings{CNIConfDir: cniConf, HostsDir: hosts}); err != nil {
 		return fmt.Errorf("containerd config: %w", err)
 	}
 	var err error
@@ -113,7 +95,7 @@ func (c *ctrdNode) name() string { return "containerd" }
 func (c *ctrdNode) flags() []string {
 	return []string{
 		"--config", c.berthConf, "--root", c.agentRoot(), "--state", c.agentState(),
-		"--runtime-endpoint", c.ctrd.endpoint(), "--log-level", "debug",
+		"--runtime-endpoint", c.ctrd.Endpoint(), "--log-level", "debug",
 	}
 }
 
@@ -122,7 +104,7 @@ func (c *ctrdNode) agentRoot() string  { return filepath.Join(c.root, "berth") }
 func (c *ctrdNode) agentState() string { return filepath.Join(c.state, "berth") }
 
 func (c *ctrdNode) agentSocket() string                  { return filepath.Join(c.agentState(), agentapi.SocketName) }
-func (c *ctrdNode) cri() runtimeapi.RuntimeServiceClient { return c.ctrd.rt }
+func (c *ctrdNode) cri() runtimeapi.RuntimeServiceClient { return c.ctrd.RT }
 func (c *ctrdNode) logTail(lines int) string             { return c.agent.LogTail(lines) }
 func (c *ctrdNode) agentPid() int                        { return c.agent.Pid() }
 func (c *ctrdNode) known() (map[string]bool, map[string]bool) {
@@ -133,7 +115,7 @@ func (c *ctrdNode) echoesEnv() bool { return true }
 // plainHTTPRegistry writes the registry's hosts.toml: containerd 1.6 would
 // try HTTPS on a loopback registry (re-read at each pull).
 func (c *ctrdNode) plainHTTPRegistry(t *testing.T, host string) {
-	if err := writeHostsTOML(filepath.Join(c.tmp, "certs.d"), host, "http://"+host); err != nil {
+	if err := harness.WriteHostsTOML(filepath.Join(c.tmp, "certs.d"), host, "http://"+host); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -163,5 +145,5 @@ func (c *ctrdNode) stopAgent() {
 	}
 }
 
-func (c *ctrdNode) images() runtimeapi.ImageServiceClient { return c.ctrd.img }
-func (c *ctrdNode) importImages(archive string) error     { return c.ctrd.ctrImport(archive) }
+func (c *ctrdNode) images() runtimeapi.ImageServiceClient { return c.ctrd.Img }
+func (c *ctrdNode) importImages(archive string) error     { return c.ctrd.Import(archive) }

@@ -172,3 +172,19 @@ func RemoveCgroupTree(dir string) {
 		os.Remove(dirs[i]) // best effort
 	}
 }
+
+// CgroupsNamed lists, sorted, the cgroup directories anywhere under
+// /sys/fs/cgroup whose name known accepts: containerd's runc, given no
+// cgroup parent, puts a container's cgroup below its shim's own.
+func CgroupsNamed(known func(name string) bool) []string {
+	var out []string
+	_ = filepath.WalkDir("/sys/fs/cgroup", func(p string, e os.DirEntry, err error) error { // best effort
+		if err == nil && e.IsDir() && known(e.Name()) {
+			out = append(out, p)
+			return filepath.SkipDir
+		}
+		return nil
+	})
+	sort.Strings(out)
+	return out
+}
