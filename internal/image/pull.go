@@ -134,7 +134,11 @@ func (s *Store) pullSettings() (PullConfig, *registry.Client, chan struct{}) {
 // as they arrive; concurrent pulls of one image, and of one layer, are
 // done once; a download slower than the minimum throughput over the stall
 // window is cancelled. The image is committed atomically: on any failure
-// nothing of it is visible. Errors: bad reference InvalidArgument; unknown
+// nothing of it is visible. A pull always asks the registry for the
+// manifest with the request's credentials, even for a digest the store
+// holds (layers it holds are not fetched again): a pull is how a client
+// proves it may use an image, as with containerd (the agent's
+// ensure-secret-pulled check relies on it). Errors: bad reference InvalidArgument; unknown
 // image NotFound; 401/403 FailedPrecondition; network, TLS, stall, digest
 // mismatch, truncated blob Unavailable.
 func (s *Store) Pull(ctx context.Context, ref string, opts PullOptions) (Image, error) {
@@ -145,13 +149,6 @@ func (s *Store) Pull(ctx context.Context, ref string, opts PullOptions) (Image, 
 	parsed, err := name.ParseReference(normalized)
 	if err != nil {
 		return Image{}, fmt.Errorf("image reference %q: %v: %w", ref, err, errdefs.ErrInvalidArgument)
-	}
-	if _, isDigest := parsed.(name.Digest); isDigest {
-		if img, err := s.Resolve(normalized); err == nil {
-			s.emitExisting(normalized, img, opts.Progress)
-			s.emitExisting(normalized, img, func(p PullProgress) { s.pull.watchers.emit(normalized, p) })
-			return img, nil
-		}
 	}
 	key := normalized + "\x00" + authKey(opts)
 	f := s.pull.images.join(key, func(fctx context.Context, f *flight[Image]) (Image, error) {
@@ -168,17 +165,6 @@ func (s *Store) Pull(ctx context.Context, ref string, opts PullOptions) (Image, 
 		return Image{}, err
 	}
 	return cloneImage(img)
-}
-
-// emitExisting reports an image that is already complete in the store.
-func (s *Store) emitExisting(ref string, img Image, progress func(PullProgress)) {
-	if progress == nil {
-		return
-	}
-	for _, l := range img.Layers {
-		progress(PullProgress{Ref: ref, Layer: l.Digest, State: PullExists, Done: l.Size, Total: l.Size})
-	}
-	progress(PullProgress{Ref: ref, State: PullDone, Done: img.Size, Total: img.Size})
 }
 
 // authKey tells pulls with different credentials apart, so that one caller

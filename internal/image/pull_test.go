@@ -57,9 +57,11 @@ func TestPullByTagAndByDigest(t *testing.T) {
 	if again.ID != got.ID || len(again.RepoTags) != 0 || again.RepoDigests[0] != byDigest {
 		t.Errorf("by digest: id %s tags %v digests %v", again.ID, again.RepoTags, again.RepoDigests)
 	}
+	// A digest the store holds is still resolved at the registry (a pull
+	// proves access), but no layer is fetched again.
 	before := reg.requestCount()
-	if _, err := pull(t, s2, byDigest, PullOptions{}); err != nil || reg.requestCount() != before {
-		t.Errorf("pull of a digest already stored: err %v, %d registry requests", err, reg.requestCount()-before)
+	if _, err := pull(t, s2, byDigest, PullOptions{}); err != nil || reg.requestCount() == before || reg.requestCount()-before >= 2+len(got.Layers) {
+		t.Errorf("pull of a digest already stored: err %v, %d registry requests, want the manifest's and no layer's", err, reg.requestCount()-before)
 	}
 }
 
@@ -201,7 +203,15 @@ func TestPullBasicAuth(t *testing.T) {
 	}
 	got, err := pull(t, s, ref, PullOptions{Auth: &Auth{Auth: "YWxpY2U6c2VjcmV0"}}) // alice:secret
 	if err != nil || got.ID != imageID(t, img) {
-		t.Errorf("with credentials: %v", err)
+		t.Fatalf("with credentials: %v", err)
+	}
+	// Held in the store now, the image is still refused to a pull without
+	// the credentials, by tag and by digest (what the agent's
+	// ensure-secret-pulled check relies on).
+	for _, r := range []string{ref, got.RepoDigests[0]} {
+		if _, err := pull(t, s, r, PullOptions{}); !errors.Is(err, errdefs.ErrFailedPrecondition) {
+			t.Errorf("anonymous pull of %s held in the store: err = %v, want FailedPrecondition", r, err)
+		}
 	}
 }
 
