@@ -106,6 +106,8 @@ func TestUserNamespacePod(t *testing.T) {
 		{"cat /data/hostfile && stat -c '%u:%g' /data/hostfile && echo ok > /data/bypod", "from the host\n0:0"},
 		{"nc -l -p 80 </dev/null >/dev/null 2>&1 & sleep 0.3; netstat -ltn | grep -c ':80 '; kill $!", "1"},
 		{"cat /proc/sys/net/ipv4/ping_group_range | tr -s '\t ' ' '", "0 0"},
+		// sysfs is the pod network namespace's; device nodes work.
+		{"ls /sys/class/net | grep -c eth0; head -c 3 /dev/zero | wc -c; echo x > /dev/null && echo null", "1\n3\nnull"},
 		// No masked or read-only paths sent: procMount Unmasked, as kubelet
 		// sends it for a pod in a user namespace.
 		{"grep -c -e ' /proc/timer_list ' -e ' /proc/sys ' /proc/self/mountinfo || true", "0"},
