@@ -29,7 +29,7 @@ const imageVolumeFlags = unix.MS_RDONLY | unix.MS_NOSUID | unix.MS_NODEV
 // target and emptyDir are created when missing. With idmap set, the lower
 // dirs are idmapped into a pod's user namespace, as a rootfs' are
 // (rootfs_idmap.go): an overlay itself cannot be idmapped.
-func MountImageVolume(layerPaths []string, emptyDir, target string, idmap *IDMap) error {
+func MountImageVolume(layerPaths []string, emptyDir, target string, idmap *IDMap) (retErr error) {
 	if len(layerPaths) == 0 {
 		return fmt.Errorf("image volume %s: the image has no layers: %w", target, errdefs.ErrInvalidArgument)
 	}
@@ -59,7 +59,7 @@ func MountImageVolume(layerPaths []string, emptyDir, target string, idmap *IDMap
 		if err != nil {
 			return fmt.Errorf("image volume %s: %w", target, err)
 		}
-		defer layers.close()
+		defer func() { retErr = errors.Join(retErr, layers.close()) }()
 		data = "lowerdir=" + strings.Join(layers.paths(), ":")
 	}
 	if err := unix.Mount("overlay", target, "overlay", imageVolumeFlags, data); err != nil {

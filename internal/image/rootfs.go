@@ -19,7 +19,7 @@ var maxMountData = os.Getpagesize() - 1
 // as lower dirs and upperDir/workDir as the writable layer, creating
 // upperDir, workDir and target when missing. With idmap set, the lower
 // layers are idmapped into the pod's user namespace (rootfs_idmap.go).
-func MountRootfs(layerPaths []string, upperDir, workDir, target string, idmap *IDMap) error {
+func MountRootfs(layerPaths []string, upperDir, workDir, target string, idmap *IDMap) (retErr error) {
 	if len(layerPaths) == 0 {
 		return fmt.Errorf("rootfs %s: no layers: %w", target, errdefs.ErrInvalidArgument)
 	}
@@ -37,7 +37,7 @@ func MountRootfs(layerPaths []string, upperDir, workDir, target string, idmap *I
 		if err != nil {
 			return fmt.Errorf("rootfs %s: %w", target, err)
 		}
-		defer layers.close()
+		defer func() { retErr = errors.Join(retErr, layers.close()) }()
 		lowers = layers.paths()
 	}
 	data := "lowerdir=" + strings.Join(lowers, ":") + ",upperdir=" + upperDir + ",workdir=" + workDir

@@ -183,9 +183,15 @@ func (s *Service) prepareBundle(rec *Container, sb *Sandbox, img image.Image, vo
 	if err := os.MkdirAll(rec.Bundle, store.PrivateDirMode); err != nil {
 		return fmt.Errorf("bundle: %w", err)
 	}
-	rb.add("unmount rootfs", func(context.Context) error { return s.host.UnmountRootfs(rec.Rootfs) })
+	rb.add("unmount rootfs", func(context.Context) error {
+		err := s.host.UnmountRootfs(rec.Rootfs)
+		if err == nil && s.inUsernsDir(rec.Rootfs) {
+			err = removeEmptyDir(rec.Rootfs) // its mount point, made by MountRootfs
+		}
+		return err
+	})
 	mounted := s.phase(opCreateContainer, "rootfs")
-	err = s.host.MountRootfs(layers, filepath.Join(rec.Dir, "upper"), filepath.Join(rec.Dir, "work"), rec.Rootfs, rootfsIDMap(sb))
+	err = s.host.MountRootfs(layers, filepath.Join(rec.Dir, "upper"), filepath.Join(rec.Dir, "work"), rec.Rootfs, rootfsIDMap(sb, filepath.Join(rec.Dir, idmapScratchPrefix+"rootfs")))
 	mounted()
 	if err != nil {
 		return fmt.Errorf("rootfs: %w", err)

@@ -202,6 +202,9 @@ func (s *Service) cleanUpContainer(ctx context.Context, rec *Container) error {
 	if err := s.unmountImageVolumes(dir); err != nil {
 		return err
 	}
+	if err := releaseIDMapScratch(dir); err != nil {
+		return err
+	}
 	// Everything else first, the record last: a crash in between leaves a
 	// record that recovery finishes.
 	for _, path := range []string{filepath.Join(s.bundlesDir(), rec.ID), filepath.Join(dir, "upper"), filepath.Join(dir, "work"), dir} {

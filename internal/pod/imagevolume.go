@@ -145,7 +145,7 @@ func (s *Service) mountImageVolumes(rec *Container, sb *Sandbox, vols []imageVol
 	dir := imageVolumesDir(rec.Dir)
 	sources := make(map[int]string, len(vols))
 	for _, v := range vols {
-		source, err := s.mountImageVolume(dir, v, rootfsIDMap(sb))
+		source, err := s.mountImageVolume(dir, v, rootfsIDMap(sb, filepath.Join(rec.Dir, idmapScratchPrefix+"volume-"+strconv.Itoa(v.index))))
 		if err != nil {
 			return nil, imageVolumeMountFailed{fmt.Errorf("%s: image volume %s: %w", v.field(), v.img.ID, err)}
 		}

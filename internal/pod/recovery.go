@@ -173,6 +173,10 @@ func (s *Service) loadContainer(ctx context.Context, id string) bool {
 				s.log.Error("recovery: container directory without record kept: an image volume stays mounted", "id", id, "error", err)
 				return false
 			}
+			if err := releaseIDMapScratch(filepath.Join(s.containersDir(), id)); err != nil {
+				s.log.Error("recovery: container directory without record kept: an idmapped layer stays attached", "id", id, "error", err)
+				return false
+			}
 			_ = os.RemoveAll(filepath.Join(s.containersDir(), id))
 			return false
 		}
@@ -271,28 +275,35 @@ func (s *Service) removeOrphanDirs(ctx context.Context) {
 }
 
 // removeOrphanUsernsDirs unmounts and removes the user-namespaced root
-// filesystems no record owns, then the pod directories left empty. Only
-// empty directories are removed: a rootfs that will not unmount stays.
+// filesystems no record owns, then the pod directories left empty.
 func (s *Service) removeOrphanUsernsDirs(known map[string]bool) {
 	for _, pod := range recordIDs(s.usernsDir()) {
-		podDir := filepath.Join(s.usernsDir(), pod)
-		for _, id := range recordIDs(podDir) {
-			// berth-pause's rootfs belongs to the pod; a container's to its record.
-			if (id == pauseRootfsName && known[pod]) || known[id] {
-				continue
-			}
-			s.log.Info("recovery: removing orphan rootfs", "dir", filepath.Join(podDir, id))
-			if id == pauseRootfsName {
-				_ = removePauseRootfsDir(filepath.Join(podDir, id))
-				continue
-			}
-			_ = s.host.UnmountRootfs(filepath.Join(podDir, id))
-			_ = removeEmptyDir(filepath.Join(podDir, id))
-		}
-		if !known[pod] {
-			_ = removeEmptyDir(podDir)
-		}
+		_ = s.cleanUsernsPodDir(pod, known)
 	}
+}
+
+// cleanUsernsPodDir unmounts and removes the root filesystems in a pod's
+// directory under usernsDir that known does not name (berth-pause's is
+// the pod's), then the directory if the pod is not known either. Only
+// empty directories are removed: a rootfs that will not unmount stays.
+func (s *Service) cleanUsernsPodDir(pod string, known map[string]bool) error {
+	podDir := filepath.Join(s.usernsDir(), pod)
+	var errs []error
+	for _, id := range recordIDs(podDir) {
+		if (id == pauseRootfsName && known[pod]) || known[id] {
+			continue
+		}
+		s.log.Info("removing a rootfs directory no container owns", "dir", filepath.Join(podDir, id))
+		if id == pauseRootfsName {
+			errs = append(errs, removePauseRootfsDir(filepath.Join(podDir, id)))
+			continue
+		}
+		errs = append(errs, s.host.UnmountRootfs(filepath.Join(podDir, id)), removeEmptyDir(filepath.Join(podDir, id)))
+	}
+	if !known[pod] {
+		errs = append(errs, removeEmptyDir(podDir))
+	}
+	return errors.Join(errs...)
 }
 
 func (s *Service) allContainers() []*containerEntry {

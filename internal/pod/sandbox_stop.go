@@ -142,12 +142,10 @@ func (s *Service) cleanUpSandbox(ctx context.Context, rec *Sandbox) error {
 			return fmt.Errorf("directory %s: %w", dir, err)
 		}
 	}
-	// berth-pause's rootfs there outlives its bundle when a crash came
-	// between the two.
-	if err := s.removePauseRootfs(rec); err != nil {
-		return err
-	}
-	if err := removeEmptyDir(filepath.Join(s.usernsDir(), rec.ID)); err != nil {
+	// Its containers are gone: what is left in its rootfs directory
+	// (berth-pause's, when a crash came between it and its bundle; a
+	// mount point a failed create left) goes, if it unmounts.
+	if err := s.cleanUsernsPodDir(rec.ID, nil); err != nil {
 		return err
 	}
 	_ = os.Remove(filepath.Join(s.exitsDir(), rec.ID+".json"))

@@ -100,14 +100,31 @@ func (l *usernsLeases) release(id string) {
 	l.mu.Unlock()
 }
 
-// rootfsIDMap is how a container of sb sees its image's layers: idmapped
-// into the pod's user namespace; nil for a pod without one.
-func rootfsIDMap(sb *Sandbox) *image.IDMap {
+// rootfsIDMap is how a container of sb sees an image's layers: idmapped
+// into the pod's user namespace, attached under scratch (a directory of
+// the container's, idmapScratchPrefix*) while the overlay is made; nil
+// for a pod without one.
+func rootfsIDMap(sb *Sandbox, scratch string) *image.IDMap {
 	m := sandboxUserns(sb.Config)
 	if m == nil || sb.UserNS == "" {
 		return nil
 	}
-	return &image.IDMap{UserNS: sb.UserNS, RootUID: m.RootUID(), RootGID: m.RootGID()}
+	return &image.IDMap{UserNS: sb.UserNS, RootUID: m.RootUID(), RootGID: m.RootGID(), Scratch: scratch}
+}
+
+// idmapScratchPrefix names the scratch directories of idmapped layers in
+// a container's directory: idmapped-rootfs, idmapped-volume-<index>.
+const idmapScratchPrefix = "idmapped-"
+
+// releaseIDMapScratch detaches the idmapped layers a crash left attached
+// in a container's directory, before anything removes that directory.
+func releaseIDMapScratch(containerDir string) error {
+	dirs, _ := filepath.Glob(filepath.Join(containerDir, idmapScratchPrefix+"*"))
+	var errs []error
+	for _, d := range dirs {
+		errs = append(errs, image.ReleaseIDMapScratch(d))
+	}
+	return errors.Join(errs...)
 }
 
 // makeUsernsPodDir makes the directory of a user-namespaced pod's

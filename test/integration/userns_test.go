@@ -196,6 +196,18 @@ func TestUserNamespaceRefusals(t *testing.T) {
 	podA.Linux.SecurityContext.NamespaceOptions.Pid = runtimeapi.NamespaceMode_POD
 	a := d.runPod(podA)
 	ctr := d.run(a, podA, inUserns(podA, sleeper("app")))
+	// A create that fails after its rootfs is mounted (a mount mapped
+	// unlike the pod) leaves nothing in the pod's rootfs directory.
+	bad := inUserns(podA, sleeper("bad"))
+	other := usernsMapping(first + 2<<16)
+	bad.Mounts = []*runtimeapi.Mount{{ContainerPath: "/data", HostPath: t.TempDir(), UidMappings: other.Uids, GidMappings: other.Gids}}
+	_, err = d.RT.CreateContainer(d.ctx(), &runtimeapi.CreateContainerRequest{PodSandboxId: a, Config: bad, SandboxConfig: podA})
+	if msg := wantCode(t, "a mount mapped unlike its pod", err, codes.InvalidArgument); !strings.Contains(msg, "differ from the pod's user namespace mapping") {
+		t.Errorf("a mount mapped unlike its pod: %q", msg)
+	}
+	if entries, _ := os.ReadDir(filepath.Join(d.State, "userns", a)); len(entries) != 2 {
+		t.Errorf("%s/userns/%s after a failed create: %v, want berth-pause's and app's only", d.State, a, entries)
+	}
 	overlapping := usernsPod(t, "b", usernsMapping(first+65535))
 	_, err = d.RT.RunPodSandbox(d.ctx(), &runtimeapi.RunPodSandboxRequest{Config: overlapping})
 	if msg := wantCode(t, "overlap", err, codes.FailedPrecondition); !strings.Contains(msg, "overlap those of pod sandbox "+a) {

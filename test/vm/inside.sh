@@ -254,6 +254,8 @@ critest_checks() {
 		pass "critest, focused: $ran"
 	else
 		fail "critest, focused" "exit $rc, ${ran:-no summary}: $(grep -E '^\s*\[FAIL\]|--- FAIL' "$res/critest.log" | head -n 10)"
+		# The share goes with the VM: the failures' own lines come back in the log.
+		log "critest failures: $(grep -E -A8 '^\s*\[FAILED\]|rpc error' "$res/critest.log" | head -n 60)"
 	fi
 }
 
