@@ -237,7 +237,8 @@ cgroup_checks() {
 }
 
 # critest_checks: the focused critest run (make test-vm's VM_CRITEST_FOCUS:
-# the resource, OOM, stats and security-context specs) of test/critest's
+# the resource, OOM, stats, security-context, user namespace and image
+# volume specs) of test/critest's
 # compiled test, against a berth serve of its own with its own registry,
 # as make critest runs it on the host.
 critest_checks() {
