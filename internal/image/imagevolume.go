@@ -70,24 +70,7 @@ func MountImageVolume(layerPaths []string, emptyDir, target string, idmap *IDMap
 
 // UnmountImageVolume unmounts an image volume at target, including mounts
 // stacked on it. A target that is missing or not mounted is not an error.
-func UnmountImageVolume(target string) error {
-	for range 16 {
-		err := unix.Unmount(target, unix.UMOUNT_NOFOLLOW)
-		switch {
-		case err == nil:
-			continue
-		case errors.Is(err, unix.EINVAL), errors.Is(err, unix.ENOENT):
-			return nil
-		case errors.Is(err, unix.EBUSY):
-			if err := unix.Unmount(target, unix.MNT_DETACH|unix.UMOUNT_NOFOLLOW); err != nil {
-				return fmt.Errorf("image volume %s: unmount: %w", target, err)
-			}
-		default:
-			return fmt.Errorf("image volume %s: unmount: %w", target, err)
-		}
-	}
-	return fmt.Errorf("image volume %s: unmount: still mounted after 16 unmounts: %w", target, errdefs.ErrFailedPrecondition)
-}
+func UnmountImageVolume(target string) error { return unmountOverlay("image volume", target) }
 
 // CheckSubPath checks an image_sub_path on its own: relative, without
 // ".." elements. "" (the whole image) is fine.

@@ -63,8 +63,13 @@ func MountRootfs(layerPaths []string, upperDir, workDir, target string, idmap *I
 
 // UnmountRootfs unmounts target, including mounts stacked on it. A target
 // that is missing or not mounted is not an error.
-func UnmountRootfs(target string) error {
-	for i := 0; i < 16; i++ {
+func UnmountRootfs(target string) error { return unmountOverlay("rootfs", target) }
+
+// unmountOverlay unmounts target (what names it in errors), including
+// mounts stacked on it, lazily when it is busy. A target that is missing
+// or not mounted is not an error.
+func unmountOverlay(what, target string) error {
+	for range 16 {
 		err := unix.Unmount(target, unix.UMOUNT_NOFOLLOW)
 		switch {
 		case err == nil:
@@ -73,11 +78,11 @@ func UnmountRootfs(target string) error {
 			return nil
 		case errors.Is(err, unix.EBUSY):
 			if err := unix.Unmount(target, unix.MNT_DETACH|unix.UMOUNT_NOFOLLOW); err != nil {
-				return fmt.Errorf("rootfs %s: unmount: %w", target, err)
+				return fmt.Errorf("%s %s: unmount: %w", what, target, err)
 			}
 		default:
-			return fmt.Errorf("rootfs %s: unmount: %w", target, err)
+			return fmt.Errorf("%s %s: unmount: %w", what, target, err)
 		}
 	}
-	return fmt.Errorf("rootfs %s: unmount: still mounted after 16 unmounts: %w", target, errdefs.ErrFailedPrecondition)
+	return fmt.Errorf("%s %s: unmount: still mounted after 16 unmounts: %w", what, target, errdefs.ErrFailedPrecondition)
 }

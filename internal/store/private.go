@@ -17,7 +17,13 @@ const PrivateDirMode os.FileMode = 0o700
 // followed (an admin may move /var/lib/berth elsewhere); anything but a
 // directory is refused.
 func MkdirPrivate(dir string) error {
-	if err := os.MkdirAll(dir, PrivateDirMode); err != nil {
+	return mkdirWithMode(dir, PrivateDirMode, func(perm os.FileMode) os.FileMode { return perm &^ 0o077 })
+}
+
+// mkdirWithMode creates dir and its missing parents with mode, then gives
+// an existing dir the mode want returns for its current one.
+func mkdirWithMode(dir string, mode os.FileMode, want func(os.FileMode) os.FileMode) error {
+	if err := os.MkdirAll(dir, mode); err != nil {
 		return fmt.Errorf("directory %s: %w", dir, err)
 	}
 	info, err := os.Stat(dir)
@@ -27,19 +33,20 @@ func MkdirPrivate(dir string) error {
 	if !info.IsDir() {
 		return fmt.Errorf("directory %s: not a directory (%v)", dir, info.Mode().Type())
 	}
-	if info.Mode().Perm()&0o077 == 0 {
+	perm := want(info.Mode().Perm())
+	if perm == info.Mode().Perm() {
 		return nil
 	}
-	if err := os.Chmod(dir, info.Mode().Perm()&^0o077); err != nil {
-		return fmt.Errorf("directory %s: make private: %w", dir, err)
+	if err := os.Chmod(dir, perm); err != nil {
+		return fmt.Errorf("directory %s: mode %o: %w", dir, perm, err)
 	}
 	return nil
 }
 
 // TraversableDirMode is the mode of berth's state directory and of its
-// userns directory: root-only but for traversal (x for group and others), so that a pod's root in a user
-// namespace, an unprivileged id on the host, can reach its containers'
-// root filesystems under <state>/userns (each pod's directory there is
+// userns directory: root-only but for traversal (x for group and others),
+// so that a pod's root in a user namespace, an unprivileged id on the
+// host, can reach its containers' root filesystems under <state>/userns (each pod's directory there is
 // root:<the pod's root gid> 0710). Every other entry of the state
 // directory is root-only, its sockets 0660.
 const TraversableDirMode os.FileMode = 0o711
@@ -47,21 +54,5 @@ const TraversableDirMode os.FileMode = 0o711
 // MkdirTraversable creates dir (and missing parents) with
 // TraversableDirMode, and sets that mode when it exists with another.
 func MkdirTraversable(dir string) error {
-	if err := os.MkdirAll(dir, TraversableDirMode); err != nil {
-		return fmt.Errorf("directory %s: %w", dir, err)
-	}
-	info, err := os.Stat(dir)
-	if err != nil {
-		return fmt.Errorf("directory %s: %w", dir, err)
-	}
-	if !info.IsDir() {
-		return fmt.Errorf("directory %s: not a directory (%v)", dir, info.Mode().Type())
-	}
-	if info.Mode().Perm() == TraversableDirMode {
-		return nil
-	}
-	if err := os.Chmod(dir, TraversableDirMode); err != nil {
-		return fmt.Errorf("directory %s: mode %o: %w", dir, TraversableDirMode, err)
-	}
-	return nil
+	return mkdirWithMode(dir, TraversableDirMode, func(os.FileMode) os.FileMode { return TraversableDirMode })
 }
