@@ -100,7 +100,7 @@ test-e2e: runc-bin ## root end-to-end tests: Pod YAML through the agent, each sc
 # focused critest run inside is the compiled test/critest package with its
 # programs built here (the VM has no Go): VM_CRITEST_FOCUS picks its specs.
 VM_CRITEST := $(BIN)/vm-critest
-VM_CRITEST_FOCUS ?= Container OOM|listing container stats \[|listing stats for started containers \[|Privileged is true|MaskedPaths|ReadonlyPaths|seccomp default on the container|support HostPID|support PodPID|recursive readonly mounts|UserNamespaces|Image Volume
+VM_CRITEST_FOCUS ?= Container OOM|listing container stats \[|listing stats for started containers \[|Privileged is true|MaskedPaths|ReadonlyPaths|seccomp default on the container|support HostPID|support PodPID|recursive readonly mounts|UserNamespaces|Image Volume|support returning metrics descriptors|support listing pod sandbox metrics
 test-vm: build crictl kubelet-bin critest-bin $(CRITEST_DEPS)/busybox ## boot a Debian 12 VM (systemd PID 1, cgroup v2 only; qemu, no KVM) and run berth's unit, cgroup, kubelet (KUBE_VERSION) and focused critest checks in it (root; docs/vm.md)
 	$(GO) run ./test/testimage/cmd/mkimage -o $(BIN)/busybox-oci.tar
 	rm -rf $(VM_CRITEST) && mkdir -p $(VM_CRITEST)
