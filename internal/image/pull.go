@@ -138,8 +138,8 @@ func (s *Store) pullSettings() (PullConfig, *registry.Client, chan struct{}) {
 // manifest with the request's credentials, even for a digest the store
 // holds (layers it holds are not fetched again): a pull is how a client
 // proves it may use an image, as with containerd (the agent's
-// ensure-secret-pulled check relies on it). Errors: bad reference InvalidArgument; unknown
-// image NotFound; 401/403 FailedPrecondition; network, TLS, stall, digest
+// ensure-secret-pulled check relies on it). Errors: bad reference
+// InvalidArgument; unknown image NotFound; 401/403 FailedPrecondition; network, TLS, stall, digest
 // mismatch, truncated blob Unavailable.
 func (s *Store) Pull(ctx context.Context, ref string, opts PullOptions) (Image, error) {
 	normalized, err := NormalizeRef(ref)
