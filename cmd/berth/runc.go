@@ -86,9 +86,10 @@ func runtimeHandlers(cfg config.Config, log *slog.Logger) map[string]pod.Runtime
 }
 
 // criHandlers describes the extra handlers for Status: each runc's version,
-// whether it makes recursive read-only mounts and whether its pods may run
-// in user namespaces (usernsOK, usernsSupport's).
-func criHandlers(ctx context.Context, handlers map[string]pod.Runtime, usernsOK map[string]error, log *slog.Logger) []criserver.Handler {
+// whether it makes recursive read-only mounts (features, runcFeatures') and
+// whether its pods may run in user namespaces (usernsOK, usernsSupport's).
+func criHandlers(ctx context.Context, handlers map[string]pod.Runtime, features map[string]handlerFeatures, usernsOK map[string]error,
+	log *slog.Logger) []criserver.Handler {
 	names := slices.Sorted(maps.Keys(handlers))
 	out := make([]criserver.Handler, 0, len(names))
 	for _, name := range names {
@@ -103,9 +104,7 @@ func criHandlers(ctx context.Context, handlers map[string]pod.Runtime, usernsOK 
 		} else {
 			log.Warn("runtime handler: runc version unknown", "handler", name, "error", err)
 		}
-		if opts, err := rt.MountOptions(vctx); err == nil {
-			h.RecursiveReadOnlyMounts = slices.Contains(opts, "rro")
-		}
+		h.RecursiveReadOnlyMounts = features[name].mountOption("rro")
 		cancel()
 		out = append(out, h)
 	}

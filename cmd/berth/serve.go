@@ -9,7 +9,6 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
-	"slices"
 	"sync"
 	"syscall"
 	"time"
@@ -25,7 +24,6 @@ import (
 	"github.com/berth-dev/berth/internal/network"
 	"github.com/berth-dev/berth/internal/pod"
 	"github.com/berth-dev/berth/internal/registry"
-	"github.com/berth-dev/berth/internal/runc"
 	"github.com/berth-dev/berth/internal/sdnotify"
 	"github.com/berth-dev/berth/internal/store"
 	"github.com/berth-dev/berth/internal/stream"
@@ -199,10 +197,10 @@ func startCRI(ctx context.Context, cfg config.Config, deps *dependencies, stream
 		Version: version, Logger: log,
 		Stats: deps.pods, Events: deps.pods, Exec: deps.pods, Streaming: streams,
 		RPCs: obs.rpcs, Quarantine: quarantine{deps.pods, deps.images}, Host: deps.pods, ContainerFs: deps.pods,
-		RecursiveReadOnlyMounts: runcSupports(ctx, cfg, "rro", log),
+		RecursiveReadOnlyMounts: defaultRRO(deps.features[pod.DefaultHandler], log),
 		UserNamespaces:          deps.userns[pod.DefaultHandler] == nil,
 		OCIRuntime:              deps.runc,
-		Handlers:                criHandlers(ctx, deps.handlers, deps.userns, log),
+		Handlers:                criHandlers(ctx, deps.handlers, deps.features, deps.userns, log),
 		SystemdCgroup:           cfg.SystemdCgroup(),
 	})
 	lis, err := listen(cfg.Socket)
@@ -280,6 +278,7 @@ type dependencies struct {
 	runc     criserver.OCIRuntime   // the runc in use, for Status
 	handlers map[string]pod.Runtime // the other runtime handlers
 	userns   map[string]error       // per handler: nil where pods may run in user namespaces
+	features map[string]handlerFeatures
 }
 
 // wire builds the services from the configuration; phases may be nil.
@@ -322,7 +321,8 @@ func wire(cfg config.Config, log *slog.Logger, phases pod.PhaseObserver) (*depen
 	if err != nil {
 		return nil, err
 	}
-	usernsOK := usernsSupport(context.Background(), cfg, runcPath, pausePath, handlers, log)
+	features := runcFeatures(context.Background(), runcPath, handlers)
+	usernsOK := usernsSupport(cfg, pausePath, features, log)
 	pods, err := pod.New(pod.Config{
 		RootDir: cfg.RootDir, StateDir: cfg.StateDir, Controllers: controllers,
 		RuncPath: runcPath, RuncRoot: cfg.RuncRoot,
@@ -334,7 +334,7 @@ func wire(cfg config.Config, log *slog.Logger, phases pod.PhaseObserver) (*depen
 	if err != nil {
 		return nil, err
 	}
-	return &dependencies{images: images, network: netStatus, pods: pods, handlers: handlers, userns: usernsOK}, nil
+	return &dependencies{images: images, network: netStatus, pods: pods, handlers: handlers, userns: usernsOK, features: features}, nil
 }
 
 // pullConfig is the image store's view of the [registry] section.
@@ -399,12 +399,11 @@ func stopGRPC(g *grpc.Server, timeout time.Duration) {
 	}
 }
 
-// runcSupports asks runc whether it accepts a mount option.
-func runcSupports(ctx context.Context, cfg config.Config, option string, log *slog.Logger) bool {
-	opts, err := (&runc.Runc{Path: cfg.RuncPath, Root: cfg.RuncRoot}).MountOptions(ctx)
-	if err != nil {
-		log.Warn("runc features: mount options unknown", "error", err)
-		return false
+// defaultRRO says whether the default handler's runc makes recursive
+// read-only mounts.
+func defaultRRO(h handlerFeatures, log *slog.Logger) bool {
+	if h.err != nil {
+		log.Warn("runc features: mount options unknown", "error", h.err)
 	}
-	return slices.Contains(opts, option)
+	return h.mountOption("rro")
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"slices"
 	"time"
 
 	"github.com/berth-dev/berth/internal/config"
@@ -25,22 +26,53 @@ func usernsRange(cfg config.Config, log *slog.Logger) (userns.Range, error) {
 	return r, nil
 }
 
-// usernsSupport probes, per runtime handler, whether a pod may run in a
-// user namespace: the kernel must idmap mounts of the filesystem the image
-// layers are on (for the rootfs' lower layers) and the handler's runc must
-// make idmapped mounts (runc 1.2 and later: volumes). The reason is kept
-// for the handlers that cannot.
-func usernsSupport(ctx context.Context, cfg config.Config, runcPath, pausePath string, handlers map[string]pod.Runtime, log *slog.Logger) map[string]error {
-	fsErr := userns.CanIDMap(cfg.RootDir, []string{pausePath})
+// handlerFeatures is what `runc features` said of a handler's runc, or
+// why it said nothing.
+type handlerFeatures struct {
+	path string
+	f    *runc.Features
+	err  error
+}
+
+// runcFeatures asks each handler's runc (the default one's at runcPath)
+// `runc features` once, at start: Status's recursive read-only mounts and
+// user namespaces both read the answer.
+func runcFeatures(ctx context.Context, runcPath string, handlers map[string]pod.Runtime) map[string]handlerFeatures {
 	all := map[string]string{pod.DefaultHandler: runcPath}
 	for name, r := range handlers {
 		all[name] = r.RuncPath
 	}
-	out := make(map[string]error, len(all))
+	out := make(map[string]handlerFeatures, len(all))
 	for name, path := range all {
+		fctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+		f, err := (&runc.Runc{Path: path}).Features(fctx)
+		cancel()
+		out[name] = handlerFeatures{path: path, f: f, err: err}
+	}
+	return out
+}
+
+// mountOption says whether the runc accepts a mount option ("rro").
+func (h handlerFeatures) mountOption(option string) bool {
+	return h.err == nil && slices.Contains(h.f.MountOptions, option)
+}
+
+// usernsSupport says, per runtime handler, whether a pod may run in a
+// user namespace: the kernel must idmap mounts of the filesystem the image
+// layers are on (for the rootfs' lower layers) and the handler's runc must
+// make idmapped mounts (runc 1.2 and later: volumes). The reason is kept
+// for the handlers that cannot.
+func usernsSupport(cfg config.Config, pausePath string, features map[string]handlerFeatures, log *slog.Logger) map[string]error {
+	fsErr := userns.CanIDMap(cfg.RootDir, []string{pausePath})
+	out := make(map[string]error, len(features))
+	for name, h := range features {
 		err := fsErr
-		if err == nil {
-			err = runcIDMaps(ctx, path)
+		switch {
+		case err != nil:
+		case h.err != nil:
+			err = fmt.Errorf("runc %s: features: %w", h.path, h.err)
+		case !h.f.Linux.MountExtensions.IDMap.Enabled:
+			err = fmt.Errorf("runc %s makes no idmapped mounts (runc 1.2 and later do)", h.path)
 		}
 		out[name] = err
 		if err != nil {
@@ -48,18 +80,4 @@ func usernsSupport(ctx context.Context, cfg config.Config, runcPath, pausePath s
 		}
 	}
 	return out
-}
-
-// runcIDMaps says whether the runc at path makes idmapped mounts.
-func runcIDMaps(ctx context.Context, path string) error {
-	fctx, cancel := context.WithTimeout(ctx, 10*time.Second)
-	defer cancel()
-	f, err := (&runc.Runc{Path: path}).Features(fctx)
-	if err != nil {
-		return fmt.Errorf("runc %s: features: %w", path, err)
-	}
-	if !f.Linux.MountExtensions.IDMap.Enabled {
-		return fmt.Errorf("runc %s makes no idmapped mounts (runc 1.2 and later do)", path)
-	}
-	return nil
 }

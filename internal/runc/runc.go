@@ -279,15 +279,6 @@ func (r *Runc) Features(ctx context.Context) (*Features, error) {
 	return &features, nil
 }
 
-// MountOptions lists the mount options this runc accepts (Features).
-func (r *Runc) MountOptions(ctx context.Context) ([]string, error) {
-	f, err := r.Features(ctx)
-	if err != nil {
-		return nil, err
-	}
-	return f.MountOptions, nil
-}
-
 // Update applies new cgroup limits to a created or running container
 // (`runc update --resources`); resources is an OCI LinuxResources as JSON.
 func (r *Runc) Update(ctx context.Context, id string, resources []byte) error {
