@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"fmt"
 	"log/slog"
 	"path/filepath"
@@ -37,6 +38,9 @@ func newNetworkStatus(cfg config.Config, log *slog.Logger) (*networkStatus, erro
 	if installed {
 		log.Info("installed default CNI network", "path", path, "bridge", cfg.CNI.DefaultBridge, "subnet", cfg.CNI.DefaultSubnet)
 	}
+	if _, err := network.PrepareDefault(context.Background(), cfg.CNI.ConfDir); err != nil {
+		log.Warn("default CNI network", "error", err)
+	}
 	cni := network.NewCNI(network.CNIConfig{
 		ConfDir:  cfg.CNI.ConfDir,
 		BinDirs:  cfg.CNI.BinDirs,
@@ -51,7 +55,10 @@ func (n *networkStatus) Ready() error { return n.cni.Ready() }
 // a network config written by someone else is left alone.
 func (n *networkStatus) UpdatePodCIDR(cidr string) error {
 	changed, err := network.UpdateDefaultSubnet(n.confDir, cidr)
-	if err != nil {
+	if changed && err != nil {
+		// The config changed over to the plugin's per-pod masquerade.
+		n.log.Warn("default CNI network", "error", err)
+	} else if err != nil {
 		return err
 	}
 	if changed {

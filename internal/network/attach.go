@@ -49,7 +49,7 @@ const (
 // validContainerID is what libcni accepts as a container id.
 var validContainerID = regexp.MustCompile(`^[a-zA-Z0-9][a-zA-Z0-9_.\-]*$`)
 
-// Setup attaches the pod to the loopback network, then to the pod network.
+// Setup brings up the pod's lo, then attaches the pod to the pod network.
 // On failure it deletes what it added.
 func (c *CNI) Setup(ctx context.Context, a Attachment) (res *Result, err error) {
 	mappings, err := validateSetup(a)
@@ -60,20 +60,10 @@ func (c *CNI) Setup(ctx context.Context, a Attachment) (res *Result, err error) 
 	if err != nil {
 		return nil, fmt.Errorf("pod %s: network: %w: %w", a.PodID, err, errdefs.ErrFailedPrecondition)
 	}
-	lo, err := libcni.NetworkConfFromBytes([]byte(loopbackNetwork))
-	if err != nil {
-		return nil, fmt.Errorf("pod %s: network %q: %w", a.PodID, "cni-loopback", err)
+	if err := bringUpLoopback(a.NetnsPath); err != nil {
+		return nil, fmt.Errorf("pod %s: %w", a.PodID, err)
 	}
-	loRT := runtimeConf(a, a.NetnsPath, loopbackIfName, nil)
-	if _, err := c.lib.AddNetworkList(ctx, lo, loRT); err != nil {
-		c.undoAdd(ctx, lo, loRT)
-		return nil, fmt.Errorf("pod %s: network %q: add: %w", a.PodID, lo.Name, err)
-	}
-	defer func() {
-		if err != nil {
-			c.undoAdd(ctx, lo, loRT)
-		}
-	}()
+	pod = forPod(pod, mappings)
 	podRT := runtimeConf(a, a.NetnsPath, podIfName, mappings)
 	raw, err := c.lib.AddNetworkList(ctx, pod, podRT)
 	if err != nil {

@@ -39,8 +39,11 @@ func NewCNI(cfg CNIConfig) *CNI {
 	}
 }
 
-// loopbackNetwork is the config berth uses to bring up lo in every pod.
-const loopbackNetwork = `{"cniVersion":"1.0.0","name":"cni-loopback","plugins":[{"type":"loopback"}]}`
+// loopbackNetworkName is the network berth attached every pod's lo to
+// through the CNI loopback plugin before it brought lo up in-process
+// (loopback.go); pods set up that way still hold a cached attachment of
+// it, which Teardown deletes.
+const loopbackNetworkName = "cni-loopback"
 
 // configExtensions are the file types kubelet and containerd accept.
 var configExtensions = []string{".conflist", ".conf", ".json"}
@@ -55,15 +58,9 @@ func (c *CNI) Ready() error {
 	if err != nil {
 		return err
 	}
-	lo, err := libcni.NetworkConfFromBytes([]byte(loopbackNetwork))
-	if err != nil {
-		return fmt.Errorf("network %q: %w", "cni-loopback", err)
-	}
-	for _, l := range []*libcni.NetworkConfigList{lo, list} {
-		for _, p := range l.Plugins {
-			if _, err := c.exec.FindInPath(p.Network.Type, c.cfg.BinDirs); err != nil {
-				return fmt.Errorf("network %q: plugin %q not found in %v", l.Name, p.Network.Type, c.cfg.BinDirs)
-			}
+	for _, p := range list.Plugins {
+		if _, err := c.exec.FindInPath(p.Network.Type, c.cfg.BinDirs); err != nil {
+			return fmt.Errorf("network %q: plugin %q not found in %v", list.Name, p.Network.Type, c.cfg.BinDirs)
 		}
 	}
 	return nil

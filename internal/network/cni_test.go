@@ -45,11 +45,11 @@ func TestSetupTwoPodsPingAndTeardown(t *testing.T) {
 	if n := tn.bridgePorts(t); n != 2 {
 		t.Errorf("bridge has %d ports, want 2", n)
 	}
-	out, err := inNetns(withTimeout(t, 20*time.Second), a1.NetnsPath, "/bin/busybox", "ping", "-c", "1", "-W", "3", ip2.String()).CombinedOutput()
+	out, err := nsenterNet(withTimeout(t, 20*time.Second), a1.NetnsPath, "/bin/busybox", "ping", "-c", "1", "-W", "3", ip2.String()).CombinedOutput()
 	if err != nil {
 		t.Errorf("ping %s from pod 1: %v\n%s", ip2, err, out)
 	}
-	out, err = inNetns(withTimeout(t, 20*time.Second), a1.NetnsPath, "/bin/busybox", "ip", "-o", "addr", "show", "lo").CombinedOutput()
+	out, err = nsenterNet(withTimeout(t, 20*time.Second), a1.NetnsPath, "/bin/busybox", "ip", "-o", "addr", "show", "lo").CombinedOutput()
 	if err != nil || !strings.Contains(string(out), "127.0.0.1") {
 		t.Errorf("lo in pod 1 not up with 127.0.0.1: %v %s", err, out)
 	}
@@ -111,7 +111,7 @@ func TestPortMapping(t *testing.T) {
 
 	ctx := withTimeout(t, 30*time.Second)
 	var got bytes.Buffer
-	listener := inNetns(ctx, a.NetnsPath, "/bin/busybox", "nc", "-l", "-p", "8080")
+	listener := nsenterNet(ctx, a.NetnsPath, "/bin/busybox", "nc", "-l", "-p", "8080")
 	listener.Stdout = &got
 	if err := listener.Start(); err != nil {
 		t.Fatal(err)

@@ -1,6 +1,7 @@
 package network
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -20,6 +21,10 @@ type DefaultNetwork struct {
 	Bridge  string `json:"bridge"`  // bridge interface, e.g. "berth0"
 	Subnet  string `json:"subnet"`  // pod CIDR; a comma-separated list for dual stack
 	DataDir string `json:"dataDir"` // host-local allocations, e.g. <root>/cni/networks
+	// Masquerade is MasqueradeNftables when berth's node-wide rule
+	// masquerades the pods' traffic to the outside; "" leaves it to the
+	// bridge plugin's ipMasq, per pod.
+	Masquerade string `json:"masquerade,omitempty"`
 }
 
 // DefaultConfigFile is the file name of berth's default network config.
@@ -51,43 +56,26 @@ func InstallDefault(confDir string, d DefaultNetwork) (path string, installed bo
 }
 
 // UpdateDefaultSubnet rewrites berth's default network config in confDir with
-// a new pod CIDR. A config that is not berth's own is left alone
-// (changed=false): the admin's network decides its own addresses.
+// a new pod CIDR, and its masquerade rules with it. A config that is not
+// berth's own is left alone (changed=false): the admin's network decides
+// its own addresses.
 func UpdateDefaultSubnet(confDir, cidr string) (changed bool, err error) {
 	if _, err := parseSubnets(cidr); err != nil {
 		return false, err
 	}
 	path := filepath.Join(confDir, DefaultConfigFile)
-	data, err := os.ReadFile(path)
-	if errors.Is(err, os.ErrNotExist) {
+	if _, err := os.Stat(path); errors.Is(err, os.ErrNotExist) {
 		return false, nil
 	}
-	if err != nil {
-		return false, fmt.Errorf("network config %s: %w", path, err)
-	}
-	var doc map[string]json.RawMessage
-	if err := json.Unmarshal(data, &doc); err != nil {
-		return false, nil // not ours: berth writes valid JSON
-	}
-	raw, ok := doc[defaultMarkerKey]
-	if !ok {
-		return false, nil
-	}
-	var d DefaultNetwork
-	if err := json.Unmarshal(raw, &d); err != nil {
-		return false, fmt.Errorf("network config %s: key %q: %w", path, defaultMarkerKey, err)
-	}
-	if d.Subnet == cidr {
-		return false, nil
+	d, own, err := readDefault(path)
+	if err != nil || !own || d.Subnet == cidr {
+		return false, err
 	}
 	d.Subnet = cidr
 	if err := d.validate(); err != nil {
 		return false, fmt.Errorf("network config %s: %w", path, err)
 	}
-	if err := writeDefault(path, d); err != nil {
-		return false, err
-	}
-	return true, nil
+	return true, applyMasquerade(context.Background(), path, d)
 }
 
 func (d DefaultNetwork) validate() error {
@@ -102,6 +90,9 @@ func (d DefaultNetwork) validate() error {
 	}
 	if _, err := parseSubnets(d.Subnet); err != nil {
 		return fmt.Errorf("default network %s: %w", d.Name, err)
+	}
+	if d.Masquerade != "" && d.Masquerade != MasqueradeNftables {
+		return fmt.Errorf("default network %s: masquerade %q: want %q or none: %w", d.Name, d.Masquerade, MasqueradeNftables, errdefs.ErrInvalidArgument)
 	}
 	return nil
 }
@@ -126,8 +117,9 @@ func parseSubnets(cidr string) ([]*net.IPNet, error) {
 	return out, nil
 }
 
-// defaultConfig renders the conflist: a gateway bridge with masquerade and
-// hairpin, host-local IPAM with a default route, then portmap.
+// defaultConfig renders the conflist: a gateway bridge with hairpin (and
+// the plugin's masquerade unless berth's node-wide rule does it),
+// host-local IPAM with a default route, then portmap.
 func defaultConfig(d DefaultNetwork) ([]byte, error) {
 	subnets, err := parseSubnets(d.Subnet)
 	if err != nil {
@@ -150,7 +142,7 @@ func defaultConfig(d DefaultNetwork) ([]byte, error) {
 		"plugins": []any{
 			map[string]any{
 				"type": "bridge", "bridge": d.Bridge,
-				"isGateway": true, "ipMasq": true, "hairpinMode": true,
+				"isGateway": true, "ipMasq": d.Masquerade != MasqueradeNftables, "hairpinMode": true,
 				"ipam": map[string]any{
 					"type": "host-local", "dataDir": d.DataDir,
 					"ranges": ranges, "routes": routes,

@@ -148,7 +148,7 @@ func (tn *testNet) bridgePorts(t testing.TB) int {
 	return len(entries)
 }
 
-func inNetns(ctx context.Context, netns string, args ...string) *exec.Cmd {
+func nsenterNet(ctx context.Context, netns string, args ...string) *exec.Cmd {
 	return exec.CommandContext(ctx, "nsenter", append([]string{"--net=" + netns, "--"}, args...)...)
 }
 

@@ -7,8 +7,6 @@ import (
 	"os"
 	"strconv"
 	"strings"
-
-	"golang.org/x/sys/unix"
 )
 
 // InterfaceCounters are the cumulative traffic counters of one network
@@ -45,32 +43,19 @@ func InterfaceStats(netnsPath string) ([]InterfaceCounters, error) {
 	return r.counters, nil
 }
 
-// readNetDevIn switches the locked thread into the namespace, reads its
-// /proc/net/dev and switches back; restored reports the thread is clean.
-func readNetDevIn(netnsPath string) (_ []InterfaceCounters, _ error, restored bool) {
-	own, err := os.Open("/proc/thread-self/ns/net")
-	if err != nil {
-		return nil, err, true
-	}
-	defer own.Close()
-	target, err := os.Open(netnsPath)
-	if err != nil {
-		return nil, err, true
-	}
-	defer target.Close()
-	if err := unix.Setns(int(target.Fd()), unix.CLONE_NEWNET); err != nil {
-		return nil, fmt.Errorf("setns: %w", err), true
-	}
-	f, err := os.Open("/proc/thread-self/net/dev")
-	var counters []InterfaceCounters
-	if err == nil {
+// readNetDevIn reads /proc/net/dev inside the namespace (inNetns);
+// restored reports the thread is clean.
+func readNetDevIn(netnsPath string) (counters []InterfaceCounters, _ error, restored bool) {
+	err, restored := inNetns(netnsPath, func() error {
+		f, err := os.Open("/proc/thread-self/net/dev")
+		if err != nil {
+			return err
+		}
+		defer f.Close()
 		counters, err = ParseNetDev(f)
-		f.Close()
-	}
-	if serr := unix.Setns(int(own.Fd()), unix.CLONE_NEWNET); serr != nil {
-		return nil, fmt.Errorf("setns back to the host: %w", serr), false
-	}
-	return counters, err, true
+		return err
+	})
+	return counters, err, restored
 }
 
 // ParseNetDev parses the /proc/net/dev format: two header lines, then

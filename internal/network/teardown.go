@@ -30,23 +30,24 @@ func (c *CNI) Teardown(ctx context.Context, a Attachment) error {
 	if err != nil {
 		return fmt.Errorf("pod %s: network cache: %w", a.PodID, err)
 	}
-	// Pod networks first, loopback last: the reverse of Setup. A network
-	// missing from the cache (its ADD never returned: the daemon was killed
-	// mid-Setup) is deleted with the current config.
+	// Pod networks first, loopback (cached by an older berth) last: the
+	// reverse of Setup. A pod network missing from the cache (its ADD
+	// never returned: the daemon was killed mid-Setup) is deleted with the
+	// current config.
 	var errs []error
+	podFound := false
 	for _, loopbackPass := range []bool{false, true} {
-		found := false
 		for _, att := range cached {
-			if (att.Network == "cni-loopback") != loopbackPass {
+			if (att.Network == loopbackNetworkName) != loopbackPass {
 				continue
 			}
-			found = true
+			podFound = podFound || !loopbackPass
 			if err := c.teardownCached(ctx, att, netns); err != nil {
 				errs = append(errs, fmt.Errorf("pod %s: network %q: delete: %w", a.PodID, att.Network, err))
 			}
 		}
-		if !found {
-			errs = append(errs, c.teardownUncached(ctx, a, netns, loopbackPass))
+		if !loopbackPass && !podFound {
+			errs = append(errs, c.teardownUncached(ctx, a, netns))
 		}
 	}
 	return errors.Join(errs...)
@@ -78,20 +79,10 @@ func (c *CNI) teardownCached(ctx context.Context, att *libcni.NetworkAttachment,
 	return c.lib.DelNetworkList(ctx, list, rt)
 }
 
-// teardownUncached runs DEL with the current config of the pod network (or
-// of loopback) when the cache holds nothing for it (never set up, already
-// torn down, ADD cut short, or cache lost).
-func (c *CNI) teardownUncached(ctx context.Context, a Attachment, netns string, loopback bool) error {
-	if loopback {
-		lo, err := libcni.NetworkConfFromBytes([]byte(loopbackNetwork))
-		if err != nil {
-			return fmt.Errorf("pod %s: network %q: %w", a.PodID, "cni-loopback", err)
-		}
-		if err := c.delUncached(ctx, lo, runtimeConf(a, netns, loopbackIfName, nil)); err != nil {
-			return fmt.Errorf("pod %s: network %q: delete: %w", a.PodID, lo.Name, err)
-		}
-		return nil
-	}
+// teardownUncached runs DEL with the current config of the pod network
+// when the cache holds nothing for it (never set up, already torn down,
+// ADD cut short, or cache lost).
+func (c *CNI) teardownUncached(ctx context.Context, a Attachment, netns string) error {
 	pod, _, err := c.podNetwork()
 	if err != nil {
 		return nil // no usable config: nothing berth could have added with it

@@ -39,8 +39,8 @@ func TestRunSandboxRollback(t *testing.T) {
 		inject  func(t *testing.T, s *Service, f *fakeWorld)
 		wantErr string
 		// done are the fake ops that ran before the failure (any order:
-		// CNI ADD and berth-pause run side by side); undone the undo ops,
-		// in order.
+		// CNI ADD runs beside the monitor and berth-pause); undone the
+		// undo ops, in order: the monitor's side's first.
 		done, undone []string
 	}{
 		{step: "1 reserve name", inject: reserveTwin, wantErr: errdefs.ErrAlreadyExists.Error()},
@@ -48,22 +48,22 @@ func TestRunSandboxRollback(t *testing.T) {
 		{step: "3 pin namespaces", inject: failOp("pin", errFake), wantErr: "namespaces: injected",
 			done: []string{"pin"}},
 		{step: "4 start monitor", inject: failOp("launch", errFake), wantErr: "monitor: injected",
-			done: []string{"pin", "launch"}, undone: []string{"unpin"}},
-		{step: "5 CNI ADD", inject: failOp("setup", errFake), wantErr: "network: injected",
+			done: []string{"pin", "launch", "setup"}, undone: []string{"teardown", "unpin"}},
+		{step: "4 CNI ADD", inject: failOp("setup", errFake), wantErr: "network: injected",
 			done:   []string{"pin", "launch", "setup", "create", "start"},
 			undone: []string{"kill", "delete", "stop-monitor", "unpin"}},
-		{step: "5 berth-pause runc create", inject: failOp("create", errFake), wantErr: "berth-pause: runc create: injected",
+		{step: "4 berth-pause runc create", inject: failOp("create", errFake), wantErr: "berth-pause: runc create: injected",
 			done:   []string{"pin", "launch", "setup", "create"},
-			undone: []string{"kill", "delete", "teardown", "stop-monitor", "unpin"}},
-		{step: "5 berth-pause runc start", inject: failOp("start", errFake), wantErr: "berth-pause: runc start: injected",
+			undone: []string{"kill", "delete", "stop-monitor", "teardown", "unpin"}},
+		{step: "4 berth-pause runc start", inject: failOp("start", errFake), wantErr: "berth-pause: runc start: injected",
 			done:   []string{"pin", "launch", "setup", "create", "start"},
-			undone: []string{"kill", "delete", "teardown", "stop-monitor", "unpin"}},
-		{step: "6 pod files", inject: noHostResolvConf, wantErr: "resolv.conf",
+			undone: []string{"kill", "delete", "stop-monitor", "teardown", "unpin"}},
+		{step: "5 pod files", inject: noHostResolvConf, wantErr: "resolv.conf",
 			done:   []string{"pin", "launch", "setup", "create", "start"},
-			undone: []string{"kill", "delete", "teardown", "stop-monitor", "unpin"}},
-		{step: "7 record ready", inject: blockReadyRecord, wantErr: "sandbox.json",
+			undone: []string{"kill", "delete", "stop-monitor", "teardown", "unpin"}},
+		{step: "6 record ready", inject: blockReadyRecord, wantErr: "sandbox.json",
 			done:   []string{"pin", "launch", "setup", "create", "start"},
-			undone: []string{"kill", "delete", "teardown", "stop-monitor", "unpin"}},
+			undone: []string{"kill", "delete", "stop-monitor", "teardown", "unpin"}},
 	}
 	for _, variant := range []string{"", " in a user namespace"} {
 		for _, tc := range cases {

@@ -21,9 +21,10 @@ import (
 // RunSandbox creates and starts a pod sandbox and returns its id:
 //  1. validate and reserve the name (a concurrent twin gets AlreadyExists);
 //  2. write the intent record (state creating);
-//  3. pin the net/ipc/uts namespaces; 4. start the pod monitor;
-//  5. CNI ADD, and at the same time berth-pause if the pod shares one PID namespace;
-//  6. write hostname, hosts, resolv.conf; 7. record ready.
+//  3. pin the net/ipc/uts namespaces;
+//  4. CNI ADD, and at the same time the pod monitor, then berth-pause if
+//     the pod shares one PID namespace;
+//  5. write hostname, hosts, resolv.conf; 6. record ready.
 //
 // Any failure undoes the steps already done, newest first.
 func (s *Service) RunSandbox(ctx context.Context, cfg *runtimeapi.PodSandboxConfig, handler string) (_ string, retErr error) {
@@ -88,7 +89,7 @@ func (s *Service) RunSandbox(ctx context.Context, cfg *runtimeapi.PodSandboxConf
 	return rec.ID, nil
 }
 
-// setUpSandbox performs steps 3–6 of RunSandbox, registering an undo for each.
+// setUpSandbox performs steps 3–5 of RunSandbox, registering an undo for each.
 func (s *Service) setUpSandbox(ctx context.Context, rec *Sandbox, rb *rollback) error {
 	cfg := rec.Config
 	dir := s.podDir(rec.ID)
@@ -115,26 +116,27 @@ func (s *Service) setUpSandbox(ctx context.Context, rec *Sandbox, rb *rollback) 
 	}
 	rb.add("unpin namespaces", func(context.Context) error { return s.host.UnpinNamespaces(filepath.Join(dir, "ns")) })
 	rec.NetNS, rec.IPCNS, rec.UTSNS, rec.UserNS = ns.Net, ns.IPC, ns.UTS, ns.User
-	if err := s.startMonitor(rec, rb); err != nil {
-		return err
-	}
-	// CNI ADD and berth-pause need nothing of each other but the pinned
-	// namespaces: run them side by side.
-	var pauseRB rollback
-	var pauseErr error
+	// CNI ADD on one side; the monitor and then berth-pause (which the
+	// monitor starts) on the other: they need nothing of each other but
+	// the pinned namespaces. Each side writes fields of rec of its own.
+	var monRB rollback
+	var monErr error
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
+		if monErr = s.startMonitor(rec, &monRB); monErr != nil {
+			return
+		}
 		if namespaceMode(cfg).GetPid() == runtimeapi.NamespaceMode_POD {
 			paused := s.phase(opRunSandbox, "pause")
-			pauseErr = s.startPause(ctx, rec, &pauseRB)
+			monErr = s.startPause(ctx, rec, &monRB)
 			paused()
 		}
 	}()
 	netErr := s.setUpNetwork(ctx, rec, rb)
 	<-done
-	rb.steps = append(rb.steps, pauseRB.steps...)
-	if err := errors.Join(netErr, pauseErr); err != nil {
+	rb.steps = append(rb.steps, monRB.steps...)
+	if err := errors.Join(netErr, monErr); err != nil {
 		return err
 	}
 	if err := s.writePodFiles(rec, dir); err != nil {

@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/berth-dev/berth/internal/network"
 	"github.com/berth-dev/berth/test/harness"
 )
 
@@ -19,7 +20,7 @@ import (
 // bridge and subnet.
 type daemon struct {
 	bin, root, state, socket, config, logPath string
-	bridge, subnet                            string
+	bridge, subnet, network                   string
 	cmd                                       *exec.Cmd
 	exited                                    chan struct{}
 }
@@ -29,7 +30,7 @@ func newDaemon(t *testing.T, tmp, bin, hostsDir string) *daemon {
 	id := randomHex(3)
 	d := &daemon{
 		bin: bin, root: "/var/lib/bt-crit-" + id, state: "/run/bt-crit-" + id,
-		logPath: filepath.Join(tmp, "berth.log"), bridge: "bcrit" + id,
+		logPath: filepath.Join(tmp, "berth.log"), bridge: "bcrit" + id, network: "critest-" + id,
 		subnet: fmt.Sprintf("10.%d.%d.0/24", 200+rand.IntN(50), rand.IntN(256)),
 	}
 	d.socket = filepath.Join(d.state, "berth.sock")
@@ -47,7 +48,7 @@ default_subnet = %q
 
 [registry]
 hosts_dir = %q
-`, d.root, d.state, mkdir(t, tmp, "net.d"), "critest-"+id, d.bridge, d.subnet, hostsDir)
+`, d.root, d.state, mkdir(t, tmp, "net.d"), d.network, d.bridge, d.subnet, hostsDir)
 	if err := os.WriteFile(d.config, []byte(config), 0o600); err != nil {
 		t.Fatal(err)
 	}
@@ -147,6 +148,13 @@ func (d *daemon) forceClean(t *testing.T) {
 		_ = syscall.Unmount(m, syscall.MNT_DETACH) // best effort
 	}
 	_ = exec.Command("ip", "link", "del", d.bridge).Run() // may not exist
+	// The default network's node-wide masquerade outlives the daemon (its
+	// pods may); the test's network goes with the test.
+	if harness.NftTableExists("inet", network.MasqueradeTable(d.network)) {
+		if err := harness.RemoveNftTable("inet", network.MasqueradeTable(d.network)); err != nil {
+			t.Errorf("remove nftables table %s: %v", network.MasqueradeTable(d.network), err)
+		}
+	}
 	os.RemoveAll(d.state)
 	os.RemoveAll(d.root)
 }

@@ -1,0 +1,173 @@
+package network
+
+import (
+	"context"
+	"encoding/json"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/containernetworking/cni/libcni"
+)
+
+// pluginTypes lists the types of a list's plugins, in order.
+func pluginTypes(list *libcni.NetworkConfigList) []string {
+	var out []string
+	for _, p := range list.Plugins {
+		out = append(out, p.Network.Type)
+	}
+	return out
+}
+
+func TestForPodSkipsPortmapOnlyOnBerthsNetworkWithoutHostPorts(t *testing.T) {
+	root := t.TempDir()
+	data, err := defaultConfig(testDefault(root))
+	if err != nil {
+		t.Fatal(err)
+	}
+	own, err := libcni.NetworkConfFromBytes(data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := forPod(own, nil)
+	if types := pluginTypes(got); strings.Join(types, ",") != "bridge" {
+		t.Errorf("berth's network, no host ports: plugins %v, want [bridge]", types)
+	}
+	if _, isOwn, _ := parseDefault(got.Bytes); !isOwn || got.Name != own.Name {
+		t.Errorf("reduced list lost its name or marker: %s", got.Bytes)
+	}
+	mappings := []map[string]any{{"hostPort": 8080, "containerPort": 80, "protocol": "tcp"}}
+	if types := pluginTypes(forPod(own, mappings)); strings.Join(types, ",") != "bridge,portmap" {
+		t.Errorf("berth's network, a host port: plugins %v, want [bridge portmap]", types)
+	}
+	admin, err := libcni.NetworkConfFromBytes([]byte(`{"cniVersion":"1.0.0","name":"admin","plugins":[{"type":"bridge"},{"type":"portmap","capabilities":{"portMappings":true}}]}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := forPod(admin, nil); got != admin {
+		t.Errorf("an admin's list was changed: %s", got.Bytes)
+	}
+}
+
+func TestDefaultConfigMasqueradeModes(t *testing.T) {
+	for mode, wantIPMasq := range map[string]bool{"": true, MasqueradeNftables: false} {
+		d := testDefault(t.TempDir())
+		d.Masquerade = mode
+		data, err := defaultConfig(d)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var doc struct{ Plugins []struct{ IPMasq bool } }
+		if err := json.Unmarshal(data, &doc); err != nil {
+			t.Fatal(err)
+		}
+		if doc.Plugins[0].IPMasq != wantIPMasq {
+			t.Errorf("masquerade %q: bridge ipMasq = %v, want %v", mode, doc.Plugins[0].IPMasq, wantIPMasq)
+		}
+	}
+	d := testDefault(t.TempDir())
+	d.Masquerade = "iptables"
+	if err := d.validate(); err == nil {
+		t.Error("masquerade \"iptables\" accepted")
+	}
+}
+
+// nftTable prints a table, or "" when it does not exist.
+func nftTable(t *testing.T, name string) string {
+	t.Helper()
+	out, err := exec.Command("nft", "list", "table", "inet", name).CombinedOutput()
+	if err != nil {
+		return ""
+	}
+	return string(out)
+}
+
+func TestPrepareDefaultProgramsOneMasqueradeForTheNode(t *testing.T) {
+	tn := newTestNet(t)
+	if _, err := exec.LookPath("nft"); err != nil {
+		t.Skip("no nft")
+	}
+	table := MasqueradeTable(tn.def.Name)
+	t.Cleanup(func() {
+		if err := RemoveMasquerade(context.Background(), tn.def.Name); err != nil {
+			t.Error(err)
+		}
+		if nftTable(t, table) != "" {
+			t.Errorf("table %s left after RemoveMasquerade", table)
+		}
+	})
+	own, err := PrepareDefault(context.Background(), tn.confDir)
+	if err != nil || !own {
+		t.Fatalf("PrepareDefault = %v, %v", own, err)
+	}
+	rules := nftTable(t, table)
+	want := "ip saddr " + tn.subnet.String() + " ip daddr != " + tn.subnet.String() + " ip daddr != 224.0.0.0/4 masquerade"
+	if !strings.Contains(rules, want) || strings.Count(rules, "masquerade") != 1 {
+		t.Fatalf("table %s:\n%s\nwant one rule %q", table, rules, want)
+	}
+	d, _, err := readDefault(filepath.Join(tn.confDir, DefaultConfigFile))
+	if err != nil || d.Masquerade != MasqueradeNftables {
+		t.Fatalf("config after PrepareDefault: %+v, %v", d, err)
+	}
+	// Again: idempotent, still one rule.
+	if _, err := PrepareDefault(context.Background(), tn.confDir); err != nil {
+		t.Fatal(err)
+	}
+	if n := strings.Count(nftTable(t, table), "masquerade"); n != 1 {
+		t.Errorf("%d masquerade rules after a second PrepareDefault, want 1", n)
+	}
+
+	// A pod on it gets no iptables rule and no portmap, and lo is up.
+	before := iptablesSave(t)
+	a, _ := tn.newPod(t)
+	tn.setupPod(t, a)
+	if chains := podChains(before, iptablesSave(t), a.PodID); len(chains) > 0 {
+		t.Errorf("per-pod iptables chains with the node-wide masquerade: %v", chains)
+	}
+	cached, err := tn.cni.lib.GetCachedAttachments(a.PodID)
+	if err != nil || len(cached) != 1 {
+		t.Fatalf("cached attachments = %d, %v; want the pod network only", len(cached), err)
+	}
+	if list, err := libcni.NetworkConfFromBytes(cached[0].Config); err != nil || strings.Join(pluginTypes(list), ",") != "bridge" {
+		t.Errorf("cached list = %v, %v; want [bridge]", err, cached[0].Config)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	if out, err := nsenterNet(ctx, a.NetnsPath, "/bin/busybox", "ping", "-c", "1", "-W", "3", "127.0.0.1").CombinedOutput(); err != nil {
+		t.Errorf("ping lo in the pod: %v\n%s", err, out)
+	}
+
+	// A new pod CIDR moves the rule.
+	if changed, err := UpdateDefaultSubnet(tn.confDir, "10.251.7.0/24"); err != nil || !changed {
+		t.Fatalf("UpdateDefaultSubnet = %v, %v", changed, err)
+	}
+	if rules := nftTable(t, table); !strings.Contains(rules, "ip saddr 10.251.7.0/24 ") || strings.Contains(rules, tn.subnet.String()) {
+		t.Errorf("table after the subnet change:\n%s", rules)
+	}
+}
+
+func TestTeardownDeletesAnOlderBerthsLoopbackAttachment(t *testing.T) {
+	tn := newTestNet(t)
+	a, _ := tn.newPod(t)
+	tn.setupPod(t, a)
+	lo, err := libcni.NetworkConfFromBytes([]byte(`{"cniVersion":"1.0.0","name":"` + loopbackNetworkName + `","plugins":[{"type":"loopback"}]}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if _, err := tn.cni.lib.AddNetworkList(ctx, lo, runtimeConf(a, a.NetnsPath, loopbackIfName, nil)); err != nil {
+		t.Fatal(err)
+	}
+	if cached, _ := tn.cni.lib.GetCachedAttachments(a.PodID); len(cached) != 2 {
+		t.Fatalf("%d cached attachments, want the pod network and loopback", len(cached))
+	}
+	if err := tn.cni.Teardown(ctx, a); err != nil {
+		t.Fatal(err)
+	}
+	if cached, _ := tn.cni.lib.GetCachedAttachments(a.PodID); len(cached) != 0 {
+		t.Errorf("%d cached attachments left after Teardown", len(cached))
+	}
+}

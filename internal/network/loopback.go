@@ -1,0 +1,48 @@
+package network
+
+import (
+	"encoding/binary"
+	"fmt"
+
+	"golang.org/x/sys/unix"
+)
+
+// loopbackIndex is the kernel's fixed interface index of lo in every
+// network namespace (LOOPBACK_IFINDEX).
+const loopbackIndex = 1
+
+// bringUpLoopback sets lo up in the network namespace at netnsPath: what
+// the CNI loopback plugin does, in-process, as CRI-O does it, so a pod
+// start costs no plugin process for it. The admin's CNI config is never
+// asked for loopback; a loopback plugin in it still runs.
+func bringUpLoopback(netnsPath string) error {
+	var err error
+	onSpareThread(func() bool {
+		var restored bool
+		err, restored = inNetns(netnsPath, setLoopbackUp)
+		return restored
+	})
+	if err != nil {
+		return fmt.Errorf("netns %s: lo up: %w", netnsPath, err)
+	}
+	return nil
+}
+
+// setLoopbackUp sets IFF_UP on lo in the calling thread's namespace over
+// rtnetlink.
+func setLoopbackUp() error {
+	fd, err := unix.Socket(unix.AF_NETLINK, unix.SOCK_RAW|unix.SOCK_CLOEXEC, unix.NETLINK_ROUTE)
+	if err != nil {
+		return fmt.Errorf("netlink socket: %w", err)
+	}
+	defer unix.Close(fd)
+	if err := unix.Bind(fd, &unix.SockaddrNetlink{Family: unix.AF_NETLINK}); err != nil {
+		return fmt.Errorf("netlink bind: %w", err)
+	}
+	// struct ifinfomsg: family, pad, type, index, flags, change.
+	msg := make([]byte, unix.SizeofIfInfomsg)
+	binary.NativeEndian.PutUint32(msg[4:8], loopbackIndex)
+	binary.NativeEndian.PutUint32(msg[8:12], unix.IFF_UP)
+	binary.NativeEndian.PutUint32(msg[12:16], unix.IFF_UP)
+	return netlinkRequest(fd, unix.RTM_NEWLINK, 0, msg)
+}
