@@ -37,6 +37,13 @@ func (c *Client) Create(ctx context.Context, r CreateRequest) (int, error) {
 	return resp.Pid, nil
 }
 
+// Adopt hands the monitor a container whose monitor died (AdoptRequest).
+// A pid that is gone is ErrNotFound.
+func (c *Client) Adopt(ctx context.Context, r AdoptRequest) error {
+	_, err := c.call(ctx, Request{Op: OpAdopt, ID: r.ID, Adopt: &r})
+	return err
+}
+
 // Start asks the monitor to run "runc start" for container id.
 func (c *Client) Start(ctx context.Context, id string) error {
 	_, err := c.call(ctx, Request{Op: OpStart, ID: id})

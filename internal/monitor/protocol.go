@@ -26,7 +26,21 @@ const (
 	OpPing      = "ping"
 	// OpAttach turns the connection into an attach session (see doc.go).
 	OpAttach = "attach"
+	// OpAdopt hands a monitor a container whose monitor died.
+	OpAdopt = "adopt"
 )
+
+// AdoptRequest hands a monitor a container another monitor created and
+// lost (it died): its init is not the new monitor's child, so its exit
+// status cannot be read; the monitor watches the pid through a pidfd and,
+// when it ends, writes an exit file with ExitCode 255 and Unknown.
+type AdoptRequest struct {
+	ID  string `json:"id"`
+	Pid int    `json:"pid"`
+	// Started says runc start already ran (a created container can still
+	// be started through the new monitor).
+	Started bool `json:"started,omitempty"`
+}
 
 // CreateRequest asks the monitor to create a container with runc create.
 type CreateRequest struct {
@@ -64,6 +78,9 @@ type ExitRecord struct {
 	Signal     int       `json:"signal,omitempty"`
 	OOMKilled  bool      `json:"oomKilled,omitempty"`
 	FinishedAt time.Time `json:"finishedAt"`
+	// Unknown says the exit status could not be read (an adopted
+	// container: AdoptRequest); ExitCode is then 255.
+	Unknown bool `json:"unknown,omitempty"`
 }
 
 // ContainerInfo is what a monitor knows about one of its containers.
@@ -81,6 +98,7 @@ type Request struct {
 	ID      string         `json:"id,omitempty"`
 	Create  *CreateRequest `json:"create,omitempty"`
 	Attach  *AttachRequest `json:"attach,omitempty"`
+	Adopt   *AdoptRequest  `json:"adopt,omitempty"`
 }
 
 // AttachRequest says which of a container's streams an attach session

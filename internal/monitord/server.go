@@ -190,6 +190,12 @@ func (s *Server) handle(req monitor.Request) monitor.Response {
 		resp.Pid, err = s.create(ctx, *req.Create)
 	case monitor.OpStart:
 		err = s.start(ctx, req.ID)
+	case monitor.OpAdopt:
+		if req.Adopt == nil {
+			err = fmt.Errorf("adopt: body: %w", errdefs.ErrInvalidArgument)
+			break
+		}
+		err = s.adopt(*req.Adopt)
 	case monitor.OpList:
 		resp.Containers = s.list()
 	case monitor.OpForget:

@@ -196,16 +196,22 @@ func (s *Service) handleExitFile(id string) {
 			} else {
 				s.log.Warn("berth-pause exited; pod sandbox not ready", "id", id)
 			}
-			if err := s.updateSandbox(sb, func(r *Sandbox) bool {
-				changed := r.State == SandboxReady
-				r.State = SandboxNotReady
-				return changed
-			}); err != nil {
-				s.log.Error("sandbox record", "id", id, "error", err)
-			}
-			s.sandboxMaybeStopped(sb)
+			s.markSandboxNotReady(sb)
 		}
 	}
+}
+
+// markSandboxNotReady turns a ready sandbox not ready (kubelet then stops
+// and recreates it).
+func (s *Service) markSandboxNotReady(e *sandboxEntry) {
+	if err := s.updateSandbox(e, func(r *Sandbox) bool {
+		changed := r.State == SandboxReady
+		r.State = SandboxNotReady
+		return changed
+	}); err != nil {
+		s.log.Error("sandbox record", "id", e.snapshot().ID, "error", err)
+	}
+	s.sandboxMaybeStopped(e)
 }
 
 // refreshExit reads the container's exit file, if any, and records the exit.
@@ -226,7 +232,11 @@ func (s *Service) refreshExit(e *containerEntry) {
 
 // applyExit records an exit once; reason "" derives it from the exit code.
 func (s *Service) applyExit(e *containerEntry, x *monitor.ExitRecord, reason string) {
-	if reason == "" {
+	message := ""
+	switch {
+	case x.Unknown:
+		reason, message = ReasonUnknown, "exit status unknown: the pod's monitor died while the container ran"
+	case reason == "":
 		reason = exitReason(x.ExitCode, x.OOMKilled)
 	}
 	applied := false
@@ -239,6 +249,9 @@ func (s *Service) applyExit(e *containerEntry, x *monitor.ExitRecord, reason str
 		c.ExitCode = x.ExitCode
 		c.FinishedAt = x.FinishedAt
 		c.Reason = reason
+		if message != "" {
+			c.Message = message
+		}
 		return true
 	})
 	if err != nil {

@@ -44,11 +44,13 @@ type fakeWorld struct {
 	cgroupRoot string
 	// launches are the monitors launched.
 	launches []monitor.LaunchOptions
+	// died are the watched monitors' death callbacks, by socket id.
+	died map[string]func()
 }
 
 func newFakeWorld() *fakeWorld {
 	return &fakeWorld{fail: map[string]error{}, hook: map[string]func(string){},
-		states: map[string]runc.State{}, pinned: map[string]bool{}}
+		states: map[string]runc.State{}, pinned: map[string]bool{}, died: map[string]func(){}}
 }
 
 // Fake pids: no real process is ever signalled through them.
@@ -128,11 +130,39 @@ func (f *fakeWorld) StartExec(id string, _ runc.ExecOpts) (*runc.Execution, erro
 	return nil, errors.Join(f.call("exec", id), errors.New("fake runtime: no exec"))
 }
 
+// Launch gives the first monitor fakeMonitorPid, each later one the next
+// pid.
 func (f *fakeWorld) Launch(o monitor.LaunchOptions) (int, error) {
 	f.mu.Lock()
 	f.launches = append(f.launches, o)
+	pid := fakeMonitorPid + len(f.launches) - 1
 	f.mu.Unlock()
-	return fakeMonitorPid, f.call("launch", o.PodID)
+	return pid, f.call("launch", o.PodID)
+}
+
+// Watch keeps died, for killMonitor; it records no call.
+func (f *fakeWorld) Watch(_ int, socket string, died func()) (func(), error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.died[socketID(socket)] = died
+	return func() {}, nil
+}
+
+// killMonitor runs the death callback of a pod's watched monitor, as its
+// pidfd would, and waits for it.
+func (f *fakeWorld) killMonitor(t *testing.T, socket string) {
+	t.Helper()
+	f.mu.Lock()
+	died := f.died[socketID(socket)]
+	f.mu.Unlock()
+	if died == nil {
+		t.Fatalf("monitor %s is not watched", socket)
+	}
+	died()
+}
+
+func (f *fakeWorld) Adopt(_ context.Context, _ string, r monitor.AdoptRequest) error {
+	return f.call("adopt", r.ID)
 }
 
 func (f *fakeWorld) Ping(_ context.Context, socket string) error {

@@ -39,8 +39,20 @@ func (s *Service) Recover(ctx context.Context) error {
 	for _, e := range s.allContainers() {
 		s.refreshExit(e) // exits written while recovery ran
 	}
+	s.watchRecoveredMonitors()
 	s.log.Info("recovery done", "sandboxes", sandboxes, "containers", containers, "duration", time.Since(started))
 	return nil
+}
+
+// watchRecoveredMonitors watches the monitor of every sandbox that names
+// one: a monitor that died while the daemon was down is taken over now
+// (monitorDied), one that dies later at once.
+func (s *Service) watchRecoveredMonitors() {
+	for _, sb := range s.Sandboxes() {
+		if sb.MonitorPid != 0 {
+			s.watchMonitor(sb.ID, sb.MonitorPid, sb.MonitorSocket)
+		}
+	}
 }
 
 // recordIDs lists the ids that have a record directory under dir.

@@ -84,6 +84,7 @@ func (s *Service) RunSandbox(ctx context.Context, cfg *runtimeapi.PodSandboxConf
 		return "", err
 	}
 	s.addSandbox(rec)
+	s.watchMonitor(rec.ID, rec.MonitorPid, rec.MonitorSocket)
 	s.sandboxStarted(rec.ID)
 	s.log.Info("pod sandbox ready", "id", rec.ID, "name", rec.Name, "ips", rec.IPs, "duration", time.Since(started))
 	return rec.ID, nil
@@ -209,7 +210,19 @@ func (s *Service) writePodFiles(rec *Sandbox, dir string) error {
 // startMonitor launches the pod's berth-monitor.
 func (s *Service) startMonitor(rec *Sandbox, rb *rollback) error {
 	defer s.phase(opRunSandbox, "monitor")()
-	pid, err := s.monitors.Launch(monitor.LaunchOptions{
+	pid, err := s.monitors.Launch(s.monitorLaunchOptions(rec))
+	if err != nil {
+		return fmt.Errorf("pod sandbox %s: monitor: %w", rec.ID, err)
+	}
+	rec.MonitorPid = pid
+	rb.add("stop monitor", func(ctx context.Context) error { return s.monitors.Stop(ctx, rec.MonitorSocket, pid) })
+	return nil
+}
+
+// monitorLaunchOptions say how to launch the pod's monitor (at start, or
+// to take the pod over from one that died).
+func (s *Service) monitorLaunchOptions(rec *Sandbox) monitor.LaunchOptions {
+	return monitor.LaunchOptions{
 		Binary:   s.cfg.MonitorPath,
 		PodID:    rec.ID,
 		Socket:   rec.MonitorSocket,
@@ -217,13 +230,7 @@ func (s *Service) startMonitor(rec *Sandbox, rb *rollback) error {
 		RuncPath: s.runcOf(rec.RuntimeHandler).RuncPath,
 		RuncRoot: s.runcOf(rec.RuntimeHandler).RuncRoot,
 		LogFile:  filepath.Join(s.podDir(rec.ID), "monitor.log"),
-	})
-	if err != nil {
-		return fmt.Errorf("pod sandbox %s: monitor: %w", rec.ID, err)
 	}
-	rec.MonitorPid = pid
-	rb.add("stop monitor", func(ctx context.Context) error { return s.monitors.Stop(ctx, rec.MonitorSocket, pid) })
-	return nil
 }
 
 // attachment describes a sandbox to CNI; Setup and Teardown get the same one.

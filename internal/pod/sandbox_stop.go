@@ -159,6 +159,7 @@ func (s *Service) forgetSandbox(rec *Sandbox) {
 	delete(s.sandboxes, rec.ID)
 	s.mu.Unlock()
 	s.userns.release(rec.ID)
+	s.watches.drop(rec.ID)
 	s.sandboxIDs.Delete(rec.ID)
 	s.sandboxNames.ReleaseByKey(rec.ID)
 }

@@ -9,9 +9,11 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/berth-dev/berth/internal/errdefs"
 	"github.com/berth-dev/berth/internal/image"
 	"github.com/berth-dev/berth/internal/monitor"
 	"github.com/berth-dev/berth/internal/network"
+	"github.com/berth-dev/berth/internal/procwatch"
 	"github.com/berth-dev/berth/internal/runc"
 )
 
@@ -38,6 +40,10 @@ type podMonitors interface {
 	// Stop makes the monitor on socket exit, by pid if it does not answer;
 	// pid 0 means unknown. A monitor already gone is not an error.
 	Stop(ctx context.Context, socket string, pid int) error
+	// Watch calls died once when the monitor pid (serving socket) ends;
+	// stop ends the watch. A pid that is gone or is no such monitor is
+	// ErrNotFound.
+	Watch(pid int, socket string, died func()) (stop func(), err error)
 }
 
 // monitorCalls asks a pod's monitor (on its socket) to act on one of the
@@ -45,6 +51,7 @@ type podMonitors interface {
 type monitorCalls interface {
 	Create(ctx context.Context, socket string, r monitor.CreateRequest) (int, error)
 	Start(ctx context.Context, socket, id string) error
+	Adopt(ctx context.Context, socket string, r monitor.AdoptRequest) error
 	Forget(ctx context.Context, socket, id string) error
 	ReopenLog(ctx context.Context, socket, id string) error
 	Attach(ctx context.Context, socket, id string, req monitor.AttachRequest, st monitor.AttachStreams) error
@@ -79,6 +86,29 @@ func (monitorClients) Create(ctx context.Context, socket string, r monitor.Creat
 
 func (monitorClients) Start(ctx context.Context, socket, id string) error {
 	return monitor.NewClient(socket).Start(ctx, id)
+}
+
+func (monitorClients) Adopt(ctx context.Context, socket string, r monitor.AdoptRequest) error {
+	return monitor.NewClient(socket).Adopt(ctx, r)
+}
+
+// Watch watches a monitor through a pidfd (internal/procwatch), checking
+// after it is open that the pid is that monitor: a reused pid is refused.
+func (monitorClients) Watch(pid int, socket string, died func()) (func(), error) {
+	p, err := procwatch.Open(pid)
+	if err != nil {
+		return nil, err
+	}
+	if !isMonitorProcess(pid, socket) {
+		_ = p.Close()
+		return nil, fmt.Errorf("pid %d: not the monitor of %s: %w", pid, socket, errdefs.ErrNotFound)
+	}
+	go func() {
+		if p.Wait() == nil {
+			died()
+		}
+	}()
+	return func() { _ = p.Close() }, nil
 }
 
 func (monitorClients) Forget(ctx context.Context, socket, id string) error {

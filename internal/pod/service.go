@@ -118,6 +118,7 @@ type Service struct {
 	oomScoreAdjMin int
 	oomClampLogged atomic.Bool
 	exitWatcher    *exitWatcher
+	watches        monitorWatches
 	quarantine     quarantineSet
 	events         EventBroker
 	starts         eventOrder

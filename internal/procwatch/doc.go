@@ -1,0 +1,9 @@
+// Package procwatch tells when a process ends that is not the caller's
+// child (its exit status cannot be read): through a pidfd, waited on in
+// Go's poller, so no thread is held per watched process.
+//
+// Rules: a Process refers to one process for good (a pidfd, unlike a pid,
+// is never reused); Open of a process that is gone is errdefs.ErrNotFound;
+// Close ends a Wait with ErrClosed. It uses only the standard library and
+// x/sys, so that the per-pod monitor can use it.
+package procwatch
