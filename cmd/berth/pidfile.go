@@ -18,10 +18,11 @@ const pidFileName = "berth.pid"
 // Mode 0600: everything under the state directory is root's alone
 // (TestHostUserReachesNothingOfARunningPod checks it), and who reads the
 // pid file — systemd, an administrator — is root.
+// Written atomically, not flushed: a reboot clears the state directory.
 // The returned func removes it.
 func writePidFile(stateDir string) (func(), error) {
 	path := filepath.Join(stateDir, pidFileName)
-	if err := store.WriteFileAtomic(path, []byte(strconv.Itoa(os.Getpid())+"\n"), 0o600); err != nil {
+	if err := store.WriteFileVolatile(path, []byte(strconv.Itoa(os.Getpid())+"\n"), 0o600); err != nil {
 		return nil, fmt.Errorf("pid file: %w", err)
 	}
 	return func() { os.Remove(path) }, nil

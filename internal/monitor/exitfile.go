@@ -18,7 +18,10 @@ func ExitFilePath(dir, id string) string {
 }
 
 // WriteExitFile atomically writes r as <dir>/<r.ID>.json: a temporary file
-// is written, synced and renamed, and the directory synced.
+// is written and renamed (store.WriteFileVolatile). It is not flushed: dir
+// is under berth's state directory, which a reboot clears, and a kill -9 of
+// the monitor or the daemon after the rename loses nothing (the page cache
+// survives it).
 func WriteExitFile(dir string, r ExitRecord) error {
 	if err := ValidID(r.ID); err != nil {
 		return fmt.Errorf("exit file: %w", err)
@@ -33,7 +36,7 @@ func WriteExitFile(dir string, r ExitRecord) error {
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return fmt.Errorf("exit file %s: directory: %w", r.ID, err)
 	}
-	if err := store.WriteFileAtomic(ExitFilePath(dir, r.ID), data, 0o600); err != nil {
+	if err := store.WriteFileVolatile(ExitFilePath(dir, r.ID), data, 0o600); err != nil {
 		return fmt.Errorf("exit file %s: %w", r.ID, err)
 	}
 	return nil

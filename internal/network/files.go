@@ -103,13 +103,15 @@ func validateName(field, v string) error {
 }
 
 // writePodFile writes a per-pod file readable by every container user, with
-// store.WriteFileAtomic: readers see the old or the new content, never a part.
-// A file already bind-mounted somewhere keeps its old content there.
+// store.WriteFileVolatile: readers see the old or the new content, never a
+// part; it is not flushed, the pod's directory being under the state
+// directory, which a reboot clears. A file already bind-mounted somewhere
+// keeps its old content there.
 func writePodFile(path string, data []byte) error {
 	if !filepath.IsAbs(path) {
 		return fmt.Errorf("pod file %q: not an absolute path: %w", path, errdefs.ErrInvalidArgument)
 	}
-	if err := store.WriteFileAtomic(path, data, 0o644); err != nil {
+	if err := store.WriteFileVolatile(path, data, 0o644); err != nil {
 		return fmt.Errorf("pod file: %w", err)
 	}
 	return nil

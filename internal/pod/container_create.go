@@ -249,7 +249,9 @@ func (s *Service) writeSpec(rec *Container, sb *Sandbox, img image.Image, imageV
 	if err != nil {
 		return fmt.Errorf("spec: encode: %w", err)
 	}
-	if err := store.WriteFileAtomic(filepath.Join(rec.Bundle, "config.json"), data, 0o600); err != nil {
+	// The bundle is under the state directory, which a reboot clears: atomic,
+	// not flushed.
+	if err := store.WriteFileVolatile(filepath.Join(rec.Bundle, "config.json"), data, 0o600); err != nil {
 		return fmt.Errorf("bundle config.json: %w", err)
 	}
 	return nil

@@ -14,9 +14,14 @@
 //	    │           └───── killed / exit ───┘
 //	    └──── rollback / recovery (deleted)
 //
-// Every record is written durably (internal/store) before the side effect it
-// describes: a record in "creating" or "removing" tells recovery that side
-// effects may exist half-made, and recovery undoes them. All undo steps are
+// Every record is written atomically (internal/store) before the side
+// effect it describes: a record in "creating" or "removing" tells recovery
+// that side effects may exist half-made, and recovery undoes them. Those two
+// intent states are flushed (fsync of file and directory), so a record is
+// durable from its first write; the other states are not, a power loss
+// taking a record back to a state recovery treats alike after a reboot
+// (saveRecord). Files under the state directory (bundles, pod files, exit
+// files), which a reboot clears, are never flushed. All undo steps are
 // idempotent, so running one twice is harmless. A record recovery cannot use
 // (unreadable, unknown version, failed checks) is quarantined (quarantine.go):
 // renamed aside and reported, and nothing that depends on it is touched.

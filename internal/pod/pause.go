@@ -65,7 +65,8 @@ func (s *Service) startPause(ctx context.Context, rec *Sandbox, rb *rollback) er
 	if err != nil {
 		return fmt.Errorf("pod sandbox %s: pause spec: %w", rec.ID, err)
 	}
-	if err := store.WriteFileAtomic(filepath.Join(bundle, "config.json"), data, 0o600); err != nil {
+	// Under the state directory, which a reboot clears: atomic, not flushed.
+	if err := store.WriteFileVolatile(filepath.Join(bundle, "config.json"), data, 0o600); err != nil {
 		return fmt.Errorf("pod sandbox %s: pause spec: %w", rec.ID, err)
 	}
 	// Registered before the call: the monitor may finish runc create even

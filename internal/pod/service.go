@@ -234,7 +234,8 @@ func (s *Service) monitorSocket(id string) string {
 	return filepath.Join(s.monitorsDir(), id[:16]+".sock")
 }
 
-// saveSandbox writes a sandbox record durably.
+// saveSandbox writes a sandbox record, flushed or not by its state
+// (saveRecord).
 func (s *Service) saveSandbox(rec *Sandbox) error {
 	rec.Version = recordVersion
 	raw, err := encodeConfig(rec.Config)
@@ -246,10 +247,11 @@ func (s *Service) saveSandbox(rec *Sandbox) error {
 	if err := os.MkdirAll(filepath.Dir(path), store.PrivateDirMode); err != nil {
 		return fmt.Errorf("sandbox %s: record dir: %w", rec.ID, err)
 	}
-	return store.SaveJSON(path, rec)
+	return saveRecord(path, rec, rec.State == SandboxCreating || rec.State == SandboxRemoving)
 }
 
-// saveContainer writes a container record durably.
+// saveContainer writes a container record, flushed or not by its state
+// (saveRecord).
 func (s *Service) saveContainer(rec *Container) error {
 	rec.Version = recordVersion
 	raw, err := encodeConfig(rec.Config)
@@ -261,11 +263,45 @@ func (s *Service) saveContainer(rec *Container) error {
 	if err := os.MkdirAll(filepath.Dir(path), store.PrivateDirMode); err != nil {
 		return fmt.Errorf("container %s: record dir: %w", rec.ID, err)
 	}
-	return store.SaveJSON(path, rec)
+	return saveRecord(path, rec, rec.State == ContainerCreating || rec.State == ContainerRemoving)
+}
+
+// saveRecord writes a record atomically; it flushes it (file and directory)
+// only when intent is set: the record is in "creating" or "removing", the
+// states written before side effects that outlive a reboot (the CNI
+// plugins' IP leases, a container's upper dir, image volumes, idmapped
+// layers), which recovery must find to undo them. "creating" is also every
+// record's first write, so each record is durable from its start.
+//
+// Any other state is an update that a power loss may undo, back to the
+// record's previous state, with no harm: after a reboot, recovery
+// (recovery.go) treats that state as it would have the lost one.
+//   - sandbox: a lost "notready" leaves "ready", which loadSandboxes turns
+//     into "notready" (its namespace pins are gone: sandboxLost tears the
+//     network down again, CNI DEL being idempotent). A lost "ready" leaves
+//     "creating": the sandbox is undone and deleted, with its containers
+//     (loadContainer: sandbox gone), where it would have been kept not
+//     ready; kubelet makes a new sandbox for the pod either way.
+//   - container: "created", "running" and "exited" all end "exited" after
+//     a reboot: reconcileContainer finds no exit file (the state directory
+//     was cleared) and runc knows nothing, so a created or running record
+//     becomes exited, reason Unknown, code 255; a lost "exited" loses its
+//     true exit code the same way, the exit file that held it being gone
+//     with the state directory.
+//   - resource updates: the container is not running after a reboot.
+//
+// A kill -9 of the daemon loses nothing either way: the page cache
+// survives it.
+func saveRecord(path string, rec any, intent bool) error {
+	if intent {
+		return store.SaveJSON(path, rec)
+	}
+	return store.SaveJSONVolatile(path, rec)
 }
 
 // updateSandbox changes a sandbox record through fn and checkpoints it; the
-// change becomes visible only once it is durable. fn reports whether it
+// change becomes visible only once it is written (saveRecord: flushed too
+// in an intent state). fn reports whether it
 // changed anything: an unchanged record is not rewritten (nor resurrected
 // after a concurrent removal).
 func (s *Service) updateSandbox(e *sandboxEntry, fn func(*Sandbox) bool) error {

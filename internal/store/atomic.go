@@ -7,15 +7,46 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"sync/atomic"
 
 	"github.com/berth-dev/berth/internal/errdefs"
 )
 
-// WriteFileAtomic replaces path with data. It writes a temporary file in the
-// same directory, syncs it, renames it over path and syncs the directory, so a
-// crash at any moment leaves either the old or the new content. On error the
+// fsyncs counts the fsyncs of files and directories this package made.
+var fsyncs atomic.Uint64
+
+// Fsyncs is the number of fsyncs (of a file or a directory) the writers of
+// this package have made in this process: tests count a path's flushes
+// with it.
+func Fsyncs() uint64 { return fsyncs.Load() }
+
+// WriteFileAtomic replaces path with data durably. It writes a temporary file
+// in the same directory, syncs it, renames it over path and syncs the
+// directory, so a crash at any moment, power loss included, leaves either the
+// old or the new content, and the new one once it returns. On error the
 // temporary file is removed and path is untouched.
-func WriteFileAtomic(path string, data []byte, perm os.FileMode) (err error) {
+func WriteFileAtomic(path string, data []byte, perm os.FileMode) error {
+	return replaceFile(path, data, perm, true)
+}
+
+// WriteFileVolatile replaces path with data atomically but does not flush it:
+// a temporary file in the same directory renamed over path, with no fsync of
+// the file or the directory. Readers, and a process killed at any moment (the
+// page cache survives it), see either the old content or the new; a power
+// loss may lose the write. It is for what a reboot clears anyway (the state
+// directory) and for updates whose loss recovery handles. After a power
+// loss, ext4 (auto_da_alloc, its default) and btrfs give the old or the new
+// content of a file replaced this way: they write its data before they commit
+// the rename; a filesystem that does not (XFS, ext4 mounted noauto_da_alloc)
+// may give an empty file. On error the temporary file is removed and path is
+// untouched.
+func WriteFileVolatile(path string, data []byte, perm os.FileMode) error {
+	return replaceFile(path, data, perm, false)
+}
+
+// replaceFile is the one temp+rename writer; durable adds the fsync of the
+// temporary file before the rename and of the directory after it.
+func replaceFile(path string, data []byte, perm os.FileMode, durable bool) (err error) {
 	dir, base := filepath.Split(path)
 	if dir == "" {
 		dir = "."
@@ -30,7 +61,7 @@ func WriteFileAtomic(path string, data []byte, perm os.FileMode) (err error) {
 			os.Remove(tmp.Name())
 		}
 	}()
-	if err := writeAndSync(tmp, data, perm); err != nil {
+	if err := writeTemp(tmp, data, perm, durable); err != nil {
 		return fmt.Errorf("file %s: temporary file %s: %w", path, tmp.Name(), err)
 	}
 	if err := tmp.Close(); err != nil {
@@ -39,19 +70,26 @@ func WriteFileAtomic(path string, data []byte, perm os.FileMode) (err error) {
 	if err := os.Rename(tmp.Name(), path); err != nil {
 		return fmt.Errorf("file %s: rename: %w", path, err)
 	}
+	if !durable {
+		return nil
+	}
 	if err := SyncDir(dir); err != nil {
 		return fmt.Errorf("file %s: %w", path, err)
 	}
 	return nil
 }
 
-func writeAndSync(f *os.File, data []byte, perm os.FileMode) error {
+func writeTemp(f *os.File, data []byte, perm os.FileMode, sync bool) error {
 	if err := f.Chmod(perm); err != nil {
 		return fmt.Errorf("chmod: %w", err)
 	}
 	if _, err := f.Write(data); err != nil {
 		return fmt.Errorf("write: %w", err)
 	}
+	if !sync {
+		return nil
+	}
+	fsyncs.Add(1)
 	if err := f.Sync(); err != nil {
 		return fmt.Errorf("fsync: %w", err)
 	}
@@ -66,22 +104,40 @@ func SyncDir(dir string) error {
 		return fmt.Errorf("directory %s: open: %w", dir, err)
 	}
 	defer d.Close()
+	fsyncs.Add(1)
 	if err := d.Sync(); err != nil {
 		return fmt.Errorf("directory %s: fsync: %w", dir, err)
 	}
 	return nil
 }
 
-// SaveJSON atomically writes v as indented JSON to path with mode 0600.
-// v is a versioned record: the caller's struct has a `Version int` field.
-// If v cannot be encoded, path is left untouched.
+// SaveJSON durably writes v as indented JSON to path with mode 0600
+// (WriteFileAtomic). v is a versioned record: the caller's struct has a
+// `Version int` field. If v cannot be encoded, path is left untouched.
 func SaveJSON(path string, v any) error {
+	data, err := encodeRecord(path, v)
+	if err != nil {
+		return err
+	}
+	return WriteFileAtomic(path, data, 0o600)
+}
+
+// SaveJSONVolatile is SaveJSON without the flush (WriteFileVolatile): for a
+// record update that a power loss may undo.
+func SaveJSONVolatile(path string, v any) error {
+	data, err := encodeRecord(path, v)
+	if err != nil {
+		return err
+	}
+	return WriteFileVolatile(path, data, 0o600)
+}
+
+func encodeRecord(path string, v any) ([]byte, error) {
 	data, err := json.MarshalIndent(v, "", "  ")
 	if err != nil {
-		return fmt.Errorf("record %s: encode: %w", path, err)
+		return nil, fmt.Errorf("record %s: encode: %w", path, err)
 	}
-	data = append(data, '\n')
-	return WriteFileAtomic(path, data, 0o600)
+	return append(data, '\n'), nil
 }
 
 // LoadJSON decodes the record at path into v. An absent file is an error

@@ -146,3 +146,111 @@ func TestWriteFileAtomicFailedRenameRemovesTemp(t *testing.T) {
 		t.Errorf("directory holds %v, want only target", names)
 	}
 }
+
+// TestWriteFileVolatileReplacesKeepsModeAndDoesNotSync: the volatile writer
+// replaces the content whole, sets the mode, leaves no temporary file and
+// makes no fsync; the durable one makes two (file, directory).
+func TestWriteFileVolatileReplacesKeepsModeAndDoesNotSync(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "f")
+	if err := WriteFileVolatile(path, []byte("old content"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	before := Fsyncs()
+	if err := WriteFileVolatile(path, []byte("new"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if n := Fsyncs() - before; n != 0 {
+		t.Errorf("volatile write made %d fsyncs, want 0", n)
+	}
+	got, err := os.ReadFile(path)
+	if err != nil || string(got) != "new" {
+		t.Fatalf("content = %q, %v; want new", got, err)
+	}
+	fi, err := os.Stat(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if fi.Mode().Perm() != 0o600 {
+		t.Errorf("mode = %v, want 0600", fi.Mode().Perm())
+	}
+	if names := dirEntries(t, dir); len(names) != 1 || names[0] != "f" {
+		t.Errorf("directory holds %v, want only f", names)
+	}
+	before = Fsyncs()
+	if err := WriteFileAtomic(path, []byte("durable"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if n := Fsyncs() - before; n != 2 {
+		t.Errorf("durable write made %d fsyncs, want 2", n)
+	}
+}
+
+// TestWriteFileVolatileReplacesByRename: a reader holding the old file
+// keeps reading the old content whole: the new one is a new inode renamed
+// over the name, never a rewrite in place.
+func TestWriteFileVolatileReplacesByRename(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "f")
+	if err := WriteFileVolatile(path, []byte("old"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	f, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	if err := WriteFileVolatile(path, []byte("new!"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	buf := make([]byte, 16)
+	n, _ := f.Read(buf)
+	if string(buf[:n]) != "old" {
+		t.Errorf("open reader read %q, want old", buf[:n])
+	}
+}
+
+func TestWriteFileVolatileFailedRenameRemovesTemp(t *testing.T) {
+	dir := t.TempDir()
+	target := filepath.Join(dir, "target")
+	if err := os.MkdirAll(filepath.Join(target, "child"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := WriteFileVolatile(target, []byte("x"), 0o600); err == nil {
+		t.Fatal("renaming over a non-empty directory succeeded")
+	}
+	if names := dirEntries(t, dir); len(names) != 1 || names[0] != "target" {
+		t.Errorf("directory holds %v, want only target", names)
+	}
+	if err := WriteFileVolatile(filepath.Join(dir, "absent", "f"), []byte("x"), 0o600); err == nil {
+		t.Fatal("write into a missing directory succeeded")
+	}
+}
+
+func TestSaveJSONVolatileRoundTripAndEncodeError(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "rec.json")
+	if err := SaveJSON(path, testRecord{Version: 1, Name: "a"}); err != nil {
+		t.Fatal(err)
+	}
+	if err := SaveJSONVolatile(path, testRecord{Version: 1, Name: "b"}); err != nil {
+		t.Fatal(err)
+	}
+	var got testRecord
+	if err := LoadJSON(path, &got); err != nil || got.Name != "b" {
+		t.Fatalf("loaded %+v, %v; want name b", got, err)
+	}
+	if err := SaveJSONVolatile(path, unencodable{Version: 1, C: make(chan int)}); err == nil || !strings.Contains(err.Error(), path) {
+		t.Errorf("unencodable value: error %v, want one naming %s", err, path)
+	}
+	if err := LoadJSON(path, &got); err != nil || got.Name != "b" {
+		t.Errorf("after a failed save: %+v, %v; want name b kept", got, err)
+	}
+	if fi, err := os.Stat(path); err != nil {
+		t.Error(err)
+	} else if fi.Mode().Perm() != 0o600 {
+		t.Errorf("record mode %v, want 0600", fi.Mode().Perm())
+	}
+	if names := dirEntries(t, dir); len(names) != 1 {
+		t.Errorf("directory holds %v, want only rec.json", names)
+	}
+}

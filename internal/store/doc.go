@@ -1,12 +1,21 @@
-// Package store owns berth's generic durable building blocks: atomically
-// written JSON records, the name registrar and the unique-prefix id index.
+// Package store owns berth's generic storage building blocks: atomically
+// written files and JSON records, the name registrar and the unique-prefix
+// id index.
 // It knows no domain types; pod and image build their stores on top of it.
 //
 // Rules:
-//   - Every file is written with WriteFileAtomic: a reader sees either the old
-//     content or the new, never a torn file, and a failed write leaves the old
-//     content in place and no temporary file behind. It is berth's one
-//     temp+fsync+rename+fsync-dir writer: image and network use it too.
+//   - Every file is written by the one temp+rename writer, replaceFile: a
+//     reader, or a process killed at any moment, sees either the old content
+//     or the new, never a torn file, and a failed write leaves the old
+//     content in place and no temporary file behind. Image, network, monitor
+//     and the agent use it too.
+//   - Flushing is chosen by what must survive a power loss, one call per
+//     case: WriteFileAtomic and SaveJSON also fsync the file before the rename
+//     and the directory after it (what must survive a reboot: the first write
+//     of a record, an intent before side effects that outlive a reboot);
+//     WriteFileVolatile and SaveJSONVolatile do not (files under the state
+//     directory, which a reboot clears; record updates whose loss recovery
+//     handles as the previous state). Fsyncs counts the flushes made.
 //   - Records are versioned: the caller's struct carries a `Version int` field
 //     so a future berth can migrate what an older one wrote. LoadVersionedJSON
 //     checks the version before decoding anything else: a record of a newer
