@@ -29,7 +29,7 @@ RUNTIME_PACKAGES := runc containernetworking-plugins busybox-static iptables nft
 BUILD_PACKAGES   := gcc libc6-dev libseccomp-dev pkg-config
 TEST_PACKAGES    := docker-registry skopeo tar gzip hyperfine containerd qemu-system-x86 mmdebstrap
 
-.PHONY: help build runc-bin install install-unit deps runtime-deps image test test-unit test-integration test-e2e test-vm fuzz bench vet lint-bin crictl critest critest-bin kube-bin kubelet-bin etcd-bin e2e-bin conformance-deps test-kubelet test-cluster control-plane-bin test-conformance-slow clean
+.PHONY: help build runc-bin install install-unit deps runtime-deps image test test-unit test-integration test-e2e test-vm fuzz bench vet lint-bin crictl critest critest-bin kube-bin kubelet-bin etcd-bin containerd2-bin e2e-bin conformance-deps test-kubelet test-cluster control-plane-bin test-conformance-slow clean
 
 help: ## list targets
 	@grep -E '^[a-z0-9-]+:.*## ' $(MAKEFILE_LIST) | sed 's/:.*## /\t/' | sort
@@ -144,8 +144,19 @@ lint-bin: ## build golangci-lint v2 (pinned in tools/lint/go.mod) into bin/, unl
 			-o $(abspath $(GOLANGCI_LINT)) github.com/golangci/golangci-lint/v2/cmd/golangci-lint; \
 	fi
 
+# containerd 2.4 for the bench's concurrency section: containerd, its runc v2 shim and ctr from the
+# containerd module at the release pinned in tools/containerd2/go.mod, into bin/containerd2/.
+CONTAINERD2_DIR := $(BIN)/containerd2
+containerd2-bin: ## build containerd 2.4 (containerd, containerd-shim-runc-v2, ctr; pinned in tools/containerd2) into bin/containerd2/
+	cd tools/containerd2 && GOSUMDB=off GOFLAGS=-mod=mod CGO_ENABLED=0 $(GO) build -trimpath \
+		-ldflags "-s -w -X github.com/containerd/containerd/v2/version.Version=$$(awk '$$1 == "require" && $$2 == "github.com/containerd/containerd/v2" {print $$3}' go.mod)" \
+		-o $(abspath $(CONTAINERD2_DIR))/ github.com/containerd/containerd/v2/cmd/containerd \
+		github.com/containerd/containerd/v2/cmd/containerd-shim-runc-v2 github.com/containerd/containerd/v2/cmd/ctr
+
 BENCH_FLAGS ?=
-bench: build critest-bin $(CRITEST_DEPS)/busybox ## benchmarks: pod/container latencies vs runc and CNI floors, berth with the pinned and the system runc and containerd 1.6 side by side, image pull vs skopeo+tar, memory, then critest -benchmark and the agent (root; BENCH_FLAGS=-pull=false skips the pull, -runtimes=false the side by side)
+# containerd 2.4 is built first; when it does not build, the bench reports it missing and goes on with 1.6.
+bench: build critest-bin $(CRITEST_DEPS)/busybox ## benchmarks: pod/container latencies vs runc and CNI floors, berth with the pinned and the system runc and containerd 1.6 side by side, berth vs containerd 1.6 and 2.4 (built by containerd2-bin) with 1, 10 and 50 pods in flight from one client (wall, p50/p90/p99, CPU, forks, PSS per pod), image pull vs skopeo+tar, memory, then critest -benchmark and the agent (root; BENCH_FLAGS=-pull=false skips the pull, -runtimes=false the side by side, -only=concurrency runs only the concurrency section, -conc=1,10 -conc-pods=60 change it)
+	$(MAKE) containerd2-bin || echo "bench: make containerd2-bin failed; the report says containerd 2.4 is missing"
 	./scripts/bench.sh $(BENCH_FLAGS)
 	BERTH_CRITEST=$(abspath $(BIN)/critest) BERTH_CRITEST_BUSYBOX=$(abspath $(CRITEST_DEPS)/busybox) \
 	BERTH_CRITEST_BENCHMARK=$(abspath bench/critest.md) $(GO) test -count=1 -run TestCritestBenchmark -timeout 30m ./test/critest/

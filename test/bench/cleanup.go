@@ -15,7 +15,7 @@ import (
 )
 
 // cleanup removes everything the run created, in reverse order of creation:
-// containerd if the runtime comparison failed midway (its pods through CRI,
+// the containerds of a phase that failed midway (their pods through CRI,
 // containerd, then whatever it left), berth's pods through CRI (restarting
 // the daemon for it if it died), the daemon,
 // the floors' runc containers, then anything still found (reported as a
@@ -25,14 +25,14 @@ func (b *bench) cleanup() (leftovers []string, err error) {
 	progressf("cleanup")
 	var errs []error
 	ctx := context.Background()
-	if b.ctrd != nil {
-		found, cerr := b.ctrd.stop()
+	for _, c := range b.ctrds {
+		found, cerr := c.stop()
 		leftovers = append(leftovers, found...)
 		if cerr != nil {
 			errs = append(errs, fmt.Errorf("cleanup: %w", cerr))
 		}
-		b.ctrd = nil
 	}
+	b.ctrds = nil
 	if b.d != nil {
 		if !b.d.running() {
 			warnf("berth serve exited early; restarting it to remove the pods")

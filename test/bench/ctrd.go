@@ -4,8 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 	"time"
@@ -17,15 +19,17 @@ import (
 	"github.com/berth-dev/berth/test/testimage"
 )
 
-// benchContainerd is the private containerd 1.6 of the runtime comparison
-// (test/harness's, as the e2e suite runs it): its root and state below the
-// run's (<root>/ctrd, <state>/ctrd), its runc the system's, and a CNI
-// network of its own (bridge bc<id>, another free subnet) written by the
-// code that writes berth's default network, so that both runtimes run the
-// same plugins with the same options.
+// benchContainerd is a private containerd of the bench (test/harness's,
+// as the e2e suite runs it), of a flavour: Debian's 1.6 or a 2.x built
+// from its module. Its root and state lie below the run's (<root>/<tag>,
+// <state>/<tag>), its runc is the system's, and its CNI network is its
+// own (bridge <prefix><id>, another free subnet) written by the code that
+// writes berth's default network, so that every runtime runs the same
+// plugins with the same options.
 type benchContainerd struct {
 	*harness.Containerd
 	e           *env
+	tag         string // its directories' name, in pod names too
 	root, state string // the parents of its directories and socket
 	work        string // config, log, image archive, CNI config, hosts
 	net         harness.Network
@@ -35,16 +39,19 @@ type benchContainerd struct {
 	absentHostDirs []string
 }
 
-// newBenchContainerd lays containerd out; it creates nothing.
-func newBenchContainerd(e *env) *benchContainerd {
+// newBenchContainerd lays a containerd of flavour f out under the tag
+// (ctrd, ctrd2) with a network named prefix+id on a subnet that is
+// neither berth's nor one of taken; it creates nothing.
+func newBenchContainerd(e *env, f harness.ContainerdFlavour, tag, prefix string, taken ...*net.IPNet) *benchContainerd {
 	c := &benchContainerd{
-		e: e, root: filepath.Join(e.root, "ctrd"), state: filepath.Join(e.state, "ctrd"),
-		work: filepath.Join(e.work, "containerd"), ids: map[string]bool{},
+		e: e, tag: tag, root: filepath.Join(e.root, tag), state: filepath.Join(e.state, tag),
+		work: filepath.Join(e.work, tag), ids: map[string]bool{},
 	}
-	c.Containerd = harness.NewContainerd(c.root, c.state, filepath.Join(c.work, "containerd.log"))
-	c.net = harness.NewNetwork("bc", e.id, filepath.Join(c.root, "cni", "networks"))
-	for c.net.Subnet.String() == e.subnet.String() {
-		c.net = harness.NewNetwork("bc", e.id, c.net.DataDir)
+	c.Containerd = harness.NewContainerd(f, c.root, c.state, filepath.Join(c.work, "containerd.log"))
+	taken = append(taken, e.subnet)
+	c.net = harness.NewNetwork(prefix, e.id, filepath.Join(c.root, "cni", "networks"))
+	for slices.ContainsFunc(taken, func(n *net.IPNet) bool { return n.String() == c.net.Subnet.String() }) {
+		c.net = harness.NewNetwork(prefix, e.id, c.net.DataDir)
 	}
 	return c
 }
@@ -111,7 +118,7 @@ func (c *benchContainerd) stop() (leftovers []string, err error) {
 		}
 		cancel()
 		if rerr := c.client().removeAllPods(context.Background()); rerr != nil {
-			errs = append(errs, fmt.Errorf("containerd: %w", rerr))
+			errs = append(errs, fmt.Errorf("%s: %w", c.Flavour.Name, rerr))
 		}
 	}
 	if c.Started() {
@@ -127,7 +134,7 @@ func (c *benchContainerd) stop() (leftovers []string, err error) {
 	leftovers = c.removeLeftovers()
 	for _, dir := range []string{c.state, c.root} {
 		if rerr := os.RemoveAll(dir); rerr != nil {
-			errs = append(errs, fmt.Errorf("containerd: %w", rerr))
+			errs = append(errs, fmt.Errorf("%s: %w", c.Flavour.Name, rerr))
 		}
 	}
 	harness.RemoveEmptyDirs(c.absentHostDirs)
@@ -145,7 +152,7 @@ func (c *benchContainerd) removeLeftovers() []string {
 	var found []string
 	note := func(kind string, items []string) {
 		for _, it := range items {
-			found = append(found, "containerd: "+kind+" "+it+" (removed)")
+			found = append(found, c.Flavour.Name+": "+kind+" "+it+" (removed)")
 		}
 	}
 	found = append(found, c.killProcesses()...)
@@ -159,7 +166,7 @@ func (c *benchContainerd) removeLeftovers() []string {
 	note("host-local allocation", c.net.Allocations())
 	c.net.RemoveLinks()
 	if err := c.net.RemoveIptablesRules(); err != nil {
-		found = append(found, "containerd: "+err.Error())
+		found = append(found, c.Flavour.Name+": "+err.Error())
 	}
 	cgroups := harness.CgroupsNamed(func(name string) bool { return c.ids[name] })
 	note("cgroup", cgroups)
@@ -191,11 +198,20 @@ func (c *benchContainerd) killProcesses() []string {
 		for _, p := range procs {
 			if !seen[p.PID] {
 				seen[p.PID] = true
-				found = append(found, fmt.Sprintf("containerd: process %d: %s (killed)", p.PID, p.Cmdline))
+				found = append(found, fmt.Sprintf("%s: process %d: %s (killed)", c.Flavour.Name, p.PID, p.Cmdline))
 			}
 			_ = syscall.Kill(p.PID, syscall.SIGKILL) // a process of this run's containerd
 		}
 		time.Sleep(200 * time.Millisecond)
 	}
 	return found
+}
+
+// stopContainerd stops c (benchContainerd.stop), keeps its leftovers for
+// the report and forgets it: the cleanup has nothing more to do for it.
+func (b *bench) stopContainerd(c *benchContainerd) error {
+	b.ctrds = slices.DeleteFunc(b.ctrds, func(x *benchContainerd) bool { return x == c })
+	leftovers, err := c.stop()
+	b.res.leftovers = append(b.res.leftovers, leftovers...)
+	return err
 }

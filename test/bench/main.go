@@ -27,6 +27,11 @@ type options struct {
 	runtimes  bool   // run the runtime comparison: berth's two runcs and containerd
 	pullRuns  int    // measured runs of berth and of the floor
 	pullCache string // OCI layout dir of the large image, kept and reused across runs; "" builds it in the work dir
+	// The concurrency section.
+	concPods    int     // pods started per phase
+	conc        intList // pods in flight, one phase per value
+	containerd2 string  // containerd 2.4's binaries (make containerd2-bin)
+	only        string  // "" runs every section; "concurrency" only that one
 }
 
 // results is everything the report shows.
@@ -39,6 +44,7 @@ type results struct {
 	mem              memory
 	pull             pullResults
 	runtimes         runtimeResults
+	conc             concResults
 	leftovers        []string // found (and removed) during cleanup
 	startedAt        time.Time
 	took             time.Duration
@@ -55,6 +61,11 @@ func main() {
 	flag.BoolVar(&o.runtimes, "runtimes", true, "measure the pod cycle on berth with the pinned runc, with the system's runc (handler runc-system) and on a private containerd 1.6, in turns")
 	flag.IntVar(&o.pullRuns, "pull-runs", 3, "measured runs of the pull and of its floor")
 	flag.StringVar(&o.pullCache, "pull-cache", "", "keep the pull image's OCI layout in this dir and reuse it (saves ~15 s of building)")
+	flag.IntVar(&o.concPods, "conc-pods", 60, "concurrency section: pods started per phase")
+	o.conc = intList{1, 10, 50}
+	flag.Var(&o.conc, "conc", "concurrency section: pods in flight, comma-separated, one phase per value")
+	flag.StringVar(&o.containerd2, "containerd2", containerd2Dir, "directory of containerd 2.4's containerd, containerd-shim-runc-v2 and ctr (make containerd2-bin)")
+	flag.StringVar(&o.only, "only", "", `run one section only: "concurrency" (after the setup: the daemon, the image)`)
 	flag.Parse()
 	if err := run(o); err != nil {
 		fmt.Fprintln(os.Stderr, "bench:", err)
@@ -63,14 +74,20 @@ func main() {
 }
 
 func run(o options) error {
+	binDir, err := filepath.Abs(o.binDir)
+	if err != nil {
+		return err
+	}
 	if os.Geteuid() != 0 {
 		return errors.New("needs root (namespaces, CNI, runc)")
 	}
-	if o.runs < 1 || o.pods < 1 || o.pullRuns < 1 {
-		return errors.New("-n, -pods and -pull-runs must be at least 1")
+	if o.runs < 1 || o.pods < 1 || o.pullRuns < 1 || o.concPods < 1 {
+		return errors.New("-n, -pods, -pull-runs and -conc-pods must be at least 1")
 	}
-	binDir, err := filepath.Abs(o.binDir)
-	if err != nil {
+	if o.only != "" && o.only != onlyConcurrency {
+		return fmt.Errorf("-only=%s: the only section that runs alone is %q", o.only, onlyConcurrency)
+	}
+	if o.containerd2, err = filepath.Abs(o.containerd2); err != nil {
 		return err
 	}
 	e, err := newEnv(binDir)
@@ -86,8 +103,10 @@ func run(o options) error {
 	if measureErr != nil && b.d != nil {
 		fmt.Fprintln(os.Stderr, logTail(e.daemonLog(), 40))
 	}
-	if measureErr != nil && b.ctrd != nil {
-		fmt.Fprintln(os.Stderr, b.ctrd.LogTail(40))
+	for _, c := range b.ctrds {
+		if measureErr != nil {
+			fmt.Fprintln(os.Stderr, c.LogTail(40))
+		}
 	}
 	res.leftovers, err = b.cleanup()
 	res.took, res.load = time.Since(res.startedAt), loadAverage()
@@ -104,13 +123,14 @@ func run(o options) error {
 	return err
 }
 
-// bench is one run: its environment, its daemon (and containerd, while
-// the runtime comparison runs) and what it measured.
+// bench is one run: its environment, its daemon (and the containerds
+// running while the runtime comparison or the concurrency section runs)
+// and what it measured.
 type bench struct {
 	o          options
 	e          *env
 	d          *daemon
-	ctrd       *benchContainerd
+	ctrds      []*benchContainerd
 	busyboxRef string // the test image's name
 	res        *results
 }
@@ -126,23 +146,7 @@ func (b *bench) measure(ctx context.Context) error {
 	if err := b.setUp(ctx); err != nil {
 		return err
 	}
-	phases := []phase{
-		{"latencies, pid CONTAINER", func() error { return b.measureMode(ctx, runtimeapi.NamespaceMode_CONTAINER) }},
-		{"latencies, pid POD", func() error { return b.measureMode(ctx, runtimeapi.NamespaceMode_POD) }},
-	}
-	if b.o.runtimes {
-		phases = append(phases, phase{"runtimes: berth pinned runc, berth system runc, containerd 1.6", func() error { return b.measureRuntimes(ctx) }})
-	}
-	phases = append(phases,
-		phase{"floor: namespaces + CNI ADD", func() error { return b.e.measureNetworkFloors(ctx, b.o.runs, &b.res.floors) }},
-		phase{"floor: monitor launch", func() error { return b.e.measureMonitorFloor(ctx, b.o.runs, &b.res.floors) }},
-		phase{"floor: runc", func() error { return b.e.measureRuncFloors(ctx, b.o.runs, &b.res.floors) }},
-		phase{"memory", func() error { return b.d.measureMemory(ctx, b.o.pods, &b.res.mem) }},
-	)
-	if b.o.pull {
-		phases = append(phases, phase{"image pull vs skopeo + tar", func() error { return b.measurePull(ctx) }})
-	}
-	for _, p := range phases {
+	for _, p := range b.phases(ctx) {
 		progressf("%s", p.name)
 		if err := p.run(); err != nil {
 			return fmt.Errorf("%s: %w", p.name, err)
@@ -152,6 +156,31 @@ func (b *bench) measure(ctx context.Context) error {
 		}
 	}
 	return nil
+}
+
+// phases are the sections the options ask for, in order.
+func (b *bench) phases(ctx context.Context) []phase {
+	conc := phase{"concurrency: berth, containerd 1.6, containerd 2.4", func() error { return b.measureConcurrency(ctx) }}
+	if b.o.only == onlyConcurrency {
+		return []phase{conc}
+	}
+	phases := []phase{
+		{"latencies, pid CONTAINER", func() error { return b.measureMode(ctx, runtimeapi.NamespaceMode_CONTAINER) }},
+		{"latencies, pid POD", func() error { return b.measureMode(ctx, runtimeapi.NamespaceMode_POD) }},
+	}
+	if b.o.runtimes {
+		phases = append(phases, phase{"runtimes: berth pinned runc, berth system runc, containerd 1.6", func() error { return b.measureRuntimes(ctx) }})
+	}
+	phases = append(phases, conc,
+		phase{"floor: namespaces + CNI ADD", func() error { return b.e.measureNetworkFloors(ctx, b.o.runs, &b.res.floors) }},
+		phase{"floor: monitor launch", func() error { return b.e.measureMonitorFloor(ctx, b.o.runs, &b.res.floors) }},
+		phase{"floor: runc", func() error { return b.e.measureRuncFloors(ctx, b.o.runs, &b.res.floors) }},
+		phase{"memory", func() error { return b.d.measureMemory(ctx, b.o.pods, &b.res.mem) }},
+	)
+	if b.o.pull {
+		phases = append(phases, phase{"image pull vs skopeo + tar", func() error { return b.measurePull(ctx) }})
+	}
+	return phases
 }
 
 // setUp creates the directories, imports the image and starts the daemon,

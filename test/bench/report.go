@@ -26,6 +26,11 @@ const (
 func render(o options, r *results) string {
 	var w strings.Builder
 	writeHeader(&w, o, r)
+	if o.only == onlyConcurrency {
+		writeConcurrency(&w, r.conc)
+		writeLeftovers(&w, r)
+		return w.String()
+	}
 	writeLatencies(&w, r)
 	writeFloors(&w, r)
 	writeRatios(&w, r)
@@ -33,6 +38,7 @@ func render(o options, r *results) string {
 	writeReference(&w, r)
 	writePull(&w, o, r.pull)
 	writeRuntimes(&w, o, r.runtimes)
+	writeConcurrency(&w, r.conc)
 	writeLeftovers(&w, r)
 	return w.String()
 }
@@ -43,6 +49,10 @@ func writeHeader(w *strings.Builder, o options, r *results) {
 	fmt.Fprintf(w, "- date: %s; whole run %s\n", r.startedAt.Format(time.RFC3339), r.took.Round(time.Second))
 	fmt.Fprintf(w, "- host: %s, %d CPUs, %s RAM, kernel %s, %s\n", h.cpu, h.cpus, h.memTotal, h.kernel, h.runc)
 	fmt.Fprintf(w, "- load average before / after: %s / %s (other work on the machine shows up in the latencies)\n", r.loadBefore, r.load)
+	if o.only == onlyConcurrency {
+		fmt.Fprintf(w, "- only the concurrency section (-only=%s)\n\n", onlyConcurrency)
+		return
+	}
 	fmt.Fprintf(w, "- %d measured runs per row after 1 discarded warm-up, serial; latencies are client-side wall time "+
 		"through the CRI Go client over the unix socket; p50/p90 interpolate between ranks\n\n", o.runs)
 }

@@ -45,12 +45,14 @@ func (b *bench) measureRuntimes(ctx context.Context) error {
 		{name: "berth, pinned runc", tag: "pinned", client: b.d.criClient, runc: b.e.pinnedRunc()},
 		{name: "berth, system runc", tag: "system", client: b.d.withHandler(config.SystemRuncHandler), runc: systemRunc},
 	}
-	if r.noContainerd = harness.ContainerdMissing(); r.noContainerd == "" {
-		b.ctrd = newBenchContainerd(b.e)
-		if err := b.ctrd.start(b.busyboxRef); err != nil {
+	var ctrd *benchContainerd
+	if r.noContainerd = harness.Containerd16.Missing(); r.noContainerd == "" {
+		ctrd = newBenchContainerd(b.e, harness.Containerd16, "ctrd", "bc")
+		b.ctrds = append(b.ctrds, ctrd)
+		if err := ctrd.start(b.busyboxRef); err != nil {
 			return fmt.Errorf("containerd: %w", err)
 		}
-		r.rows = append(r.rows, &runtimeRow{name: "containerd 1.6", tag: "ctrd", client: b.ctrd.client(), runc: systemRunc})
+		r.rows = append(r.rows, &runtimeRow{name: "containerd 1.6", tag: "ctrd", client: ctrd.client(), runc: systemRunc})
 	}
 	for _, row := range r.rows {
 		row.describe(ctx)
@@ -58,10 +60,8 @@ func (b *bench) measureRuntimes(ctx context.Context) error {
 	if err := cycleInTurns(ctx, r.rows, b.o.runs); err != nil {
 		return err
 	}
-	if b.ctrd != nil {
-		leftovers, err := b.ctrd.stop()
-		b.res.leftovers, b.ctrd = append(b.res.leftovers, leftovers...), nil
-		return err
+	if ctrd != nil {
+		return b.stopContainerd(ctrd)
 	}
 	return nil
 }

@@ -7,8 +7,8 @@ import (
 
 // summary is the distribution of one measured operation.
 type summary struct {
-	N             int
-	P50, P90, Avg time.Duration
+	N                  int
+	P50, P90, P99, Avg time.Duration
 }
 
 // summarize sorts a copy of d and computes its percentiles and mean.
@@ -26,6 +26,7 @@ func summarize(d []time.Duration) summary {
 		N:   len(s),
 		P50: percentile(s, 0.50),
 		P90: percentile(s, 0.90),
+		P99: percentile(s, 0.99),
 		Avg: total / time.Duration(len(s)),
 	}
 }

@@ -14,7 +14,7 @@ import (
 
 // containerdSkipReason says why containerd cannot run here, or "".
 func containerdSkipReason() string {
-	if missing := harness.ContainerdMissing(); missing != "" {
+	if missing := harness.Containerd16.Missing(); missing != "" {
 		return "containerd runs skipped: " + missing + " (Debian packages containerd and runc; `make deps` installs them)"
 	}
 	return ""
@@ -49,7 +49,7 @@ func startContainerd(t *testing.T, agentArgs []string, drain func()) runtime {
 		agentArgs: agentArgs, drain: drain, seen: newSeenObjects(),
 	}
 	c.network = harness.NewNetwork("btc", id, filepath.Join(c.root, "cni-ipam"))
-	c.ctrd = harness.NewContainerd(c.root, c.state, filepath.Join(c.tmp, "containerd.log"))
+	c.ctrd = harness.NewContainerd(harness.Containerd16, c.root, c.state, filepath.Join(c.tmp, "containerd.log"))
 	c.agent = harness.Process{Name: "berth agent", Bin: filepath.Join(env.BinDir, "berth"), LogPath: filepath.Join(c.tmp, "agent.log"), CleanExit: true}
 	c.absentHostDirs = harness.AbsentDirs(harness.ContainerdHostDirs)
 	harness.KeepOnFailure(t, c.ctrd.LogPath, c.agent.LogPath) // runs after the teardown

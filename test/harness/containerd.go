@@ -30,22 +30,13 @@ const (
 	OfflineServer = "http://127.0.0.1:9"
 )
 
-// ContainerdMissing names the first binary a private containerd needs that
-// this machine lacks, with the error, or returns "".
-func ContainerdMissing() string {
-	for _, bin := range []string{ContainerdBin, CtrBin, ContainerdShimBin, SystemRunc} {
-		if _, err := os.Stat(bin); err != nil {
-			return fmt.Sprintf("%s missing: %v", bin, err)
-		}
-	}
-	return ""
-}
-
-// Containerd is a private containerd 1.6 with the CRI plugin: its own
-// root, state and socket, runc's state for its shims' containers under its
+// Containerd is a private containerd of a flavour (Containerd16, or a
+// Containerd2 built from its module) with the CRI plugin: its own root,
+// state and socket, runc's state for its shims' containers under its
 // state, and the CRI clients once it answers.
 type Containerd struct {
 	Process
+	Flavour     ContainerdFlavour
 	Root, State string // its root and state directories
 	Socket      string // the gRPC (and CRI) socket
 	RuncRoot    string // runc's state for the shims' containers
@@ -55,72 +46,18 @@ type Containerd struct {
 	Img         runtimeapi.ImageServiceClient
 }
 
-// NewContainerd lays a containerd out under root and state (which it
-// creates nothing in): <root>/containerd, <state>/containerd, the socket
-// <state>/containerd.sock, runc's root <state>/runc; it logs to logPath.
-func NewContainerd(root, state, logPath string) *Containerd {
+// NewContainerd lays a containerd of flavour f out under root and state
+// (which it creates nothing in): <root>/containerd, <state>/containerd,
+// the socket <state>/containerd.sock, runc's root <state>/runc; it logs to
+// logPath.
+func NewContainerd(f ContainerdFlavour, root, state, logPath string) *Containerd {
 	c := &Containerd{
-		Root: filepath.Join(root, "containerd"), State: filepath.Join(state, "containerd"),
+		Flavour: f,
+		Root:    filepath.Join(root, "containerd"), State: filepath.Join(state, "containerd"),
 		Socket: filepath.Join(state, "containerd.sock"), RuncRoot: filepath.Join(state, "runc"),
 	}
-	c.Name, c.LogPath = "containerd", logPath
+	c.Name, c.LogPath = f.Name, logPath
 	return c
-}
-
-// ContainerdSettings are the inputs of containerd's config.
-type ContainerdSettings struct {
-	CNIConfDir string // holds the one conflist containerd uses
-	HostsDir   string // registry hosts.toml directories
-}
-
-// WriteConfig writes containerd's config (version 2) into dir: overlayfs,
-// the runc v2 shim with SystemRunc, cgroupfs, the sandbox image
-// ContainerdPauseRef, network namespaces under the state directory.
-func (c *Containerd) WriteConfig(dir string, s ContainerdSettings) error {
-	conf := fmt.Sprintf(`version = 2
-root = %q
-state = %q
-# opt would create /var/lib/containerd/opt; the other snapshotters are unused.
-disabled_plugins = [
-  "io.containerd.internal.v1.opt",
-  "io.containerd.snapshotter.v1.btrfs",
-  "io.containerd.snapshotter.v1.zfs",
-  "io.containerd.snapshotter.v1.devmapper",
-  "io.containerd.snapshotter.v1.aufs",
-]
-
-[grpc]
-  address = %q
-
-[ttrpc]
-  address = %q
-
-[plugins."io.containerd.grpc.v1.cri"]
-  sandbox_image = %q
-  disable_apparmor = true
-  restrict_oom_score_adj = true
-  netns_mounts_under_state_dir = true
-  stream_server_address = "127.0.0.1"
-  stream_server_port = "0"
-  [plugins."io.containerd.grpc.v1.cri".containerd]
-    snapshotter = "overlayfs"
-    default_runtime_name = "runc"
-    [plugins."io.containerd.grpc.v1.cri".containerd.runtimes.runc]
-      runtime_type = "io.containerd.runc.v2"
-      [plugins."io.containerd.grpc.v1.cri".containerd.runtimes.runc.options]
-        SystemdCgroup = false
-        BinaryName = %q
-        Root = %q
-  [plugins."io.containerd.grpc.v1.cri".cni]
-    bin_dir = %q
-    conf_dir = %q
-    max_conf_num = 1
-  [plugins."io.containerd.grpc.v1.cri".registry]
-    config_path = %q
-`, c.Root, c.State, c.Socket, c.Socket+".ttrpc", ContainerdPauseRef, SystemRunc, c.RuncRoot,
-		CNIBinDir, s.CNIConfDir, s.HostsDir)
-	c.Config = filepath.Join(dir, "containerd.toml")
-	return os.WriteFile(c.Config, []byte(conf), 0o600)
 }
 
 // WriteOfflineHosts sends docker.io, the registry of the test images, to
@@ -155,10 +92,12 @@ func (c *Containerd) CheckOffline() error {
 	return nil
 }
 
-// Launch starts containerd with its config and waits until its CRI plugin
+// Launch starts containerd with its config (its flavour's binary, the
+// flavour's shim directory first in PATH) and waits until its CRI plugin
 // answers Version.
 func (c *Containerd) Launch() error {
-	c.Bin, c.Args, c.CleanExit = ContainerdBin, []string{"--config", c.Config, "--log-level", "debug"}, true
+	c.Bin, c.Args, c.CleanExit = c.Flavour.Bin, []string{"--config", c.Config, "--log-level", "debug"}, true
+	c.Env = c.Flavour.env()
 	if err := c.Start(); err != nil {
 		return err
 	}

@@ -18,7 +18,7 @@ import (
 )
 
 // ContainerdHostDirs are directories outside a private containerd's own
-// that containerd 1.6 creates when missing: the shims' sockets
+// that containerd (1.6 and 2.x) creates when missing: the shims' sockets
 // (/run/containerd/s is fixed in the shim) and libcni's result cache (the
 // CRI plugin sets no cache dir). Whoever starts one removes those it
 // created, once empty (AbsentDirs, RemoveEmptyDirs).
@@ -73,9 +73,10 @@ func WriteContainerdImages(path, pauseBinary string, images ...testimage.Options
 	return testimage.WriteDockerArchive(path, all...)
 }
 
-// Import imports a `docker save` archive into the CRI namespace with ctr.
+// Import imports a `docker save` archive into the CRI namespace with the
+// flavour's ctr.
 func (c *Containerd) Import(archive string) error {
-	out, err := exec.Command(CtrBin, "-a", c.Socket, "-n", CRINamespace, "images", "import", archive).CombinedOutput()
+	out, err := exec.Command(c.Flavour.Ctr, "-a", c.Socket, "-n", CRINamespace, "images", "import", archive).CombinedOutput()
 	if err != nil {
 		return fmt.Errorf("ctr images import %s: %w\n%s", archive, err, out)
 	}
@@ -83,7 +84,9 @@ func (c *Containerd) Import(archive string) error {
 }
 
 // ImportImages imports an archive of WriteContainerdImages and checks that
-// the CRI plugin lists the sandbox image and each of refs.
+// the CRI plugin lists the sandbox image and each of refs. containerd 2.x's
+// CRI plugin learns of an imported image from an event, after ctr has
+// returned: each image is asked for until it shows, for up to 10 s.
 func (c *Containerd) ImportImages(archive string, refs ...string) error {
 	if err := c.Import(archive); err != nil {
 		return err
@@ -91,12 +94,19 @@ func (c *Containerd) ImportImages(archive string, refs ...string) error {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	for _, ref := range append([]string{ContainerdPauseRef}, refs...) {
-		resp, err := c.Img.ImageStatus(ctx, &runtimeapi.ImageStatusRequest{Image: &runtimeapi.ImageSpec{Image: ref}})
-		if err != nil {
-			return fmt.Errorf("the CRI plugin's status of %s after the import: %w", ref, err)
-		}
-		if resp.GetImage() == nil {
-			return fmt.Errorf("the CRI plugin does not list %s after the import", ref)
+		for {
+			resp, err := c.Img.ImageStatus(ctx, &runtimeapi.ImageStatusRequest{Image: &runtimeapi.ImageSpec{Image: ref}})
+			if err != nil {
+				return fmt.Errorf("the CRI plugin's status of %s after the import: %w", ref, err)
+			}
+			if resp.GetImage() != nil {
+				break
+			}
+			select {
+			case <-ctx.Done():
+				return fmt.Errorf("the CRI plugin does not list %s 10 s after the import", ref)
+			case <-time.After(50 * time.Millisecond):
+			}
 		}
 	}
 	return nil
@@ -104,14 +114,18 @@ func (c *Containerd) ImportImages(archive string, refs ...string) error {
 
 // ShimSockets lists the sockets left of the shims of the sandboxes ids:
 // the runc v2 shim listens on /run/containerd/s/<sha256 of
-// "<containerd address>/<namespace>/<sandbox id>">.
+// "<containerd address>/<namespace>/<sandbox id>">, and with -debug (a
+// containerd logging at debug level) also on the same name with "/debug"
+// added before the hash.
 func (c *Containerd) ShimSockets(ids map[string]bool) []string {
 	var out []string
 	for id := range ids {
-		sum := sha256.Sum256([]byte(filepath.Join(c.Socket, CRINamespace, id)))
-		path := filepath.Join("/run/containerd/s", fmt.Sprintf("%x", sum))
-		if _, err := os.Lstat(path); err == nil {
-			out = append(out, path)
+		name := filepath.Join(c.Socket, CRINamespace, id)
+		for _, n := range []string{name, filepath.Join(name, "debug")} {
+			path := filepath.Join("/run/containerd/s", fmt.Sprintf("%x", sha256.Sum256([]byte(n))))
+			if _, err := os.Lstat(path); err == nil {
+				out = append(out, path)
+			}
 		}
 	}
 	sort.Strings(out)
