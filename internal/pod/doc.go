@@ -18,9 +18,9 @@
 // effect it describes: a record in "creating" or "removing" tells recovery
 // that side effects may exist half-made, and recovery undoes them. Those two
 // intent states are flushed (fsync of file and directory), so a record is
-// durable from its first write; the other states are not, a power loss
-// taking a record back to a state recovery treats alike after a reboot
-// (saveRecord). Files under the state directory (bundles, pod files, exit
+// durable from its first write; the other states are flushed once, not
+// their rename, a power loss taking a record back to a state recovery
+// treats alike after a reboot (saveRecord). Files under the state directory (bundles, pod files, exit
 // files), which a reboot clears, are never flushed. All undo steps are
 // idempotent, so running one twice is harmless. A record recovery cannot use
 // (unreadable, unknown version, failed checks) is quarantined (quarantine.go):

@@ -11,8 +11,9 @@ import (
 // TestPodLifecycleFlushesOnlyIntents counts the fsyncs of a pod's life on
 // the fakes: a start (RunSandbox, CreateContainer, StartContainer) flushes
 // the two records' first writes, "creating", file and directory each, and
-// nothing under the state directory; its removal flushes the two "removing"
-// intents. Every other state is written, unflushed.
+// each later state once (ready; created, running), nothing under the state
+// directory; its removal flushes the two "removing" intents fully and the
+// exit and "notready" updates once.
 func TestPodLifecycleFlushesOnlyIntents(t *testing.T) {
 	f := newFakeWorld()
 	s := newFakeService(t, t.TempDir(), t.TempDir(), f)
@@ -31,8 +32,8 @@ func TestPodLifecycleFlushesOnlyIntents(t *testing.T) {
 	if err := s.StartContainer(ctx, id); err != nil {
 		t.Fatal(err)
 	}
-	if n := store.Fsyncs() - before; n != 4 {
-		t.Errorf("a pod start made %d fsyncs, want 4 (two intent records, file and directory)", n)
+	if n := store.Fsyncs() - before; n != 7 {
+		t.Errorf("a pod start made %d fsyncs, want 7 (two intent records, file and directory; three updates, file only)", n)
 	}
 	var sb Sandbox
 	var c Container
@@ -48,7 +49,7 @@ func TestPodLifecycleFlushesOnlyIntents(t *testing.T) {
 	if err := s.RemoveSandbox(ctx, sbID); err != nil {
 		t.Fatal(err)
 	}
-	if n := store.Fsyncs() - before; n != 4 {
-		t.Errorf("a pod removal made %d fsyncs, want 4 (two removing intents)", n)
+	if n := store.Fsyncs() - before; n != 6 {
+		t.Errorf("a pod removal made %d fsyncs, want 6 (two removing intents, file and directory; the exit and notready updates, file only)", n)
 	}
 }

@@ -273,7 +273,8 @@ func (s *Service) saveContainer(rec *Container) error {
 // layers), which recovery must find to undo them. "creating" is also every
 // record's first write, so each record is durable from its start.
 //
-// Any other state is an update that a power loss may undo, back to the
+// Any other state is an update (store.UpdateJSON: the new content is
+// flushed once, the rename is not) that a power loss may undo, back to the
 // record's previous state, with no harm: after a reboot, recovery
 // (recovery.go) treats that state as it would have the lost one.
 //   - sandbox: a lost "notready" leaves "ready", which loadSandboxes turns
@@ -296,7 +297,7 @@ func saveRecord(path string, rec any, intent bool) error {
 	if intent {
 		return store.SaveJSON(path, rec)
 	}
-	return store.SaveJSONVolatile(path, rec)
+	return store.UpdateJSON(path, rec)
 }
 
 // updateSandbox changes a sandbox record through fn and checkpoints it; the

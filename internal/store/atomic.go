@@ -20,33 +20,41 @@ var fsyncs atomic.Uint64
 // with it.
 func Fsyncs() uint64 { return fsyncs.Load() }
 
+// flush says what a replacement makes durable before it returns.
+type flush int
+
+const (
+	// flushNone: no fsync (a power loss may lose the write).
+	flushNone flush = iota
+	// flushData: the file's data, before the rename; not the rename.
+	flushData
+	// flushAll: the file's data before the rename, the directory after.
+	flushAll
+)
+
 // WriteFileAtomic replaces path with data durably. It writes a temporary file
 // in the same directory, syncs it, renames it over path and syncs the
 // directory, so a crash at any moment, power loss included, leaves either the
 // old or the new content, and the new one once it returns. On error the
 // temporary file is removed and path is untouched.
 func WriteFileAtomic(path string, data []byte, perm os.FileMode) error {
-	return replaceFile(path, data, perm, true)
+	return replaceFile(path, data, perm, flushAll)
 }
 
 // WriteFileVolatile replaces path with data atomically but does not flush it:
 // a temporary file in the same directory renamed over path, with no fsync of
 // the file or the directory. Readers, and a process killed at any moment (the
 // page cache survives it), see either the old content or the new; a power
-// loss may lose the write. It is for what a reboot clears anyway (the state
-// directory) and for updates whose loss recovery handles. After a power
-// loss, ext4 (auto_da_alloc, its default) and btrfs give the old or the new
-// content of a file replaced this way: they write its data before they commit
-// the rename; a filesystem that does not (XFS, ext4 mounted noauto_da_alloc)
-// may give an empty file. On error the temporary file is removed and path is
-// untouched.
+// loss may lose the write, and on some filesystems (XFS; ext4 mounted
+// noauto_da_alloc) leave an empty file. It is for what a reboot clears
+// anyway: the state directory. On error the temporary file is removed and
+// path is untouched.
 func WriteFileVolatile(path string, data []byte, perm os.FileMode) error {
-	return replaceFile(path, data, perm, false)
+	return replaceFile(path, data, perm, flushNone)
 }
 
-// replaceFile is the one temp+rename writer; durable adds the fsync of the
-// temporary file before the rename and of the directory after it.
-func replaceFile(path string, data []byte, perm os.FileMode, durable bool) (err error) {
+// replaceFile is the one temp+rename writer; f says what it flushes.
+func replaceFile(path string, data []byte, perm os.FileMode, f flush) (err error) {
 	dir, base := filepath.Split(path)
 	if dir == "" {
 		dir = "."
@@ -61,7 +69,7 @@ func replaceFile(path string, data []byte, perm os.FileMode, durable bool) (err 
 			os.Remove(tmp.Name())
 		}
 	}()
-	if err := writeTemp(tmp, data, perm, durable); err != nil {
+	if err := writeTemp(tmp, data, perm, f >= flushData); err != nil {
 		return fmt.Errorf("file %s: temporary file %s: %w", path, tmp.Name(), err)
 	}
 	if err := tmp.Close(); err != nil {
@@ -70,7 +78,7 @@ func replaceFile(path string, data []byte, perm os.FileMode, durable bool) (err 
 	if err := os.Rename(tmp.Name(), path); err != nil {
 		return fmt.Errorf("file %s: rename: %w", path, err)
 	}
-	if !durable {
+	if f < flushAll {
 		return nil
 	}
 	if err := SyncDir(dir); err != nil {
@@ -122,14 +130,17 @@ func SaveJSON(path string, v any) error {
 	return WriteFileAtomic(path, data, 0o600)
 }
 
-// SaveJSONVolatile is SaveJSON without the flush (WriteFileVolatile): for a
-// record update that a power loss may undo.
-func SaveJSONVolatile(path string, v any) error {
+// UpdateJSON replaces a record (SaveJSON wrote it first) with v, flushing
+// the new content once, before the rename, but not the rename itself: after
+// a power loss the record holds its old content or the new, whole, on every
+// filesystem — never an empty file. It is for record updates whose loss
+// recovery handles as the previous state.
+func UpdateJSON(path string, v any) error {
 	data, err := encodeRecord(path, v)
 	if err != nil {
 		return err
 	}
-	return WriteFileVolatile(path, data, 0o600)
+	return replaceFile(path, data, 0o600, flushData)
 }
 
 func encodeRecord(path string, v any) ([]byte, error) {

@@ -226,20 +226,24 @@ func TestWriteFileVolatileFailedRenameRemovesTemp(t *testing.T) {
 	}
 }
 
-func TestSaveJSONVolatileRoundTripAndEncodeError(t *testing.T) {
+func TestUpdateJSONRoundTripAndEncodeError(t *testing.T) {
 	dir := t.TempDir()
 	path := filepath.Join(dir, "rec.json")
 	if err := SaveJSON(path, testRecord{Version: 1, Name: "a"}); err != nil {
 		t.Fatal(err)
 	}
-	if err := SaveJSONVolatile(path, testRecord{Version: 1, Name: "b"}); err != nil {
+	before := Fsyncs()
+	if err := UpdateJSON(path, testRecord{Version: 1, Name: "b"}); err != nil {
 		t.Fatal(err)
+	}
+	if n := Fsyncs() - before; n != 1 {
+		t.Errorf("UpdateJSON made %d fsyncs, want 1 (the file, not the directory)", n)
 	}
 	var got testRecord
 	if err := LoadJSON(path, &got); err != nil || got.Name != "b" {
 		t.Fatalf("loaded %+v, %v; want name b", got, err)
 	}
-	if err := SaveJSONVolatile(path, unencodable{Version: 1, C: make(chan int)}); err == nil || !strings.Contains(err.Error(), path) {
+	if err := UpdateJSON(path, unencodable{Version: 1, C: make(chan int)}); err == nil || !strings.Contains(err.Error(), path) {
 		t.Errorf("unencodable value: error %v, want one naming %s", err, path)
 	}
 	if err := LoadJSON(path, &got); err != nil || got.Name != "b" {

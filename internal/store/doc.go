@@ -10,12 +10,14 @@
 //     content in place and no temporary file behind. Image, network, monitor
 //     and the agent use it too.
 //   - Flushing is chosen by what must survive a power loss, one call per
-//     case: WriteFileAtomic and SaveJSON also fsync the file before the rename
-//     and the directory after it (what must survive a reboot: the first write
-//     of a record, an intent before side effects that outlive a reboot);
-//     WriteFileVolatile and SaveJSONVolatile do not (files under the state
-//     directory, which a reboot clears; record updates whose loss recovery
-//     handles as the previous state). Fsyncs counts the flushes made.
+//     case: WriteFileAtomic and SaveJSON fsync the file before the rename
+//     and the directory after it (what must survive a reboot: the first
+//     write of a record, an intent before side effects that outlive a
+//     reboot); UpdateJSON fsyncs the file once, not the rename (a record
+//     update whose loss recovery handles as the previous state: old or new
+//     content survives, never an empty file); WriteFileVolatile flushes
+//     nothing (files under the state directory, which a reboot clears).
+//     Fsyncs counts the flushes made.
 //   - Records are versioned: the caller's struct carries a `Version int` field
 //     so a future berth can migrate what an older one wrote. LoadVersionedJSON
 //     checks the version before decoding anything else: a record of a newer
