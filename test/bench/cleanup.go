@@ -12,6 +12,8 @@ import (
 	"syscall"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/berth-dev/berth/internal/network"
 )
 
 // cleanup removes everything the run created, in reverse order of creation:
@@ -108,6 +110,12 @@ func (e *env) removeNetworkLeftovers() []string {
 		if out, err := exec.Command("ip", "link", "del", e.bridge).CombinedOutput(); err != nil {
 			found = append(found, fmt.Sprintf("bridge %s: ip link del: %v: %s", e.bridge, err, out))
 		}
+	}
+	// The default network's node-wide masquerade is meant to outlive the
+	// daemon (its pods may): the bench's network goes with the bench, and
+	// is not a leftover.
+	if err := network.RemoveMasquerade(context.Background(), e.netName); err != nil {
+		found = append(found, err.Error())
 	}
 	return found
 }

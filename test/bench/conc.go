@@ -53,7 +53,7 @@ func (b *bench) measureConcurrency(ctx context.Context) error {
 	r.pods, r.ks, r.loadBefore = b.o.concPods, b.o.conc, loadAverage()
 	berth := &concRuntime{
 		name: "berth", tag: "b", client: b.d.criClient, daemonPid: b.d.pid,
-		cni:   cniName(b.e.netName, b.e.bridge, b.e.subnet.String(), "berth's default network, written by berth serve"),
+		cni:   cniName(b.e.netName, b.e.bridge, b.e.subnet.String(), b.e.cniDescription()),
 		procs: podProcSelector{holderComm: "berth-monitor", holderArg: b.e.state + "/", helperComms: []string{"berth-pause"}},
 	}
 	c16, row16 := b.startConcContainerd(harness.Containerd16, "16", "bk")

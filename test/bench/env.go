@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"crypto/rand"
 	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"fmt"
 	mrand "math/rand/v2"
@@ -14,6 +15,7 @@ import (
 	"strings"
 
 	"github.com/berth-dev/berth/internal/config"
+	"github.com/berth-dev/berth/internal/network"
 	"github.com/berth-dev/berth/test/harness"
 )
 
@@ -33,6 +35,7 @@ type env struct {
 	work    string // <root>/bench: config, daemon log, image layout, pod logs
 	confDir string // the daemon's CNI conf_dir, empty at start
 	netName string // default_network
+	cni     string // cniDefault or cniPlugins
 	bridge  string // default_bridge
 	subnet  *net.IPNet
 	config  string // the daemon's config file
@@ -116,7 +119,57 @@ runc = %q
 	if err := os.WriteFile(e.config, []byte(conf), 0o600); err != nil {
 		return fmt.Errorf("config %s: %w", e.config, err)
 	}
+	if e.cni == cniPlugins {
+		return writePluginList(e.confDir, e.netName, e.bridge, e.subnet.String(), filepath.Join(e.root, "cni", "networks"))
+	}
 	return nil
+}
+
+// cniDescription says which network berth runs, for the report.
+func (e *env) cniDescription() string { return cniWords(e.cni) }
+
+// cniWords says in words what a -cni value gives berth.
+func cniWords(mode string) string {
+	if mode == cniPlugins {
+		return "-cni=plugins: the list each containerd gets, as an admin's config"
+	}
+	return "berth's default network, written by berth serve: in-process lo, one node-wide nftables masquerade, portmap only with host ports"
+}
+
+// berth's networks in the bench (-cni).
+const (
+	cniDefault = "default"
+	cniPlugins = "plugins"
+)
+
+// writePluginList writes into dir the conflist the bench gives each
+// containerd (internal/network.InstallDefault's, the plugins doing all:
+// bridge with ipMasq and hairpin, host-local, portmap), without berth's
+// marker: berth runs it as an admin's config, every plugin in it.
+func writePluginList(dir, name, bridge, subnet, dataDir string) error {
+	scratch, err := os.MkdirTemp("", "bench-cni-")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(scratch)
+	path, _, err := network.InstallDefault(scratch, network.DefaultNetwork{Name: name, Bridge: bridge, Subnet: subnet, DataDir: dataDir})
+	if err != nil {
+		return fmt.Errorf("CNI list: %w", err)
+	}
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return err
+	}
+	var doc map[string]any
+	if err := json.Unmarshal(data, &doc); err != nil {
+		return fmt.Errorf("CNI list %s: %w", path, err)
+	}
+	delete(doc, "berth")
+	out, err := json.MarshalIndent(doc, "", "  ")
+	if err != nil {
+		return err
+	}
+	return os.WriteFile(filepath.Join(dir, "10-"+name+".conflist"), out, 0o644)
 }
 
 func (e *env) socket() string     { return filepath.Join(e.state, "berth.sock") }

@@ -17,7 +17,7 @@ import (
 // floors are the same-machine lower bounds berth's calls are compared with.
 type floors struct {
 	pin          []time.Duration // network.Pin of net+ipc+uts
-	cniAdd       []time.Duration // CNI.Setup: loopback + bridge + portmap
+	cniAdd       []time.Duration // CNI.Setup: lo up, then berth's network
 	cniDel       []time.Duration // CNI.Teardown right after (from the cache)
 	cniDelAgain  []time.Duration // a second Teardown: nothing cached any more
 	monitor      []time.Duration // monitor.Launch until the socket listens

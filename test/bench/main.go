@@ -32,6 +32,9 @@ type options struct {
 	conc        intList // pods in flight, one phase per value
 	containerd2 string  // containerd 2.4's binaries (make containerd2-bin)
 	only        string  // "" runs every section; "concurrency" only that one
+	// cni is berth's network: cniDefault (berth's own default network) or
+	// cniPlugins (the plugin list containerd gets, as an admin's config).
+	cni string
 }
 
 // results is everything the report shows.
@@ -49,6 +52,7 @@ type results struct {
 	startedAt        time.Time
 	took             time.Duration
 	loadBefore, load string
+	berthCNI         string // which network berth ran (-cni), in words
 }
 
 func main() {
@@ -65,6 +69,7 @@ func main() {
 	o.conc = intList{1, 10, 50}
 	flag.Var(&o.conc, "conc", "concurrency section: pods in flight, comma-separated, one phase per value")
 	flag.StringVar(&o.containerd2, "containerd2", containerd2Dir, "directory of containerd 2.4's containerd, containerd-shim-runc-v2 and ctr (make containerd2-bin)")
+	flag.StringVar(&o.cni, "cni", cniDefault, `berth's network: "default" (berth's default network: in-process lo, one node-wide masquerade, portmap only with host ports) or "plugins" (the list containerd gets, as an admin's config: bridge with ipMasq, host-local, portmap)`)
 	flag.StringVar(&o.only, "only", "", `run one section only: "concurrency" (after the setup: the daemon, the image)`)
 	flag.Parse()
 	if err := run(o); err != nil {
@@ -90,13 +95,17 @@ func run(o options) error {
 	if o.containerd2, err = filepath.Abs(o.containerd2); err != nil {
 		return err
 	}
+	if o.cni != cniDefault && o.cni != cniPlugins {
+		return fmt.Errorf("-cni=%s: want %q or %q", o.cni, cniDefault, cniPlugins)
+	}
 	e, err := newEnv(binDir)
 	if err != nil {
 		return err
 	}
+	e.cni = o.cni
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
 	defer stop()
-	res := &results{startedAt: time.Now(), host: readHostInfo(), loadBefore: loadAverage()}
+	res := &results{startedAt: time.Now(), host: readHostInfo(), loadBefore: loadAverage(), berthCNI: e.cniDescription()}
 	progressf("id %s: root %s, state %s, bridge %s, subnet %s", e.id, e.root, e.state, e.bridge, e.subnet)
 	b := &bench{o: o, e: e, res: res}
 	measureErr := b.measure(ctx)

@@ -74,7 +74,7 @@ func serverP50(s serverTimes, methods ...string) string {
 
 func writeLatencies(w *strings.Builder, r *results) {
 	fmt.Fprintf(w, "## 1. CRI latencies\n\n")
-	fmt.Fprintf(w, "Pod: default bridge CNI network (loopback + bridge + portmap). Container: busybox `sleep 3600`, image already present. ")
+	fmt.Fprintf(w, "Pod network: %s. Container: busybox `sleep 3600`, image already present. ", r.berthCNI)
 	fmt.Fprintf(w, "\"daemon p50\" is the duration berth's gRPC interceptor logged for the same calls.\n\n")
 	fmt.Fprintf(w, "| call | pid namespace | p50 | p90 | mean | daemon p50 | containerd 1.6 | goal |\n")
 	fmt.Fprintf(w, "|---|---|---:|---:|---:|---:|---:|---:|\n")
@@ -123,7 +123,7 @@ func writeFloors(w *strings.Builder, r *results) {
 		ref  time.Duration
 	}{
 		{"pin net+ipc+uts namespaces (`network.Pin`)", f.pin, 0},
-		{"CNI ADD alone (loopback + bridge + portmap)", f.cniAdd, refCNIAdd},
+		{"CNI ADD alone (berth's network, lo up in-process)", f.cniAdd, refCNIAdd},
 		{"CNI DEL right after (from libcni's cache)", f.cniDel, 0},
 		{"CNI DEL again (nothing cached: DEL with the current config)", f.cniDelAgain, 0},
 		{"berth-monitor launch until it listens", f.monitor, 0},

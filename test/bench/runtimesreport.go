@@ -32,8 +32,8 @@ func writeRuntimes(w *strings.Builder, o options, r runtimeResults) {
 		"RunPodSandbox, CreateContainer + StartContainer of busybox `sleep 3600` (image present), StopPodSandbox, RemovePodSandbox. "+
 		"The runtimes take turns cycle by cycle, %d measured cycles each after 1 discarded; "+
 		"both berth rows are one daemon and one connection, only RunPodSandbox's runtime_handler differs. "+
-		"containerd runs the same CNI plugins with the same options (bridge with ipMasq and hairpin, host-local, portmap; "+
-		"its own bridge and subnet) and a sandbox (pause) container in every pod, as it always does.\n\n", o.runs)
+		"berth's pods are on %s; containerd's on the plugin list (bridge with ipMasq and hairpin, host-local, portmap; "+
+		"its own bridge and subnet: -cni=plugins gives berth the same), with a sandbox (pause) container in every pod, as it always does.\n\n", o.runs, cniWords(o.cni))
 	fmt.Fprintf(w, "| runtime | CRI endpoint | runtime_handler | CRI Version | runc |\n|---|---|---|---|---|\n")
 	for _, row := range r.rows {
 		fmt.Fprintf(w, "| %s | `%s` | %s | %s | %s |\n", row.name, row.endpoint, handlerName(row.handler), dash(row.version), row.runc)
