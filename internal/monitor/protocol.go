@@ -37,6 +37,13 @@ const (
 type AdoptRequest struct {
 	ID  string `json:"id"`
 	Pid int    `json:"pid"`
+	// Bundle is the container's bundle directory: its output FIFOs
+	// (StdoutFIFO, StderrFIFO) are there when the monitor that created
+	// it made them; the new monitor then reads them on into the log
+	// (LogDirectory, LogRelPath, as in CreateRequest).
+	Bundle       string `json:"bundle,omitempty"`
+	LogDirectory string `json:"logDirectory,omitempty"`
+	LogRelPath   string `json:"logRelPath,omitempty"`
 	// Started says runc start already ran (a created container can still
 	// be started through the new monitor).
 	Started bool `json:"started,omitempty"`
@@ -67,6 +74,16 @@ type CreateRequest struct {
 	// container the way its spec was built.
 	SystemdCgroup bool `json:"systemdCgroup,omitempty"`
 }
+
+// The named pipes, in a container's bundle directory, that carry its
+// stdout and stderr (a container without a terminal). Unlike a pipe, a
+// FIFO can be opened again by path: the daemon holds a read end of each
+// (it never reads), so that the container's writes do not fail while its
+// monitor is gone, and a new monitor opens them to read on.
+const (
+	StdoutFIFO = "stdout.fifo"
+	StderrFIFO = "stderr.fifo"
+)
 
 // ExitRecord is how a container's init process ended. A process killed by
 // a signal has ExitCode 128+Signal.

@@ -61,7 +61,7 @@ func serveFake(t *testing.T, stdinOnce bool) (*monitor.Client, *fakeContainer) {
 	t.Cleanup(func() { l.Close() })
 	go s.acceptLoop(l)
 
-	streams, err := newPipes(true)
+	streams, err := newFIFOs(dir, true)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -145,11 +145,12 @@ func openLog(r monitor.CreateRequest) (*crilog.Writer, error) {
 	return w, nil
 }
 
+// openStdio makes a terminal, or the output FIFOs in the bundle.
 func openStdio(r monitor.CreateRequest) (*stdio, error) {
 	if r.Terminal {
 		return newTerminal()
 	}
-	return newPipes(r.Stdin)
+	return newFIFOs(r.Bundle, r.Stdin)
 }
 
 // runRuncCreate runs runc create and returns the init pid; a container

@@ -22,6 +22,11 @@
 //     through a fanout that never blocks (a full client queue drops the
 //     chunk for that client). Only the monitor writes the container's stdin
 //     and only it closes the stdin pipe (StdinOnce, or the container's exit).
+//   - A container's stdout and stderr are FIFOs in its bundle (not pipes),
+//     so that they outlive the monitor: the daemon holds a read end, and a
+//     monitor that adopts the container after this one died (adopt.go:
+//     its init is then no child of it, a pidfd tells its end, and its
+//     exit status is unknown) opens them by path and logs on.
 //   - The daemon may die at any moment: the monitor never needs it, and
 //     keeps logging and recording exits alone. It exits only on Shutdown or
 //     SIGTERM/SIGINT; SIGHUP and SIGPIPE are ignored.

@@ -191,8 +191,8 @@ func TestFailedCreateRollsBack(t *testing.T) {
 	t.Cleanup(func() { _ = e.runc.Delete(context.Background(), id, true) }) // the create may have failed before runc made it
 	req := monitor.CreateRequest{ID: id, Bundle: bundle + "-missing", LogPath: logPath, CgroupPath: cgroup}
 	_, err := e.client.Create(ctx, req)
-	if err == nil || !strings.Contains(err.Error(), "runc create "+id+": ") {
-		t.Fatalf("create of a missing bundle: got %v, want runc's message", err)
+	if err == nil || !strings.Contains(err.Error(), bundle+"-missing/"+monitor.StdoutFIFO) {
+		t.Fatalf("create of a missing bundle: got %v, want the output FIFO's error naming the bundle", err)
 	}
 	if _, err := os.Stat(logPath); !errors.Is(err, fs.ErrNotExist) {
 		t.Fatalf("log file left behind: %v", err)

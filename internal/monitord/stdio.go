@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/berth-dev/berth/internal/monitor"
 )
 
 // stdio holds both sides of a container's standard streams while it is
@@ -21,8 +23,12 @@ type stdio struct {
 	console                  *consoleSocket
 }
 
-// newPipes makes stdout/stderr pipes, and a stdin pipe when withStdin.
-func newPipes(withStdin bool) (_ *stdio, err error) {
+// newFIFOs makes the container's stdout and stderr named pipes in its
+// bundle directory (monitor.StdoutFIFO, StderrFIFO), and a stdin pipe when
+// withStdin. The monitor reads them as it would pipes; being named, they
+// outlive it: the daemon holds a read end so the container's writes do not
+// fail while no monitor runs, and a new monitor opens them to read on.
+func newFIFOs(bundle string, withStdin bool) (_ *stdio, err error) {
 	s := &stdio{}
 	defer func() {
 		if err != nil {
@@ -30,11 +36,13 @@ func newPipes(withStdin bool) (_ *stdio, err error) {
 			s.closeMonitorSide()
 		}
 	}()
-	if s.stdout, s.runcOut, err = os.Pipe(); err != nil {
-		return s, fmt.Errorf("stdout pipe: %w", err)
-	}
-	if s.stderr, s.runcErr, err = os.Pipe(); err != nil {
-		return s, fmt.Errorf("stderr pipe: %w", err)
+	for _, f := range []struct {
+		name     string
+		read, wr **os.File
+	}{{monitor.StdoutFIFO, &s.stdout, &s.runcOut}, {monitor.StderrFIFO, &s.stderr, &s.runcErr}} {
+		if *f.read, *f.wr, err = makeFIFO(bundle, f.name); err != nil {
+			return s, err
+		}
 	}
 	if withStdin {
 		if s.runcIn, s.stdinW, err = os.Pipe(); err != nil {
@@ -42,6 +50,28 @@ func newPipes(withStdin bool) (_ *stdio, err error) {
 		}
 	}
 	return s, nil
+}
+
+// makeFIFO (re)makes the FIFO name in dir and opens its read end (the
+// monitor's, non-blocking) and its write end (runc's, blocking: the
+// container inherits it).
+func makeFIFO(dir, name string) (r, w *os.File, err error) {
+	path := filepath.Join(dir, name)
+	if err := os.Remove(path); err != nil && !errors.Is(err, os.ErrNotExist) {
+		return nil, nil, fmt.Errorf("fifo %s: %w", path, err)
+	}
+	if err := unix.Mkfifo(path, 0o600); err != nil {
+		return nil, nil, fmt.Errorf("fifo %s: %w", path, err)
+	}
+	if r, err = monitor.OpenFIFO(dir, name); err != nil {
+		return nil, nil, err
+	}
+	fd, err := unix.Open(path, unix.O_WRONLY|unix.O_CLOEXEC|unix.O_NOFOLLOW, 0)
+	if err != nil {
+		r.Close()
+		return nil, nil, fmt.Errorf("fifo %s: write end: %w", path, err)
+	}
+	return r, os.NewFile(uintptr(fd), path), nil
 }
 
 // newTerminal prepares a console socket that runc sends the pty master to.

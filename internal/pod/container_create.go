@@ -81,6 +81,12 @@ func (s *Service) CreateContainer(ctx context.Context, sandboxID string, cfg *ru
 		return "", err
 	}
 	rec.Pid = pid
+	if err := s.outputs.hold(rec.ID, rec.Bundle); err != nil {
+		// The container runs all the same; it would only not outlive
+		// its monitor.
+		s.log.Warn("container output: not held for a monitor takeover", "id", rec.ID, "error", err)
+	}
+	rb.add("release output", func(context.Context) error { s.outputs.release(rec.ID); return nil })
 	rec.State = ContainerCreated
 	if err := s.saveContainer(&rec); err != nil {
 		return "", err

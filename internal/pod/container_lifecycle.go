@@ -171,6 +171,7 @@ func (s *Service) removeContainerEntry(ctx context.Context, e *containerEntry) e
 // cleanUpContainer removes everything a container may hold; every step is
 // idempotent so that recovery can finish a half-made or half-removed one.
 func (s *Service) cleanUpContainer(ctx context.Context, rec *Container) error {
+	s.outputs.release(rec.ID)
 	rt := s.runtimeFor(rec.RuntimeHandler)
 	if rec.FinishedAt.IsZero() { // may still run
 		if err := s.killAndDelete(ctx, rt, rec.ID, rec.CgroupPath, false); err != nil {

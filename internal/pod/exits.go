@@ -259,6 +259,7 @@ func (s *Service) applyExit(e *containerEntry, x *monitor.ExitRecord, reason str
 		return
 	}
 	if applied {
+		s.outputs.release(x.ID)
 		close(e.exited)
 		s.containerStopped(e)
 		s.log.Info("container exited", "id", x.ID, "exitCode", x.ExitCode, "reason", reason)

@@ -99,7 +99,7 @@ func (s *Service) monitorDied(id string, pid int) {
 		s.adoptPause(ctx, e)
 	}
 	for _, c := range live {
-		s.adoptContainer(ctx, rec.MonitorSocket, c)
+		s.adoptContainer(ctx, &rec, c)
 	}
 }
 
@@ -116,7 +116,7 @@ func (s *Service) liveContainers(sandboxID string) []*containerEntry {
 
 // adoptContainer hands one container to the pod's new monitor, or records
 // its exit when its process is gone.
-func (s *Service) adoptContainer(ctx context.Context, socket string, c *containerEntry) {
+func (s *Service) adoptContainer(ctx context.Context, sb *Sandbox, c *containerEntry) {
 	c.op.Lock()
 	defer c.op.Unlock()
 	s.refreshExit(c) // the dead monitor may have written its exit
@@ -126,7 +126,10 @@ func (s *Service) adoptContainer(ctx context.Context, socket string, c *containe
 	}
 	st, err := s.runtimeFor(rec.RuntimeHandler).State(ctx, rec.ID)
 	if err == nil && (st.Status == "running" || st.Status == "created" || st.Status == "paused") {
-		err = s.calls.Adopt(ctx, socket, monitor.AdoptRequest{ID: rec.ID, Pid: st.Pid, Started: rec.State == ContainerRunning})
+		err = s.calls.Adopt(ctx, sb.MonitorSocket, monitor.AdoptRequest{
+			ID: rec.ID, Pid: st.Pid, Started: rec.State == ContainerRunning,
+			Bundle: rec.Bundle, LogDirectory: logDirectory(&rec, sb), LogRelPath: logRelPath(&rec, sb),
+		})
 		if err == nil {
 			s.log.Info("container adopted by the pod's new monitor", "id", rec.ID, "pid", st.Pid)
 			return

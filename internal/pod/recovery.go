@@ -211,6 +211,11 @@ func (s *Service) loadContainer(ctx context.Context, id string) bool {
 	if rec.State == ContainerCreated || rec.State == ContainerRunning {
 		s.reconcileContainer(ctx, &rec)
 	}
+	if rec.State == ContainerCreated || rec.State == ContainerRunning {
+		if err := s.outputs.hold(rec.ID, rec.Bundle); err != nil {
+			s.log.Warn("recovery: container output not held for a monitor takeover", "id", id, "error", err)
+		}
+	}
 	if err := s.containerNames.Reserve(rec.Name, rec.ID); err != nil {
 		s.log.Error("recovery: container name", "id", id, "error", err)
 	}

@@ -119,6 +119,7 @@ type Service struct {
 	oomClampLogged atomic.Bool
 	exitWatcher    *exitWatcher
 	watches        monitorWatches
+	outputs        outputHolds
 	quarantine     quarantineSet
 	events         EventBroker
 	starts         eventOrder
