@@ -7,6 +7,7 @@ import (
 	"github.com/berth-dev/berth/internal/criserver"
 	"github.com/berth-dev/berth/internal/metrics"
 	"github.com/berth-dev/berth/internal/pod"
+	"github.com/berth-dev/berth/internal/profiling"
 )
 
 // observers are the metrics' views for the pod service and the CRI edge;
@@ -61,4 +62,23 @@ func containerStates(pods *pod.Service) map[string]int {
 		n[string(c.State)]++
 	}
 	return n
+}
+
+// serveProfiles serves Go's runtime profiles on [debug] pprof_socket when it
+// is set; the returned func stops it.
+func serveProfiles(cfg config.Config, log *slog.Logger) (func(), error) {
+	if cfg.Debug.PprofSocket == "" {
+		return func() {}, nil
+	}
+	srv, err := profiling.Listen(cfg.Debug.PprofSocket)
+	if err != nil {
+		return nil, err
+	}
+	go func() {
+		if err := srv.Serve(); err != nil {
+			log.Error("pprof server", "error", err)
+		}
+	}()
+	log.Info("serving runtime profiles", "socket", cfg.Debug.PprofSocket)
+	return func() { _ = srv.Close() }, nil
 }

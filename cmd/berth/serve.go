@@ -114,6 +114,11 @@ func serve(ctx context.Context, cfg config.Config, load func() (config.Config, e
 		return err
 	}
 	defer stopMetrics()
+	stopProfiles, err := serveProfiles(cfg, log)
+	if err != nil {
+		return err
+	}
+	defer stopProfiles()
 	streams, err := startStreams(cfg, deps, log)
 	if err != nil {
 		return err

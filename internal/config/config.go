@@ -67,6 +67,7 @@ type Config struct {
 	Stream       Stream   `toml:"stream"`
 	Metrics      Metrics  `toml:"metrics"`
 	CDI          CDI      `toml:"cdi"`
+	Debug        Debug    `toml:"debug"`
 	// Runtimes are the runtime handlers beside the default one ("runc":
 	// the runc and runc_root keys), by name. Default: runc-system, the
 	// system's runc from PATH; an empty table (runtimes = {}) has none.
@@ -99,6 +100,15 @@ type CDI struct {
 	// SpecDirs are read in increasing priority; default /etc/cdi,
 	// /var/run/cdi (the CDI library's and containerd's).
 	SpecDirs []string `toml:"spec_dirs"`
+}
+
+// Debug configures what helps to find out where berth spends its time.
+type Debug struct {
+	// PprofSocket, when set, serves Go's runtime profiles (CPU, heap,
+	// goroutines, mutex and block, the last two sampled only then) on this
+	// unix socket, root-only: `curl --unix-socket PATH
+	// http://berth/debug/pprof/mutex`. Default "" (off).
+	PprofSocket string `toml:"pprof_socket"`
 }
 
 // Metrics configures the Prometheus endpoint.

@@ -86,7 +86,7 @@ func TestExampleFileListsEveryDefault(t *testing.T) {
 
 // emptyByDefault lists the keys whose default is empty (a feature that is
 // off unless configured); the example file shows them set to "".
-var emptyByDefault = map[string]bool{"Config.Metrics.Address": true, "Config.Registry.AuthFile": true}
+var emptyByDefault = map[string]bool{"Config.Metrics.Address": true, "Config.Registry.AuthFile": true, "Config.Debug.PprofSocket": true}
 
 // assertEveryFieldSet fails for a zero field, so a key added to Config but
 // not to the example file is caught even before its default exists.
@@ -331,6 +331,19 @@ func TestMetricsAddressValidation(t *testing.T) {
 	}
 	if Default().Metrics.Address != "" {
 		t.Errorf("metrics are on by default: %q", Default().Metrics.Address)
+	}
+}
+
+func TestPprofSocketValidation(t *testing.T) {
+	for _, path := range []string{"pprof.sock", "/" + strings.Repeat("x", 120)} {
+		_, err := Load(writeConfig(t, "[debug]\npprof_socket = \""+path+"\"\n"), true)
+		if !errors.Is(err, errdefs.ErrInvalidArgument) || !strings.Contains(err.Error(), "debug.pprof_socket") {
+			t.Errorf("%q: err = %v, want InvalidArgument naming debug.pprof_socket", path, err)
+		}
+	}
+	c, err := Load(writeConfig(t, "[debug]\npprof_socket = \"/run/b/pprof.sock\"\n"), true)
+	if err != nil || c.Debug.PprofSocket != "/run/b/pprof.sock" {
+		t.Errorf("a good socket path: %q, %v", c.Debug.PprofSocket, err)
 	}
 }
 

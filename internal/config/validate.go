@@ -45,6 +45,7 @@ func (c Config) Validate() error {
 		images(c.Images),
 		streamAddress(c.Stream.Address),
 		metricsAddress(c.Metrics.Address),
+		pprofSocket(c.Debug.PprofSocket),
 	}
 	return joinErrors(errs)
 }
@@ -207,6 +208,21 @@ func streamAddress(addr string) error {
 	}
 	if n, err := strconv.Atoi(port); err != nil || n < 0 || n > 65535 {
 		return invalid("stream.address", "%q: port must be 0-65535", addr)
+	}
+	return nil
+}
+
+// maxSocketPath is the longest unix socket path (sun_path, less its NUL).
+const maxSocketPath = 107
+
+// pprofSocket is empty (off) or an absolute path short enough for a unix
+// socket.
+func pprofSocket(path string) error {
+	if path == "" {
+		return nil
+	}
+	if !filepath.IsAbs(path) || len(path) > maxSocketPath {
+		return invalid("debug.pprof_socket", "%q: want an absolute path of at most %d bytes", path, maxSocketPath)
 	}
 	return nil
 }

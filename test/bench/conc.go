@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -23,6 +24,9 @@ type concResults struct {
 	ks                    intList // pods in flight, one phase each
 	rows                  []*concRuntime
 	loadBefore, loadAfter string
+	// profiles are berth serve's mutex and block profiles over its phase
+	// with the most in flight.
+	profiles *daemonProfiles
 }
 
 // concRuntime is one runtime of the concurrency section: one CRI client
@@ -85,7 +89,11 @@ func (b *bench) concPhasesInTurns(ctx context.Context, r *concResults) error {
 				continue
 			}
 			progressf("concurrency: %s, %d pods, %d in flight", row.name, r.pods, k)
+			prof := b.profilesFor(r, row, k)
 			ph, err := row.runPhase(ctx, k, r.pods)
+			if prof != nil {
+				prof.after(ctx)
+			}
 			row.phases = append(row.phases, ph)
 			if err != nil {
 				ph.failed = firstLine(err.Error())
@@ -98,6 +106,18 @@ func (b *bench) concPhasesInTurns(ctx context.Context, r *concResults) error {
 		}
 	}
 	return nil
+}
+
+// profilesFor starts reading berth's profiles when row is berth and k
+// the section's largest K; nil otherwise.
+func (b *bench) profilesFor(r *concResults, row *concRuntime, k int) *daemonProfiles {
+	if row.client != b.d.criClient || k != slices.Max(r.ks) {
+		return nil
+	}
+	r.profiles = &daemonProfiles{socket: b.e.pprofSocket(), dir: filepath.Join(b.e.work, "profiles"),
+		label: fmt.Sprintf("%d pods, %d in flight (starts and teardown)", r.pods, k)}
+	r.profiles.before(context.Background())
+	return r.profiles
 }
 
 // startConcContainerd starts a containerd of flavour f for the section

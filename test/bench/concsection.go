@@ -29,6 +29,7 @@ func writeConcurrency(w *strings.Builder, r concResults) {
 		"and also anything else that ran on the machine meanwhile, so it holds only on a quiet machine (see the load average). "+
 		"**Processes forked per pod** is the rise of /proc/stat's `processes` over the same interval divided by the pods, "+
 		"threads included (a Go daemon starting threads counts).\n\n")
+	writeProfiles(w, r.profiles)
 	writeConcMemory(w, r)
 }
 

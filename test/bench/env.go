@@ -112,10 +112,13 @@ default_network = %q
 default_bridge = %q
 default_subnet = %q
 
+[debug]
+pprof_socket = %q
+
 [runtimes.%s]
 runc = %q
 `, e.root, e.state, e.socket(), e.pinnedRunc(), filepath.Join(e.state, "runc"), e.confDir, cniBinDir,
-		e.netName, e.bridge, e.subnet.String(), config.SystemRuncHandler, systemRunc)
+		e.netName, e.bridge, e.subnet.String(), e.pprofSocket(), config.SystemRuncHandler, systemRunc)
 	if err := os.WriteFile(e.config, []byte(conf), 0o600); err != nil {
 		return fmt.Errorf("config %s: %w", e.config, err)
 	}
@@ -172,11 +175,12 @@ func writePluginList(dir, name, bridge, subnet, dataDir string) error {
 	return os.WriteFile(filepath.Join(dir, "10-"+name+".conflist"), out, 0o644)
 }
 
-func (e *env) socket() string     { return filepath.Join(e.state, "berth.sock") }
-func (e *env) berthBin() string   { return filepath.Join(e.binDir, "berth") }
-func (e *env) pinnedRunc() string { return filepath.Join(e.binDir, "berth-runc") }
-func (e *env) daemonLog() string  { return filepath.Join(e.work, "berth.log") }
-func (e *env) runcRoot() string   { return filepath.Join(e.floors, "runc") }
+func (e *env) socket() string      { return filepath.Join(e.state, "berth.sock") }
+func (e *env) pprofSocket() string { return filepath.Join(e.state, "pprof.sock") }
+func (e *env) berthBin() string    { return filepath.Join(e.binDir, "berth") }
+func (e *env) pinnedRunc() string  { return filepath.Join(e.binDir, "berth-runc") }
+func (e *env) daemonLog() string   { return filepath.Join(e.work, "berth.log") }
+func (e *env) runcRoot() string    { return filepath.Join(e.floors, "runc") }
 
 // importImage writes the busybox test image as an OCI archive and imports it
 // into the daemon's root.
