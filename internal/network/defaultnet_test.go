@@ -139,6 +139,33 @@ func TestPrepareDefaultProgramsOneMasqueradeForTheNode(t *testing.T) {
 		t.Errorf("ping lo in the pod: %v\n%s", err, out)
 	}
 
+	// Its DEL takes eth0 down and leaves the veth to the kernel: the
+	// address is free at once, the veth goes with the namespace.
+	ports := tn.bridgePorts(t)
+	if err := tn.cni.Teardown(ctx, a); err != nil {
+		t.Fatal(err)
+	}
+	if left, _ := tn.cni.lib.GetCachedAttachments(a.PodID); len(left) != 0 || len(tn.allocations(t)) != 0 {
+		t.Errorf("after Teardown: %d cached attachments, allocations %v", len(left), tn.allocations(t))
+	}
+	out, err := nsenterNet(ctx, a.NetnsPath, "/bin/busybox", "ip", "-o", "link", "show", "eth0").CombinedOutput()
+	if err != nil || strings.Contains(string(out), ",UP") {
+		t.Errorf("eth0 after Teardown: %v %s; want it there and down", err, out)
+	}
+	if n := tn.bridgePorts(t); n != ports {
+		t.Errorf("bridge ports %d after Teardown, want %d: the veth is the kernel's to delete, with the namespace", n, ports)
+	}
+	if err := UnpinOne(a.NetnsPath); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(20 * time.Second)
+	for tn.bridgePorts(t) == ports && time.Now().Before(deadline) {
+		time.Sleep(20 * time.Millisecond)
+	}
+	if n := tn.bridgePorts(t); n == ports {
+		t.Errorf("the pod's veth still on the bridge 20s after its namespace was unpinned")
+	}
+
 	// A new pod CIDR moves the rule.
 	if changed, err := UpdateDefaultSubnet(tn.confDir, "10.251.7.0/24"); err != nil || !changed {
 		t.Fatalf("UpdateDefaultSubnet = %v, %v", changed, err)

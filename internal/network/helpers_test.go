@@ -135,6 +135,25 @@ func (tn *testNet) allocationFile(ip net.IP) string {
 	return filepath.Join(tn.def.DataDir, tn.def.Name, ip.String())
 }
 
+// allocations lists host-local's allocated addresses of the test network.
+func (tn *testNet) allocations(t testing.TB) []string {
+	t.Helper()
+	entries, err := os.ReadDir(filepath.Join(tn.def.DataDir, tn.def.Name))
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []string
+	for _, e := range entries {
+		if net.ParseIP(e.Name()) != nil {
+			out = append(out, e.Name())
+		}
+	}
+	return out
+}
+
 // bridgePorts counts the veths attached to the test bridge.
 func (tn *testNet) bridgePorts(t testing.TB) int {
 	t.Helper()

@@ -28,9 +28,25 @@ func bringUpLoopback(netnsPath string) error {
 	return nil
 }
 
-// setLoopbackUp sets IFF_UP on lo in the calling thread's namespace over
-// rtnetlink.
-func setLoopbackUp() error {
+// setLinkDown takes the interface ifName down in the network namespace at
+// netnsPath: it stops answering for its addresses at once, where deleting
+// it would wait for the kernel's RCU grace periods.
+func setLinkDown(netnsPath, ifName string) error {
+	var err error
+	onSpareThread(func() bool {
+		var restored bool
+		err, restored = inNetns(netnsPath, func() error { return setLinkFlags(0, ifName, 0) })
+		return restored
+	})
+	if err != nil {
+		return fmt.Errorf("netns %s: %s down: %w", netnsPath, ifName, err)
+	}
+	return nil
+}
+
+// setLinkFlags sets IFF_UP to up (IFF_UP or 0) on the link index (or, with
+// index 0, the link named name) in the calling thread's namespace.
+func setLinkFlags(index int, name string, up uint32) error {
 	fd, err := unix.Socket(unix.AF_NETLINK, unix.SOCK_RAW|unix.SOCK_CLOEXEC, unix.NETLINK_ROUTE)
 	if err != nil {
 		return fmt.Errorf("netlink socket: %w", err)
@@ -41,8 +57,15 @@ func setLoopbackUp() error {
 	}
 	// struct ifinfomsg: family, pad, type, index, flags, change.
 	msg := make([]byte, unix.SizeofIfInfomsg)
-	binary.NativeEndian.PutUint32(msg[4:8], loopbackIndex)
-	binary.NativeEndian.PutUint32(msg[8:12], unix.IFF_UP)
+	binary.NativeEndian.PutUint32(msg[4:8], uint32(index)) //nolint:gosec // G115: an interface index is positive
+	binary.NativeEndian.PutUint32(msg[8:12], up)
 	binary.NativeEndian.PutUint32(msg[12:16], unix.IFF_UP)
+	if name != "" {
+		msg = append(msg, rtAttr(unix.IFLA_IFNAME, append([]byte(name), 0))...)
+	}
 	return netlinkRequest(fd, unix.RTM_NEWLINK, 0, msg)
 }
+
+// setLoopbackUp sets IFF_UP on lo in the calling thread's namespace over
+// rtnetlink.
+func setLoopbackUp() error { return setLinkFlags(loopbackIndex, "", unix.IFF_UP) }

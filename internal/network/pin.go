@@ -179,13 +179,8 @@ func Unpin(dir string) error {
 	}
 	var errs []error
 	for _, k := range pinKinds {
-		p := filepath.Join(dir, k.name)
-		if err := unmountAll(p); err != nil {
+		if err := UnpinOne(filepath.Join(dir, k.name)); err != nil {
 			errs = append(errs, err)
-			continue
-		}
-		if err := os.Remove(p); err != nil && !errors.Is(err, os.ErrNotExist) {
-			errs = append(errs, fmt.Errorf("namespace pin %s: remove: %w", p, err))
 		}
 	}
 	if len(errs) > 0 {
@@ -193,6 +188,21 @@ func Unpin(dir string) error {
 	}
 	if err := os.Remove(dir); err != nil && !errors.Is(err, os.ErrNotExist) {
 		return fmt.Errorf("namespace pins %s: remove: %w", dir, err)
+	}
+	return nil
+}
+
+// UnpinOne unmounts and removes the one pin at path (a pod's net pin at its
+// stop: its namespace then goes with its last user). Idempotent.
+func UnpinOne(path string) error {
+	if path == "" || !filepath.IsAbs(path) {
+		return fmt.Errorf("namespace pin %q: not an absolute path: %w", path, errdefs.ErrInvalidArgument)
+	}
+	if err := unmountAll(path); err != nil {
+		return err
+	}
+	if err := os.Remove(path); err != nil && !errors.Is(err, os.ErrNotExist) {
+		return fmt.Errorf("namespace pin %s: remove: %w", path, err)
 	}
 	return nil
 }

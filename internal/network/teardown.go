@@ -67,7 +67,18 @@ func (c *CNI) teardownCached(ctx context.Context, att *libcni.NetworkAttachment,
 		Args:           att.CniArgs,
 		CapabilityArgs: att.CapabilityArgs,
 	}
-	if netns == "" && att.IfName != loopbackIfName {
+	switch {
+	case att.IfName == loopbackIfName:
+	case quickDel(list):
+		// The pod's interface goes down at once and the plugins run
+		// without the namespace: the kernel deletes the veth pair with
+		// the namespace (the pod's stop unpins it) instead of the bridge
+		// plugin waiting for that now, most of a DEL's time. Down, it
+		// answers for nothing, so its address can be handed out again.
+		if netns != "" && setLinkDown(netns, att.IfName) == nil {
+			rt.NetNS = ""
+		}
+	case netns == "":
 		if ips := c.cachedSandboxIPs(list, rt); len(ips) > 0 {
 			stand, err := newStandIn(att.IfName, ips)
 			if err == nil {
@@ -77,6 +88,16 @@ func (c *CNI) teardownCached(ctx context.Context, att *libcni.NetworkAttachment,
 		}
 	}
 	return c.lib.DelNetworkList(ctx, list, rt)
+}
+
+// quickDel reports whether a pod on list may be deleted without its
+// namespace: berth's own default network with the node-wide masquerade,
+// whose plugins (bridge without ipMasq, host-local, portmap) need nothing
+// of the namespace at DEL. The bridge plugin's per-pod ipMasq would: it
+// finds its rules through the interface's addresses.
+func quickDel(list *libcni.NetworkConfigList) bool {
+	d, own, _ := parseDefault(list.Bytes)
+	return own && d.Masquerade == MasqueradeNftables
 }
 
 // teardownUncached runs DEL with the current config of the pod network

@@ -236,6 +236,14 @@ func (f *fakeWorld) UnpinNamespaces(dir string) error {
 	return nil
 }
 
+func (f *fakeWorld) UnpinOne(path string) error {
+	if err := f.call("unpin-one", dirID(filepath.Dir(path))); err != nil {
+		return err
+	}
+	f.setPinned(path, false)
+	return nil
+}
+
 func (f *fakeWorld) IsPinned(path string) bool {
 	f.mu.Lock()
 	defer f.mu.Unlock()

@@ -11,7 +11,7 @@ import (
 )
 
 // StopSandbox kills every container of the sandbox, stops berth-pause and
-// releases the pod's network (CNI DEL, netns pin). It is idempotent: an
+// releases the pod's network (CNI DEL, then the netns pin). It is idempotent: an
 // unknown or already stopped sandbox is not an error (api.proto: "must not
 // return an error if all relevant resources have already been reclaimed").
 // A sandbox a quarantined container names is refused (FailedPrecondition).
@@ -72,6 +72,11 @@ func (s *Service) stopSandboxLocked(ctx context.Context, e *sandboxEntry) error 
 	if !rec.HostNetwork && !rec.NetworkDown {
 		if err := s.cfg.Network.Teardown(ctx, attachment(&rec)); err != nil {
 			return fmt.Errorf("pod sandbox %s: network: %w", rec.ID, err)
+		}
+		// As containerd does: the network namespace goes at stop, with
+		// what the kernel still holds of the pod's network.
+		if err := s.host.UnpinOne(rec.NetNS); err != nil {
+			return fmt.Errorf("pod sandbox %s: network namespace: %w", rec.ID, err)
 		}
 	}
 	s.userns.release(rec.ID) // nothing runs in its user namespace any more

@@ -63,6 +63,8 @@ type monitorCalls interface {
 type podHost interface {
 	PinNamespaces(o network.PinOptions) (*network.Namespaces, error)
 	UnpinNamespaces(dir string) error
+	// UnpinOne unpins one namespace (the net pin at a pod's stop).
+	UnpinOne(path string) error
 	IsPinned(path string) bool
 	MountRootfs(layers []string, upper, work, target string, idmap *image.IDMap) error
 	UnmountRootfs(target string) error
@@ -176,6 +178,7 @@ func (hostOps) PinNamespaces(o network.PinOptions) (*network.Namespaces, error) 
 	return network.Pin(o)
 }
 func (hostOps) UnpinNamespaces(dir string) error { return network.Unpin(dir) }
+func (hostOps) UnpinOne(path string) error        { return network.UnpinOne(path) }
 func (hostOps) IsPinned(path string) bool        { return network.IsPinned(path) }
 func (hostOps) MountRootfs(layers []string, upper, work, target string, idmap *image.IDMap) error {
 	return image.MountRootfs(layers, upper, work, target, idmap)
