@@ -136,6 +136,7 @@ func (s *Service) cleanUpSandbox(ctx context.Context, rec *Sandbox) error {
 			return fmt.Errorf("network: %w", err)
 		}
 	}
+	s.watches.drop(rec.ID) // its end is no news now
 	if err := s.monitors.Stop(ctx, s.monitorSocket(rec.ID), rec.MonitorPid); err != nil {
 		return fmt.Errorf("monitor: %w", err)
 	}

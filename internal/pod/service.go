@@ -133,9 +133,14 @@ type Service struct {
 // of its containers (the read side: creates run side by side); mu guards
 // rec and is held only briefly.
 type sandboxEntry struct {
-	op  sync.RWMutex
-	mu  sync.RWMutex
-	rec Sandbox
+	op sync.RWMutex
+	// write serializes the record's updates (read, change, write to disk,
+	// publish); mu guards rec and is held only to copy or swap it, never
+	// across the disk write, so that readers (status, list: kubelet's
+	// relist of every container) never wait for a flush.
+	write sync.Mutex
+	mu    sync.RWMutex
+	rec   Sandbox
 	// stopping is set once a stop has begun: berth-pause's exit is then
 	// expected, not news.
 	stopping atomic.Bool
@@ -145,6 +150,7 @@ type sandboxEntry struct {
 // container's exit has been recorded.
 type containerEntry struct {
 	op     sync.Mutex
+	write  sync.Mutex // as sandboxEntry's
 	mu     sync.RWMutex
 	rec    Container
 	exited chan struct{}
@@ -307,32 +313,38 @@ func saveRecord(path string, rec any, intent bool) error {
 // changed anything: an unchanged record is not rewritten (nor resurrected
 // after a concurrent removal).
 func (s *Service) updateSandbox(e *sandboxEntry, fn func(*Sandbox) bool) error {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	next := e.rec.clone()
+	e.write.Lock()
+	defer e.write.Unlock()
+	next := e.snapshot()
 	if !fn(&next) {
 		return nil
 	}
 	if err := s.saveSandbox(&next); err != nil {
 		return err
 	}
+	e.mu.Lock()
 	e.rec = next
+	e.mu.Unlock()
 	return nil
 }
 
 // updateContainer changes a container record through fn, which reports
-// whether it changed anything, and checkpoints it.
+// whether it changed anything, and checkpoints it. As updateSandbox, the
+// change is visible once it is on disk, and readers never wait for the
+// disk.
 func (s *Service) updateContainer(e *containerEntry, fn func(*Container) bool) error {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	next := e.rec
+	e.write.Lock()
+	defer e.write.Unlock()
+	next := e.snapshot()
 	if !fn(&next) {
 		return nil
 	}
 	if err := s.saveContainer(&next); err != nil {
 		return err
 	}
+	e.mu.Lock()
 	e.rec = next
+	e.mu.Unlock()
 	return nil
 }
 

@@ -114,7 +114,11 @@ func (b *bench) profilesFor(r *concResults, row *concRuntime, k int) *daemonProf
 	if row.client != b.d.criClient || k != slices.Max(r.ks) {
 		return nil
 	}
-	r.profiles = &daemonProfiles{socket: b.e.pprofSocket(), dir: filepath.Join(b.e.work, "profiles"),
+	dir := filepath.Join(b.e.work, "profiles")
+	if b.o.out != "" {
+		dir = filepath.Join(filepath.Dir(b.o.out), "profiles") // kept beside the report
+	}
+	r.profiles = &daemonProfiles{socket: b.e.pprofSocket(), dir: dir,
 		label: fmt.Sprintf("%d pods, %d in flight (starts and teardown)", r.pods, k)}
 	r.profiles.before(context.Background())
 	return r.profiles
