@@ -178,7 +178,7 @@ func (hostOps) PinNamespaces(o network.PinOptions) (*network.Namespaces, error) 
 	return network.Pin(o)
 }
 func (hostOps) UnpinNamespaces(dir string) error { return network.Unpin(dir) }
-func (hostOps) UnpinOne(path string) error        { return network.UnpinOne(path) }
+func (hostOps) UnpinOne(path string) error       { return network.UnpinOne(path) }
 func (hostOps) IsPinned(path string) bool        { return network.IsPinned(path) }
 func (hostOps) MountRootfs(layers []string, upper, work, target string, idmap *image.IDMap) error {
 	return image.MountRootfs(layers, upper, work, target, idmap)
