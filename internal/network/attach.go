@@ -31,6 +31,10 @@ type Attachment struct {
 	PodID, PodName, PodNamespace, PodUID string
 	NetnsPath                            string
 	PortMappings                         []PortMapping
+	// SetUpAt is when the pod's network was set up (its sandbox's
+	// creation), for Teardown after a reboot (ErrBeforeBoot); zero when
+	// unknown.
+	SetUpAt time.Time
 }
 
 // Result is what the pod network gave the pod.

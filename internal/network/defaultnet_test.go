@@ -3,6 +3,7 @@ package network
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"os/exec"
 	"path/filepath"
 	"strings"
@@ -196,5 +197,64 @@ func TestTeardownDeletesAnOlderBerthsLoopbackAttachment(t *testing.T) {
 	}
 	if cached, _ := tn.cni.lib.GetCachedAttachments(a.PodID); len(cached) != 0 {
 		t.Errorf("%d cached attachments left after Teardown", len(cached))
+	}
+}
+
+// TestTeardownOfAPodFromBeforeTheBoot: after a reboot a pod's namespace and
+// its iptables chains are gone, and an older bridge plugin's DEL fails on
+// its own missing chain. For a pod set up before the boot, Teardown says
+// so (ErrBeforeBoot), forgets the pod's cached attachments and has had the
+// address released; for a pod of this boot the failure stays an error.
+func TestTeardownOfAPodFromBeforeTheBoot(t *testing.T) {
+	tn := newTestNet(t) // the plugin's per-pod ipMasq
+	a, dir := tn.newPod(t)
+	before := iptablesSave(t)
+	tn.setupPod(t, a)
+	chains := podChains(before, iptablesSave(t), a.PodID)
+	if len(chains) == 0 {
+		t.Fatal("no per-pod chains: nothing to lose in the reboot")
+	}
+	// The reboot: the namespace and the pod's rules go.
+	if err := Unpin(dir); err != nil {
+		t.Fatal(err)
+	}
+	script := "*nat\n"
+	for _, l := range podLines(before, iptablesSave(t), a.PodID, chains) {
+		if strings.HasPrefix(l, "-A POSTROUTING ") {
+			script += "-D " + strings.TrimPrefix(l, "-A ") + "\n"
+		}
+	}
+	for c := range chains {
+		script += "-F " + c + "\n-X " + c + "\n"
+	}
+	restore := exec.Command("iptables-restore", "--noflush")
+	restore.Stdin = strings.NewReader(script + "COMMIT\n")
+	if out, err := restore.CombinedOutput(); err != nil {
+		t.Fatalf("iptables-restore: %v: %s\n%s", err, out, script)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	a.SetUpAt = time.Now()
+	err := tn.cni.Teardown(ctx, a)
+	if err == nil {
+		t.Skip("this bridge plugin's DEL does not fail on its missing chain: nothing to work around")
+	}
+	if errors.Is(err, ErrBeforeBoot) {
+		t.Fatalf("a pod of this boot: %v, want a plain error", err)
+	}
+	saved := bootTime
+	t.Cleanup(func() { bootTime = saved })
+	bootTime = func() time.Time { return a.SetUpAt.Add(time.Second) }
+	if err := tn.cni.Teardown(ctx, a); !errors.Is(err, ErrBeforeBoot) {
+		t.Fatalf("a pod from before the boot: %v, want ErrBeforeBoot", err)
+	}
+	if cached, _ := tn.cni.lib.GetCachedAttachments(a.PodID); len(cached) != 0 {
+		t.Errorf("%d cached attachments left", len(cached))
+	}
+	if left := tn.allocations(t); len(left) != 0 {
+		t.Errorf("addresses still allocated: %v", left)
+	}
+	if err := tn.cni.Teardown(ctx, a); err != nil {
+		t.Errorf("Teardown again, nothing cached: %v", err)
 	}
 }

@@ -57,7 +57,7 @@ func setLinkFlags(index int, name string, up uint32) error {
 	}
 	// struct ifinfomsg: family, pad, type, index, flags, change.
 	msg := make([]byte, unix.SizeofIfInfomsg)
-	binary.NativeEndian.PutUint32(msg[4:8], uint32(index)) //nolint:gosec // G115: an interface index is positive
+	binary.NativeEndian.PutUint32(msg[4:8], uint32(index))
 	binary.NativeEndian.PutUint32(msg[8:12], up)
 	binary.NativeEndian.PutUint32(msg[12:16], unix.IFF_UP)
 	if name != "" {

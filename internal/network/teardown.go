@@ -50,7 +50,14 @@ func (c *CNI) Teardown(ctx context.Context, a Attachment) error {
 			errs = append(errs, c.teardownUncached(ctx, a, netns))
 		}
 	}
-	return errors.Join(errs...)
+	err = errors.Join(errs...)
+	if err != nil && setUpBeforeBoot(a.SetUpAt) {
+		if ferr := c.forgetCached(a.PodID); ferr != nil {
+			return errors.Join(err, ferr)
+		}
+		return fmt.Errorf("%w: %w", ErrBeforeBoot, err)
+	}
+	return err
 }
 
 // teardownCached deletes one cached attachment with its cached config and

@@ -119,7 +119,7 @@ func (s *Service) sandboxLost(ctx context.Context, rec *Sandbox) bool {
 		s.log.Warn("recovery: sandbox lost its network namespace", "id", rec.ID)
 		a := attachment(rec)
 		a.NetnsPath = ""
-		if err := s.cfg.Network.Teardown(ctx, a); err != nil {
+		if err := s.teardownNetwork(ctx, a); err != nil {
 			s.log.Warn("recovery: network teardown", "id", rec.ID, "error", err)
 		} else {
 			rec.NetworkDown = true

@@ -242,6 +242,7 @@ func attachment(rec *Sandbox) network.Attachment {
 		PodNamespace: md.GetNamespace(),
 		PodUID:       md.GetUid(),
 		NetnsPath:    rec.NetNS,
+		SetUpAt:      rec.CreatedAt,
 	}
 	for _, pm := range rec.Config.GetPortMappings() {
 		a.PortMappings = append(a.PortMappings, network.PortMapping{

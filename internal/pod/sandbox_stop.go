@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 
 	"github.com/berth-dev/berth/internal/errdefs"
+	"github.com/berth-dev/berth/internal/network"
 )
 
 // StopSandbox kills every container of the sandbox, stops berth-pause and
@@ -70,7 +71,7 @@ func (s *Service) stopSandboxLocked(ctx context.Context, e *sandboxEntry) error 
 		return fmt.Errorf("pod sandbox %s: %w", rec.ID, err)
 	}
 	if !rec.HostNetwork && !rec.NetworkDown {
-		if err := s.cfg.Network.Teardown(ctx, attachment(&rec)); err != nil {
+		if err := s.teardownNetwork(ctx, attachment(&rec)); err != nil {
 			return fmt.Errorf("pod sandbox %s: network: %w", rec.ID, err)
 		}
 		// As containerd does: the network namespace goes at stop, with
@@ -132,7 +133,7 @@ func (s *Service) cleanUpSandbox(ctx context.Context, rec *Sandbox) error {
 		if !s.host.IsPinned(a.NetnsPath) {
 			a.NetnsPath = ""
 		}
-		if err := s.cfg.Network.Teardown(ctx, a); err != nil {
+		if err := s.teardownNetwork(ctx, a); err != nil {
 			return fmt.Errorf("network: %w", err)
 		}
 	}
@@ -157,6 +158,19 @@ func (s *Service) cleanUpSandbox(ctx context.Context, rec *Sandbox) error {
 	_ = os.Remove(filepath.Join(s.exitsDir(), rec.ID+".json"))
 	s.removeEmptyDefaultCgroup()
 	return os.RemoveAll(filepath.Dir(s.sandboxRecordPath(rec.ID)))
+}
+
+// teardownNetwork runs CNI DEL for a sandbox. A DEL that fails for a pod
+// set up before the host's last boot (network.ErrBeforeBoot: the reboot
+// took the kernel state a plugin failed to delete) is logged and taken as
+// done: it would fail forever, and the pod could never be removed.
+func (s *Service) teardownNetwork(ctx context.Context, a network.Attachment) error {
+	err := s.cfg.Network.Teardown(ctx, a)
+	if errors.Is(err, network.ErrBeforeBoot) {
+		s.log.Warn("network teardown after a reboot: a plugin failed on state the reboot removed; taken as done", "id", a.PodID, "error", err)
+		return nil
+	}
+	return err
 }
 
 // forgetSandbox drops a removed sandbox from memory and releases its name.

@@ -204,6 +204,36 @@ func (d *Daemon) knownCgroupName(name string) bool {
 // forceClean removes whatever the daemon left: processes, runc state,
 // mounts, links, iptables rules, cgroups and directories.
 func (d *Daemon) forceClean() {
+	d.wipeVolatile(true)
+	if err := os.RemoveAll(d.Root); err != nil {
+		d.T.Logf("force clean: %v", err)
+	}
+}
+
+// SimulateReboot does to a daemon's world what a power-off reboot does: the
+// daemon, its monitors, berth-pause and the containers die at once (SIGKILL),
+// and their mounts, namespaces, links, cgroups and the state directory are
+// gone; the root directory (records, host-local leases, libcni's cache,
+// upper dirs) stays as it is. The iptables rules stay too, as with saved
+// rules restored at boot: the host's clock cannot go back to before a boot,
+// so a plugin failing on rules a real reboot removed is tested in
+// internal/network (TestTeardownOfAPodFromBeforeTheBoot). Start the daemon
+// again after.
+func (d *Daemon) SimulateReboot() {
+	d.CollectIDs()
+	d.Kill9()
+	d.wipeVolatile(false)
+	// The killed processes went to the host's init, which reaps them in its
+	// own time; after a reboot there are none.
+	for deadline := time.Now().Add(30 * time.Second); len(d.ProcessesLeft()) > 0 && time.Now().Before(deadline); {
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// wipeVolatile removes what does not outlive a reboot: processes, runc
+// state, mounts, links, (with rules) iptables rules, cgroups and the state
+// directory.
+func (d *Daemon) wipeVolatile(rules bool) {
 	for i := 0; i < 3; i++ {
 		procs := d.ProcessesLeft()
 		if len(procs) == 0 {
@@ -221,15 +251,15 @@ func (d *Daemon) forceClean() {
 		_ = syscall.Unmount(m, syscall.MNT_DETACH) // best effort
 	}
 	d.Net.RemoveLinks()
-	if err := d.Net.RemoveIptablesRules(); err != nil {
-		d.T.Logf("force clean: %v", err)
+	if rules {
+		if err := d.Net.RemoveIptablesRules(); err != nil {
+			d.T.Logf("force clean: %v", err)
+		}
 	}
 	for _, c := range d.cgroupsLeft() {
 		RemoveCgroupTree(c)
 	}
-	for _, dir := range []string{d.State, d.Root} {
-		if err := os.RemoveAll(dir); err != nil {
-			d.T.Logf("force clean: %v", err)
-		}
+	if err := os.RemoveAll(d.State); err != nil {
+		d.T.Logf("force clean: %v", err)
 	}
 }
