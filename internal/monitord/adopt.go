@@ -80,14 +80,7 @@ func (s *Server) watchAdopted(c *container, proc *procwatch.Process) {
 	_ = proc.Wait() // never closed while waiting
 	_ = proc.Close()
 	finished := time.Now()
-	select {
-	case <-c.copied:
-	case <-time.After(DrainTimeout):
-		s.log.Printf("pod %s: container %s: output still open after %s", s.cfg.Pod, c.id, DrainTimeout)
-	}
-	c.stdio.closeMonitorSide()
-	<-c.copied
-	c.log.Close()
+	s.drainOutput(c)
 	rec := monitor.ExitRecord{
 		Version: monitor.ExitRecordVersion, ID: c.id, Pid: c.pid,
 		ExitCode: 255, Unknown: true, FinishedAt: finished,

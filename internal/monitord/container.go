@@ -232,14 +232,7 @@ func (s *Server) watch(c *container, exited <-chan Exit) {
 	if oomKilled {
 		s.log.Printf("pod %s: container %s: OOM-killed, counted in %s", s.cfg.Pod, c.id, c.oom.file)
 	}
-	select {
-	case <-c.copied:
-	case <-time.After(DrainTimeout):
-		s.log.Printf("pod %s: container %s: output still open after %s", s.cfg.Pod, c.id, DrainTimeout)
-	}
-	c.stdio.closeMonitorSide()
-	<-c.copied
-	c.log.Close()
+	s.drainOutput(c)
 	rec := exitRecord(c, e, finished, oomKilled)
 	if err := monitor.WriteExitFile(s.cfg.ExitDir, rec); err != nil {
 		s.log.Printf("pod %s: container %s: %v", s.cfg.Pod, c.id, err)
@@ -248,6 +241,20 @@ func (s *Server) watch(c *container, exited <-chan Exit) {
 	c.exit = &rec
 	s.mu.Unlock()
 	s.log.Printf("pod %s: container %s: exited, code %d", s.cfg.Pod, c.id, rec.ExitCode)
+}
+
+// drainOutput waits, at most DrainTimeout (a leftover process may hold the
+// container's stdio open), for the copy of an ended container's output,
+// then closes the monitor's side and the log.
+func (s *Server) drainOutput(c *container) {
+	select {
+	case <-c.copied:
+	case <-time.After(DrainTimeout):
+		s.log.Printf("pod %s: container %s: output still open after %s", s.cfg.Pod, c.id, DrainTimeout)
+	}
+	c.stdio.closeMonitorSide()
+	<-c.copied
+	c.log.Close()
 }
 
 func exitRecord(c *container, e Exit, finished time.Time, oomKilled bool) monitor.ExitRecord {

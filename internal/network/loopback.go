@@ -47,14 +47,11 @@ func setLinkDown(netnsPath, ifName string) error {
 // setLinkFlags sets IFF_UP to up (IFF_UP or 0) on the link index (or, with
 // index 0, the link named name) in the calling thread's namespace.
 func setLinkFlags(index int, name string, up uint32) error {
-	fd, err := unix.Socket(unix.AF_NETLINK, unix.SOCK_RAW|unix.SOCK_CLOEXEC, unix.NETLINK_ROUTE)
+	fd, err := routeSocket()
 	if err != nil {
-		return fmt.Errorf("netlink socket: %w", err)
+		return err
 	}
 	defer unix.Close(fd)
-	if err := unix.Bind(fd, &unix.SockaddrNetlink{Family: unix.AF_NETLINK}); err != nil {
-		return fmt.Errorf("netlink bind: %w", err)
-	}
 	// struct ifinfomsg: family, pad, type, index, flags, change.
 	msg := make([]byte, unix.SizeofIfInfomsg)
 	binary.NativeEndian.PutUint32(msg[4:8], uint32(index))

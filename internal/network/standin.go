@@ -69,14 +69,11 @@ const vethInfoPeer = 1
 // addStandInLink creates a veth pair ifName/standin0 in the calling thread's
 // network namespace and puts addrs on ifName, speaking rtnetlink directly.
 func addStandInLink(ifName string, addrs []*net.IPNet) error {
-	fd, err := unix.Socket(unix.AF_NETLINK, unix.SOCK_RAW|unix.SOCK_CLOEXEC, unix.NETLINK_ROUTE)
+	fd, err := routeSocket()
 	if err != nil {
-		return fmt.Errorf("netlink socket: %w", err)
+		return err
 	}
 	defer unix.Close(fd)
-	if err := unix.Bind(fd, &unix.SockaddrNetlink{Family: unix.AF_NETLINK}); err != nil {
-		return fmt.Errorf("netlink bind: %w", err)
-	}
 	peer := append(make([]byte, unix.SizeofIfInfomsg), rtAttr(unix.IFLA_IFNAME, append([]byte(standInPeer), 0))...)
 	linkInfo := append(rtAttr(unix.IFLA_INFO_KIND, []byte("veth")),
 		rtAttr(unix.IFLA_INFO_DATA, rtAttr(vethInfoPeer, peer))...)
@@ -119,6 +116,20 @@ func rtAttr(typ uint16, data []byte) []byte {
 	binary.NativeEndian.PutUint16(b[2:4], typ)
 	copy(b[unix.SizeofRtAttr:], data)
 	return b
+}
+
+// routeSocket opens a bound rtnetlink socket in the calling thread's
+// network namespace (it stays in that namespace).
+func routeSocket() (int, error) {
+	fd, err := unix.Socket(unix.AF_NETLINK, unix.SOCK_RAW|unix.SOCK_CLOEXEC, unix.NETLINK_ROUTE)
+	if err != nil {
+		return -1, fmt.Errorf("netlink socket: %w", err)
+	}
+	if err := unix.Bind(fd, &unix.SockaddrNetlink{Family: unix.AF_NETLINK}); err != nil {
+		unix.Close(fd)
+		return -1, fmt.Errorf("netlink bind: %w", err)
+	}
+	return fd, nil
 }
 
 // netlinkRequest sends one request with an ack asked and reads the ack.
