@@ -46,11 +46,13 @@ type fakeWorld struct {
 	launches []monitor.LaunchOptions
 	// died are the watched monitors' death callbacks, by socket id.
 	died map[string]func()
+	// gone are the monitors, by pid, that are no longer there.
+	gone map[int]bool
 }
 
 func newFakeWorld() *fakeWorld {
 	return &fakeWorld{fail: map[string]error{}, hook: map[string]func(string){},
-		states: map[string]runc.State{}, pinned: map[string]bool{}, died: map[string]func(){}}
+		states: map[string]runc.State{}, pinned: map[string]bool{}, died: map[string]func(){}, gone: map[int]bool{}}
 }
 
 // Fake pids: no real process is ever signalled through them.
@@ -140,12 +142,23 @@ func (f *fakeWorld) Launch(o monitor.LaunchOptions) (int, error) {
 	return pid, f.call("launch", o.PodID)
 }
 
-// Watch keeps died, for killMonitor; it records no call.
-func (f *fakeWorld) Watch(_ int, socket string, died func()) (func(), error) {
+// Watch keeps died, for killMonitor; it records no call. A monitor in
+// gone is not found.
+func (f *fakeWorld) Watch(pid int, socket string, died func()) (func(), error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
+	if f.gone[pid] {
+		return nil, errdefs.ErrNotFound
+	}
 	f.died[socketID(socket)] = died
 	return func() {}, nil
+}
+
+// Alive says a monitor lives unless it is in gone; it records no call.
+func (f *fakeWorld) Alive(pid int, _ string) bool {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return !f.gone[pid]
 }
 
 // killMonitor runs the death callback of a pod's watched monitor, as its

@@ -44,26 +44,29 @@ func (w *monitorWatches) drop(id string) {
 }
 
 // watchMonitor learns at once (a pidfd) when the monitor pid of sandbox id
-// ends. A monitor that is already gone, or whose pid is no longer a
-// monitor, is taken over now.
-func (s *Service) watchMonitor(id string, pid int, socket string) {
+// ends. It reports gone when the monitor has already ended (or the pid is
+// no longer it): the caller takes the pod over then (monitorDied).
+func (s *Service) watchMonitor(id string, pid int, socket string) (gone bool) {
 	stop, err := s.monitors.Watch(pid, socket, func() { s.monitorDied(id, pid) })
 	if err != nil {
-		s.log.Warn("pod monitor: cannot watch it", "id", id, "pid", pid, "error", err)
 		if errdefs.IsNotFound(err) {
-			go s.monitorDied(id, pid)
+			return true
 		}
-		return
+		s.log.Warn("pod monitor: cannot watch it", "id", id, "pid", pid, "error", err)
+		return false
 	}
 	s.watches.set(id, stop)
+	return false
 }
 
 // monitorDied takes a pod over from its monitor, which ended while the pod
-// was not being removed (killed, crashed): a new monitor is launched on the
-// same socket, and each created or running container — berth-pause too —
-// whose process still lives is adopted by it; one whose process is gone
-// is recorded as exited with reason Unknown, for its exit status died with
-// the monitor. A stopped pod with nothing running keeps no monitor.
+// was not being removed (killed, crashed; or while the daemon was down): a
+// new monitor is launched on the same socket, and each created or running
+// container — berth-pause too — whose process still lives is adopted by
+// it; one whose process is gone is recorded as exited with reason Unknown,
+// for its exit status died with the monitor. A ready pod always gets a new
+// monitor (its next containers need one); a stopped pod with nothing
+// running keeps none.
 func (s *Service) monitorDied(id string, pid int) {
 	e, unlock, _ := s.lockSandboxIfKnown(id)
 	if e == nil {
@@ -78,7 +81,7 @@ func (s *Service) monitorDied(id string, pid int) {
 	defer cancel()
 	live := s.liveContainers(rec.ID)
 	pause := rec.State == SandboxReady && rec.PausePid != 0
-	if len(live) == 0 && !pause {
+	if len(live) == 0 && rec.State != SandboxReady {
 		s.log.Info("pod monitor ended; nothing of the pod runs", "id", id, "pid", pid)
 		return
 	}
@@ -94,7 +97,13 @@ func (s *Service) monitorDied(id string, pid int) {
 	if err := s.updateSandbox(e, func(r *Sandbox) bool { r.MonitorPid = newPid; return true }); err != nil {
 		s.log.Error("sandbox record", "id", id, "error", err)
 	}
-	s.watchMonitor(rec.ID, newPid, rec.MonitorSocket)
+	if s.watchMonitor(rec.ID, newPid, rec.MonitorSocket) {
+		// The new monitor is gone already: no third one (a monitor that
+		// cannot live would be relaunched forever).
+		s.log.Error("pod monitor: the new monitor ended at once; pod sandbox not ready", "id", id, "pid", newPid)
+		s.markSandboxNotReady(e)
+		return
+	}
 	if pause {
 		s.adoptPause(ctx, e)
 	}

@@ -113,3 +113,19 @@ func TestMonitorStoppedByRemovalIsNotTakenOver(t *testing.T) {
 		t.Errorf("%d monitor launches, want only the pod's first", len(f.launches))
 	}
 }
+
+// TestMonitorThatDiesAtOnceIsNotRelaunchedForever: when the new monitor is
+// gone already, no third is launched and the pod turns not ready.
+func TestMonitorThatDiesAtOnceIsNotRelaunchedForever(t *testing.T) {
+	f := newFakeWorld()
+	s := newFakeService(t, t.TempDir(), t.TempDir(), f)
+	sbID, _ := runningPod(t, s)
+	f.gone[fakeMonitorPid+1] = true
+	f.killMonitor(t, s.monitorSocket(sbID))
+	if len(f.launches) != 2 {
+		t.Errorf("%d monitor launches, want the pod's first and one replacement", len(f.launches))
+	}
+	if st := s.sandboxes[sbID].snapshot().State; st != SandboxNotReady {
+		t.Errorf("sandbox %s, want notready", st)
+	}
+}

@@ -45,12 +45,12 @@ func (s *Service) Recover(ctx context.Context) error {
 }
 
 // watchRecoveredMonitors watches the monitor of every sandbox that names
-// one: a monitor that died while the daemon was down is taken over now
-// (monitorDied), one that dies later at once.
+// one: a monitor that died while the daemon was down is taken over now,
+// before the daemon answers (monitorDied), one that dies later at once.
 func (s *Service) watchRecoveredMonitors() {
 	for _, sb := range s.Sandboxes() {
-		if sb.MonitorPid != 0 {
-			s.watchMonitor(sb.ID, sb.MonitorPid, sb.MonitorSocket)
+		if sb.MonitorPid != 0 && s.watchMonitor(sb.ID, sb.MonitorPid, sb.MonitorSocket) {
+			s.monitorDied(sb.ID, sb.MonitorPid)
 		}
 	}
 }
@@ -135,8 +135,15 @@ func (s *Service) sandboxLost(ctx context.Context, rec *Sandbox) bool {
 	pctx, cancel := context.WithTimeout(ctx, 3*time.Second)
 	defer cancel()
 	if err := s.monitors.Ping(pctx, s.monitorSocket(rec.ID)); err != nil {
-		// Without its monitor a pod can neither start containers nor report
-		// exits: not ready, so that kubelet recreates it.
+		if !s.monitors.Alive(rec.MonitorPid, rec.MonitorSocket) {
+			// Gone: a new monitor takes the pod over once the records
+			// are loaded (watchRecoveredMonitors).
+			s.log.Warn("recovery: pod monitor gone; a new one takes the pod over", "id", rec.ID)
+			return false
+		}
+		// Alive but silent: a pod whose monitor hangs can neither start
+		// containers nor report exits: not ready, so that kubelet
+		// recreates it.
 		s.log.Error("recovery: pod monitor does not answer; sandbox not ready", "id", rec.ID, "error", err)
 		return true
 	}

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/berth-dev/berth/internal/monitor"
 	"github.com/berth-dev/berth/internal/oci"
 	"github.com/berth-dev/berth/internal/runc"
 )
@@ -140,6 +141,22 @@ func sandboxNotReadyCases() []recoveryCase {
 		},
 		calls: []string{"ping aaaaaaaa"},
 		check: func(t *testing.T, s *Service, _ *fakeWorld) { checkSandboxState(t, s, SandboxNotReady) },
+	}, {
+		row: "ready sandbox whose monitor is gone: a new monitor takes it over, it stays ready",
+		setup: func(t *testing.T, s *Service, f *fakeWorld) {
+			putSandbox(t, s, f, SandboxReady, false)
+			f.fail["ping"] = errors.New("connection refused")
+			f.gone[fakeMonitorPid] = true
+			// The gone monitor counts as launched: the new one gets the next pid.
+			f.launches = append(f.launches, monitor.LaunchOptions{PodID: podID})
+		},
+		calls: []string{"ping aaaaaaaa", "launch aaaaaaaa"},
+		check: func(t *testing.T, s *Service, f *fakeWorld) {
+			checkSandboxState(t, s, SandboxReady)
+			if pid := s.sandboxes[podID].snapshot().MonitorPid; pid == fakeMonitorPid {
+				t.Errorf("monitor pid %d: the gone monitor's, want the new one's", pid)
+			}
+		},
 	}}
 }
 

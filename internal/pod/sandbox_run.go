@@ -84,7 +84,9 @@ func (s *Service) RunSandbox(ctx context.Context, cfg *runtimeapi.PodSandboxConf
 		return "", err
 	}
 	s.addSandbox(rec)
-	s.watchMonitor(rec.ID, rec.MonitorPid, rec.MonitorSocket)
+	if s.watchMonitor(rec.ID, rec.MonitorPid, rec.MonitorSocket) {
+		go s.monitorDied(rec.ID, rec.MonitorPid) //nolint:gosec // G118: the takeover outlives the request that launched the monitor
+	}
 	s.sandboxStarted(rec.ID)
 	s.log.Info("pod sandbox ready", "id", rec.ID, "name", rec.Name, "ips", rec.IPs, "duration", time.Since(started))
 	return rec.ID, nil

@@ -40,6 +40,8 @@ type podMonitors interface {
 	// Stop makes the monitor on socket exit, by pid if it does not answer;
 	// pid 0 means unknown. A monitor already gone is not an error.
 	Stop(ctx context.Context, socket string, pid int) error
+	// Alive reports whether pid is still the monitor serving socket.
+	Alive(pid int, socket string) bool
 	// Watch calls died once when the monitor pid (serving socket) ends;
 	// stop ends the watch. A pid that is gone or is no such monitor is
 	// ErrNotFound.
@@ -93,6 +95,8 @@ func (monitorClients) Start(ctx context.Context, socket, id string) error {
 func (monitorClients) Adopt(ctx context.Context, socket string, r monitor.AdoptRequest) error {
 	return monitor.NewClient(socket).Adopt(ctx, r)
 }
+
+func (monitorClients) Alive(pid int, socket string) bool { return isMonitorProcess(pid, socket) }
 
 // Watch watches a monitor through a pidfd (internal/procwatch), checking
 // after it is open that the pid is that monitor: a reused pid is refused.

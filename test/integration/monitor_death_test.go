@@ -129,6 +129,49 @@ func (d *daemon) removeAndAwaitReaped(t *testing.T, podID string) {
 	}
 }
 
+// TestMonitorDeathWhileTheDaemonIsDown: a monitor killed while the daemon
+// is down (kill -9 of both) is taken over when the daemon starts, before
+// it answers: the pod stays ready, its container keeps running, and what
+// it writes after the takeover reaches its log. (Output written while both
+// were down finds no reader and kills the writer: the daemon holds the
+// FIFOs only while it runs.)
+func TestMonitorDeathWhileTheDaemonIsDown(t *testing.T) {
+	d := startDaemon(t)
+	cfg := podConfig(t, "monitor-and-daemon-die")
+	podID := d.runPod(cfg)
+	waiterCfg := shell("waiter", "while [ ! -f /tmp/go ]; do sleep 0.05; done; echo after the takeover; exec sleep 3600")
+	waiter := d.run(podID, cfg, waiterCfg)
+	old := d.monitorPid(t, podID)
+	d.Kill9()
+	if err := syscall.Kill(old, syscall.SIGKILL); err != nil {
+		t.Fatalf("kill monitor %d: %v", old, err)
+	}
+	d.Start()
+	if st := d.sandboxStatus(podID).GetState(); st != runtimeapi.PodSandboxState_SANDBOX_READY {
+		t.Errorf("sandbox %v after the restart, want ready (its monitor taken over)", st)
+	}
+	if pid := d.monitorPid(t, podID); pid == old {
+		t.Errorf("the sandbox still names the dead monitor %d", pid)
+	}
+	if st := d.containerStatus(waiter).GetState(); st != runtimeapi.ContainerState_CONTAINER_RUNNING {
+		t.Fatalf("container %v after the restart, want running", st)
+	}
+	if _, err := d.execSync(waiter, 10, "touch", "/tmp/go"); err != nil {
+		t.Fatalf("exec: %v", err)
+	}
+	if !eventually(20*time.Second, func() bool {
+		for _, r := range readLog(t, logPath(cfg, waiterCfg)) {
+			if r.Content == "after the takeover" {
+				return true
+			}
+		}
+		return false
+	}) {
+		t.Errorf("what the container wrote after the takeover is not in its log")
+	}
+	d.removeAndAwaitReaped(t, podID)
+}
+
 // TestMonitorDeathOfAnExitedContainerIsItsExit: a container whose process
 // ended while no monitor ran (killed during the gap) is reported exited,
 // reason Unknown, once the new monitor looks — never running.
