@@ -147,6 +147,19 @@ func ratioHeads(rows []*concRuntime) []string {
 	return heads
 }
 
+// writeMeasureRow writes one measure's table row: each runtime's value,
+// then the ratios.
+func writeMeasureRow(w *strings.Builder, name string, vals [][]float64, format func(float64) string, noRatio bool) {
+	fmt.Fprintf(w, "| %s |", name)
+	for _, v := range vals {
+		fmt.Fprintf(w, " %s |", valueCell(v, format))
+	}
+	for _, c := range ratioCells(vals, noRatio) {
+		fmt.Fprintf(w, " %s |", c)
+	}
+	fmt.Fprintln(w)
+}
+
 // ratioCells are a row's ratio cells in ratioHeads' order: vals[0] is
 // berth's.
 func ratioCells(vals [][]float64, noRatio bool) []string {
@@ -188,14 +201,7 @@ func writeConcTable(w *strings.Builder, r concResults, k int) {
 	fmt.Fprintf(w, "\n|---|%s\n", strings.Repeat("---:|", len(r.rows)+len(heads)))
 	for _, m := range concMeasures {
 		vals := rowValues(r.rows, k, m)
-		fmt.Fprintf(w, "| %s |", m.name)
-		for _, v := range vals {
-			fmt.Fprintf(w, " %s |", valueCell(v, m.format))
-		}
-		for _, c := range ratioCells(vals, m.noRatio) {
-			fmt.Fprintf(w, " %s |", c)
-		}
-		fmt.Fprintln(w)
+		writeMeasureRow(w, m.name, vals, m.format, m.noRatio)
 	}
 	fmt.Fprintln(w)
 }

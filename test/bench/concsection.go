@@ -110,14 +110,7 @@ func writeConcMemory(w *strings.Builder, r concResults) {
 				}
 			}
 		}
-		fmt.Fprintf(w, "| %s |", m.name)
-		for _, v := range vals {
-			fmt.Fprintf(w, " %s |", valueCell(v, m.format))
-		}
-		for _, c := range ratioCells(vals, m.noRatio) {
-			fmt.Fprintf(w, " %s |", c)
-		}
-		fmt.Fprintln(w)
+		writeMeasureRow(w, m.name, vals, m.format, m.noRatio)
 	}
 	fmt.Fprintln(w)
 }
