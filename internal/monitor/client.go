@@ -37,6 +37,18 @@ func (c *Client) Create(ctx context.Context, r CreateRequest) (int, error) {
 	return resp.Pid, nil
 }
 
+// Run asks the monitor to create and start r's container in one `runc run
+// --detach` and returns the pid of its init; started is false when the
+// monitor predates Run and only created it (Start it then).
+func (c *Client) Run(ctx context.Context, r CreateRequest) (pid int, started bool, err error) {
+	r.Run = true
+	resp, err := c.call(ctx, Request{Op: OpCreate, ID: r.ID, Create: &r})
+	if err != nil {
+		return 0, false, err
+	}
+	return resp.Pid, resp.Started, nil
+}
+
 // Adopt hands the monitor a container whose monitor died (AdoptRequest).
 // A pid that is gone is ErrNotFound.
 func (c *Client) Adopt(ctx context.Context, r AdoptRequest) error {

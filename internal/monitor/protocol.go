@@ -73,6 +73,11 @@ type CreateRequest struct {
 	// monitor started before a change of cgroup_driver creates each
 	// container the way its spec was built.
 	SystemdCgroup bool `json:"systemdCgroup,omitempty"`
+	// Run creates and starts the container in one `runc run --detach`
+	// (StartContainer of a container CreateContainer only prepared). A
+	// monitor that predates Run creates it only and answers without
+	// Started: the caller starts it then.
+	Run bool `json:"run,omitempty"`
 }
 
 // The named pipes, in a container's bundle directory, that carry its
@@ -129,10 +134,12 @@ type AttachRequest struct {
 
 // Response answers one Request. Error is empty on success.
 type Response struct {
-	Version    int             `json:"version"`
-	Error      string          `json:"error,omitempty"`
-	ErrorClass string          `json:"errorClass,omitempty"`
-	Pid        int             `json:"pid,omitempty"`
+	Version    int    `json:"version"`
+	Error      string `json:"error,omitempty"`
+	ErrorClass string `json:"errorClass,omitempty"`
+	Pid        int    `json:"pid,omitempty"`
+	// Started answers a CreateRequest with Run: the container runs.
+	Started    bool            `json:"started,omitempty"`
 	Containers []ContainerInfo `json:"containers,omitempty"`
 }
 

@@ -42,7 +42,8 @@ type container struct {
 	stdinClosed sync.Once
 }
 
-// create runs runc create for r and starts logging the container.
+// create runs runc create for r, or runc run --detach when r.Run, and
+// starts logging the container.
 func (s *Server) create(ctx context.Context, r monitor.CreateRequest) (int, error) {
 	if err := monitor.ValidID(r.ID); err != nil {
 		return 0, err
@@ -58,10 +59,15 @@ func (s *Server) create(ctx context.Context, r monitor.CreateRequest) (int, erro
 	if err != nil {
 		return 0, fmt.Errorf("container %s: %w", r.ID, err)
 	}
+	c.started = r.Run
 	s.mu.Lock()
 	s.containers[r.ID] = c
 	s.mu.Unlock()
-	s.log.Printf("pod %s: container %s: created, pid %d", s.cfg.Pod, r.ID, c.pid)
+	if r.Run {
+		s.log.Printf("pod %s: container %s: started, pid %d", s.cfg.Pod, r.ID, c.pid)
+	} else {
+		s.log.Printf("pod %s: container %s: created, pid %d", s.cfg.Pod, r.ID, c.pid)
+	}
 	return c.pid, nil
 }
 
@@ -153,8 +159,9 @@ func openStdio(r monitor.CreateRequest) (*stdio, error) {
 	return newFIFOs(r.Bundle, r.Stdin)
 }
 
-// runRuncCreate runs runc create and returns the init pid; a container
-// left behind by a later failure is force-deleted.
+// runRuncCreate runs runc create (run --detach when r.Run) and returns
+// the init pid; a container left behind by a later failure is
+// force-deleted.
 func (s *Server) runRuncCreate(ctx context.Context, r monitor.CreateRequest, streams *stdio, pidFile string) (int, error) {
 	opts := runc.CreateOpts{Bundle: r.Bundle, PidFile: pidFile, Stdin: streams.runcIn, Stdout: streams.runcOut, Stderr: streams.runcErr}
 	if streams.console != nil {
@@ -162,7 +169,11 @@ func (s *Server) runRuncCreate(ctx context.Context, r monitor.CreateRequest, str
 	}
 	rc := *s.runc
 	rc.SystemdCgroup = r.SystemdCgroup
-	if err := rc.Create(ctx, r.ID, opts); err != nil {
+	create := rc.Create
+	if r.Run {
+		create = rc.Run
+	}
+	if err := create(ctx, r.ID, opts); err != nil {
 		return 0, err
 	}
 	pid, err := readPidFile(pidFile)

@@ -210,6 +210,19 @@ func editSpec(t *testing.T, path string, o bundleOpts, cgroup string) {
 // create makes the container through the monitor; cleanup force-deletes it.
 func (e *env) create(t *testing.T, id string, o bundleOpts) (logPath string, pid int) {
 	t.Helper()
+	logPath, pid, _ = e.make(t, id, o, false)
+	return logPath, pid
+}
+
+// run creates and starts the container in one call (runc run --detach);
+// started is what the monitor answered.
+func (e *env) run(t *testing.T, id string, o bundleOpts) (logPath string, pid int, started bool) {
+	t.Helper()
+	return e.make(t, id, o, true)
+}
+
+func (e *env) make(t *testing.T, id string, o bundleOpts, run bool) (logPath string, pid int, started bool) {
+	t.Helper()
 	bundle, cgroup := e.bundle(t, id, o)
 	logPath = filepath.Join(e.dir, "logs", id, "0.log")
 	t.Cleanup(func() {
@@ -221,13 +234,19 @@ func (e *env) create(t *testing.T, id string, o bundleOpts) (logPath string, pid
 	})
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	pid, err := e.client.Create(ctx, monitor.CreateRequest{ID: id, Bundle: bundle, LogPath: logPath,
+	req := monitor.CreateRequest{ID: id, Bundle: bundle, LogPath: logPath,
 		LogDirectory: filepath.Join(e.dir, "logs"), LogRelPath: id + "/0.log",
-		Terminal: o.terminal, CgroupPath: cgroup})
+		Terminal: o.terminal, CgroupPath: cgroup}
+	var err error
+	if run {
+		pid, started, err = e.client.Run(ctx, req)
+	} else {
+		pid, err = e.client.Create(ctx, req)
+	}
 	if err != nil {
 		t.Fatal(err)
 	}
-	return logPath, pid
+	return logPath, pid, started
 }
 
 func (e *env) start(t *testing.T, id string) {

@@ -61,6 +61,31 @@ func TestContainerLogsAndExitCode(t *testing.T) {
 	}
 }
 
+// TestRunCreatesAndStartsInOneCall: a create with Run starts the
+// container (runc run --detach), logs it and records its exit like a
+// created and started one; a start afterwards is refused.
+func TestRunCreatesAndStartsInOneCall(t *testing.T) {
+	e := newEnv(t)
+	e.launch(t)
+	id := e.prefix + "-run"
+	logPath, pid, started := e.run(t, id, bundleOpts{args: sh(`echo ran; exit 4`)})
+	if !started || pid <= 0 {
+		t.Fatalf("run: pid %d, started %v; want a started container", pid, started)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if err := e.client.Start(ctx, id); !errors.Is(err, errdefs.ErrFailedPrecondition) {
+		t.Errorf("start after run: %v, want FailedPrecondition (started, or exited)", err)
+	}
+	rec := e.waitExitFile(t, id, 10*time.Second)
+	if rec.Pid != pid || rec.ExitCode != 4 {
+		t.Errorf("exit record %+v, want code 4 of pid %d", rec, pid)
+	}
+	if got := crilog.Lines(readLog(t, logPath), crilog.Stdout); !slices.Equal(got, []string{"ran"}) {
+		t.Errorf("stdout lines %q", got)
+	}
+}
+
 func TestKilledContainerExits137(t *testing.T) {
 	e := newEnv(t)
 	e.launch(t)

@@ -188,6 +188,7 @@ func (s *Server) handle(req monitor.Request) monitor.Response {
 			break
 		}
 		resp.Pid, err = s.create(ctx, *req.Create)
+		resp.Started = err == nil && req.Create.Run
 	case monitor.OpStart:
 		err = s.start(ctx, req.ID)
 	case monitor.OpAdopt:

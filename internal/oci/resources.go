@@ -121,3 +121,28 @@ func UpdateResources(r *runtimeapi.LinuxContainerResources) (*specs.LinuxResourc
 	}
 	return containerResources(r)
 }
+
+// MergeResources applies upd (UpdateResources' result) to the resources of
+// a spec that runc has not run yet, as `runc update` would to a running
+// container: what upd sets replaces dst's, the rest (device rules among
+// it) stays.
+func MergeResources(dst, upd *specs.LinuxResources) {
+	if upd.CPU != nil {
+		dst.CPU = upd.CPU
+	}
+	if upd.Memory != nil {
+		dst.Memory = upd.Memory
+	}
+	if upd.Pids != nil {
+		dst.Pids = upd.Pids
+	}
+	if len(upd.HugepageLimits) > 0 {
+		dst.HugepageLimits = upd.HugepageLimits
+	}
+	for k, v := range upd.Unified {
+		if dst.Unified == nil {
+			dst.Unified = map[string]string{}
+		}
+		dst.Unified[k] = v
+	}
+}

@@ -11,10 +11,8 @@ import (
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
 	"github.com/berth-dev/berth/internal/cdidevice"
-	"github.com/berth-dev/berth/internal/cgrouppath"
 	"github.com/berth-dev/berth/internal/errdefs"
 	"github.com/berth-dev/berth/internal/image"
-	"github.com/berth-dev/berth/internal/monitor"
 	"github.com/berth-dev/berth/internal/oci"
 	"github.com/berth-dev/berth/internal/store"
 )
@@ -24,8 +22,11 @@ import (
 //  2. write the intent record (state creating);
 //  3. mount the rootfs (overlay over the image's layers) and the image
 //     volumes (imagevolume.go);
-//  4. build the OCI spec and write the bundle;
-//  5. ask the pod monitor to `runc create` it; 6. record created.
+//  4. build the OCI spec and write the bundle; 5. record created.
+//
+// runc does not run here: StartContainer creates and starts the container
+// in one `runc run --detach` (container_start.go), one runc process and one
+// monitor round trip fewer than `runc create` here and `runc start` there.
 func (s *Service) CreateContainer(ctx context.Context, sandboxID string, cfg *runtimeapi.ContainerConfig, sandboxCfg *runtimeapi.PodSandboxConfig) (_ string, retErr error) {
 	if err := validateContainerConfig(cfg, sandboxCfg); err != nil {
 		return "", err
@@ -75,26 +76,13 @@ func (s *Service) CreateContainer(ctx context.Context, sandboxID string, cfg *ru
 	if err := s.prepareBundle(&rec, &sb, img, vols, devices, &rb); err != nil {
 		return "", createError(rec.ID, err)
 	}
-	bundled := time.Now()
-	pid, err := s.runcCreate(ctx, &rec, &sb, &rb)
-	if err != nil {
-		return "", err
-	}
-	rec.Pid = pid
-	if err := s.outputs.hold(rec.ID, rec.Bundle); err != nil {
-		// The container runs all the same; it would only not outlive
-		// its monitor.
-		s.log.Warn("container output: not held for a monitor takeover", "id", rec.ID, "error", err)
-	}
-	rb.add("release output", func(context.Context) error { s.outputs.release(rec.ID); return nil })
 	rec.State = ContainerCreated
 	if err := s.saveContainer(&rec); err != nil {
 		return "", err
 	}
 	s.addContainer(rec)
 	s.containerCreated(rec.ID)
-	s.log.Debug("container created", "id", rec.ID, "name", rec.Name,
-		"bundle", bundled.Sub(started), "runcCreate", time.Since(bundled))
+	s.log.Debug("container created", "id", rec.ID, "name", rec.Name, "bundle", time.Since(started))
 	return rec.ID, nil
 }
 
@@ -109,31 +97,6 @@ func (s *Service) cdiDevices(cfg *runtimeapi.ContainerConfig) ([]cdidevice.Reque
 		return nil, fmt.Errorf("%s: CDI device %q: berth has no CDI registry: %w", reqs[0].Field, reqs[0].Name, errdefs.ErrFailedPrecondition)
 	}
 	return reqs, s.cfg.Devices.Check(reqs)
-}
-
-// runcCreate asks the pod's monitor to `runc create` the container (step 5).
-func (s *Service) runcCreate(ctx context.Context, rec *Container, sb *Sandbox, rb *rollback) (int, error) {
-	defer s.phase(opCreateContainer, "runc_create")()
-	monitorSocket := sb.MonitorSocket
-	// Registered before the call: the monitor may finish runc create even
-	// when this request gives up waiting for it.
-	rb.add("delete runc container", func(ctx context.Context) error {
-		fctx, cancel := context.WithTimeout(ctx, 2*time.Second)
-		_ = s.calls.Forget(fctx, monitorSocket, rec.ID)
-		cancel()
-		return s.killAndDelete(ctx, s.runtimeFor(rec.RuntimeHandler), rec.ID, rec.CgroupPath, false)
-	})
-	cfg := rec.Config
-	pid, err := s.calls.Create(ctx, monitorSocket, monitor.CreateRequest{
-		ID: rec.ID, Bundle: rec.Bundle, LogPath: rec.LogPath,
-		LogDirectory: logDirectory(rec, sb), LogRelPath: logRelPath(rec, sb),
-		Stdin: cfg.GetStdin(), StdinOnce: cfg.GetStdinOnce(), Terminal: cfg.GetTty(),
-		CgroupPath: rec.CgroupPath, SystemdCgroup: cgrouppath.IsSystemd(rec.CgroupPath),
-	})
-	if err != nil {
-		return 0, fmt.Errorf("container %s: runc create: %w", rec.ID, err)
-	}
-	return pid, nil
 }
 
 // newContainerRecord fills the record of a container about to be created.
@@ -320,8 +283,8 @@ func (s *Service) targetPID(cfg *runtimeapi.ContainerConfig) (int, error) {
 	if err != nil {
 		return 0, fmt.Errorf("namespace options: target_id: %w", err)
 	}
-	if target.State != ContainerRunning && target.State != ContainerCreated {
-		return 0, fmt.Errorf("namespace options: target container %s is %s: %w", target.ID, target.State, errdefs.ErrFailedPrecondition)
+	if target.State != ContainerRunning && target.State != ContainerCreated || target.Pid == 0 {
+		return 0, fmt.Errorf("namespace options: target container %s is %s, not running: %w", target.ID, target.State, errdefs.ErrFailedPrecondition)
 	}
 	return target.Pid, nil
 }

@@ -17,46 +17,6 @@ import (
 // killWait bounds how long a container may take to be reaped after SIGKILL.
 const killWait = 10 * time.Second
 
-// startTimeout bounds runc start through the monitor.
-const startTimeout = time.Minute
-
-// StartContainer starts a created container.
-func (s *Service) StartContainer(ctx context.Context, id string) error {
-	e, err := s.findContainer(id)
-	if err != nil {
-		return err
-	}
-	e.op.Lock()
-	defer e.op.Unlock()
-	rec := e.snapshot()
-	if rec.State != ContainerCreated {
-		return fmt.Errorf("container %s is %s, not created: %w", rec.ID, rec.State, errdefs.ErrFailedPrecondition)
-	}
-	defer s.containerStarting(e)()
-	sb, err := s.findSandbox(rec.SandboxID)
-	if err != nil {
-		return fmt.Errorf("container %s: %w", rec.ID, err)
-	}
-	now := time.Now() // before the start: a fast exit must not finish before it started
-	// Once asked, the monitor starts the container even if this request is
-	// cancelled: wait for its answer so that the record says so.
-	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), startTimeout)
-	defer cancel()
-	started := s.phase(opStartContainer, "runc_start")
-	err = s.calls.Start(sctx, sb.snapshot().MonitorSocket, rec.ID)
-	started()
-	if err != nil {
-		return fmt.Errorf("container %s: runc start: %w", rec.ID, err)
-	}
-	return s.updateContainer(e, func(c *Container) bool {
-		c.StartedAt = now
-		if c.State == ContainerCreated { // the exit watcher may have been faster
-			c.State = ContainerRunning
-		}
-		return true
-	})
-}
-
 // StopContainer stops a running container: its stop signal, then SIGKILL
 // after timeout seconds. Idempotent: an unknown or stopped container is not
 // an error (api.proto: "must not return an error if the container has already
@@ -92,8 +52,8 @@ func (s *Service) lockContainerIfKnown(id string) (*containerEntry, func(), erro
 func (s *Service) stopContainerEntry(ctx context.Context, e *containerEntry, timeout int64) error {
 	s.refreshExit(e)
 	rec := e.snapshot()
-	if rec.State != ContainerRunning && rec.State != ContainerCreated {
-		return nil
+	if rec.State != ContainerRunning && rec.State != ContainerCreated || rec.prepared() {
+		return nil // a prepared container has no process: it stays created, as in containerd
 	}
 	shared := s.sharesPIDNamespace(rec.SandboxID)
 	rt := s.runtimeFor(rec.RuntimeHandler)

@@ -56,10 +56,8 @@ func TestCreateContainerRollback(t *testing.T) {
 			done: []string{"mount"}, undone: []string{"unmount"}},
 		{step: "4 CDI devices", inject: failCDIInject(errFake), wantErr: "spec: injected",
 			done: []string{"mount"}, undone: []string{"unmount"}},
-		{step: "5 runc create", inject: failContainerOp("create", errFake), wantErr: "runc create: injected",
-			done: []string{"mount", "create"}, undone: []string{"forget", "kill", "delete", "unmount"}},
-		{step: "6 record created", inject: blockCreatedRecord, wantErr: "container.json",
-			done: []string{"mount", "create"}, undone: []string{"forget", "kill", "delete", "unmount"}},
+		{step: "5 record created", inject: blockCreatedRecord, wantErr: "container.json",
+			done: []string{"mount"}, undone: []string{"unmount"}},
 	}
 	for _, tc := range cases {
 		t.Run(tc.step, func(t *testing.T) {
@@ -146,9 +144,9 @@ func unknownTarget(_ *testing.T, _ *Service, _ *fakeWorld, cfg *runtimeapi.Conta
 }
 
 // blockCreatedRecord makes the created record fail to replace the intent:
-// once runc create ran, a directory takes the record file's place.
+// once the rootfs is mounted, a directory takes the record file's place.
 func blockCreatedRecord(t *testing.T, s *Service, f *fakeWorld, _ *runtimeapi.ContainerConfig) {
-	f.hook["create"] = func(id string) {
+	f.hook["mount"] = func(id string) {
 		path := s.containerRecordPath(id)
 		if err := os.Remove(path); err != nil {
 			t.Error(err)

@@ -239,6 +239,11 @@ func (s *Service) applyExit(e *containerEntry, x *monitor.ExitRecord, reason str
 	case reason == "":
 		reason = exitReason(x.ExitCode, x.OOMKilled)
 	}
+	s.recordExit(e, x, reason, message)
+}
+
+// recordExit records an exit with its reason and message ("": none) once.
+func (s *Service) recordExit(e *containerEntry, x *monitor.ExitRecord, reason, message string) {
 	applied := false
 	err := s.updateContainer(e, func(c *Container) bool {
 		if c.State != ContainerCreated && c.State != ContainerRunning {

@@ -48,6 +48,9 @@ type fakeWorld struct {
 	died map[string]func()
 	// gone are the monitors, by pid, that are no longer there.
 	gone map[int]bool
+	// oldMonitor makes Run answer as a monitor that predates it: created,
+	// not started.
+	oldMonitor bool
 }
 
 func newFakeWorld() *fakeWorld {
@@ -186,8 +189,13 @@ func (f *fakeWorld) Stop(_ context.Context, socket string, _ int) error {
 	return f.call("stop-monitor", socketID(socket))
 }
 
-func (f *fakeWorld) Create(_ context.Context, _ string, r monitor.CreateRequest) (int, error) {
-	return fakeInitPid, f.call("create", r.ID)
+func (f *fakeWorld) Run(_ context.Context, _ string, r monitor.CreateRequest) (int, bool, error) {
+	if err := f.call("run", r.ID); err != nil {
+		return 0, false, err
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return fakeInitPid, !f.oldMonitor, nil
 }
 
 func (f *fakeWorld) Start(_ context.Context, _, id string) error  { return f.call("start", id) }

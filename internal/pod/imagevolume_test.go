@@ -93,8 +93,8 @@ func TestCreateContainerImageVolumeRollback(t *testing.T) {
 			done: []string{"mount", "mount-image"}, undone: []string{"unmount-image", "unmount"}},
 		{step: "4 spec", inject: unknownTarget, wantErr: "target_id",
 			done: []string{"mount", "mount-image"}, undone: []string{"unmount-image", "unmount"}},
-		{step: "5 runc create", inject: failContainerOp("create", errFake), wantErr: "runc create: injected",
-			done: []string{"mount", "mount-image", "create"}, undone: []string{"forget", "kill", "delete", "unmount-image", "unmount"}},
+		{step: "5 record created", inject: blockCreatedRecord, wantErr: "container.json",
+			done: []string{"mount", "mount-image"}, undone: []string{"unmount-image", "unmount"}},
 	}
 	for _, tc := range cases {
 		t.Run(tc.step, func(t *testing.T) {

@@ -130,8 +130,8 @@ func (s *Service) adoptContainer(ctx context.Context, sb *Sandbox, c *containerE
 	defer c.op.Unlock()
 	s.refreshExit(c) // the dead monitor may have written its exit
 	rec := c.snapshot()
-	if rec.State != ContainerCreated && rec.State != ContainerRunning {
-		return
+	if rec.State != ContainerCreated && rec.State != ContainerRunning || rec.prepared() {
+		return // a prepared container has no process yet; the new monitor runs it
 	}
 	st, err := s.runtimeFor(rec.RuntimeHandler).State(ctx, rec.ID)
 	if err == nil && (st.Status == "running" || st.Status == "created" || st.Status == "paused") {

@@ -69,19 +69,21 @@ func (s *Service) startPause(ctx context.Context, rec *Sandbox, rb *rollback) er
 	if err := store.WriteFileVolatile(filepath.Join(bundle, "config.json"), data, 0o600); err != nil {
 		return fmt.Errorf("pod sandbox %s: pause spec: %w", rec.ID, err)
 	}
-	// Registered before the call: the monitor may finish runc create even
+	// Registered before the call: the monitor may finish runc run even
 	// when this request gives up waiting for it.
 	rb.add("delete berth-pause", func(ctx context.Context) error {
 		return s.killAndDelete(ctx, s.runtimeFor(rec.RuntimeHandler), rec.ID, spec.Linux.CgroupsPath, true)
 	})
-	pid, err := s.calls.Create(ctx, rec.MonitorSocket, monitor.CreateRequest{
+	pid, started, err := s.calls.Run(ctx, rec.MonitorSocket, monitor.CreateRequest{
 		ID: rec.ID, Bundle: bundle, CgroupPath: spec.Linux.CgroupsPath, SystemdCgroup: cgrouppath.IsSystemd(spec.Linux.CgroupsPath),
 	})
 	if err != nil {
-		return fmt.Errorf("pod sandbox %s: berth-pause: runc create: %w", rec.ID, err)
+		return fmt.Errorf("pod sandbox %s: berth-pause: runc run: %w", rec.ID, err)
 	}
-	if err := s.calls.Start(ctx, rec.MonitorSocket, rec.ID); err != nil {
-		return fmt.Errorf("pod sandbox %s: berth-pause: runc start: %w", rec.ID, err)
+	if !started { // a monitor that predates run
+		if err := s.calls.Start(ctx, rec.MonitorSocket, rec.ID); err != nil {
+			return fmt.Errorf("pod sandbox %s: berth-pause: runc start: %w", rec.ID, err)
+		}
 	}
 	rec.PausePid = pid
 	return nil

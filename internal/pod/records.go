@@ -71,9 +71,12 @@ const (
 	ReasonError     = "Error"
 	ReasonOOMKilled = "OOMKilled"
 	ReasonUnknown   = "Unknown"
+	// ReasonStartError: StartContainer could not run it (exit code 128).
+	ReasonStartError = "StartError"
 )
 
-// Container is the durable record of a container.
+// Container is the durable record of a container. Pid is its init's
+// from the moment runc made it: 0 in a created record means prepared.
 type Container struct {
 	Version    int            `json:"version"`
 	ID         string         `json:"id"`
@@ -142,3 +145,9 @@ func (s Sandbox) clone() Sandbox {
 	s.IPs = append([]string(nil), s.IPs...)
 	return s
 }
+
+// prepared reports a created container that runc has not made yet:
+// CreateContainer prepared its rootfs and bundle, and StartContainer runs
+// it (`runc run --detach`). A record of a berth that ran `runc create` in
+// CreateContainer has its init's pid.
+func (c *Container) prepared() bool { return c.State == ContainerCreated && c.Pid == 0 }

@@ -218,7 +218,7 @@ func (s *Service) loadContainer(ctx context.Context, id string) bool {
 	if rec.State == ContainerCreated || rec.State == ContainerRunning {
 		s.reconcileContainer(ctx, &rec)
 	}
-	if rec.State == ContainerCreated || rec.State == ContainerRunning {
+	if (rec.State == ContainerCreated || rec.State == ContainerRunning) && !rec.prepared() {
 		if err := s.outputs.hold(rec.ID, rec.Bundle); err != nil {
 			s.log.Warn("recovery: container output not held for a monitor takeover", "id", id, "error", err)
 		}
@@ -242,9 +242,12 @@ func (s *Service) reconcileContainer(ctx context.Context, rec *Container) {
 		st, err := s.runtimeFor(rec.RuntimeHandler).State(sctx, rec.ID)
 		cancel()
 		if err == nil && (st.Status == "running" || st.Status == "created" || st.Status == "paused") {
-			if rec.State == ContainerCreated && st.Status != "created" {
+			if rec.State == ContainerCreated && (st.Status != "created" || rec.Pid == 0) {
 				// Started, but the daemon died before recording it.
-				rec.State, rec.StartedAt = ContainerRunning, st.Created
+				rec.Pid = st.Pid
+				if st.Status != "created" {
+					rec.State, rec.StartedAt = ContainerRunning, st.Created
+				}
 				if err := s.saveContainer(rec); err != nil {
 					s.log.Error("recovery: container record", "id", rec.ID, "error", err)
 				}
@@ -255,8 +258,14 @@ func (s *Service) reconcileContainer(ctx context.Context, rec *Container) {
 			s.log.Warn("recovery: runc state", "id", rec.ID, "error", err)
 			return
 		}
+		if rec.prepared() && s.bundleReady(rec) {
+			return // never run: StartContainer may still run it
+		}
 		rec.State, rec.ExitCode, rec.FinishedAt, rec.Reason = ContainerExited, 255, time.Now(), ReasonUnknown
 		rec.Message = "container exit was not recorded (monitor gone or host rebooted)"
+		if rec.Pid == 0 {
+			rec.Message = "container never started, and its bundle is gone (host rebooted)"
+		}
 	}
 	if err := s.saveContainer(rec); err != nil {
 		s.log.Error("recovery: container record", "id", rec.ID, "error", err)
@@ -338,4 +347,12 @@ func (s *Service) allContainers() []*containerEntry {
 		out = append(out, e)
 	}
 	return out
+}
+
+// bundleReady reports whether a prepared container's bundle is still there
+// to run (a reboot clears the state directory). Its sandbox is not ready
+// after a reboot anyway, and StartContainer refuses to run in it.
+func (s *Service) bundleReady(rec *Container) bool {
+	_, err := os.Stat(filepath.Join(rec.Bundle, "config.json"))
+	return err == nil
 }

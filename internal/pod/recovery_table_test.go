@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -217,6 +218,46 @@ func containerReconcileCases() []recoveryCase {
 		check: func(t *testing.T, s *Service, _ *fakeWorld) {
 			if c := checkContainerState(t, s, ContainerRunning); !c.StartedAt.Equal(started) {
 				t.Errorf("started at %v, want runc's %v", c.StartedAt, started)
+			}
+		},
+	}, {
+		row: "prepared container (runc never ran it) with its bundle: stays created, to be started",
+		setup: func(t *testing.T, s *Service, f *fakeWorld) {
+			putPodAndContainer(t, s, f, ContainerCreated)
+			editRecord(t, s.containerRecordPath(ctrID), "pid", 0)
+		},
+		calls: []string{"ping aaaaaaaa", "state bbbbbbbb"},
+		check: func(t *testing.T, s *Service, _ *fakeWorld) {
+			if c := checkContainerState(t, s, ContainerCreated); !c.prepared() {
+				t.Errorf("pid %d, want a prepared container", c.Pid)
+			}
+		},
+	}, {
+		row: "prepared container whose run the daemon did not record: recorded running with runc's pid",
+		setup: func(t *testing.T, s *Service, f *fakeWorld) {
+			putPodAndContainer(t, s, f, ContainerCreated)
+			editRecord(t, s.containerRecordPath(ctrID), "pid", 0)
+			f.states[ctrID] = runc.State{ID: ctrID, Pid: fakeInitPid, Status: "running", Created: started}
+		},
+		calls: []string{"ping aaaaaaaa", "state bbbbbbbb"},
+		check: func(t *testing.T, s *Service, _ *fakeWorld) {
+			if c := checkContainerState(t, s, ContainerRunning); c.Pid != fakeInitPid || !c.StartedAt.Equal(started) {
+				t.Errorf("pid %d, started at %v; want runc's %d, %v", c.Pid, c.StartedAt, fakeInitPid, started)
+			}
+		},
+	}, {
+		row: "prepared container whose bundle is gone (a reboot): exited, reason Unknown",
+		setup: func(t *testing.T, s *Service, f *fakeWorld) {
+			putPodAndContainer(t, s, f, ContainerCreated)
+			editRecord(t, s.containerRecordPath(ctrID), "pid", 0)
+			if err := os.Remove(filepath.Join(s.bundlesDir(), ctrID, "config.json")); err != nil {
+				t.Fatal(err)
+			}
+		},
+		calls: []string{"ping aaaaaaaa", "state bbbbbbbb"},
+		check: func(t *testing.T, s *Service, _ *fakeWorld) {
+			if c := checkContainerState(t, s, ContainerExited); c.ExitCode != 255 || c.Reason != ReasonUnknown || !strings.Contains(c.Message, "never started") {
+				t.Errorf("exit %d, reason %s, message %q", c.ExitCode, c.Reason, c.Message)
 			}
 		},
 	}, {

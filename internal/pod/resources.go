@@ -4,16 +4,22 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"os"
+	"path/filepath"
+
+	specs "github.com/opencontainers/runtime-spec/specs-go"
 
 	"google.golang.org/protobuf/proto"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
 	"github.com/berth-dev/berth/internal/errdefs"
 	"github.com/berth-dev/berth/internal/oci"
+	"github.com/berth-dev/berth/internal/store"
 )
 
 // UpdateContainerResources applies new limits to a created or running
-// container through `runc update` and records them, so that
+// container through `runc update` (to the bundle's spec of a prepared one,
+// which runc has not run yet) and records them, so that
 // ContainerStatus reports what is in force. The limits change first: a
 // crash between the two leaves the record with the old values, which the
 // next update (kubelet retries until the status matches) corrects.
@@ -38,7 +44,12 @@ func (s *Service) UpdateContainerResources(ctx context.Context, id string, res *
 	if rec.State != ContainerCreated && rec.State != ContainerRunning {
 		return fmt.Errorf("container %s is %s, not created or running: %w", rec.ID, rec.State, errdefs.ErrFailedPrecondition)
 	}
-	if err := s.runtimeFor(rec.RuntimeHandler).Update(ctx, rec.ID, data); err != nil {
+	if rec.prepared() {
+		err = updateBundleResources(rec.Bundle, spec)
+	} else {
+		err = s.runtimeFor(rec.RuntimeHandler).Update(ctx, rec.ID, data)
+	}
+	if err != nil {
 		return fmt.Errorf("container %s: update resources: %w", rec.ID, err)
 	}
 	return s.updateContainer(e, func(c *Container) bool {
@@ -83,4 +94,29 @@ func (s *Service) UpdatePodSandboxResources(ctx context.Context, id string, over
 		sb.Config = cfg
 		return true
 	})
+}
+
+// updateBundleResources merges upd into the resources of the spec in
+// bundle, which runc will run.
+func updateBundleResources(bundle string, upd *specs.LinuxResources) error {
+	path := filepath.Join(bundle, "config.json")
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return fmt.Errorf("bundle: %w", err)
+	}
+	var spec specs.Spec
+	if err := json.Unmarshal(data, &spec); err != nil {
+		return fmt.Errorf("bundle config.json: %w", err)
+	}
+	if spec.Linux == nil {
+		spec.Linux = &specs.Linux{}
+	}
+	if spec.Linux.Resources == nil {
+		spec.Linux.Resources = &specs.LinuxResources{}
+	}
+	oci.MergeResources(spec.Linux.Resources, upd)
+	if data, err = json.Marshal(&spec); err != nil {
+		return fmt.Errorf("bundle config.json: %w", err)
+	}
+	return store.WriteFileVolatile(path, data, 0o600)
 }

@@ -50,19 +50,20 @@ func TestRunSandboxRollback(t *testing.T) {
 		{step: "4 start monitor", inject: failOp("launch", errFake), wantErr: "monitor: injected",
 			done: []string{"pin", "launch", "setup"}, undone: []string{"teardown", "unpin"}},
 		{step: "4 CNI ADD", inject: failOp("setup", errFake), wantErr: "network: injected",
-			done:   []string{"pin", "launch", "setup", "create", "start"},
+			done:   []string{"pin", "launch", "setup", "run"},
 			undone: []string{"kill", "delete", "stop-monitor", "unpin"}},
-		{step: "4 berth-pause runc create", inject: failOp("create", errFake), wantErr: "berth-pause: runc create: injected",
-			done:   []string{"pin", "launch", "setup", "create"},
+		{step: "4 berth-pause runc run", inject: failOp("run", errFake), wantErr: "berth-pause: runc run: injected",
+			done:   []string{"pin", "launch", "setup", "run"},
 			undone: []string{"kill", "delete", "stop-monitor", "teardown", "unpin"}},
-		{step: "4 berth-pause runc start", inject: failOp("start", errFake), wantErr: "berth-pause: runc start: injected",
-			done:   []string{"pin", "launch", "setup", "create", "start"},
-			undone: []string{"kill", "delete", "stop-monitor", "teardown", "unpin"}},
+		{step: "4 berth-pause runc start (a monitor that predates run)", inject: oldMonitorFailsStart(errFake),
+			wantErr: "berth-pause: runc start: injected",
+			done:    []string{"pin", "launch", "setup", "run", "start"},
+			undone:  []string{"kill", "delete", "stop-monitor", "teardown", "unpin"}},
 		{step: "5 pod files", inject: noHostResolvConf, wantErr: "resolv.conf",
-			done:   []string{"pin", "launch", "setup", "create", "start"},
+			done:   []string{"pin", "launch", "setup", "run"},
 			undone: []string{"kill", "delete", "stop-monitor", "teardown", "unpin"}},
 		{step: "6 record ready", inject: blockReadyRecord, wantErr: "sandbox.json",
-			done:   []string{"pin", "launch", "setup", "create", "start"},
+			done:   []string{"pin", "launch", "setup", "run"},
 			undone: []string{"kill", "delete", "stop-monitor", "teardown", "unpin"}},
 	}
 	for _, variant := range []string{"", " in a user namespace"} {
@@ -173,6 +174,12 @@ func checkNoSandboxLeft(t *testing.T, s *Service, cfg *runtimeapi.PodSandboxConf
 
 func failOp(op string, err error) func(*testing.T, *Service, *fakeWorld) {
 	return func(_ *testing.T, _ *Service, f *fakeWorld) { f.fail[op] = err }
+}
+
+// oldMonitorFailsStart makes the monitor one that predates runc run (it
+// only creates) and its runc start fail.
+func oldMonitorFailsStart(err error) func(*testing.T, *Service, *fakeWorld) {
+	return func(_ *testing.T, _ *Service, f *fakeWorld) { f.oldMonitor, f.fail["start"] = true, err }
 }
 
 // reserveTwin makes the name taken by a concurrent twin.

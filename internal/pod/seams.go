@@ -51,7 +51,9 @@ type podMonitors interface {
 // monitorCalls asks a pod's monitor (on its socket) to act on one of the
 // pod's containers.
 type monitorCalls interface {
-	Create(ctx context.Context, socket string, r monitor.CreateRequest) (int, error)
+	// Run creates and starts r's container in one `runc run --detach`;
+	// started is false when the monitor predates that and only created it.
+	Run(ctx context.Context, socket string, r monitor.CreateRequest) (pid int, started bool, err error)
 	Start(ctx context.Context, socket, id string) error
 	Adopt(ctx context.Context, socket string, r monitor.AdoptRequest) error
 	Forget(ctx context.Context, socket, id string) error
@@ -84,8 +86,8 @@ func (monitorClients) Ping(ctx context.Context, socket string) error {
 	return monitor.NewClient(socket).Ping(ctx)
 }
 
-func (monitorClients) Create(ctx context.Context, socket string, r monitor.CreateRequest) (int, error) {
-	return monitor.NewClient(socket).Create(ctx, r)
+func (monitorClients) Run(ctx context.Context, socket string, r monitor.CreateRequest) (int, bool, error) {
+	return monitor.NewClient(socket).Run(ctx, r)
 }
 
 func (monitorClients) Start(ctx context.Context, socket, id string) error {

@@ -54,10 +54,24 @@ type State struct {
 
 // Create runs "runc create" for container id.
 func (r *Runc) Create(ctx context.Context, id string, o CreateOpts) error {
+	return r.create(ctx, "create", id, o)
+}
+
+// Run runs "runc run --detach" for container id: create and start in one
+// process, which returns once the container's process runs.
+func (r *Runc) Run(ctx context.Context, id string, o CreateOpts) error {
+	return r.create(ctx, "run", id, o)
+}
+
+// create runs sub ("create" or "run --detach") with o's options.
+func (r *Runc) create(ctx context.Context, sub, id string, o CreateOpts) error {
 	if o.Bundle == "" {
-		return fmt.Errorf("runc create %s: bundle: %w", id, errdefs.ErrInvalidArgument)
+		return fmt.Errorf("runc %s %s: bundle: %w", sub, id, errdefs.ErrInvalidArgument)
 	}
-	args := []string{"create", "--bundle", o.Bundle}
+	args := []string{sub, "--bundle", o.Bundle}
+	if sub == "run" {
+		args = append(args, "--detach")
+	}
 	if o.PidFile != "" {
 		args = append(args, "--pid-file", o.PidFile)
 	}
@@ -68,7 +82,7 @@ func (r *Runc) Create(ctx context.Context, id string, o CreateOpts) error {
 		args = append(args, "--preserve-fds", strconv.Itoa(len(o.ExtraFiles)))
 	}
 	args = append(args, id)
-	return r.run(ctx, "create", id, args, func(cmd *exec.Cmd) {
+	return r.run(ctx, sub, id, args, func(cmd *exec.Cmd) {
 		cmd.Stdin, cmd.Stdout, cmd.Stderr = o.Stdin, o.Stdout, o.Stderr
 		cmd.ExtraFiles = o.ExtraFiles
 	})

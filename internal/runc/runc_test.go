@@ -84,6 +84,12 @@ func TestArgumentsAndOutput(t *testing.T) {
 	if got := lastArgs(t, args); !strings.HasSuffix(got, "create --bundle /b --pid-file /p --console-socket /c abc") {
 		t.Fatalf("create args %q", got)
 	}
+	if err := r.Run(ctx, "abc", CreateOpts{Bundle: "/b", PidFile: "/p"}); err != nil {
+		t.Fatal(err)
+	}
+	if got := lastArgs(t, args); !strings.HasSuffix(got, "run --bundle /b --detach --pid-file /p abc") {
+		t.Fatalf("run args %q", got)
+	}
 	if err := r.Kill(ctx, "abc", syscall.SIGKILL, true); err != nil {
 		t.Fatal(err)
 	}

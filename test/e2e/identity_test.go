@@ -82,8 +82,9 @@ spec:
 `
 
 // A log symlink planted by a container is not followed: berth's monitor
-// refuses to create the container whose log it is (CreateContainerError
-// naming the symlink) and the host file is untouched (issue 19, item 7).
+// refuses to run the container whose log it is (RunContainerError naming
+// the symlink, then StartError as its last state) and the host file is
+// untouched (issue 19, item 7).
 // berth serve only: containerd opens the log by path.
 func TestPlantedLogSymlinkIsNotFollowed(t *testing.T) {
 	n := startNode(t, runtimes[0])
@@ -104,8 +105,10 @@ func TestPlantedLogSymlinkIsNotFollowed(t *testing.T) {
 		time.Sleep(100 * time.Millisecond)
 	}
 	n.waitPod("victim", "the restart refused", func(p v1.Pod) bool {
-		w := containerStatus(p, "app").State.Waiting
-		return w != nil && w.Reason == "CreateContainerError" && strings.Contains(w.Message, "symlink")
+		st := containerStatus(p, "app")
+		w, last := st.State.Waiting, st.LastTerminationState.Terminated
+		return w != nil && w.Reason == "RunContainerError" && strings.Contains(w.Message, "symlink") ||
+			last != nil && last.Reason == "StartError" && strings.Contains(last.Message, "symlink")
 	})
 	if data, err := os.ReadFile(target); err != nil || string(data) != "untouched\n" {
 		t.Errorf("the symlink's target: %q, %v; want it untouched", data, err)

@@ -15,25 +15,27 @@ import (
 )
 
 // TestRecoveryOfStartNotRecorded stands in for a daemon killed between
-// `runc start` and recording the start: the container is created through
-// CRI, the daemon is killed, the container is started behind its back, and
-// the restarted daemon must report it RUNNING — a record left at CREATED
-// would make kubelet start a second copy of the workload.
+// `runc run` and recording the start: the container is created (prepared)
+// through CRI, the daemon is killed, the container is run behind its back,
+// and the restarted daemon must report it RUNNING with its pid — a record
+// left at CREATED would make kubelet start a second copy of the workload.
 func TestRecoveryOfStartNotRecorded(t *testing.T) {
 	d := startDaemon(t)
 	podCfg := podConfig(t, "start-lost")
 	podID := d.runPod(podCfg)
 	ctrID := d.create(podID, podCfg, shell("sleeper", "sleep 1000"))
 	d.Kill9()
-	out, err := exec.Command(harness.Runc(), "--root", filepath.Join(d.State, "runc"), "start", ctrID).CombinedOutput()
-	if err != nil {
-		t.Fatalf("runc start behind the daemon's back: %v: %s", err, out)
+	// No pipes: the container would hold them open, and the wait with it.
+	if err := exec.Command(harness.Runc(), "--root", filepath.Join(d.State, "runc"), "run", "--detach",
+		"--bundle", filepath.Join(d.State, "bundles", ctrID), ctrID).Run(); err != nil {
+		t.Fatalf("runc run behind the daemon's back: %v", err)
 	}
 	d.Start()
 	st := d.containerStatus(ctrID)
 	if st.GetState() != runtimeapi.ContainerState_CONTAINER_RUNNING || st.GetStartedAt() == 0 {
 		t.Fatalf("after recovery: state %v startedAt %d, want RUNNING with a start time", st.GetState(), st.GetStartedAt())
 	}
+	d.containerPid(ctrID) // fails without one
 }
 
 // TestReopenContainerLog rotates a running container's log the way kubelet

@@ -123,9 +123,11 @@ func checkInvalidFields(t *testing.T, d *daemon, podID string, podCfg *runtimeap
 	}
 }
 
-// TestCreateContainerRollback makes runc create fail and checks that the
-// half-made container leaves nothing behind and the pod still works.
-func TestCreateContainerRollback(t *testing.T) {
+// TestStartContainerFailure makes runc fail to run a container (its
+// command does not exist): StartContainer fails naming it, the container
+// is exited with StartError and 128 as containerd reports it, its removal
+// leaves nothing behind, and the pod still works.
+func TestStartContainerFailure(t *testing.T) {
 	d := startDaemon(t)
 	podCfg := podConfig(t, "rollback")
 	podID := d.runPod(podCfg)
@@ -133,39 +135,48 @@ func TestCreateContainerRollback(t *testing.T) {
 	mountsBefore := len(d.MountsLeft())
 
 	bad := containerConfig("app", "/no/such/bin")
-	_, err := d.RT.CreateContainer(d.ctx(), &runtimeapi.CreateContainerRequest{PodSandboxId: podID, Config: bad, SandboxConfig: podCfg})
+	created, err := d.RT.CreateContainer(d.ctx(), &runtimeapi.CreateContainerRequest{PodSandboxId: podID, Config: bad, SandboxConfig: podCfg})
+	if err != nil {
+		t.Fatalf("CreateContainer: %v (runc runs at the start)", err)
+	}
+	id := created.GetContainerId()
+	_, err = d.RT.StartContainer(d.ctx(), &runtimeapi.StartContainerRequest{ContainerId: id})
 	if err == nil {
-		t.Fatalf("CreateContainer with command /no/such/bin succeeded, want an error from runc create")
+		t.Fatalf("StartContainer with command /no/such/bin succeeded, want an error from runc run")
 	}
-	t.Logf("CreateContainer /no/such/bin: %v", err)
-	if !strings.Contains(err.Error(), "/no/such/bin") {
-		t.Errorf("error %q does not name the missing command", err)
+	t.Logf("StartContainer /no/such/bin: %v", err)
+	if !strings.Contains(err.Error(), "/no/such/bin") || !strings.Contains(err.Error(), id) {
+		t.Errorf("error %q does not name the container and the missing command", err)
 	}
-	if got := dirNames(filepath.Join(d.State, "bundles")); len(got) != len(bundlesBefore) {
-		t.Errorf("bundles after the failed create: %v, want %v", got, bundlesBefore)
-	}
-	if got := d.MountsLeft(); len(got) != mountsBefore {
-		t.Errorf("mounts after the failed create: %v (had %d before)", got, mountsBefore)
-	}
-	if got := dirNames(filepath.Join(d.Root, "containers")); len(got) != 0 {
-		t.Errorf("container records after the failed create: %v", got)
+	st, err := d.RT.ContainerStatus(d.ctx(), &runtimeapi.ContainerStatusRequest{ContainerId: id})
+	if s := st.GetStatus(); err != nil || s.GetState() != runtimeapi.ContainerState_CONTAINER_EXITED || s.GetExitCode() != 128 ||
+		s.GetReason() != "StartError" || !strings.Contains(s.GetMessage(), "/no/such/bin") {
+		t.Errorf("status after the failed start: %v %v; want exited 128, StartError, naming the command", s, err)
 	}
 	if ids := d.RuncContainers(); len(ids) != 1 || ids[0] != podID {
-		t.Errorf("runc containers after the failed create: %v, want only the sandbox's berth-pause", ids)
+		t.Errorf("runc containers after the failed start: %v, want only the sandbox's berth-pause", ids)
 	}
-	ctrs, err := d.RT.ListContainers(d.ctx(), &runtimeapi.ListContainersRequest{})
-	if err != nil || len(ctrs.GetContainers()) != 0 {
-		t.Errorf("ListContainers after the failed create: %v %v, want none", ctrs.GetContainers(), err)
+	if _, err := d.RT.RemoveContainer(d.ctx(), &runtimeapi.RemoveContainerRequest{ContainerId: id}); err != nil {
+		t.Fatal(err)
+	}
+	if got := dirNames(filepath.Join(d.State, "bundles")); len(got) != len(bundlesBefore) {
+		t.Errorf("bundles after the removal: %v, want %v", got, bundlesBefore)
+	}
+	if got := d.MountsLeft(); len(got) != mountsBefore {
+		t.Errorf("mounts after the removal: %v (had %d before)", got, mountsBefore)
+	}
+	if got := dirNames(filepath.Join(d.Root, "containers")); len(got) != 0 {
+		t.Errorf("container records after the removal: %v", got)
 	}
 
 	// The pod still works, and the failed container's name was released.
 	good := shell("app", "echo fine")
-	id := d.run(podID, podCfg, good)
+	id = d.run(podID, podCfg, good)
 	if st := d.waitExited(id, 10*time.Second); st.GetExitCode() != 0 {
-		t.Errorf("container after the failed create: exit code %d, want 0", st.GetExitCode())
+		t.Errorf("container after the failed start: exit code %d, want 0", st.GetExitCode())
 	}
 	if !hasLines(readLog(t, logPath(podCfg, good)), "stdout F fine") {
-		t.Errorf("log of the container after the failed create: %+v", readLog(t, logPath(podCfg, good)))
+		t.Errorf("log of the container after the failed start: %+v", readLog(t, logPath(podCfg, good)))
 	}
 }
 
