@@ -26,6 +26,9 @@ type floors struct {
 	runcStart    []time.Duration // `runc start` of it
 	runcCreStart []time.Duration // the sum
 	runcDelete   []time.Duration // `runc delete --force` of the running sleep
+	// The pinned runc on berth's own bundle (bundlefloor.go).
+	bundleCreStart []time.Duration // `runc create` + `runc start`
+	bundleRun      []time.Duration // `runc run --detach`
 }
 
 // measureNetworkFloors times namespace pinning and CNI ADD with the daemon's

@@ -184,6 +184,9 @@ func (b *bench) phases(ctx context.Context) []phase {
 		phase{"floor: namespaces + CNI ADD", func() error { return b.e.measureNetworkFloors(ctx, b.o.runs, &b.res.floors) }},
 		phase{"floor: monitor launch", func() error { return b.e.measureMonitorFloor(ctx, b.o.runs, &b.res.floors) }},
 		phase{"floor: runc", func() error { return b.e.measureRuncFloors(ctx, b.o.runs, &b.res.floors) }},
+		phase{"floor: pinned runc on berth's bundle", func() error {
+			return b.e.measureBundleFloors(ctx, b.d.criClient, b.o.runs, &b.res.floors)
+		}},
 		phase{"memory", func() error { return b.d.measureMemory(ctx, b.o.pods, &b.res.mem) }},
 	)
 	if b.o.pull {

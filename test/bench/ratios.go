@@ -48,6 +48,8 @@ func writeRatios(w *strings.Builder, r *results) {
 		{"RunPodSandbox (pid POD)", "pin + CNI ADD + monitor launch + runc create+start", runPod, stepsPause},
 		{"CreateContainer + StartContainer", "runc create + runc start", csCtr, runcCS},
 		{"CreateContainer + StartContainer", "runc run of true", csCtr, runcRun},
+		{"CreateContainer + StartContainer", "berth's bundle, pinned runc: create + start", csCtr, summarize(f.bundleCreStart)},
+		{"CreateContainer + StartContainer", "berth's bundle, pinned runc: run --detach", csCtr, summarize(f.bundleRun)},
 		{"StopPodSandbox (pid CONTAINER)", "runc kill + delete, + CNI DEL", stopCtr, addSummaries(runcDel, del)},
 		{"RemovePodSandbox (pid CONTAINER)", "CNI DEL again (nothing cached)", removeCtr, delAgain},
 	} {

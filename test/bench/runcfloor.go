@@ -17,11 +17,16 @@ import (
 // runcBinary is the runc berth uses on this machine.
 const runcBinary = "runc"
 
-// runc runs one runc command with --root of the floors, stdio on /dev/null,
-// in its own process group, and returns its wall time. Its stderr goes to a
-// file, not a pipe: `runc create` hands its stdio to the container, which
-// would hold a pipe open for its whole life.
+// runc runs one command of the system's runc (runcWith).
 func (e *env) runc(ctx context.Context, args ...string) (time.Duration, error) {
+	return e.runcWith(ctx, runcBinary, args...)
+}
+
+// runcWith runs one command of the runc binary bin with --root of the
+// floors, stdio on /dev/null, in its own process group, and returns its
+// wall time. Its stderr goes to a file, not a pipe: `runc create` hands its
+// stdio to the container, which would hold a pipe open for its whole life.
+func (e *env) runcWith(ctx context.Context, bin string, args ...string) (time.Duration, error) {
 	devNull, err := os.OpenFile(os.DevNull, os.O_RDWR, 0)
 	if err != nil {
 		return 0, err
@@ -35,7 +40,7 @@ func (e *env) runc(ctx context.Context, args ...string) (time.Duration, error) {
 	defer stderr.Close()
 	ctx, cancel := context.WithTimeout(ctx, time.Minute)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, runcBinary, append([]string{"--root", e.runcRoot()}, args...)...)
+	cmd := exec.CommandContext(ctx, bin, append([]string{"--root", e.runcRoot()}, args...)...)
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = devNull, devNull, stderr
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	start := time.Now()
@@ -106,7 +111,7 @@ func (e *env) measureRuncFloors(ctx context.Context, n int, f *floors) error {
 		}
 	}
 	for i := 0; i <= n; i++ {
-		t, err := e.runcCreateStart(ctx, sleepBundle, fmt.Sprintf("bb%s-sleep-%d", e.id, i))
+		t, err := e.runcCreateStart(ctx, runcBinary, sleepBundle, fmt.Sprintf("bb%s-sleep-%d", e.id, i))
 		if err != nil {
 			return err
 		}
@@ -123,31 +128,38 @@ func (e *env) measureRuncFloors(ctx context.Context, n int, f *floors) error {
 // runcCreateStart returns the times of `runc create`, `runc start` and the
 // stop of the running container: `runc kill KILL`, waiting for its pid to
 // go, `runc delete`. (`runc delete --force` would add runc's own polling
-// sleeps, which berth does not pay.)
-func (e *env) runcCreateStart(ctx context.Context, bundle, id string) (t [3]time.Duration, err error) {
-	if t[0], err = e.runc(ctx, "create", "--bundle", bundle, id); err != nil {
+// sleeps, which berth does not pay.) bin is the runc binary.
+func (e *env) runcCreateStart(ctx context.Context, bin, bundle, id string) (t [3]time.Duration, err error) {
+	if t[0], err = e.runcWith(ctx, bin, "create", "--bundle", bundle, id); err != nil {
 		return t, fmt.Errorf("floor: %w", err)
 	}
 	defer func() {
 		if err != nil {
-			_, _ = e.runc(context.WithoutCancel(ctx), "delete", "--force", id)
+			_, _ = e.runcWith(context.WithoutCancel(ctx), bin, "delete", "--force", id)
 		}
 	}()
-	if t[1], err = e.runc(ctx, "start", id); err != nil {
+	if t[1], err = e.runcWith(ctx, bin, "start", id); err != nil {
 		return t, fmt.Errorf("floor: %w", err)
 	}
-	pid, err := e.runcPid(id)
-	if err != nil {
-		return t, err
-	}
-	t[2], err = e.runcStop(ctx, id, pid)
+	t[2], err = e.runcStopNow(ctx, bin, id)
 	return t, err
 }
 
+// runcStopNow stops the running container id of runc bin (runcStop),
+// untimed for its pid lookup.
+func (e *env) runcStopNow(ctx context.Context, bin, id string) (time.Duration, error) {
+	pid, err := e.runcPid(bin, id)
+	if err != nil {
+		_, _ = e.runcWith(context.WithoutCancel(ctx), bin, "delete", "--force", id)
+		return 0, err
+	}
+	return e.runcStop(ctx, bin, id, pid)
+}
+
 // runcStop kills a container, waits until its init is gone and deletes it.
-func (e *env) runcStop(ctx context.Context, id string, pid int) (time.Duration, error) {
+func (e *env) runcStop(ctx context.Context, bin, id string, pid int) (time.Duration, error) {
 	start := time.Now()
-	if _, err := e.runc(ctx, "kill", id, "KILL"); err != nil {
+	if _, err := e.runcWith(ctx, bin, "kill", id, "KILL"); err != nil {
 		return 0, fmt.Errorf("floor: %w", err)
 	}
 	for deadline := time.Now().Add(10 * time.Second); processAlive(pid); {
@@ -156,15 +168,15 @@ func (e *env) runcStop(ctx context.Context, id string, pid int) (time.Duration, 
 		}
 		time.Sleep(200 * time.Microsecond)
 	}
-	if _, err := e.runc(ctx, "delete", id); err != nil {
+	if _, err := e.runcWith(ctx, bin, "delete", id); err != nil {
 		return 0, fmt.Errorf("floor: %w", err)
 	}
 	return time.Since(start), nil
 }
 
-// runcPid reads the container's init pid from `runc state`.
-func (e *env) runcPid(id string) (int, error) {
-	out, err := exec.Command(runcBinary, "--root", e.runcRoot(), "state", id).Output()
+// runcPid reads the container's init pid from `runc state` of runc bin.
+func (e *env) runcPid(bin, id string) (int, error) {
+	out, err := exec.Command(bin, "--root", e.runcRoot(), "state", id).Output()
 	if err != nil {
 		return 0, fmt.Errorf("floor: runc state %s: %w", id, err)
 	}
@@ -189,15 +201,18 @@ func processAlive(pid int) bool {
 }
 
 // deleteRuncLeftovers force-deletes every container under the floors' runc
-// root (there are none unless a floor failed midway).
+// root, the system's runc's and the pinned one's (there are none unless a
+// floor failed midway).
 func (e *env) deleteRuncLeftovers() {
-	out, err := exec.Command(runcBinary, "--root", e.runcRoot(), "list", "--quiet").Output()
-	if err != nil {
-		return // no runc root: nothing was created
-	}
-	for _, id := range strings.Fields(string(out)) {
-		if _, err := e.runc(context.Background(), "delete", "--force", id); err != nil {
-			warnf("floor container %s: %v", id, err)
+	for _, bin := range []string{runcBinary, e.pinnedRunc()} {
+		out, err := exec.Command(bin, "--root", e.runcRoot(), "list", "--quiet").Output()
+		if err != nil {
+			continue // no runc root: nothing was created
+		}
+		for _, id := range strings.Fields(string(out)) {
+			if _, err := e.runcWith(context.Background(), bin, "delete", "--force", id); err != nil {
+				warnf("floor container %s: %v", id, err)
+			}
 		}
 	}
 }
