@@ -30,8 +30,11 @@ func main() {
 	flag.StringVar(&logPath, "log", "", "file for the monitor's own diagnostics")
 	flag.Parse()
 
-	// One monitor runs per pod: keep its footprint small.
+	// One monitor runs per pod: keep its footprint small. The launcher
+	// sets GOMAXPROCS=1 in the environment (monitor.MonitorEnvGOMAXPROCS),
+	// which the runtime read at its start; runc must not inherit it.
 	runtime.GOMAXPROCS(1)
+	_ = os.Unsetenv("GOMAXPROCS") // cannot fail for a valid name
 	debug.SetGCPercent(50)
 	debug.SetMemoryLimit(32 << 20)
 

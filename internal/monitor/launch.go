@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"os/exec"
+	"strings"
 	"syscall"
 	"time"
 
@@ -51,6 +52,7 @@ func Launch(o LaunchOptions) (int, error) {
 		return 0, fmt.Errorf("%s: %s: %w", what, os.DevNull, err)
 	}
 	cmd := exec.Command(o.Binary, launchArgs(o)...)
+	cmd.Env = monitorEnv(os.Environ())
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = devNull, devNull, devNull
 	cmd.ExtraFiles = []*os.File{readyW}
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
@@ -68,6 +70,25 @@ func Launch(o LaunchOptions) (int, error) {
 		return 0, fmt.Errorf("%s: pid %d: %w%s", what, pid, err, logTail(o.LogFile))
 	}
 	return pid, nil
+}
+
+// MonitorEnvGOMAXPROCS is the variable Launch sets in a monitor's
+// environment: the Go runtime then makes one P from its start, and the
+// per-P caches a later runtime.GOMAXPROCS(1) leaves behind (0.04 to 0.3 MiB
+// per monitor, more with more CPUs) are never made. The monitor removes it
+// from its own environment, so runc does not inherit it.
+const MonitorEnvGOMAXPROCS = "GOMAXPROCS=1"
+
+// monitorEnv is the daemon's environment env with the monitor's
+// GOMAXPROCS in place of any the daemon has.
+func monitorEnv(env []string) []string {
+	out := make([]string, 0, len(env)+1)
+	for _, kv := range env {
+		if !strings.HasPrefix(kv, "GOMAXPROCS=") {
+			out = append(out, kv)
+		}
+	}
+	return append(out, MonitorEnvGOMAXPROCS)
 }
 
 func launchArgs(o LaunchOptions) []string {

@@ -10,6 +10,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -222,5 +223,15 @@ func TestFramesRejectBadInput(t *testing.T) {
 	}
 	if _, _, err := ParseResize([]byte{1}); !errors.Is(err, errdefs.ErrInvalidArgument) {
 		t.Errorf("short resize: %v", err)
+	}
+}
+
+// TestMonitorEnvHasOneGOMAXPROCS: the daemon's own GOMAXPROCS never
+// reaches a monitor; the monitor's is 1, once.
+func TestMonitorEnvHasOneGOMAXPROCS(t *testing.T) {
+	got := monitorEnv([]string{"PATH=/bin", "GOMAXPROCS=8", "HOME=/root", "GOMAXPROCS="})
+	want := []string{"PATH=/bin", "HOME=/root", "GOMAXPROCS=1"}
+	if !slices.Equal(got, want) {
+		t.Errorf("monitorEnv = %q, want %q", got, want)
 	}
 }

@@ -81,6 +81,9 @@ func (row *concRuntime) memPhase() *concPhase {
 var concMemMeasures = []concMeasure{
 	{fmt.Sprintf("PSS per pod, %d pods up", memEarlyPods), func(p *concPhase) []float64 { return []float64{float64(p.memEarly.perPod())} }, fmtKiB, false},
 	{"PSS per pod, every pod up", func(p *concPhase) []float64 { return []float64{float64(p.memAllUp.perPod())} }, fmtKiB, false},
+	{"of which the holder (berth-monitor; the shim), every pod up", func(p *concPhase) []float64 {
+		return []float64{float64(p.memAllUp.holderPerPod())}
+	}, fmtKiB, false},
 	{"per-pod processes counted, every pod up", func(p *concPhase) []float64 { return []float64{float64(p.memAllUp.procs)} }, fmtCount, true},
 	{fmt.Sprintf("daemon RSS, %d pods up", memEarlyPods), func(p *concPhase) []float64 { return []float64{float64(p.memEarly.daemonRSS)} }, fmtKiB, false},
 	{"daemon RSS, every pod up", func(p *concPhase) []float64 { return []float64{float64(p.memAllUp.daemonRSS)} }, fmtKiB, false},

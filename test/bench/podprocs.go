@@ -84,6 +84,7 @@ type podMemory struct {
 	pods      int   // pods up
 	procs     int   // per-pod processes found
 	pssKiB    int64 // their PSS, summed
+	holderKiB int64 // of which the holders' (berth-monitor, the shim)
 	daemonRSS int64 // KiB
 }
 
@@ -93,6 +94,14 @@ func (m podMemory) perPod() int64 {
 		return 0
 	}
 	return m.pssKiB / int64(m.pods)
+}
+
+// holderPerPod is the holders' PSS per pod in KiB, or 0 without pods.
+func (m podMemory) holderPerPod() int64 {
+	if m.pods == 0 {
+		return 0
+	}
+	return m.holderKiB / int64(m.pods)
 }
 
 // readPodMemory sums the PSS of the processes s selects and reads the
@@ -106,6 +115,9 @@ func readPodMemory(s podProcSelector, daemonPid, pods int) (podMemory, error) {
 		}
 		m.procs++
 		m.pssKiB += u.PSS
+		if p.comm == s.holderComm {
+			m.holderKiB += u.PSS
+		}
 	}
 	d, err := readUsage(daemonPid)
 	if err != nil {
