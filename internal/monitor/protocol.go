@@ -49,7 +49,8 @@ type AdoptRequest struct {
 	Started bool `json:"started,omitempty"`
 }
 
-// CreateRequest asks the monitor to create a container with runc create.
+// CreateRequest asks the monitor to create a container with runc create,
+// or to create and start it with runc run --detach (Run).
 type CreateRequest struct {
 	ID     string `json:"id"`
 	Bundle string `json:"bundle"`
@@ -68,7 +69,7 @@ type CreateRequest struct {
 	// CgroupPath is the container's cgroup (as in the OCI spec), used to
 	// tell whether the kernel OOM-killed something in it.
 	CgroupPath string `json:"cgroupPath,omitempty"`
-	// SystemdCgroup runs runc create with --systemd-cgroup (CgroupPath is
+	// SystemdCgroup runs runc with --systemd-cgroup (CgroupPath is
 	// then <slice>:<prefix>:<name>). It travels with each container, so a
 	// monitor started before a change of cgroup_driver creates each
 	// container the way its spec was built.

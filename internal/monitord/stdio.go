@@ -14,10 +14,10 @@ import (
 )
 
 // stdio holds both sides of a container's standard streams while it is
-// created: runc's ends are closed once runc create returns, the monitor's
-// ends live as long as the container.
+// created: runc's ends are closed once runc create (or run) returns, the
+// monitor's ends live as long as the container.
 type stdio struct {
-	runcIn, runcOut, runcErr *os.File // given to runc create
+	runcIn, runcOut, runcErr *os.File // given to runc create or run
 	stdinW                   *os.File // held open so stdin never sees EOF
 	stdout, stderr           *os.File // read ends (stderr nil with a terminal)
 	console                  *consoleSocket
@@ -83,8 +83,8 @@ func newTerminal() (*stdio, error) {
 	return &stdio{console: c}, nil
 }
 
-// receiveConsole waits for the pty master once runc create has returned;
-// it becomes the container's stdout (and its stdin side).
+// receiveConsole waits for the pty master once runc create (or run) has
+// returned; it becomes the container's stdout (and its stdin side).
 func (s *stdio) receiveConsole(timeout time.Duration) error {
 	master, err := s.console.receive(timeout)
 	if err != nil {

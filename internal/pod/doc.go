@@ -11,8 +11,13 @@
 //
 //	creating ──► created ──► running ──► exited ──► removing ──► (deleted)
 //	    │           │                       ▲
-//	    │           └───── killed / exit ───┘
+//	    │           └─ start fails / killed ┘
 //	    └──── rollback / recovery (deleted)
+//
+// A created container is prepared (rootfs and bundle, no pid): runc runs
+// it at StartContainer (`runc run --detach`, container_start.go). A record
+// of an older berth, which ran `runc create` at CreateContainer, is created
+// with its init's pid and is started with `runc start`.
 //
 // Every record is written atomically (internal/store) before the side
 // effect it describes: a record in "creating" or "removing" tells recovery
