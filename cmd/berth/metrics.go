@@ -8,6 +8,7 @@ import (
 	"github.com/berth-dev/berth/internal/metrics"
 	"github.com/berth-dev/berth/internal/pod"
 	"github.com/berth-dev/berth/internal/profiling"
+	"github.com/berth-dev/berth/internal/store"
 )
 
 // observers are the metrics' views for the pod service and the CRI edge;
@@ -35,6 +36,7 @@ func serveMetrics(cfg config.Config, obs observers, pods *pod.Service, quarantin
 	obs.metrics.TrackStates(func() map[string]int { return sandboxStates(pods) },
 		func() map[string]int { return containerStates(pods) })
 	obs.metrics.TrackQuarantined(quarantined.kinds)
+	obs.metrics.TrackFsyncs(store.Fsyncs)
 	srv, err := metrics.Listen(cfg.Metrics.Address, obs.metrics)
 	if err != nil {
 		return nil, err

@@ -78,12 +78,22 @@ func TestQuarantinedRecordsAreCountedAtScrape(t *testing.T) {
 		`berth_quarantined_records{kind="sandbox"} 1`, `berth_quarantined_records{kind="container"} 2`)
 }
 
+func TestFsyncsAreReadAtScrape(t *testing.T) {
+	m := New()
+	var n uint64 = 7
+	m.TrackFsyncs(func() uint64 { return n })
+	assertContains(t, scrape(t, m.Handler()), `berth_store_fsyncs_total 7`)
+	n = 12
+	assertContains(t, scrape(t, m.Handler()), `berth_store_fsyncs_total 12`)
+}
+
 func TestNilMetricsIsANoOp(t *testing.T) {
 	var m *Metrics
 	m.Observe("/x/Y", codes.OK, time.Millisecond)
 	m.ObservePhase("run_sandbox", "cni", time.Millisecond)
 	m.TrackStates(nil, nil)
 	m.TrackQuarantined(nil)
+	m.TrackFsyncs(nil)
 }
 
 func TestServerServesMetricsOnly(t *testing.T) {

@@ -45,3 +45,17 @@ func (m *Metrics) TrackQuarantined(counts StateCounts) {
 	m.registry.MustRegister(newCountsCollector("berth_quarantined_records",
 		"Records recovery quarantined (left alone, with what depends on them) by kind.", "kind", counts))
 }
+
+// TrackFsyncs exports berth_store_fsyncs_total: the flushes (fsync of a
+// file or a directory) berth's record store made since the daemon started,
+// read from total at each scrape. Call it at most once.
+func (m *Metrics) TrackFsyncs(total func() uint64) {
+	if m == nil {
+		return
+	}
+	m.registry.MustRegister(prometheus.NewCounterFunc(prometheus.CounterOpts{
+		Namespace: "berth",
+		Name:      "store_fsyncs_total",
+		Help:      "Flushes (fsync of a file or a directory) made through berth's store (records, image store) since the daemon started.",
+	}, func() float64 { return float64(total()) }))
+}

@@ -111,7 +111,7 @@ func (b *bench) concPhasesInTurns(ctx context.Context, r *concResults) error {
 // profilesFor starts reading berth's profiles when row is berth and k
 // the section's largest K; nil otherwise.
 func (b *bench) profilesFor(r *concResults, row *concRuntime, k int) *daemonProfiles {
-	if row.client != b.d.criClient || k != slices.Max(r.ks) {
+	if row.client.endpoint != b.d.endpoint || k != slices.Max(r.ks) {
 		return nil
 	}
 	dir := filepath.Join(b.e.work, "profiles")

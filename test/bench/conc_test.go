@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bufio"
 	"strings"
 	"sync"
 	"testing"
@@ -163,5 +164,29 @@ func TestIntListFlag(t *testing.T) {
 	}
 	if err := l.Set("1,0"); err == nil {
 		t.Error("0 accepted")
+	}
+}
+
+func TestParseCounterFindsTheUnlabelledSample(t *testing.T) {
+	text := "# HELP berth_store_fsyncs_total x\n# TYPE berth_store_fsyncs_total counter\nberth_store_fsyncs_total_other 3\nberth_store_fsyncs_total 42\n"
+	n, err := parseCounter(bufio.NewScanner(strings.NewReader(text)), fsyncsMetric)
+	if err != nil || n != 42 {
+		t.Errorf("parseCounter = %d, %v; want 42", n, err)
+	}
+	if _, err := parseCounter(bufio.NewScanner(strings.NewReader("up 1\n")), fsyncsMetric); err == nil {
+		t.Error("parseCounter without the metric: no error")
+	}
+}
+
+func TestMedianCountPicksTheMiddleCycle(t *testing.T) {
+	l := latencies{cycles: []cycleTimes{{fsyncs: [5]uint64{7}}, {fsyncs: [5]uint64{3}}, {fsyncs: [5]uint64{5}, forks: [5]uint64{0, 9}}}}
+	if got := l.medianCount(0, true); got != 5 {
+		t.Errorf("median fsyncs of RunPodSandbox = %d, want 5", got)
+	}
+	if got := l.medianCount(1, false); got != 0 {
+		t.Errorf("median forks of CreateContainer = %d, want 0", got)
+	}
+	if got := (latencies{}).medianCount(0, true); got != 0 {
+		t.Errorf("median of no cycles = %d", got)
 	}
 }

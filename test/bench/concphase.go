@@ -31,6 +31,7 @@ type concPhase struct {
 // meters); every phase reads memory once all its pods are up.
 func (row *concRuntime) runPhase(ctx context.Context, k, n int) (*concPhase, error) {
 	ph := &concPhase{k: k, n: n}
+	ph.starts.count, ph.teardown.count = row.client.fsyncs, row.client.fsyncs
 	if _, err := row.client.cycle(ctx, fmt.Sprintf("cw-%s-%d", row.tag, k), runtimeapi.NamespaceMode_CONTAINER); err != nil {
 		return ph, fmt.Errorf("warm-up pod: %w", err)
 	}

@@ -52,6 +52,12 @@ var concMeasures = []concMeasure{
 	{"processes forked per pod: start / teardown", func(p *concPhase) []float64 {
 		return perPod(p, float64(p.starts.forks), float64(p.teardown.forks))
 	}, fmtCount, false},
+	{"store fsyncs per pod: start / teardown (berth_store_fsyncs_total)", func(p *concPhase) []float64 {
+		if p.starts.count == nil {
+			return nil // containerd: no counter
+		}
+		return perPod(p, float64(p.starts.fsyncs), float64(p.teardown.fsyncs))
+	}, fmtCount, true},
 }
 
 // fmtSeconds, fmtMs, fmtRate, fmtCount and fmtKiB format one value.

@@ -22,6 +22,9 @@ type criClient struct {
 	endpoint string // unix://<socket>
 	handler  string // RunPodSandbox's runtime_handler; "" is the endpoint's default
 	rt       runtimeapi.RuntimeServiceClient
+	// fsyncs reads the runtime's count of store flushes: berth's
+	// berth_store_fsyncs_total; nil for containerd, which has none.
+	fsyncs func() (uint64, error)
 }
 
 // withHandler is the same client and connection asking for another

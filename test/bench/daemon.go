@@ -39,7 +39,7 @@ func startDaemon(ctx context.Context, e *env) (*daemon, error) {
 	if err := cmd.Start(); err != nil {
 		return nil, fmt.Errorf("berth serve: %w", err)
 	}
-	d := &daemon{criClient: criClient{e: e, endpoint: "unix://" + e.socket()}, cmd: cmd, exited: make(chan struct{})}
+	d := &daemon{criClient: criClient{e: e, endpoint: "unix://" + e.socket(), fsyncs: e.storeFsyncs}, cmd: cmd, exited: make(chan struct{})}
 	go func() { _ = cmd.Wait(); close(d.exited) }()
 	if err := d.connect(ctx); err != nil {
 		d.stop()

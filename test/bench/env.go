@@ -40,6 +40,9 @@ type env struct {
 	subnet  *net.IPNet
 	config  string // the daemon's config file
 	floors  string // <state>/floors: runc root, bundles, namespace pins
+	// metricsAddr is where the daemon serves /metrics (127.0.0.1, a free
+	// port): the bench reads its store's fsync count there.
+	metricsAddr string
 }
 
 // newEnv picks the names; it creates nothing.
@@ -98,6 +101,11 @@ func (e *env) prepare() error {
 			return fmt.Errorf("directory %s: %w", dir, err)
 		}
 	}
+	port, err := freeLoopbackPort()
+	if err != nil {
+		return err
+	}
+	e.metricsAddr = fmt.Sprintf("127.0.0.1:%d", port)
 	conf := fmt.Sprintf(`root_dir = %q
 state_dir = %q
 socket = %q
@@ -115,10 +123,13 @@ default_subnet = %q
 [debug]
 pprof_socket = %q
 
+[metrics]
+address = %q
+
 [runtimes.%s]
 runc = %q
 `, e.root, e.state, e.socket(), e.pinnedRunc(), filepath.Join(e.state, "runc"), e.confDir, cniBinDir,
-		e.netName, e.bridge, e.subnet.String(), e.pprofSocket(), config.SystemRuncHandler, systemRunc)
+		e.netName, e.bridge, e.subnet.String(), e.pprofSocket(), e.metricsAddr, config.SystemRuncHandler, systemRunc)
 	if err := os.WriteFile(e.config, []byte(conf), 0o600); err != nil {
 		return fmt.Errorf("config %s: %w", e.config, err)
 	}

@@ -76,12 +76,20 @@ type meter struct {
 	forks uint64
 	t0    time.Time
 	s0    hostStat
-	err   error // the first failed read of /proc/stat
+	err   error // the first failed read of /proc/stat or of count
+	// count, when set, is a runtime's own counter (berth's store fsyncs);
+	// fsyncs adds up its rise over the intervals.
+	count  func() (uint64, error)
+	fsyncs uint64
+	f0     uint64
 }
 
 // start opens an interval.
 func (m *meter) start() {
 	m.s0, m.err = m.read()
+	if m.count != nil && m.err == nil {
+		m.f0, m.err = m.count()
+	}
 	m.t0 = time.Now()
 }
 
@@ -94,6 +102,14 @@ func (m *meter) stop() {
 	}
 	m.busy += time.Duration(s.busyTicks-m.s0.busyTicks) * time.Second / userHZ
 	m.forks += s.forks - m.s0.forks
+	if m.count != nil {
+		f, err := m.count()
+		if err != nil {
+			m.err = err
+			return
+		}
+		m.fsyncs += f - m.f0
+	}
 }
 
 // read reads /proc/stat, keeping the first error.

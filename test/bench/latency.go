@@ -3,14 +3,46 @@ package main
 import (
 	"context"
 	"fmt"
+	"slices"
 	"time"
 
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 )
 
-// cycleTimes are the CRI calls of one pod's life, as the client saw them.
+// cycleTimes are the CRI calls of one pod's life, as the client saw them,
+// and what each call cost in store fsyncs and processes forked (the
+// calls' order: run, create, start, stop, remove; untimed readings).
 type cycleTimes struct {
 	run, create, start, stop, remove time.Duration
+	fsyncs, forks                    [5]uint64
+}
+
+// counts are the runtime's store fsyncs (0 without a counter) and the
+// machine's processes forked so far; a failed reading is 0.
+type counts struct{ fsyncs, forks uint64 }
+
+func (c criClient) counts() counts {
+	var n counts
+	if c.fsyncs != nil {
+		n.fsyncs, _ = c.fsyncs()
+	}
+	if s, err := readHostStat(); err == nil {
+		n.forks = s.forks
+	}
+	return n
+}
+
+// marker records the counts' rise over each call of a cycle.
+type marker struct {
+	c    criClient
+	t    *cycleTimes
+	prev counts
+}
+
+func (m *marker) mark(call int) {
+	now := m.c.counts()
+	m.t.fsyncs[call], m.t.forks[call] = now.fsyncs-m.prev.fsyncs, now.forks-m.prev.forks
+	m.prev = now
 }
 
 // latencies are the cycles of one PID namespace mode.
@@ -79,11 +111,13 @@ func (c criClient) cycle(ctx context.Context, name string, pid runtimeapi.Namesp
 	if err != nil {
 		return t, err
 	}
+	m := marker{c: c, t: &t, prev: c.counts()}
 	var podID string
 	podID, t.run, err = c.runPod(ctx, cfg)
 	if err != nil {
 		return t, err
 	}
+	m.mark(0)
 	removed := false
 	defer func() {
 		if !removed {
@@ -96,15 +130,35 @@ func (c criClient) cycle(ctx context.Context, name string, pid runtimeapi.Namesp
 	if ctrID, t.create, err = c.createContainer(ctx, podID, cfg); err != nil {
 		return t, err
 	}
+	m.mark(1)
 	if t.start, err = c.startContainer(ctx, ctrID); err != nil {
 		return t, err
 	}
+	m.mark(2)
 	if t.stop, err = c.stopPod(ctx, podID); err != nil {
 		return t, err
 	}
+	m.mark(3)
 	if t.remove, err = c.removePodTimed(ctx, podID); err != nil {
 		return t, err
 	}
+	m.mark(4)
 	removed = true
 	return t, nil
+}
+
+// medianCount is the median over the cycles of call's fsyncs (or forks).
+func (l latencies) medianCount(call int, fsyncs bool) uint64 {
+	if len(l.cycles) == 0 {
+		return 0
+	}
+	vs := make([]uint64, len(l.cycles))
+	for i, c := range l.cycles {
+		vs[i] = c.forks[call]
+		if fsyncs {
+			vs[i] = c.fsyncs[call]
+		}
+	}
+	slices.Sort(vs)
+	return vs[len(vs)/2]
 }

@@ -109,6 +109,21 @@ func writeLatencies(w *strings.Builder, r *results) {
 		}
 	}
 	fmt.Fprintln(w)
+	writeCallCounts(w, r)
+}
+
+// writeCallCounts writes what each call cost in store fsyncs (the
+// daemon's berth_store_fsyncs_total) and processes forked (machine-wide,
+// threads included), the median over the cycles.
+func writeCallCounts(w *strings.Builder, r *results) {
+	fmt.Fprintf(w, "Per call, the median over the same cycles: berth's store fsyncs (`berth_store_fsyncs_total`) and the "+
+		"machine's processes forked (/proc/stat, threads included: runc's and the CNI plugins' count).\n\n")
+	fmt.Fprintf(w, "| call | fsyncs, pid CONTAINER | forks, pid CONTAINER | fsyncs, pid POD | forks, pid POD |\n|---|---:|---:|---:|---:|\n")
+	for i, name := range []string{"RunPodSandbox", "CreateContainer", "StartContainer", "StopPodSandbox", "RemovePodSandbox"} {
+		fmt.Fprintf(w, "| %s | %d | %d | %d | %d |\n", name,
+			r.ctr.medianCount(i, true), r.ctr.medianCount(i, false), r.pod.medianCount(i, true), r.pod.medianCount(i, false))
+	}
+	fmt.Fprintln(w)
 }
 
 func writeFloors(w *strings.Builder, r *results) {
