@@ -61,14 +61,7 @@ func TestCreateContainerRollback(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.step, func(t *testing.T) {
-			f := newFakeWorld()
-			s := newFakeService(t, t.TempDir(), t.TempDir(), f)
-			s.cfg.Images = oneImage{}
-			sbID, err := s.RunSandbox(context.Background(), goodSandboxConfig(), "")
-			if err != nil {
-				t.Fatal(err)
-			}
-			f.calls = nil
+			s, f, sbID := readyPod(t, oneImage{})
 			cfg := appConfig()
 			tc.inject(t, s, f, cfg)
 			id, err := s.CreateContainer(context.Background(), sbID, cfg, goodSandboxConfig())
@@ -193,15 +186,8 @@ func TestCreateContainerRefusesCDIDevicesBeforeAnySideEffect(t *testing.T) {
 		{"no registry", nil, "example.com/gpu=0", errdefs.ErrFailedPrecondition},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			f := newFakeWorld()
-			s := newFakeService(t, t.TempDir(), t.TempDir(), f)
-			s.cfg.Images = oneImage{}
+			s, f, sbID := readyPod(t, oneImage{})
 			s.cfg.Devices = tc.devices
-			sbID, err := s.RunSandbox(context.Background(), goodSandboxConfig(), "")
-			if err != nil {
-				t.Fatal(err)
-			}
-			f.calls = nil
 			cfg := appConfig()
 			cfg.CDIDevices = []*runtimeapi.CDIDevice{{Name: tc.device}}
 			if _, err := s.CreateContainer(context.Background(), sbID, cfg, goodSandboxConfig()); !errors.Is(err, tc.want) ||

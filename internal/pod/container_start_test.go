@@ -20,13 +20,7 @@ import (
 // that CreateContainer prepared; the fake's calls start empty.
 func preparedContainer(t *testing.T) (*Service, *fakeWorld, string, string) {
 	t.Helper()
-	f := newFakeWorld()
-	s := newFakeService(t, t.TempDir(), t.TempDir(), f)
-	s.cfg.Images = oneImage{}
-	sbID, err := s.RunSandbox(context.Background(), goodSandboxConfig(), "")
-	if err != nil {
-		t.Fatal(err)
-	}
+	s, f, sbID := readyPod(t, oneImage{})
 	id, err := s.CreateContainer(context.Background(), sbID, appConfig(), goodSandboxConfig())
 	if err != nil {
 		t.Fatal(err)

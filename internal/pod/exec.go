@@ -10,8 +10,6 @@ import (
 	"sync"
 	"time"
 
-	specs "github.com/opencontainers/runtime-spec/specs-go"
-
 	"github.com/berth-dev/berth/internal/errdefs"
 	"github.com/berth-dev/berth/internal/runc"
 )
@@ -130,17 +128,12 @@ func execProcess(rec *Container, cmd []string, tty bool) ([]byte, error) {
 	if len(cmd) == 0 || cmd[0] == "" {
 		return nil, fmt.Errorf("container %s: exec: cmd: empty: %w", rec.ID, errdefs.ErrInvalidArgument)
 	}
-	path := filepath.Join(rec.Bundle, "config.json")
-	data, err := os.ReadFile(path)
+	spec, err := readBundleSpec(rec.Bundle)
 	if err != nil {
-		return nil, fmt.Errorf("container %s: bundle %s: %w", rec.ID, path, err)
-	}
-	var spec specs.Spec
-	if err := json.Unmarshal(data, &spec); err != nil {
-		return nil, fmt.Errorf("container %s: bundle %s: %w", rec.ID, path, err)
+		return nil, fmt.Errorf("container %s: %w", rec.ID, err)
 	}
 	if spec.Process == nil {
-		return nil, fmt.Errorf("container %s: bundle %s: no process", rec.ID, path)
+		return nil, fmt.Errorf("container %s: bundle %s: no process", rec.ID, filepath.Join(rec.Bundle, "config.json"))
 	}
 	p := *spec.Process
 	p.Args = cmd

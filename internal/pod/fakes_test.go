@@ -344,3 +344,19 @@ func newFakeService(t *testing.T, root, state string, f *fakeWorld) *Service {
 	s.cgroupRoot = f.cgroupRoot
 	return s
 }
+
+// readyPod makes a service on fakes whose image store is images, runs one
+// pod and clears the fakes' calls; it returns the service, the fakes and
+// the pod's id.
+func readyPod(t *testing.T, images Images) (*Service, *fakeWorld, string) {
+	t.Helper()
+	f := newFakeWorld()
+	s := newFakeService(t, t.TempDir(), t.TempDir(), f)
+	s.cfg.Images = images
+	sbID, err := s.RunSandbox(context.Background(), goodSandboxConfig(), "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.calls = nil
+	return s, f, sbID
+}

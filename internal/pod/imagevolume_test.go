@@ -98,14 +98,7 @@ func TestCreateContainerImageVolumeRollback(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.step, func(t *testing.T) {
-			f := newFakeWorld()
-			s := newFakeService(t, t.TempDir(), t.TempDir(), f)
-			s.cfg.Images = volumeImages{}
-			sbID, err := s.RunSandbox(context.Background(), goodSandboxConfig(), "")
-			if err != nil {
-				t.Fatal(err)
-			}
-			f.calls = nil
+			s, f, sbID := readyPod(t, volumeImages{})
 			cfg := volumeConfig("")
 			tc.inject(t, s, f, cfg)
 			id, err := s.CreateContainer(context.Background(), sbID, cfg, goodSandboxConfig())
@@ -157,14 +150,7 @@ func TestCreateContainerRefusesImageVolumesBeforeAnySideEffect(t *testing.T) {
 			"config.mounts[1].readonly: false, but an image volume is read-only"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			f := newFakeWorld()
-			s := newFakeService(t, t.TempDir(), t.TempDir(), f)
-			s.cfg.Images = volumeImages{}
-			sbID, err := s.RunSandbox(context.Background(), goodSandboxConfig(), "")
-			if err != nil {
-				t.Fatal(err)
-			}
-			f.calls = nil
+			s, f, sbID := readyPod(t, volumeImages{})
 			cfg := volumeConfig("etc")
 			tc.edit(cfg.Mounts[1])
 			if _, err := s.CreateContainer(context.Background(), sbID, cfg, goodSandboxConfig()); !errors.Is(err, tc.class) ||

@@ -258,7 +258,7 @@ func (s *Service) reconcileContainer(ctx context.Context, rec *Container) {
 			s.log.Warn("recovery: runc state", "id", rec.ID, "error", err)
 			return
 		}
-		if rec.prepared() && s.bundleReady(rec) {
+		if rec.prepared() && bundleReady(rec) {
 			return // never run: StartContainer may still run it
 		}
 		rec.State, rec.ExitCode, rec.FinishedAt, rec.Reason = ContainerExited, 255, time.Now(), ReasonUnknown
@@ -352,7 +352,7 @@ func (s *Service) allContainers() []*containerEntry {
 // bundleReady reports whether a prepared container's bundle is still there
 // to run (a reboot clears the state directory). Its sandbox is not ready
 // after a reboot anyway, and StartContainer refuses to run in it.
-func (s *Service) bundleReady(rec *Container) bool {
+func bundleReady(rec *Container) bool {
 	_, err := os.Stat(filepath.Join(rec.Bundle, "config.json"))
 	return err == nil
 }

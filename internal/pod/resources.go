@@ -99,14 +99,9 @@ func (s *Service) UpdatePodSandboxResources(ctx context.Context, id string, over
 // updateBundleResources merges upd into the resources of the spec in
 // bundle, which runc will run.
 func updateBundleResources(bundle string, upd *specs.LinuxResources) error {
-	path := filepath.Join(bundle, "config.json")
-	data, err := os.ReadFile(path)
+	spec, err := readBundleSpec(bundle)
 	if err != nil {
-		return fmt.Errorf("bundle: %w", err)
-	}
-	var spec specs.Spec
-	if err := json.Unmarshal(data, &spec); err != nil {
-		return fmt.Errorf("bundle config.json: %w", err)
+		return err
 	}
 	if spec.Linux == nil {
 		spec.Linux = &specs.Linux{}
@@ -115,8 +110,23 @@ func updateBundleResources(bundle string, upd *specs.LinuxResources) error {
 		spec.Linux.Resources = &specs.LinuxResources{}
 	}
 	oci.MergeResources(spec.Linux.Resources, upd)
-	if data, err = json.Marshal(&spec); err != nil {
+	data, err := json.Marshal(spec)
+	if err != nil {
 		return fmt.Errorf("bundle config.json: %w", err)
 	}
-	return store.WriteFileVolatile(path, data, 0o600)
+	return store.WriteFileVolatile(filepath.Join(bundle, "config.json"), data, 0o600)
+}
+
+// readBundleSpec reads the OCI spec of a bundle berth wrote (writeSpec).
+func readBundleSpec(bundle string) (*specs.Spec, error) {
+	path := filepath.Join(bundle, "config.json")
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("bundle %s: %w", path, err)
+	}
+	var spec specs.Spec
+	if err := json.Unmarshal(data, &spec); err != nil {
+		return nil, fmt.Errorf("bundle %s: %w", path, err)
+	}
+	return &spec, nil
 }

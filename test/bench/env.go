@@ -17,6 +17,7 @@ import (
 	"github.com/berth-dev/berth/internal/config"
 	"github.com/berth-dev/berth/internal/network"
 	"github.com/berth-dev/berth/test/harness"
+	"github.com/berth-dev/berth/test/registry"
 )
 
 // cniBinDir is where Debian installs the CNI plugins.
@@ -101,9 +102,9 @@ func (e *env) prepare() error {
 			return fmt.Errorf("directory %s: %w", dir, err)
 		}
 	}
-	port, err := freeLoopbackPort()
+	port, err := registry.FreePort()
 	if err != nil {
-		return err
+		return fmt.Errorf("metrics port: %w", err)
 	}
 	e.metricsAddr = fmt.Sprintf("127.0.0.1:%d", port)
 	conf := fmt.Sprintf(`root_dir = %q

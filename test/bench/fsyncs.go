@@ -4,7 +4,6 @@ import (
 	"bufio"
 	"context"
 	"fmt"
-	"net"
 	"net/http"
 	"strconv"
 	"strings"
@@ -13,17 +12,6 @@ import (
 
 // fsyncsMetric is the daemon's counter of its store's flushes.
 const fsyncsMetric = "berth_store_fsyncs_total"
-
-// freeLoopbackPort returns a TCP port on 127.0.0.1 that nothing listens on
-// now (the daemon's metrics listen there).
-func freeLoopbackPort() (int, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return 0, fmt.Errorf("metrics port: %w", err)
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port, nil
-}
 
 // storeFsyncs reads berth_store_fsyncs_total from the daemon's /metrics.
 func (e *env) storeFsyncs() (uint64, error) {

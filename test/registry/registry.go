@@ -112,7 +112,7 @@ func (r *Registry) writeCredentials() error {
 }
 
 func (r *Registry) launchOnFreePort() error {
-	port, err := freePort()
+	port, err := FreePort()
 	if err != nil {
 		return err
 	}
@@ -292,8 +292,8 @@ func (r *Registry) configPath() string   { return filepath.Join(r.Dir, "config.y
 func (r *Registry) htpasswdPath() string { return filepath.Join(r.Dir, "htpasswd") }
 func (r *Registry) storageDir() string   { return filepath.Join(r.Dir, "storage") }
 
-// freePort returns a loopback TCP port nobody listens on right now.
-func freePort() (int, error) {
+// FreePort returns a loopback TCP port nobody listens on right now.
+func FreePort() (int, error) {
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		return 0, fmt.Errorf("free port: %w", err)
