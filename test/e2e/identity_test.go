@@ -113,16 +113,19 @@ func TestPlantedLogSymlinkIsNotFollowed(t *testing.T) {
 			t.Fatalf("the victim's restart was not refused in 30 s:\n%s", desc)
 		}
 	}
-	if data, err := os.ReadFile(target); err != nil || string(data) != "untouched\n" {
-		t.Errorf("the symlink's target: %q, %v; want it untouched", data, err)
-	}
+	// The agent's container GC may already have removed the dead attempt's
+	// log, the planted link itself (as kubelet's log manager does, without
+	// following it); what is left the test removes.
 	links, _ := filepath.Glob(filepath.Join(n.logDir, "default_victim_*", "app", "1.log"))
 	for _, l := range links {
-		if err := os.Remove(l); err != nil { // what the agent did not name it leaves
+		if err := os.Remove(l); err != nil {
 			t.Error(err)
 		}
 	}
-	if len(links) != 1 {
-		t.Errorf("planted links: %v, want one", links)
+	if len(links) > 1 {
+		t.Errorf("planted links: %v, want at most one", links)
+	}
+	if data, err := os.ReadFile(target); err != nil || string(data) != "untouched\n" {
+		t.Errorf("the symlink's target: %q, %v; want it untouched", data, err)
 	}
 }
