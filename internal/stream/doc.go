@@ -1,7 +1,7 @@
 // Package stream is berth's CRI streaming server: the HTTP endpoint (on
 // loopback by default) that kubelet and crictl reach through the URLs that
 // the Exec, Attach and PortForward RPCs return. It implements the Runtime of
-// k8s.io/kubelet/pkg/cri/streaming (SPDY and WebSocket) on small interfaces
+// k8s.io/cri-streaming (SPDY and WebSocket) on small interfaces
 // onto internal/pod.
 //
 // It also serves exec and attach over WebSocket protocol v5

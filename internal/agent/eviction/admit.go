@@ -61,10 +61,8 @@ func admit(conditions []v1.NodeConditionType, pod *v1.Pod) (bool, string, string
 			return true, "", ""
 		}
 		taint := &v1.Taint{Key: v1.TaintNodeMemoryPressure, Effect: v1.TaintEffectNoSchedule}
-		for i := range pod.Spec.Tolerations {
-			if pod.Spec.Tolerations[i].ToleratesTaint(taint) {
-				return true, "", ""
-			}
+		if podspec.Tolerates(pod.Spec.Tolerations, taint) {
+			return true, "", ""
 		}
 	}
 	return false, Reason, fmt.Sprintf(nodeConditionMessageFmt, conditions)

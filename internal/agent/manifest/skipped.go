@@ -6,8 +6,8 @@ import (
 	"slices"
 	"strings"
 
+	"k8s.io/apimachinery/pkg/api/validate/content"
 	apivalidation "k8s.io/apimachinery/pkg/api/validation"
-	"k8s.io/apimachinery/pkg/api/validation/path"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 )
@@ -80,10 +80,10 @@ var skipKinds = map[string]skipKind{
 		"berth resolves no priority classes: a pod's priorityClassName is kept and sets no priority; only system-node-critical and system-cluster-critical mark a pod critical"},
 	"StorageClass": {[]string{"storage.k8s.io/v1"}, false, apivalidation.NameIsDNSSubdomain,
 		"no provisioners on a berth node: every claim is a local directory, whatever its storageClassName"},
-	"Role":               {[]string{"rbac.authorization.k8s.io/v1"}, true, path.ValidatePathSegmentName, noAPIServerRBAC},
-	"RoleBinding":        {[]string{"rbac.authorization.k8s.io/v1"}, true, path.ValidatePathSegmentName, noAPIServerRBAC},
-	"ClusterRole":        {[]string{"rbac.authorization.k8s.io/v1"}, false, path.ValidatePathSegmentName, noAPIServerRBAC},
-	"ClusterRoleBinding": {[]string{"rbac.authorization.k8s.io/v1"}, false, path.ValidatePathSegmentName, noAPIServerRBAC},
+	"Role":               {[]string{"rbac.authorization.k8s.io/v1"}, true, validatePathSegmentName, noAPIServerRBAC},
+	"RoleBinding":        {[]string{"rbac.authorization.k8s.io/v1"}, true, validatePathSegmentName, noAPIServerRBAC},
+	"ClusterRole":        {[]string{"rbac.authorization.k8s.io/v1"}, false, validatePathSegmentName, noAPIServerRBAC},
+	"ClusterRoleBinding": {[]string{"rbac.authorization.k8s.io/v1"}, false, validatePathSegmentName, noAPIServerRBAC},
 }
 
 // SkipReason says why berth skips objects of apiVersion and kind, and
@@ -173,4 +173,13 @@ func (b *Bundle) skippedProblems() []Problem {
 		problems = append(problems, fieldProblems(s.Source, name, errs)...)
 	}
 	return problems
+}
+
+// validatePathSegmentName is the API server's name rule for the RBAC
+// kinds: any name that can be one segment of a URL path.
+func validatePathSegmentName(name string, prefix bool) []string {
+	if prefix {
+		return content.IsPathSegmentPrefix(name)
+	}
+	return content.IsPathSegmentName(name)
 }

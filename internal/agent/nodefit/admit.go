@@ -4,7 +4,10 @@ import (
 	"maps"
 	"time"
 
+	"github.com/go-logr/logr"
 	v1 "k8s.io/api/core/v1"
+
+	"github.com/berth-dev/berth/internal/agent/podspec"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	corev1helpers "k8s.io/component-helpers/scheduling/corev1"
 	"k8s.io/component-helpers/scheduling/corev1/nodeaffinity"
@@ -66,9 +69,9 @@ func Admit(pod *v1.Pod, node *v1.Node) Result {
 // UntoleratedTaint finds a NoSchedule or NoExecute taint the tolerations
 // do not tolerate (PreferNoSchedule never keeps a pod off).
 func UntoleratedTaint(taints []v1.Taint, tolerations []v1.Toleration) (v1.Taint, bool) {
-	return corev1helpers.FindMatchingUntoleratedTaint(taints, tolerations, func(t *v1.Taint) bool {
+	return corev1helpers.FindMatchingUntoleratedTaint(logr.Discard(), taints, tolerations, func(t *v1.Taint) bool {
 		return t.Effect == v1.TaintEffectNoSchedule || t.Effect == v1.TaintEffectNoExecute
-	})
+	}, podspec.TolerationComparisonOperators)
 }
 
 func reject(predicate, desc string) Result {

@@ -4,6 +4,8 @@ import (
 	"fmt"
 
 	v1 "k8s.io/api/core/v1"
+
+	"github.com/berth-dev/berth/internal/agent/podspec"
 	"k8s.io/component-helpers/scheduling/corev1/nodeaffinity"
 )
 
@@ -81,10 +83,5 @@ func untolerated(pod *v1.Pod, node *v1.Node) bool {
 }
 
 func tolerates(pod *v1.Pod, taint v1.Taint) bool {
-	for i := range pod.Spec.Tolerations {
-		if pod.Spec.Tolerations[i].ToleratesTaint(&taint) {
-			return true
-		}
-	}
-	return false
+	return podspec.Tolerates(pod.Spec.Tolerations, &taint)
 }

@@ -10,6 +10,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/intstr"
 
 	"github.com/berth-dev/berth/internal/agent/nodefit"
+	"github.com/berth-dev/berth/internal/agent/podspec"
 )
 
 // DaemonPod is a pod a DaemonSet owns, with its controller-revision-hash
@@ -164,18 +165,9 @@ func ShouldRunDaemonPod(template *v1.PodTemplateSpec, node *v1.Node) (shouldRun,
 		return false, false
 	}
 	for _, t := range node.Spec.Taints {
-		if t.Effect == v1.TaintEffectNoExecute && !tolerated(pod.Spec.Tolerations, &t) {
+		if t.Effect == v1.TaintEffectNoExecute && !podspec.Tolerates(pod.Spec.Tolerations, &t) {
 			return false, false
 		}
 	}
 	return false, true
-}
-
-func tolerated(tolerations []v1.Toleration, t *v1.Taint) bool {
-	for i := range tolerations {
-		if tolerations[i].ToleratesTaint(t) {
-			return true
-		}
-	}
-	return false
 }
