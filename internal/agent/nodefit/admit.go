@@ -6,11 +6,11 @@ import (
 
 	"github.com/go-logr/logr"
 	v1 "k8s.io/api/core/v1"
-
-	"github.com/berth-dev/berth/internal/agent/podspec"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	corev1helpers "k8s.io/component-helpers/scheduling/corev1"
 	"k8s.io/component-helpers/scheduling/corev1/nodeaffinity"
+
+	"github.com/berth-dev/berth/internal/agent/podspec"
 )
 
 // The predicates' names (kubelet's rejection reasons) and descriptions,

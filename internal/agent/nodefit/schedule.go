@@ -4,9 +4,9 @@ import (
 	"fmt"
 
 	v1 "k8s.io/api/core/v1"
+	"k8s.io/component-helpers/scheduling/corev1/nodeaffinity"
 
 	"github.com/berth-dev/berth/internal/agent/podspec"
-	"k8s.io/component-helpers/scheduling/corev1/nodeaffinity"
 )
 
 // ReasonUnschedulable is the reason of the PodScheduled=False condition

@@ -31,7 +31,9 @@
 //     gets, as kubelet's applyPlatformSpecificContainerConfig does);
 //   - the downward API values shared with package volume (FieldRefValue,
 //     ResourceFieldRefValue, FormatMap) and the pod's references to
-//     ConfigMaps and Secrets (Sources, ReferencedSources).
+//     ConfigMaps and Secrets (Sources, ReferencedSources);
+//   - the one toleration matcher of the agent's admission, scheduling,
+//     eviction and DaemonSets (Tolerates, tolerations.go).
 //
 // Deliberate differences from the kubelet: variables come out in a stable
 // order (first set, last value wins) rather than a map's; ContainerHash
