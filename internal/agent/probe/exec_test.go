@@ -51,8 +51,8 @@ func TestExecProbeTimeoutReportedByRuntime(t *testing.T) {
 		}
 		return nil, nil, 0, status.Error(codes.DeadlineExceeded, "timeout 1s exceeded")
 	})
-	got, msg := Run(context.Background(), execProbeSpec("sleep", "10"), podTarget(&v1.Container{}), ex)
-	if got != Failure || !strings.Contains(msg, "timed out") || !strings.Contains(msg, "sleep 10") {
+	o := runProbe(context.Background(), execProbeSpec("sleep", "10"), podTarget(&v1.Container{}), ex, 20*time.Millisecond)
+	if got, msg := o.result, o.message; got != Failure || !strings.Contains(msg, "timed out") || !strings.Contains(msg, "sleep 10") {
 		t.Errorf("got %v %q, want a Failure saying the command timed out", got, msg)
 	}
 }

@@ -46,7 +46,7 @@ func RunHook(ctx context.Context, h *v1.LifecycleHandler, t Target, ex Execer) e
 	case h.HTTPGet != nil:
 		return httpHook(ctx, h.HTTPGet, t)
 	case h.Sleep != nil:
-		return sleepHook(ctx, h.Sleep.Seconds)
+		return sleepHook(ctx, h.Sleep.Seconds, time.Second)
 	case h.TCPSocket != nil:
 		return errors.New("tcpSocket lifecycle hook: not supported (deprecated handler)")
 	}
@@ -103,11 +103,12 @@ func answeredInPlainHTTP(err error) bool {
 	return errors.As(err, &urlErr) && strings.Contains(urlErr.Err.Error(), "server gave HTTP response to HTTPS client")
 }
 
-func sleepHook(ctx context.Context, secs int64) error {
+// sleepHook waits secs units (a second but in tests).
+func sleepHook(ctx context.Context, secs int64, unit time.Duration) error {
 	if secs <= 0 {
 		return nil
 	}
-	timer := time.NewTimer(time.Duration(secs) * time.Second)
+	timer := time.NewTimer(time.Duration(secs) * unit)
 	defer timer.Stop()
 	select {
 	case <-timer.C:

@@ -99,12 +99,11 @@ func TestHTTPSHookFallsBackToHTTP(t *testing.T) {
 
 func TestSleepHook(t *testing.T) {
 	start := time.Now()
-	h := &v1.LifecycleHandler{Sleep: &v1.SleepAction{Seconds: 1}}
-	if err := RunHook(context.Background(), h, podTarget(&v1.Container{}), nil); err != nil {
+	if err := sleepHook(context.Background(), 2, 10*time.Millisecond); err != nil {
 		t.Errorf("sleep: %v", err)
 	}
-	if slept := time.Since(start); slept < time.Second {
-		t.Errorf("slept %v, want a second", slept)
+	if slept := time.Since(start); slept < 20*time.Millisecond {
+		t.Errorf("slept %v, want two units of 10ms", slept)
 	}
 	if err := RunHook(context.Background(), &v1.LifecycleHandler{Sleep: &v1.SleepAction{}}, podTarget(&v1.Container{}), nil); err != nil {
 		t.Errorf("sleep 0: %v", err)

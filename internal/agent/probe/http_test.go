@@ -147,9 +147,9 @@ func TestHTTPProbeTimeout(t *testing.T) {
 		}
 	})
 	defer close(release)
-	got, msg := Run(context.Background(), httpProbeSpec(port, "/slow"), podTarget(&v1.Container{}), nil)
-	if got != Failure || !strings.Contains(msg, "1s") {
-		t.Errorf("got %v %q, want a Failure naming the 1s timeout", got, msg)
+	o := runProbe(context.Background(), httpProbeSpec(port, "/slow"), podTarget(&v1.Container{}), nil, 20*time.Millisecond)
+	if got, msg := o.result, o.message; got != Failure || !strings.Contains(msg, "within 20ms") {
+		t.Errorf("got %v %q, want a Failure naming the timeout of one unit (20ms)", got, msg)
 	}
 }
 

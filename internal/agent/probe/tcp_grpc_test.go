@@ -6,6 +6,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/health"
@@ -152,8 +153,8 @@ func TestGRPCProbeTimeout(t *testing.T) {
 			go func() { <-done; c.Close() }()
 		}
 	}()
-	got, msg := Run(context.Background(), grpcProbeSpec(portOf(t, l.Addr().String()), nil), podTarget(&v1.Container{}), nil)
-	if got != Failure || !strings.Contains(msg, "within 1s") {
-		t.Errorf("got %v %q, want a Failure naming the 1s timeout", got, msg)
+	o := runProbe(context.Background(), grpcProbeSpec(portOf(t, l.Addr().String()), nil), podTarget(&v1.Container{}), nil, 20*time.Millisecond)
+	if got, msg := o.result, o.message; got != Failure || !strings.Contains(msg, "within 20ms") {
+		t.Errorf("got %v %q, want a Failure naming the timeout of one unit (20ms)", got, msg)
 	}
 }
