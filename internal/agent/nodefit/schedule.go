@@ -62,7 +62,7 @@ func WithTaints(node *v1.Node, taints []v1.Taint) *v1.Node {
 func Schedule(pod *v1.Pod, node *v1.Node, room Room) Result {
 	desc := ""
 	switch {
-	case node.Spec.Unschedulable && !tolerates(pod, v1.Taint{Key: v1.TaintNodeUnschedulable, Effect: v1.TaintEffectNoSchedule}):
+	case node.Spec.Unschedulable && !podspec.Tolerates(pod.Spec.Tolerations, &v1.Taint{Key: v1.TaintNodeUnschedulable, Effect: v1.TaintEffectNoSchedule}):
 		desc = descUnschedulable
 	case untolerated(pod, node):
 		desc = descUntolerated
@@ -80,8 +80,4 @@ func Schedule(pod *v1.Pod, node *v1.Node, room Room) Result {
 func untolerated(pod *v1.Pod, node *v1.Node) bool {
 	_, found := UntoleratedTaint(node.Spec.Taints, pod.Spec.Tolerations)
 	return found
-}
-
-func tolerates(pod *v1.Pod, taint v1.Taint) bool {
-	return podspec.Tolerates(pod.Spec.Tolerations, &taint)
 }
