@@ -29,13 +29,26 @@ RUNTIME_PACKAGES := runc containernetworking-plugins busybox-static iptables nft
 BUILD_PACKAGES   := gcc libc6-dev libseccomp-dev pkg-config
 TEST_PACKAGES    := docker-registry skopeo tar gzip hyperfine containerd qemu-system-x86 mmdebstrap
 
-.PHONY: help build runc-bin install install-unit deps runtime-deps image test test-unit test-integration test-e2e test-vm fuzz bench vet lint-bin crictl critest critest-bin kube-bin kubelet-bin etcd-bin containerd2-bin e2e-bin conformance-deps test-kubelet test-cluster control-plane-bin test-conformance-slow clean
+.PHONY: help build runc-bin monitor-bin install install-unit deps runtime-deps image test test-unit test-integration test-e2e test-vm fuzz bench vet lint-bin crictl critest critest-bin kube-bin kubelet-bin etcd-bin containerd2-bin e2e-bin conformance-deps test-kubelet test-cluster control-plane-bin test-conformance-slow clean
 
 help: ## list targets
 	@grep -E '^[a-z0-9-]+:.*## ' $(MAKEFILE_LIST) | sed 's/:.*## /\t/' | sort
 
-build: runc-bin ## build berth, berth-monitor, berth-pause and the pinned runc (berth-runc) into bin/
-	CGO_ENABLED=0 $(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $(BIN)/ ./cmd/berth ./cmd/berth-monitor ./cmd/berth-pause
+build: runc-bin monitor-bin ## build berth, berth-monitor, berth-pause and the pinned runc (berth-runc) into bin/
+	CGO_ENABLED=0 $(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $(BIN)/ ./cmd/berth ./cmd/berth-pause
+
+# The per-pod monitor is C (native/berth-monitor, docs/architecture.md says why), linked
+# statically against glibc: no runtime dependency. MONITOR_OUT lets the tests build it elsewhere.
+# MONITOR_SANITIZE=1 builds it with AddressSanitizer and UBSan instead (dynamic, for test/monitor).
+MONITOR_SRC     = $(wildcard native/berth-monitor/*.c) native/berth-monitor/monitor.h
+MONITOR_OUT    ?= $(BIN)/berth-monitor
+MONITOR_WARN   := -std=gnu11 -Wall -Wextra -Wno-unused-parameter -Wno-format-truncation -Werror
+MONITOR_CFLAGS  = $(MONITOR_WARN) $(if $(MONITOR_SANITIZE),-O1 -g -fno-omit-frame-pointer \
+	-fsanitize=address$(comma)undefined -fno-sanitize-recover=all,-O2 -s -D_FORTIFY_SOURCE=2 -fstack-protector-strong -static)
+comma := ,
+monitor-bin: ## build the per-pod monitor (native/berth-monitor, C) into bin/berth-monitor
+	@mkdir -p $(dir $(MONITOR_OUT))
+	$(CC) $(MONITOR_CFLAGS) -o $(MONITOR_OUT) $(filter %.c,$(MONITOR_SRC))
 
 # The runc berth runs by default: the release pinned in tools/runc/go.mod,
 # built as runc's own Makefile builds its static binary (cgo, libseccomp,
@@ -81,8 +94,9 @@ image: ## build a busybox image from busybox-static and import it as docker.io/l
 	$(GO) run ./test/testimage/cmd/mkimage -o $(BIN)/busybox-oci.tar
 	$(PREFIX)/bin/berth image import --root $(ROOT_DIR) $(BIN)/busybox-oci.tar
 
-test: vet runc-bin ## unit (with the fuzz targets' seed corpora), integration and e2e tests (the agent on berth and on containerd), all with the race detector (the root suites skip when not root)
+test: vet runc-bin ## unit (with the fuzz targets' seed corpora), integration and e2e tests (the agent on berth and on containerd), all with the race detector, then the monitor's suite on its ASan/UBSan build (the root suites skip when not root)
 	BERTH_TEST_RACE=1 $(GO) test -race -count=1 -timeout 55m ./...
+	BERTH_TEST_MONITOR_SANITIZE=1 $(GO) test -count=1 ./test/monitor/
 
 test-unit: ## unit tests only
 	$(GO) test -count=1 $$($(GO) list ./... | grep -v -e /test/integration -e /test/e2e)

@@ -35,11 +35,9 @@ agent internal/agent internal/oci
 agent internal/agent internal/image
 workload internal/agent/workload internal/agent/criclient
 workload internal/agent/workload internal/agent/workloadstore
-workload internal/agent/workload internal/store
-berth-monitor internal/monitord internal/config
-berth-monitor cmd/berth-monitor internal/pod'
+workload internal/agent/workload internal/store'
 
-for p in oci network runc store pod image config agent/criclient agent/workloadstore; do
+for p in oci network runc store pod image agent/criclient agent/workloadstore; do
 	pkg "internal/$p"
 done
 echo "$cases" | while read -r _ from import; do

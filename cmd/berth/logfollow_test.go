@@ -18,12 +18,13 @@ import (
 	"github.com/berth-dev/berth/internal/crilog"
 )
 
-// rotatingLog is a container log written by a crilog.Writer (as the
-// runtime's monitor does) and rotated by a logrotate.Manager whose
-// reopen reopens that writer.
+// rotatingLog is a container log written as the runtime's monitor writes
+// it (appending CRI records to a file it holds open) and rotated by a
+// logrotate.Manager whose reopen opens the path again.
 type rotatingLog struct {
 	path  string
-	w     *crilog.Writer
+	mu    sync.Mutex
+	w     *os.File
 	m     *logrotate.Manager
 	clock *clocktesting.FakeClock
 	next  int
@@ -33,15 +34,18 @@ func newRotatingLog(t *testing.T, maxFiles int) *rotatingLog {
 	t.Helper()
 	root := t.TempDir()
 	path := filepath.Join(root, "ns_pod_uid", "app", "0.log")
-	w, err := crilog.Open(filepath.Join(root, "ns_pod_uid"), "app/0.log")
+	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	w, err := appendLog(path)
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { w.Close() })
 	l := &rotatingLog{path: path, w: w, clock: clocktesting.NewFakeClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))}
+	t.Cleanup(func() { l.w.Close() })
 	l.m, err = logrotate.New(logrotate.Config{
 		Root: root, Policy: logrotate.Policy{MaxSize: 1, MaxFiles: maxFiles}, Clock: l.clock,
-		Reopen: func(context.Context, string) error { return w.Reopen() },
+		Reopen: func(context.Context, string) error { return l.reopen() },
 		Containers: func(context.Context) ([]logrotate.Container, error) {
 			return []logrotate.Container{{ID: "c", LogPath: path}}, nil
 		},
@@ -52,12 +56,35 @@ func newRotatingLog(t *testing.T, maxFiles int) *rotatingLog {
 	return l
 }
 
+func appendLog(path string) (*os.File, error) {
+	return os.OpenFile(path, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o640)
+}
+
+func (l *rotatingLog) reopen() error {
+	w, err := appendLog(l.path)
+	if err != nil {
+		return err
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.w.Close()
+	l.w = w
+	return nil
+}
+
+func writeRecord(t *testing.T, w *os.File, line string) {
+	t.Helper()
+	if _, err := w.Write(crilog.AppendRecord(nil, time.Now(), crilog.Stdout, false, []byte(line))); err != nil {
+		t.Fatal(err)
+	}
+}
+
 func (l *rotatingLog) write(t *testing.T, n int) {
 	t.Helper()
+	l.mu.Lock()
+	defer l.mu.Unlock()
 	for range n {
-		if err := l.w.WriteRecord(crilog.Stdout, false, fmt.Appendf(nil, "line %d", l.next)); err != nil {
-			t.Fatal(err)
-		}
+		writeRecord(t, l.w, fmt.Sprintf("line %d", l.next))
 		l.next++
 	}
 }
@@ -279,14 +306,12 @@ func TestLogsFollowWaitsForTheOldFileToSettle(t *testing.T) {
 	if err := f.follow(); err != nil {
 		t.Fatal(err)
 	}
-	late, err := crilog.Open(filepath.Dir(files[0]), filepath.Base(files[0])) // the old writer's last lines
+	late, err := appendLog(files[0]) // the old writer's last lines
 	if err != nil {
 		t.Fatal(err)
 	}
 	for _, line := range []string{"line 5", "line 6"} {
-		if err := late.WriteRecord(crilog.Stdout, false, []byte(line)); err != nil {
-			t.Fatal(err)
-		}
+		writeRecord(t, late, line)
 	}
 	late.Close()
 	followSettled(t, f)

@@ -4,6 +4,7 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
+	"time"
 
 	v1 "k8s.io/api/core/v1"
 
@@ -22,12 +23,10 @@ func TestTerminationMessageFallbackFollowsNoSymlink(t *testing.T) {
 	logDir := podspec.PodLogDirectory(deps.podLogDir, "default", "p", "uid-1")
 	write := func(path, line string) {
 		t.Helper()
-		w, err := crilog.Open(filepath.Dir(path), filepath.Base(path))
-		if err != nil {
+		if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
 			t.Fatal(err)
 		}
-		defer w.Close()
-		if err := w.WriteRecord(crilog.Stdout, false, []byte(line)); err != nil {
+		if err := os.WriteFile(path, crilog.AppendRecord(nil, time.Now(), crilog.Stdout, false, []byte(line)), 0o600); err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -14,8 +14,9 @@
 //     SliceName turns it back into the slice, accepting only an exact
 //     expansion.
 //
-// Rules: pure string work on the standard library and errdefs only
-// (berth-monitor links it); every name that could step out of the
+// Rules: pure string work on the standard library and errdefs only; Dir
+// has a twin in C (native/berth-monitor, oom.c), which finds a container's
+// OOM counter from the same cgroupsPath: change both together. Every name that could step out of the
 // hierarchy ("/" in a slice, prefix or name; "..") is refused with an error
 // wrapping errdefs.ErrInvalidArgument, so a returned directory is always
 // below the root it is joined to.

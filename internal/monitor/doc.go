@@ -1,6 +1,8 @@
 // Package monitor owns the protocol between berth serve and its per-pod
-// monitor process (berth-monitor), the daemon-side client and launcher, and
-// the exit files monitors leave behind.
+// monitor process (berth-monitor, written in C: native/berth-monitor), the
+// daemon-side client and launcher, and the exit files monitors leave behind.
+// The C monitor serves exactly what this package defines; test/monitor
+// drives the built binary through this package's client.
 //
 // Wire format (version ProtocolVersion): over the monitor's unix socket, one
 // connection carries one JSON Request and one JSON Response, each a single
@@ -34,8 +36,4 @@
 //
 // Exit files (<exit-dir>/<container-id>.json) are written atomically, so a
 // reader sees a whole record or none; they outlive both processes.
-//
-// The package uses only the standard library, x/sys, internal/errdefs and
-// internal/store (itself standard library only):
-// it is linked into berth-monitor.
 package monitor

@@ -64,11 +64,3 @@ func ResizePayload(width, height uint16) []byte {
 	binary.BigEndian.PutUint16(p[2:4], height)
 	return p
 }
-
-// ParseResize decodes a FrameResize payload.
-func ParseResize(p []byte) (width, height uint16, err error) {
-	if len(p) != 4 {
-		return 0, 0, fmt.Errorf("resize frame: %d bytes, want 4: %w", len(p), errdefs.ErrInvalidArgument)
-	}
-	return binary.BigEndian.Uint16(p[0:2]), binary.BigEndian.Uint16(p[2:4]), nil
-}

@@ -72,23 +72,17 @@ func Launch(o LaunchOptions) (int, error) {
 	return pid, nil
 }
 
-// MonitorEnvGOMAXPROCS is the variable Launch sets in a monitor's
-// environment: the Go runtime then makes one P from its start, and the
-// per-P caches a later runtime.GOMAXPROCS(1) leaves behind (0.04 to 0.3 MiB
-// per monitor, more with more CPUs) are never made. The monitor removes it
-// from its own environment, so runc does not inherit it.
-const MonitorEnvGOMAXPROCS = "GOMAXPROCS=1"
-
-// monitorEnv is the daemon's environment env with the monitor's
-// GOMAXPROCS in place of any the daemon has.
+// monitorEnv is the daemon's environment env without GOMAXPROCS: it
+// tunes the daemon's Go runtime, and runc (a Go program the monitor
+// starts) gets its own default.
 func monitorEnv(env []string) []string {
-	out := make([]string, 0, len(env)+1)
+	out := make([]string, 0, len(env))
 	for _, kv := range env {
 		if !strings.HasPrefix(kv, "GOMAXPROCS=") {
 			out = append(out, kv)
 		}
 	}
-	return append(out, MonitorEnvGOMAXPROCS)
+	return out
 }
 
 func launchArgs(o LaunchOptions) []string {

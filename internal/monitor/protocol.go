@@ -156,18 +156,6 @@ var errorClasses = []struct {
 	{"not_implemented", errdefs.ErrNotImplemented},
 }
 
-// ErrorResponse turns err into a Response carrying its class.
-func ErrorResponse(err error) Response {
-	resp := Response{Version: ProtocolVersion, Error: err.Error()}
-	for _, c := range errorClasses {
-		if errors.Is(err, c.err) {
-			resp.ErrorClass = c.name
-			break
-		}
-	}
-	return resp
-}
-
 // Err returns the error a Response carries, wrapping its class, or nil.
 func (r Response) Err() error {
 	if r.Error == "" {

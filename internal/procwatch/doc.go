@@ -4,6 +4,5 @@
 //
 // Rules: a Process refers to one process for good (a pidfd, unlike a pid,
 // is never reused); Open of a process that is gone is errdefs.ErrNotFound;
-// Close ends a Wait with ErrClosed. It uses only the standard library and
-// x/sys, so that the per-pod monitor can use it.
+// Close ends a Wait with ErrClosed.
 package procwatch

@@ -1,11 +1,9 @@
 // Package runc is berth's typed client of the runc command line; it is the
-// only package that executes runc.
+// only Go package that executes runc. The per-pod monitor (C,
+// native/berth-monitor) runs `runc create`, `run --detach`, `start` and a
+// failed create's `delete --force` itself: it is the containers' parent.
 //
 // Each method runs one runc subcommand with a private --log file in JSON
 // format, so a failure reports runc's own last error message
-// ("runc create abc: <message>"). A caller that reaps children itself (the
-// pod monitor is a child subreaper with a wait4(-1) loop) sets Runc.Exec so
-// that runc is started and waited through its reaper instead of
-// exec.Cmd.Wait. The package uses only the standard library and
-// internal/errdefs because it is linked into berth-monitor.
+// ("runc kill abc: <message>"); the monitor words its errors the same way.
 package runc

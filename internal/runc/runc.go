@@ -24,23 +24,6 @@ type Runc struct {
 	// SystemdCgroup adds --systemd-cgroup: cgroupsPath is then
 	// <slice>:<prefix>:<name> and systemd makes the container's scope.
 	SystemdCgroup bool
-	// Exec starts cmd and waits for it to finish, returning a non-nil error
-	// when it did not exit 0. cmd's stdio are always *os.File or nil, so no
-	// copying goroutines are involved. When nil, cmd is started and waited
-	// with exec.Cmd, and killed when ctx is done.
-	Exec func(ctx context.Context, cmd *exec.Cmd) error
-}
-
-// CreateOpts are the options of runc create.
-type CreateOpts struct {
-	Bundle        string
-	PidFile       string
-	ConsoleSocket string
-	Stdin         *os.File
-	Stdout        *os.File
-	Stderr        *os.File
-	// ExtraFiles are passed to the container as fds 3.. (--preserve-fds).
-	ExtraFiles []*os.File
 }
 
 // State is what runc reports about one container.
@@ -50,47 +33,6 @@ type State struct {
 	Status  string    `json:"status"`
 	Bundle  string    `json:"bundle"`
 	Created time.Time `json:"created"`
-}
-
-// Create runs "runc create" for container id.
-func (r *Runc) Create(ctx context.Context, id string, o CreateOpts) error {
-	return r.create(ctx, "create", id, o)
-}
-
-// Run runs "runc run --detach" for container id: create and start in one
-// process, which returns once the container's process runs.
-func (r *Runc) Run(ctx context.Context, id string, o CreateOpts) error {
-	return r.create(ctx, "run", id, o)
-}
-
-// create runs sub ("create" or "run --detach") with o's options.
-func (r *Runc) create(ctx context.Context, sub, id string, o CreateOpts) error {
-	if o.Bundle == "" {
-		return fmt.Errorf("runc %s %s: bundle: %w", sub, id, errdefs.ErrInvalidArgument)
-	}
-	args := []string{sub, "--bundle", o.Bundle}
-	if sub == "run" {
-		args = append(args, "--detach")
-	}
-	if o.PidFile != "" {
-		args = append(args, "--pid-file", o.PidFile)
-	}
-	if o.ConsoleSocket != "" {
-		args = append(args, "--console-socket", o.ConsoleSocket)
-	}
-	if len(o.ExtraFiles) > 0 {
-		args = append(args, "--preserve-fds", strconv.Itoa(len(o.ExtraFiles)))
-	}
-	args = append(args, id)
-	return r.run(ctx, sub, id, args, func(cmd *exec.Cmd) {
-		cmd.Stdin, cmd.Stdout, cmd.Stderr = o.Stdin, o.Stdout, o.Stderr
-		cmd.ExtraFiles = o.ExtraFiles
-	})
-}
-
-// Start runs "runc start" for container id.
-func (r *Runc) Start(ctx context.Context, id string) error {
-	return r.run(ctx, "start", id, []string{"start", id}, nil)
 }
 
 // Kill sends sig to the container's init, or to all its processes when all.
@@ -210,9 +152,6 @@ func (r *Runc) binary() string {
 }
 
 func (r *Runc) exec(ctx context.Context, cmd *exec.Cmd) error {
-	if r.Exec != nil {
-		return r.Exec(ctx, cmd)
-	}
 	if err := cmd.Start(); err != nil {
 		return err
 	}

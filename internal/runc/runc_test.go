@@ -47,10 +47,10 @@ func lastArgs(t *testing.T, file string) string {
 
 func TestErrorsCarryRuncMessageAndClass(t *testing.T) {
 	ctx := context.Background()
-	r, _ := fakeRunc(t, "boom in create", "", 1)
-	err := r.Create(ctx, "abc", CreateOpts{Bundle: "/b"})
-	if err == nil || err.Error() != "runc create abc: boom in create" {
-		t.Fatalf("create: got %v", err)
+	r, _ := fakeRunc(t, "boom in update", "", 1)
+	err := r.Update(ctx, "abc", []byte("{}"))
+	if err == nil || err.Error() != "runc update abc: boom in update" {
+		t.Fatalf("update: got %v", err)
 	}
 	r, _ = fakeRunc(t, "container does not exist", "", 1)
 	if _, err := r.State(ctx, "abc"); !errors.Is(err, errdefs.ErrNotFound) {
@@ -59,12 +59,12 @@ func TestErrorsCarryRuncMessageAndClass(t *testing.T) {
 	if err := r.Delete(ctx, "abc", true); err != nil {
 		t.Fatalf("delete of a missing container: %v", err)
 	}
-	if err := r.Start(ctx, "abc"); !errors.Is(err, errdefs.ErrNotFound) {
-		t.Fatalf("start: got %v", err)
+	if err := r.Kill(ctx, "abc", syscall.SIGTERM, false); !errors.Is(err, errdefs.ErrNotFound) {
+		t.Fatalf("kill: got %v", err)
 	}
 	r, _ = fakeRunc(t, "", "", 2)
-	if err := r.Start(ctx, "abc"); err == nil || !strings.Contains(err.Error(), "runc start abc: exit status 2") {
-		t.Fatalf("start without log message: got %v", err)
+	if err := r.Kill(ctx, "abc", syscall.SIGTERM, false); err == nil || !strings.Contains(err.Error(), "runc kill abc: exit status 2") {
+		t.Fatalf("kill without log message: got %v", err)
 	}
 }
 
@@ -78,18 +78,6 @@ func TestArgumentsAndOutput(t *testing.T) {
 	if got := lastArgs(t, args); !strings.HasSuffix(got, "--log-format json --root "+r.Root+" state abc") {
 		t.Fatalf("state args %q", got)
 	}
-	if err := r.Create(ctx, "abc", CreateOpts{Bundle: "/b", PidFile: "/p", ConsoleSocket: "/c"}); err != nil {
-		t.Fatal(err)
-	}
-	if got := lastArgs(t, args); !strings.HasSuffix(got, "create --bundle /b --pid-file /p --console-socket /c abc") {
-		t.Fatalf("create args %q", got)
-	}
-	if err := r.Run(ctx, "abc", CreateOpts{Bundle: "/b", PidFile: "/p"}); err != nil {
-		t.Fatal(err)
-	}
-	if got := lastArgs(t, args); !strings.HasSuffix(got, "run --bundle /b --detach --pid-file /p abc") {
-		t.Fatalf("run args %q", got)
-	}
 	if err := r.Kill(ctx, "abc", syscall.SIGKILL, true); err != nil {
 		t.Fatal(err)
 	}
@@ -100,23 +88,19 @@ func TestArgumentsAndOutput(t *testing.T) {
 	if states, err := r.List(ctx); err != nil || len(states) != 0 {
 		t.Fatalf("empty list: %v %v", states, err)
 	}
-	if err := r.Create(ctx, "abc", CreateOpts{}); !errors.Is(err, errdefs.ErrInvalidArgument) {
-		t.Fatalf("create without bundle: %v", err)
-	}
 }
 
 func TestSystemdCgroupFlag(t *testing.T) {
 	ctx := context.Background()
 	r, args := fakeRunc(t, "", "", 0)
-	if err := r.Create(ctx, "abc", CreateOpts{Bundle: "/b"}); err != nil {
+	if err := r.Update(ctx, "abc", []byte("{}")); err != nil {
 		t.Fatal(err)
 	}
 	if got := lastArgs(t, args); strings.Contains(got, "--systemd-cgroup") {
-		t.Fatalf("cgroupfs create args %q", got)
+		t.Fatalf("cgroupfs update args %q", got)
 	}
 	r.SystemdCgroup = true
 	for _, run := range []func() error{
-		func() error { return r.Create(ctx, "abc", CreateOpts{Bundle: "/b"}) },
 		func() error { return r.Update(ctx, "abc", []byte("{}")) },
 		func() error { return r.Delete(ctx, "abc", true) },
 	} {

@@ -7,6 +7,5 @@
 // process. Listen binds in a fresh 0700 directory beside the target, sets
 // the mode there, and renames the socket into place: at the final path the
 // socket only ever has its final mode.
-//
-// Standard library and x/sys only: berth-monitor links it.
+// The C monitor binds its socket the same way (native/berth-monitor, main.c).
 package unixsock

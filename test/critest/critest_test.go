@@ -96,7 +96,7 @@ func buildPrograms(t *testing.T, dir string) Programs {
 		t.Fatal(err)
 	}
 	builds := [][]string{
-		{"build", "-o", dir + "/", "./cmd/berth", "./cmd/berth-monitor", "./cmd/berth-pause"},
+		{"build", "-o", dir + "/", "./cmd/berth", "./cmd/berth-pause"},
 		{"build", "-o", filepath.Join(dir, "fakenginx"), "./test/critest/cmd/fakenginx"},
 		{"build", "-o", filepath.Join(dir, "nonewprivs"), "./test/critest/cmd/nonewprivs"},
 	}
@@ -107,6 +107,9 @@ func buildPrograms(t *testing.T, dir string) Programs {
 		if out, err := cmd.CombinedOutput(); err != nil {
 			t.Fatalf("go %v: %v\n%s", args, err, out)
 		}
+	}
+	if err := harness.BuildMonitor(repo, filepath.Join(dir, "berth-monitor")); err != nil {
+		t.Fatal(err)
 	}
 	if err := harness.CopyPinnedRunc(dir); err != nil {
 		t.Fatal(err)

@@ -54,7 +54,7 @@ func Main(m *testing.M, pkg string, prepare func(tmp string) error) {
 	os.Exit(code)
 }
 
-// BuildBinaries builds berth, berth-monitor and berth-pause from the module
+// BuildBinaries builds berth, berth-monitor (make monitor-bin) and berth-pause from the module
 // at moduleDir into dir; berth finds the other two beside itself. With
 // BERTH_TEST_RACE=1 berth is built with the race detector, and Cleanup
 // fails a test whose daemon reported a data race.
@@ -69,7 +69,7 @@ func BuildBinaries(moduleDir, dir string) error {
 	}
 	builds := [][]string{
 		append(append([]string{"build"}, race...), "-o", dir+"/", "./cmd/berth"),
-		{"build", "-o", dir + "/", "./cmd/berth-monitor", "./cmd/berth-pause"},
+		{"build", "-o", dir + "/", "./cmd/berth-pause"},
 	}
 	for _, args := range builds {
 		cmd := exec.Command(goBin, args...)
@@ -78,7 +78,21 @@ func BuildBinaries(moduleDir, dir string) error {
 			return fmt.Errorf("go %v: %v\n%s", args, err, out)
 		}
 	}
+	if err := BuildMonitor(moduleDir, filepath.Join(dir, "berth-monitor")); err != nil {
+		return err
+	}
 	return CopyPinnedRunc(dir)
+}
+
+// BuildMonitor builds the per-pod monitor (C, native/berth-monitor) to
+// out with make's monitor-bin target, the one way it is built; vars are
+// more make variables (MONITOR_SANITIZE=1).
+func BuildMonitor(moduleDir, out string, vars ...string) error {
+	cmd := exec.Command("make", append([]string{"-s", "-C", moduleDir, "monitor-bin", "MONITOR_OUT=" + out}, vars...)...)
+	if msg, err := cmd.CombinedOutput(); err != nil {
+		return fmt.Errorf("make monitor-bin: %v\n%s", err, msg)
+	}
+	return nil
 }
 
 // CopyPinnedRunc copies the pinned runc that BERTH_TEST_RUNC names (make

@@ -1,4 +1,4 @@
-package monitord_test
+package monitor_test
 
 import (
 	"os"

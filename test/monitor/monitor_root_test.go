@@ -1,4 +1,4 @@
-package monitord_test
+package monitor_test
 
 import (
 	"bufio"
@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"io/fs"
+	"net"
 	"os"
 	"os/exec"
 	"slices"
@@ -268,5 +269,35 @@ func TestStdinHeldOpen(t *testing.T) {
 		if exited := err == nil; exited == withStdin {
 			t.Fatalf("stdin %v: exited=%v after 500ms", withStdin, exited)
 		}
+	}
+}
+
+// TestClientGoneBeforeTheAnswer: a daemon killed while the monitor ran
+// runc for it hangs up; the monitor finishes the create, keeps the
+// container and answers the next client.
+func TestClientGoneBeforeTheAnswer(t *testing.T) {
+	e := newEnv(t)
+	e.launch(t)
+	id := e.prefix + "-hangup"
+	bundle, cgroup := e.bundle(t, id, bundleOpts{args: sh("exec sleep 100")})
+	t.Cleanup(func() { _ = e.runc.Delete(context.Background(), id, true) })
+	conn, err := net.Dial("unix", e.socket)
+	if err != nil {
+		t.Fatal(err)
+	}
+	req := monitor.Request{Version: monitor.ProtocolVersion, Op: monitor.OpCreate,
+		Create: &monitor.CreateRequest{ID: id, Bundle: bundle, CgroupPath: cgroup, Run: true}}
+	if err := json.NewEncoder(conn).Encode(req); err != nil {
+		t.Fatal(err)
+	}
+	conn.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	waitFor(t, "the container listed as running", func() bool {
+		infos, err := e.client.List(ctx)
+		return err == nil && len(infos) == 1 && infos[0].Running
+	})
+	if err := e.client.Ping(ctx); err != nil {
+		t.Fatal(err)
 	}
 }

@@ -1,4 +1,4 @@
-package monitord_test
+package monitor_test
 
 import (
 	"context"
@@ -20,6 +20,7 @@ import (
 	"github.com/berth-dev/berth/internal/errdefs"
 	"github.com/berth-dev/berth/internal/monitor"
 	"github.com/berth-dev/berth/internal/runc"
+	"github.com/berth-dev/berth/test/harness"
 )
 
 const runcBinary = "/usr/sbin/runc"
@@ -30,12 +31,40 @@ var (
 	buildErr  error
 )
 
+// sanitizeEnv runs the suite on the monitor's AddressSanitizer and UBSan
+// build (make test does, after the normal run): every monitor then reports
+// a memory or undefined-behaviour error into sanitizerDir, and any report
+// fails the run.
+const sanitizeEnv = "BERTH_TEST_MONITOR_SANITIZE"
+
+var sanitizerDir string
+
 func TestMain(m *testing.M) {
 	if os.Getenv(launcherEnv) != "" {
 		runLauncher()
 		return
 	}
+	if os.Getenv(sanitizeEnv) == "1" {
+		var err error
+		if sanitizerDir, err = os.MkdirTemp("", "berth-monitor-sanitizer-"); err != nil {
+			fmt.Println(err)
+			os.Exit(1)
+		}
+		// The monitor inherits the environment through monitor.Launch.
+		os.Setenv("ASAN_OPTIONS", "detect_leaks=0:log_path="+filepath.Join(sanitizerDir, "asan"))
+		os.Setenv("UBSAN_OPTIONS", "print_stacktrace=1:log_path="+filepath.Join(sanitizerDir, "ubsan"))
+	}
 	code := m.Run()
+	if sanitizerDir != "" {
+		if reports, _ := filepath.Glob(filepath.Join(sanitizerDir, "*")); len(reports) > 0 {
+			for _, r := range reports {
+				data, _ := os.ReadFile(r)
+				fmt.Printf("sanitizer report %s:\n%s\n", r, data)
+			}
+			code = 1
+		}
+		os.RemoveAll(sanitizerDir)
+	}
 	if binDir != "" {
 		os.RemoveAll(binDir)
 	}
@@ -60,7 +89,14 @@ func binaries(t *testing.T) (monitorBin, pauseBin string) {
 		if buildErr != nil {
 			return
 		}
-		for _, name := range []string{"berth-monitor", "berth-pause"} {
+		var vars []string
+		if os.Getenv(sanitizeEnv) == "1" {
+			vars = append(vars, "MONITOR_SANITIZE=1")
+		}
+		if buildErr = harness.BuildMonitor("../..", filepath.Join(binDir, "berth-monitor"), vars...); buildErr != nil {
+			return
+		}
+		for _, name := range []string{"berth-pause"} {
 			cmd := exec.Command("go", "build", "-o", filepath.Join(binDir, name), "../../cmd/"+name)
 			cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
 			if out, err := cmd.CombinedOutput(); err != nil {
@@ -147,9 +183,10 @@ func (e *env) adopt(t *testing.T, pid int) {
 }
 
 type bundleOpts struct {
-	args     []string
-	terminal bool
-	memLimit int64
+	args             []string
+	terminal         bool
+	memLimit         int64
+	stdin, stdinOnce bool
 }
 
 // bundle writes an OCI bundle whose rootfs holds only busybox.
@@ -236,7 +273,7 @@ func (e *env) make(t *testing.T, id string, o bundleOpts, run bool) (logPath str
 	defer cancel()
 	req := monitor.CreateRequest{ID: id, Bundle: bundle, LogPath: logPath,
 		LogDirectory: filepath.Join(e.dir, "logs"), LogRelPath: id + "/0.log",
-		Terminal: o.terminal, CgroupPath: cgroup}
+		Terminal: o.terminal, CgroupPath: cgroup, Stdin: o.stdin, StdinOnce: o.stdinOnce}
 	var err error
 	if run {
 		pid, started, err = e.client.Run(ctx, req)
