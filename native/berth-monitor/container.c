@@ -99,7 +99,7 @@ struct container *container_from(struct pending *p, pid_t pid, int master)
 	if (p->tty) {
 		stream_init(&c->out, c, master, FRAME_STDOUT);
 		c->err.kind = FRAME_STDERR;
-		c->stdin_fd = dup(master); /* written apart from the reads */
+		c->stdin_fd = fcntl(master, F_DUPFD_CLOEXEC, 3); /* written apart from the reads */
 	} else {
 		stream_init(&c->out, c, p->out_r, FRAME_STDOUT);
 		stream_init(&c->err, c, p->err_r, FRAME_STDERR);

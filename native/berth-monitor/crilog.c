@@ -118,7 +118,7 @@ static bool clean_rel(const char *rel)
 static int parent_of(struct crilog *l, struct err *e)
 {
 	char why[256];
-	int cur = dup(l->dirfd);
+	int cur = fcntl(l->dirfd, F_DUPFD_CLOEXEC, 3);
 	if (cur < 0) {
 		seterr(e, E_OTHER, "container log directory %s: %s", l->path, strerror(errno));
 		return -1;

@@ -41,7 +41,9 @@ static bool expand_slice(const char *slice, struct buf *out)
 		buf_adds(out, "/");
 		return true;
 	}
-	char *base = strndup(slice, n - 6);
+	char *base = xmalloc(n - 5);
+	memcpy(base, slice, n - 6);
+	base[n - 6] = 0;
 	struct buf prefix = {0};
 	bool ok = true;
 	for (char *p = base;;) {
