@@ -56,7 +56,8 @@ void conn_close(struct conn *c)
 	}
 	close(c->fd); /* leaves the epoll set with it */
 	buf_free(&c->in);
-	free(c);
+	c->src.dead = true;
+	graveyard_add(c);
 }
 
 /* conn_respond writes body and a newline, then closes the connection.
@@ -222,6 +223,8 @@ static bool find_conn(const struct conn *want)
 
 void conn_event(struct conn *c, uint32_t events)
 {
+	if (c->waiting)
+		return; /* left the epoll set; the event came in the same batch */
 	if (!c->session) {
 		read_request(c);
 		return;

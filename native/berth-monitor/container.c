@@ -79,7 +79,9 @@ static void container_free(struct container *c)
 		}
 	}
 	free(c->id);
-	free(c);
+	c->id = NULL;
+	c->out.src.dead = c->err.src.dead = c->stdin_src.dead = c->pidfd_src.dead = true;
+	graveyard_add(c);
 }
 
 static void container_end(struct container *c, int status, bool unknown);
@@ -223,6 +225,8 @@ void container_stream_event(struct stream *s, uint32_t events)
 	char chunk[READ_CHUNK];
 	struct container *c = s->c;
 	(void)events;
+	if (s->fd < 0)
+		return; /* closed earlier in the same batch */
 	for (int reads = 0; reads < 16; reads++) {
 		ssize_t n = read(s->fd, chunk, sizeof chunk);
 		if (n > 0) {

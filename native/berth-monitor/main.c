@@ -42,6 +42,27 @@ void loop_del(int fd)
 	epoll_ctl(M.epfd, EPOLL_CTL_DEL, fd, NULL);
 }
 
+static void **graveyard;
+static size_t graveyard_n;
+
+void graveyard_add(void *p)
+{
+	void **g = realloc(graveyard, (graveyard_n + 1) * sizeof *g);
+	if (!g) {
+		diag("out of memory (graveyard)");
+		abort();
+	}
+	graveyard = g;
+	graveyard[graveyard_n++] = p;
+}
+
+static void graveyard_free(void)
+{
+	for (size_t i = 0; i < graveyard_n; i++)
+		free(graveyard[i]);
+	graveyard_n = 0;
+}
+
 bool orphan_claim(pid_t pid, int *status)
 {
 	for (struct exitrec **pp = &M.orphans; *pp; pp = &(*pp)->next) {
@@ -234,7 +255,7 @@ static void ready(void)
 
 static void serve(int lfd, int sfd)
 {
-	struct src lsrc = {SRC_LISTEN, NULL}, ssrc = {SRC_SIGNAL, NULL};
+	struct src lsrc = {SRC_LISTEN, NULL, false}, ssrc = {SRC_SIGNAL, NULL, false};
 	loop_add(lfd, &lsrc, EPOLLIN);
 	loop_add(sfd, &ssrc, EPOLLIN);
 	reap();
@@ -247,10 +268,14 @@ static void serve(int lfd, int sfd)
 			diag("pod %s: epoll: %s", M.pod, strerror(errno));
 			return;
 		}
+		/* Every ready source gets its turn (one always ready must not
+		 * starve the others); what a handler frees waits in the
+		 * graveyard until the batch is done. */
 		for (int i = 0; i < n && !M.stop; i++) {
 			struct src *s = evs[i].data.ptr;
-			enum srckind kind = s->kind; /* the handler may free s */
-			switch (kind) {
+			if (s->dead)
+				continue;
+			switch (s->kind) {
 			case SRC_LISTEN: conn_accept(lfd); break;
 			case SRC_SIGNAL: M.stop = !signals(sfd); break;
 			case SRC_INOTIFY: oom_events(oom_watch_fd()); break;
@@ -259,11 +284,8 @@ static void serve(int lfd, int sfd)
 			case SRC_PIDFD: container_pidfd_event(s->obj); break;
 			case SRC_STDIN: container_stdin_event(s->obj); break;
 			}
-			/* An event may have freed what a later one in this batch
-			 * points at: take a fresh batch. */
-			if (kind != SRC_LISTEN && kind != SRC_INOTIFY)
-				break;
 		}
+		graveyard_free();
 		attach_kick();
 		now = now_ms();
 		containers_timeouts(now);

@@ -128,7 +128,11 @@ enum srckind { SRC_LISTEN, SRC_SIGNAL, SRC_INOTIFY, SRC_CONN, SRC_STREAM, SRC_PI
 struct src {
 	enum srckind kind;
 	void *obj;
+	bool dead; /* its object is gone: an event still in the batch is skipped */
 };
+/* graveyard_add frees p once the loop's current batch of events is done:
+ * an event later in the batch may still point at it (marked dead). */
+void graveyard_add(void *p);
 void loop_add(int fd, struct src *s, uint32_t events);
 void loop_mod(int fd, struct src *s, uint32_t events);
 void loop_del(int fd);

@@ -20,7 +20,7 @@
 
 static int inotify_fd = -1;
 static bool inotify_warned;
-static struct src inotify_src = {SRC_INOTIFY, NULL};
+static struct src inotify_src = {SRC_INOTIFY, NULL, false};
 
 /* The counters being watched; few per pod. */
 static struct oom **watched;

@@ -3,8 +3,10 @@ package monitor_test
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"io"
+	"net"
 	"os"
 	"os/exec"
 	"strings"
@@ -270,5 +272,36 @@ func TestAdoptReadsOnAndReportsAnUnknownExit(t *testing.T) {
 	}
 	if err := e.client.Adopt(ctx, monitor.AdoptRequest{ID: "../x", Pid: os.Getpid()}); !errors.Is(err, errdefs.ErrInvalidArgument) {
 		t.Errorf("adopt with a bad id: %v, want InvalidArgument", err)
+	}
+}
+
+// TestStalledClientIsDropped: a client that takes no output for 10 s
+// (the monitor's write deadline) loses its session while the container
+// runs on; it finds the connection closed once it reads what was sent.
+func TestStalledClientIsDropped(t *testing.T) {
+	e := newEnv(t)
+	e.launch(t)
+	id := e.prefix + "-stalled"
+	e.create(t, id, bundleOpts{args: sh("while true; do echo xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx; done")})
+	e.start(t, id)
+	conn, err := net.Dial("unix", e.socket)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	req := monitor.Request{Version: monitor.ProtocolVersion, Op: monitor.OpAttach, ID: id, Attach: &monitor.AttachRequest{Stdout: true}}
+	if err := json.NewEncoder(conn).Encode(req); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(11 * time.Second) // the stall itself: the client reads nothing past the deadline
+	_ = conn.SetReadDeadline(time.Now().Add(10 * time.Second))
+	if _, err := io.Copy(io.Discard, conn); err != nil {
+		t.Fatalf("reading the stalled session: %v; want the monitor to have closed it", err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	infos, err := e.client.List(ctx)
+	if err != nil || len(infos) != 1 || !infos[0].Running {
+		t.Fatalf("list: %+v, %v; want the container running on", infos, err)
 	}
 }
