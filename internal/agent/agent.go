@@ -262,6 +262,7 @@ func New(cfg Config) (*Agent, error) {
 		claims:         newClaimSet(claimStore),
 		services:       map[string]*serviceObj{},
 	}
+	a.deps.statusChanged = a.wakeControllers
 	if a.deps.userNamespaces, err = openUserNamespaces(cfg, log); err != nil {
 		return nil, err
 	}

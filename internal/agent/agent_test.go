@@ -13,6 +13,7 @@ import (
 
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/utils/clock"
+	clocktesting "k8s.io/utils/clock/testing"
 
 	"github.com/berth-dev/berth/internal/agent/agentapi"
 	"github.com/berth-dev/berth/internal/agent/backoff"
@@ -25,6 +26,7 @@ type testAgent struct {
 	*Agent
 	volumes *fakeVolumes
 	stop    func()
+	clock   *clocktesting.FakeClock // the agent's clock when it is a fake one
 }
 
 func startTestAgent(t *testing.T, rt *criclienttest.Runtime) *testAgent {
@@ -66,7 +68,8 @@ func runTestAgent(t *testing.T, a *Agent, vols *fakeVolumes) *testAgent {
 	}
 	t.Cleanup(stop)
 	waitFor(t, "the agent is ready", func() bool { return a.checkReady() == nil })
-	return &testAgent{Agent: a, volumes: vols, stop: stop}
+	fake, _ := a.deps.clock.(*clocktesting.FakeClock)
+	return &testAgent{Agent: a, volumes: vols, stop: stop, clock: fake}
 }
 
 // newTestAgent returns an agent on rt and clk, with fake volumes, not

@@ -18,7 +18,9 @@ import (
 )
 
 // controllerPeriod is how often the workload controllers look at their
-// pods without being woken (readiness changes reach them this way).
+// pods without being woken: a pod whose status changes in what they read
+// wakes them (controllerView), so the tick serves what time alone changes
+// (minReadySeconds, progress deadlines, CronJob schedules).
 const controllerPeriod = time.Second
 
 // runControllers runs the workload controllers until ctx ends: on every
@@ -96,7 +98,11 @@ func (a *Agent) reconcileWorkloadsLocked() []podCreation {
 	pods := a.ownedPodsLocked()
 	for _, o := range a.sortedWorkloadsLocked() {
 		if o.rs != nil {
+			before := replicaCounts(o.rs.Status)
 			collect(a.syncReplicaSetLocked(o, pods[o.uid()]))
+			if replicaCounts(o.rs.Status) != before {
+				a.wakeControllers() // its Deployment reads them, in the next pass
+			}
 		}
 		if o.ds != nil {
 			a.syncDaemonSetLocked(o, pods[o.uid()])
@@ -110,6 +116,12 @@ func (a *Agent) reconcileWorkloadsLocked() []podCreation {
 	}
 	a.syncClaimsLocked()
 	return creations
+}
+
+// replicaCounts is what a Deployment reads of its ReplicaSets' status.
+func replicaCounts(st appsv1.ReplicaSetStatus) [5]int64 {
+	return [5]int64{int64(st.Replicas), int64(st.ReadyReplicas), int64(st.AvailableReplicas),
+		int64(st.FullyLabeledReplicas), st.ObservedGeneration}
 }
 
 func (a *Agent) sortedWorkloadsLocked() []*workloadObj {
@@ -176,7 +188,8 @@ func (a *Agent) markDeletingLocked(o *workloadObj) error {
 	return nil
 }
 
-// forgetWorkloadLocked removes a deleted object whose dependents are gone.
+// forgetWorkloadLocked removes a deleted object whose dependents are gone;
+// its owner, if deleted too, may then go in the next pass.
 func (a *Agent) forgetWorkloadLocked(o *workloadObj) {
 	if err := a.workloadStore.Remove(o.kind(), o.uid()); err != nil {
 		a.log.Error("workload: remove record", "object", o.kind()+" "+o.meta().Namespace+"/"+o.meta().Name, "error", err)
@@ -184,6 +197,7 @@ func (a *Agent) forgetWorkloadLocked(o *workloadObj) {
 	}
 	a.forgetTemplateSourcesLocked(o)
 	delete(a.workloads, o.uid())
+	a.wakeControllers()
 }
 
 // syncReplicaSetLocked deletes the ReplicaSet's extra pods and updates
@@ -235,6 +249,12 @@ func controllerView(pod *v1.Pod) workload.Pod {
 		p.Restarts = max(p.Restarts, s.RestartCount)
 	}
 	return p
+}
+
+// sameControllerView says whether a controller sees a and b alike.
+func sameControllerView(a, b workload.Pod) bool {
+	return a.Name == b.Name && a.Phase == b.Phase && a.Ready == b.Ready && a.Deleting == b.Deleting &&
+		a.ReadySince.Equal(b.ReadySince) && a.Created.Equal(b.Created) && a.Restarts == b.Restarts
 }
 
 // createPodLocked makes a pod of an apps/v1 ReplicaSet or DaemonSet from

@@ -69,6 +69,10 @@ type syncDeps struct {
 	svcPods *servicePods
 	// sandboxSlots bounds the sandboxes being made at once (start.go).
 	sandboxSlots chan struct{}
+	// statusChanged is called when a pod's status changed in what the
+	// workload controllers read of it (status.go): they run at once rather
+	// than at their next tick. nil: nothing is told.
+	statusChanged func()
 }
 
 // PodCgroupManager makes a pod's own cgroup, sized for the pod, before its

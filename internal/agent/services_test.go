@@ -117,7 +117,13 @@ spec:
 // (127.77.0.0/24, the DNS on a free port) with a fake interface.
 func startServicesAgent(t *testing.T, rt *criclienttest.Runtime, dir string, link *fakeLink, dnsPort int) *testAgent {
 	t.Helper()
-	a, vols := newTestAgentWith(t, rt, dir, clock.RealClock{}, func(c *Config) {
+	return startServicesAgentOn(t, rt, dir, link, dnsPort, clock.RealClock{})
+}
+
+// startServicesAgentOn is startServicesAgent on clk.
+func startServicesAgentOn(t *testing.T, rt *criclienttest.Runtime, dir string, link *fakeLink, dnsPort int, clk clock.WithTicker) *testAgent {
+	t.Helper()
+	a, vols := newTestAgentWith(t, rt, dir, clk, func(c *Config) {
 		r, _ := workload.ParseServiceRange("127.77.0.0/24")
 		c.Services = ServicesConfig{Range: r, Interface: "test-svc", DNSPort: dnsPort, NodePortAddress: netip.MustParseAddr("127.0.0.1")}
 	})

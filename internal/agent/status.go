@@ -41,6 +41,7 @@ func (w *podWorker) setStatus(d desiredPod, obs observation, acts plan.Actions, 
 	if onlyFirst && w.synced {
 		return
 	}
+	defer w.tellIfChanged(w.synced)()
 	previous := &v1.PodStatus{PodIPs: toPodIPs(w.keptIPs)}
 	if w.synced {
 		previous = &w.status
@@ -62,6 +63,7 @@ func (w *podWorker) applyProbeResults() {
 	if !w.synced {
 		return
 	}
+	defer w.tellIfChanged(true)()
 	probes := map[string]plan.ProbeStatus{}
 	for _, list := range [][]v1.ContainerStatus{w.status.InitContainerStatuses, w.status.ContainerStatuses} {
 		for _, st := range list {
@@ -72,6 +74,20 @@ func (w *podWorker) applyProbeResults() {
 		}
 	}
 	podstatus.UpdateProbes(&w.status, w.desired.pod, probes, w.deps.clock.Now())
+}
+
+// tellIfChanged returns what tells the agent, once the status under w.mu
+// has been changed, that what a workload controller sees of the pod
+// (controllerView) changed, or that it has a status for the first time
+// (had: false). Called, and its result deferred, under w.mu.
+func (w *podWorker) tellIfChanged(had bool) func() {
+	before := controllerView(&v1.Pod{Status: w.status})
+	return func() {
+		after := controllerView(&v1.Pod{Status: w.status})
+		if w.deps.statusChanged != nil && (!had || !sameControllerView(before, after)) {
+			w.deps.statusChanged()
+		}
+	}
 }
 
 // keepPodIPs saves the IPs of the pod's ready sandbox in the agent's store

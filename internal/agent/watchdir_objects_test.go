@@ -8,8 +8,10 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	v1 "k8s.io/api/core/v1"
+	clocktesting "k8s.io/utils/clock/testing"
 
 	"github.com/berth-dev/berth/internal/agent/agentapi"
 	"github.com/berth-dev/berth/internal/agent/criclient/criclienttest"
@@ -55,10 +57,19 @@ func writeDirFile(t *testing.T, dir, name, content string) {
 }
 
 // startDirAgent runs an agent with Services (on loopback, a fake
-// interface) in dir.
+// interface) in dir, on a fake clock: confirmAbsences steps it.
 func startDirAgent(t *testing.T, rt *criclienttest.Runtime, dir string) *testAgent {
 	t.Helper()
-	return startServicesAgent(t, rt, dir, newFakeLink(), freePort(t))
+	clk := clocktesting.NewFakeClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
+	return startServicesAgentOn(t, rt, dir, newFakeLink(), freePort(t), clk)
+}
+
+// confirmAbsences waits until a scan of dir found objects missing, then
+// moves the agent's clock on to when a scan deletes them.
+func (a *testAgent) confirmAbsences(t *testing.T, dir string) {
+	t.Helper()
+	waitFor(t, "a scan that finds objects missing", func() bool { return a.missing(dir) > 0 })
+	a.clock.Step(absenceConfirmAfter)
 }
 
 // objects names the workloads, Services and claims of the agent, with
@@ -160,6 +171,7 @@ func pruneWatchedObjects(t *testing.T, a *testAgent, dir string) {
 	}
 
 	writeDirFile(t, dir, "web.yaml", "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: left}\n")
+	a.confirmAbsences(t, dir)
 	waitFor(t, "the Deployment and Service deleted, the claim kept", func() bool {
 		got := a.dirObjects(dir)
 		return len(got) == 1 && got[0] == "PersistentVolumeClaim data"
@@ -217,6 +229,7 @@ func TestRecoveryWatchesADirectoryOfWorkloadsAgain(t *testing.T) {
 	if err := os.Remove(filepath.Join(dir, "web.yaml")); err != nil {
 		t.Fatal(err)
 	}
+	second.confirmAbsences(t, dir)
 	waitFor(t, "web deleted with its file", func() bool { return len(second.dirObjects(dir)) == 0 && len(second.ownedPods("ReplicaSet")) == 0 })
 }
 

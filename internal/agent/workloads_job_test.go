@@ -163,7 +163,8 @@ func TestCronJobRunIsNotRepeatedAfterACrash(t *testing.T) {
 		d, err := second.DescribeWorkload(agentapi.ResourceCronJob, "default", "tick")
 		return err == nil && len(d.CronJob.Status.Active) > 0
 	})
-	time.Sleep(1500 * time.Millisecond) // a controller pass or two more
+	second.reconcileWorkloads() // two more controller passes, done before the list
+	second.reconcileWorkloads()
 	l, err := second.ListWorkloads(agentapi.ResourceJob, "default")
 	if err != nil {
 		t.Fatal(err)
