@@ -90,8 +90,12 @@ func debugEphemeral(t *testing.T, n *node) {
 		t.Errorf("get pods shows %q; want 1/1 Running (ephemeral containers do not count)", get)
 	}
 	bg := n.background("debug", "-i", "bare", "--image=busybox", "--image-pull-policy=IfNotPresent", "--target=app", "-c", "shell", "--", "sh")
-	_, _ = bg.stdin.Write([]byte("ps -o pid,args; exit 0\n"))
+	// ps runs each second until the next line: containerd 1.6 can pass
+	// stdin on before it adds the attach's stdout, and lose what the first
+	// ps writes in between.
+	_, _ = bg.stdin.Write([]byte("while :; do ps -o pid,args; read -t 1 line && break; done; exit 0\n"))
 	bg.waitOutput("ps through the attached stdin", nil, "/pause")
+	_, _ = bg.stdin.Write([]byte("\n"))
 	n.waitPod("bare", "shell exited", func(p v1.Pod) bool { return ephemeral(p, "shell").State.Terminated != nil })
 	if _, errOut, err := n.berth("debug", "bare", "--image=busybox", "--image-pull-policy=IfNotPresent", "-c", "shell"); err == nil || !strings.Contains(errOut, "Duplicate value") {
 		t.Errorf("a second ephemeral container named shell: %v %q; want it refused", err, errOut)
