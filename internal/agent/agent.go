@@ -188,6 +188,8 @@ type Agent struct {
 	workloadNames  map[string]string
 	workloadStore  *workloadstore.Store
 	controllerWake chan struct{}
+	// workerSeq counts the workers started (under mu): each one's seq.
+	workerSeq uint64
 	// controllerPass is held by a controller pass from its start to its
 	// last pod made, the agent's lock being released between batches:
 	// one pass runs at a time (taken before mu, never under it).
@@ -433,6 +435,8 @@ func (a *Agent) Run(ctx context.Context) error {
 // startWorkerLocked runs a worker for desired (the caller holds a.mu).
 func (a *Agent) startWorkerLocked(desired desiredPod) *podWorker {
 	w := newPodWorker(a.deps, desired)
+	a.workerSeq++
+	w.seq = a.workerSeq
 	a.workers[w.uid] = w
 	a.current[desired.key()] = w.uid
 	if a.stopping {

@@ -203,6 +203,9 @@ func (a *Agent) applyPodLocked(p *manifest.Pod, watchDir string) agentapi.ApplyR
 	// Created, as the API server creates a pod: its first generation.
 	pod.CreationTimestamp, pod.Generation = metav1.NewTime(a.deps.clock.Now()), 1
 	desired := desiredPod{pod: pod, sources: a.sourcesForLocked(pod), source: p.Source, watchDir: watchDir}
+	if a.scheduledByAgentLocked(pod) {
+		a.schedulePendingAheadLocked(pod) // the pods waiting before it take the room first
+	}
 	room := a.nodeRoomLocked(replaced) // the new pod takes the old one's room
 	if fit := a.scheduleLocked(pod, room); !fit.Admit {
 		desired.unscheduled = a.newUnschedulable(fit.Message)

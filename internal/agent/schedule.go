@@ -84,8 +84,17 @@ type waitingPod struct {
 // kubelet's admission) and runs, and takes its room; one that still does
 // not gets FailedScheduling again only when the reason changed or
 // unschedulableRetryPeriod passed.
-func (a *Agent) schedulePendingLocked() {
+func (a *Agent) schedulePendingLocked() { a.schedulePendingAheadLocked(nil) }
+
+// schedulePendingAheadLocked is schedulePendingLocked for the waiting pods
+// ahead of a new pod in the queue (nil: all of them): the new pod joins
+// the queue behind them, so they take the room it would find first.
+func (a *Agent) schedulePendingAheadLocked(pod *v1.Pod) {
 	waiting := a.waitingPodsLocked()
+	if pod != nil {
+		next := a.workerSeq + 1 // the seq its worker will have
+		waiting = slices.DeleteFunc(waiting, func(p waitingPod) bool { return queueOrder(p.pod, p.w.seq, pod, next) >= 0 })
+	}
 	if len(waiting) == 0 {
 		return
 	}
@@ -111,7 +120,7 @@ func (a *Agent) schedulePendingLocked() {
 }
 
 // waitingPodsLocked lists the pods waiting for the scheduler in its
-// queue's order: priority, then creation, then uid.
+// queue's order (queueOrder): priority, then creation, then arrival.
 func (a *Agent) waitingPodsLocked() []waitingPod {
 	var out []waitingPod
 	for _, w := range a.workers {
@@ -119,16 +128,21 @@ func (a *Agent) waitingPodsLocked() []waitingPod {
 			out = append(out, waitingPod{pod: pod, why: why, w: w})
 		}
 	}
-	slices.SortFunc(out, func(x, y waitingPod) int {
-		if c := cmp.Compare(corev1helpers.PodPriority(y.pod), corev1helpers.PodPriority(x.pod)); c != 0 {
-			return c
-		}
-		if c := x.pod.CreationTimestamp.Compare(y.pod.CreationTimestamp.Time); c != 0 {
-			return c
-		}
-		return cmp.Compare(x.pod.UID, y.pod.UID)
-	})
+	slices.SortFunc(out, func(x, y waitingPod) int { return queueOrder(x.pod, x.w.seq, y.pod, y.w.seq) })
 	return out
+}
+
+// queueOrder is the scheduler queue's order of two pods and their
+// workers' seq: the higher priority first, then the older, then the one
+// the agent took first.
+func queueOrder(x *v1.Pod, xSeq uint64, y *v1.Pod, ySeq uint64) int {
+	if c := cmp.Compare(corev1helpers.PodPriority(y), corev1helpers.PodPriority(x)); c != 0 {
+		return c
+	}
+	if c := x.CreationTimestamp.Compare(y.CreationTimestamp.Time); c != 0 {
+		return c
+	}
+	return cmp.Compare(xSeq, ySeq)
 }
 
 // pending returns a copy of the pod and why it waits, if it waits for

@@ -30,6 +30,9 @@ type podWorker struct {
 	// resources are fixed for its uid): counted without recomputing it
 	// for every admission (capacity.go).
 	requests nodefit.Resources
+	// seq is the order the agent took the pod in (startWorkerLocked): the
+	// scheduler queue's order among pods made at the same time.
+	seq uint64
 
 	mu      sync.Mutex
 	desired desiredPod
